@@ -1,0 +1,38 @@
+// dl-server: serves one shard of the parameter table of a plan.
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "core/build_info.h"
+#include "core/exit_codes.h"
+#include "plan/plan.h"
+#include "ps/server.h"
+
+int main(int argc, char** argv) {
+  using namespace shoal;
+  CLI::App app{"dl-server: serve one shard of a plan's parameter table"};
+  std::string plan_path;
+  ServerOptions options;
+  app.add_option("--plan", plan_path, "plan.json written by dl-plan")->required();
+  app.add_option("--id", options.id, "this server's id in the plan")->check(CLI::NonNegativeNumber);
+  app.add_option("--checkpoint-dir", options.checkpoint_dir, "where to write checkpoints (none if unset)");
+  app.add_option("--keep", options.keep_checkpoints, "checkpoints to keep")->check(CLI::PositiveNumber);
+  CLI11_PARSE(app, argc, argv);
+
+  Plan plan;
+  Status s = LoadPlan(plan_path, &plan);
+  if (!s.ok()) return ReportFailure("dl-server", s);
+  ParameterServer server(plan, options);
+  s = server.Start();
+  if (!s.ok()) return ReportFailure("dl-server", s);
+  std::fprintf(stderr, "dl-server: server %d serving plan %s on %s\n", options.id, plan.hash.c_str(),
+               plan.servers[options.id].endpoint.c_str());
+  s = server.Run();
+  ServerStats st = server.stats();
+  nlohmann::json record = {{"event", "server_done"}, {"server", options.id}, {"version", st.version},
+                           {"updates_received", st.updates_received}, {"updates_applied", st.updates_applied},
+                           {"gets", st.gets}, {"gets_waited", st.gets_waited},
+                           {"bad_requests", st.bad_requests}, {"checkpoints", st.checkpoints},
+                           {"ok", s.ok()}, {"commit", BuildCommit()}};
+  std::printf("%s\n", record.dump().c_str());
+  return s.ok() ? kExitOk : ReportFailure("dl-server", s);
+}

@@ -1,0 +1,41 @@
+// dl-worker: trains its part of a plan, talking to the plan's servers.
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+
+#include "core/exit_codes.h"
+#include "plan/plan.h"
+#include "train/worker.h"
+
+int main(int argc, char** argv) {
+  using namespace shoal;
+  CLI::App app{"dl-worker: train a plan's model on this worker's shard"};
+  std::string plan_path;
+  WorkerOptions options;
+  bool no_eval = false;
+  std::string metrics_path;
+  app.add_option("--plan", plan_path, "plan.json written by dl-plan")->required();
+  app.add_option("--id", options.id, "this worker's global id in the plan")->check(CLI::NonNegativeNumber);
+  app.add_option("--shards", options.shard_dir, "shard directory (default: the job's data.shards)");
+  app.add_option("--threads", options.threads, "compute threads")->check(CLI::PositiveNumber);
+  app.add_option("--steps", options.steps, "train this many steps (default: from the job)")
+      ->check(CLI::PositiveNumber);
+  app.add_flag("--standalone", options.standalone, "update parameters in this process; no servers");
+  app.add_option("--metrics", metrics_path, "also append every record to this file as JSON lines");
+  app.add_flag("--no-eval", no_eval, "skip the evaluation on the test shard");
+  CLI11_PARSE(app, argc, argv);
+  options.evaluate = !no_eval;
+
+  Plan plan;
+  Status s = LoadPlan(plan_path, &plan);
+  if (!s.ok()) return ReportFailure("dl-worker", s);
+  std::FILE* metrics = nullptr;
+  if (!metrics_path.empty() && !(metrics = std::fopen(metrics_path.c_str(), "a")))
+    return ReportFailure("dl-worker", Status::IOError("cannot open '" + metrics_path + "' for writing"));
+  Progress progress(isatty(STDOUT_FILENO), metrics);
+  Worker worker(plan, options, &progress);
+  WorkerResult result;
+  s = worker.Run(&result);
+  if (metrics && std::fclose(metrics) != 0 && s.ok()) s = Status::IOError("cannot write '" + metrics_path + "'");
+  return s.ok() ? kExitOk : ReportFailure("dl-worker", s.Within("worker " + std::to_string(options.id)));
+}

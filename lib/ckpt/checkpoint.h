@@ -1,0 +1,52 @@
+// A server's checkpoint: its slices of the parameter table and the updater's
+// state, at one version.
+//
+// File: magic "SHOALCKP" | u32 format version | u64 header bytes | header
+// (JSON: plan hash, server, step, tensors with offset, count and CRC-32) |
+// u32 CRC-32 of the header | tensor data (float32, little-endian).
+// Written atomically (temporary file, fsync, rename), so a crash at any
+// point leaves the previous checkpoint whole.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/status.h"
+
+namespace shoal {
+
+struct CheckpointTensor {
+  std::string name;    // "<param>" or "<param>@velocity"
+  std::string param;
+  std::string role;    // "value" | "velocity"
+  uint32_t key = 0;    // slice key in the plan
+  uint64_t offset = 0; // floats into the parameter
+  std::vector<int> shape;  // the whole parameter's
+  std::vector<float> data;
+};
+
+struct Checkpoint {
+  std::string plan_hash;
+  int server = 0;
+  uint64_t step = 0;     // parameter version: updates applied so far (BSP: steps)
+  uint64_t updates = 0;  // worker updates received
+  std::vector<CheckpointTensor> tensors;
+};
+
+Status WriteCheckpoint(const std::string& path, const Checkpoint& ckpt);
+// Reads and verifies every checksum; an error names the tensor and its bytes.
+Status ReadCheckpoint(const std::string& path, Checkpoint* ckpt);
+// The header alone, as written (for inspection without loading tensors).
+Status ReadCheckpointHeader(const std::string& path, nlohmann::json* header);
+
+// "<dir>/server-<id>-step-<step>.ckpt", zero-padded so names sort by step.
+std::string CheckpointPath(const std::string& dir, int server, uint64_t step);
+// The checkpoints of `server` in `dir`, oldest first.
+std::vector<std::string> ListCheckpoints(const std::string& dir, int server);
+// The newest checkpoint of every server that has one in `dir`.
+std::vector<std::string> LatestCheckpoints(const std::string& dir);
+
+}  // namespace shoal

@@ -1,0 +1,51 @@
+#include "ckpt/compare.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+namespace shoal {
+
+nlohmann::json SummarizeCheckpoint(const std::string& path, const Checkpoint& ckpt) {
+  nlohmann::json tensors = nlohmann::json::array();
+  for (const auto& t : ckpt.tensors) {
+    double sq = 0.0;
+    for (float v : t.data) sq += static_cast<double>(v) * v;
+    tensors.push_back({{"name", t.name}, {"param", t.param}, {"role", t.role}, {"key", t.key},
+                       {"shape", t.shape}, {"offset", t.offset}, {"count", t.data.size()},
+                       {"l2_norm", std::sqrt(sq)}});
+  }
+  return {{"path", path}, {"plan_hash", ckpt.plan_hash}, {"server", ckpt.server},
+          {"step", ckpt.step}, {"updates", ckpt.updates}, {"tensors", tensors}};
+}
+
+nlohmann::json DiffCheckpoints(const Checkpoint& a, const Checkpoint& b) {
+  std::map<std::string, const CheckpointTensor*> in_b;
+  for (const auto& t : b.tensors) in_b[t.name] = &t;
+  nlohmann::json tensors = nlohmann::json::array(), only_a = nlohmann::json::array();
+  double worst_abs = 0.0, worst_rel = 0.0;
+  for (const auto& ta : a.tensors) {
+    auto it = in_b.find(ta.name);
+    if (it == in_b.end() || it->second->data.size() != ta.data.size()) {
+      only_a.push_back(ta.name);
+      continue;
+    }
+    const auto& tb = *it->second;
+    double max_abs = 0.0, scale = 0.0;
+    for (size_t i = 0; i < ta.data.size(); ++i) {
+      max_abs = std::max(max_abs, std::fabs(static_cast<double>(ta.data[i]) - tb.data[i]));
+      scale = std::max({scale, std::fabs(static_cast<double>(ta.data[i])), std::fabs(static_cast<double>(tb.data[i]))});
+    }
+    double max_rel = scale > 0 ? max_abs / scale : 0.0;
+    worst_abs = std::max(worst_abs, max_abs);
+    worst_rel = std::max(worst_rel, max_rel);
+    tensors.push_back({{"name", ta.name}, {"max_abs", max_abs}, {"max_rel", max_rel}});
+    in_b.erase(it);
+  }
+  nlohmann::json only_b = nlohmann::json::array();
+  for (const auto& [name, t] : in_b) only_b.push_back(name);
+  return {{"step_a", a.step}, {"step_b", b.step}, {"max_abs", worst_abs}, {"max_rel", worst_rel},
+          {"tensors", tensors}, {"only_in_a", only_a}, {"only_in_b", only_b}};
+}
+
+}  // namespace shoal

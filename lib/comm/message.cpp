@@ -1,0 +1,117 @@
+#include "comm/message.h"
+
+#include <cstring>
+
+namespace shoal {
+namespace {
+
+// The wire is little-endian; so are the machines shoal runs on (x86-64, arm64).
+template <typename T>
+void Put(unsigned char*& p, T v) {
+  std::memcpy(p, &v, sizeof v);
+  p += sizeof v;
+}
+
+template <typename T>
+T Get(const unsigned char*& p) {
+  T v;
+  std::memcpy(&v, p, sizeof v);
+  p += sizeof v;
+  return v;
+}
+
+bool IsKnownType(uint16_t t) {
+  return (t >= 1 && t <= 6) || t == 100 || t == 101;
+}
+
+bool CarriesText(MsgType t) { return t == MsgType::kError || t == MsgType::kStats; }
+
+}  // namespace
+
+const char* MsgTypeName(MsgType type) {
+  switch (type) {
+    case MsgType::kGet: return "get";
+    case MsgType::kUpdate: return "update";
+    case MsgType::kPut: return "put";
+    case MsgType::kStats: return "stats";
+    case MsgType::kShutdown: return "shutdown";
+    case MsgType::kDone: return "done";
+    case MsgType::kReply: return "reply";
+    case MsgType::kError: return "error";
+  }
+  return "unknown";
+}
+
+size_t EncodedSize(const std::vector<EntryRef>& entries, const std::string& text) {
+  size_t n = kHeaderBytes + text.size();
+  for (const auto& e : entries) n += 8 + 4ull * e.count;
+  return n;
+}
+
+void Encode(const MsgHeader& h, const std::vector<EntryRef>& entries, const std::string& text,
+            unsigned char* out) {
+  unsigned char* p = out;
+  Put<uint32_t>(p, kMsgMagic);
+  Put<uint16_t>(p, kProtocolVersion);
+  Put<uint16_t>(p, static_cast<uint16_t>(h.type));
+  Put<uint64_t>(p, h.plan_hash);
+  Put<uint64_t>(p, h.step);
+  Put<uint32_t>(p, h.sender);
+  Put<uint32_t>(p, static_cast<uint32_t>(entries.size()));
+  Put<uint64_t>(p, EncodedSize(entries, text) - kHeaderBytes);
+  for (const auto& e : entries) {
+    Put<uint32_t>(p, e.key);
+    Put<uint32_t>(p, e.count);
+    std::memcpy(p, e.data, 4ull * e.count);
+    p += 4ull * e.count;
+  }
+  std::memcpy(p, text.data(), text.size());
+}
+
+Status Decode(const unsigned char* data, size_t size, MessageView* out) {
+  if (size < kHeaderBytes)
+    return Status::Corruption("message of " + std::to_string(size) + " bytes is shorter than a header");
+  const unsigned char* p = data;
+  uint32_t magic = Get<uint32_t>(p);
+  if (magic != kMsgMagic) return Status::Corruption("message does not start with shoal's magic");
+  uint16_t version = Get<uint16_t>(p);
+  if (version != kProtocolVersion)
+    return Status::Corruption("protocol version " + std::to_string(version) + ", expected " +
+                              std::to_string(kProtocolVersion));
+  uint16_t type = Get<uint16_t>(p);
+  if (!IsKnownType(type)) return Status::Corruption("unknown message type " + std::to_string(type));
+  out->header.type = static_cast<MsgType>(type);
+  out->header.plan_hash = Get<uint64_t>(p);
+  out->header.step = Get<uint64_t>(p);
+  out->header.sender = Get<uint32_t>(p);
+  uint32_t count = Get<uint32_t>(p);
+  uint64_t payload = Get<uint64_t>(p);
+  if (payload != size - kHeaderBytes)
+    return Status::Corruption("header announces " + std::to_string(payload) +
+                              " payload bytes, message carries " + std::to_string(size - kHeaderBytes));
+  out->entries.clear();
+  out->text.clear();
+  const unsigned char* end = data + size;
+  if (CarriesText(out->header.type)) {
+    if (count != 0) return Status::Corruption("a text message carries no entries");
+    out->text.assign(reinterpret_cast<const char*>(p), end - p);
+    return Status::Ok();
+  }
+  out->entries.reserve(count);
+  for (uint32_t i = 0; i < count; ++i) {
+    if (end - p < 8) return Status::Corruption("entry " + std::to_string(i) + " is cut short");
+    EntryView e;
+    e.key = Get<uint32_t>(p);
+    e.count = Get<uint32_t>(p);
+    if (static_cast<uint64_t>(end - p) < 4ull * e.count)
+      return Status::Corruption("entry " + std::to_string(i) + " (key " + std::to_string(e.key) +
+                                ") announces " + std::to_string(e.count) + " floats past the end");
+    e.data = p;
+    p += 4ull * e.count;
+    out->entries.push_back(e);
+  }
+  if (p != end) return Status::Corruption(std::to_string(end - p) + " trailing bytes after the entries");
+  return Status::Ok();
+}
+
+}  // namespace shoal

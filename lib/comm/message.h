@@ -1,0 +1,72 @@
+// The wire format of every message between shoal processes: a fixed binary
+// header followed by raw little-endian payload — no text encoding of tensors.
+//
+//   u32 magic "SHOL" | u16 protocol version | u16 type | u64 plan hash |
+//   u64 step (version or clock) | u32 sender | u32 entry count | u64 payload bytes
+//   payload: `entry count` × (u32 key | u32 float count | floats), or, for
+//   kError and kStats replies, UTF-8 text.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+
+namespace shoal {
+
+enum class MsgType : uint16_t {
+  kGet = 1,       // step = the parameter version needed; kFinalVersion: after all workers are done
+  kUpdate = 2,    // gradients of step `step`
+  kPut = 3,       // overwrite values
+  kStats = 4,     // reply carries JSON text
+  kShutdown = 5,  // checkpoint and exit
+  kDone = 6,      // the sender has finished training
+  kReply = 100,   // success; entries for a get
+  kError = 101,   // failure; text says why
+};
+const char* MsgTypeName(MsgType type);
+
+constexpr uint32_t kMsgMagic = 0x4C4F4853;  // "SHOL" read as little-endian
+constexpr uint16_t kProtocolVersion = 1;
+constexpr size_t kHeaderBytes = 40;
+constexpr uint64_t kFinalVersion = ~0ull;
+constexpr uint32_t kToolSender = ~0u;  // dl-ckpt, tests: not a worker
+
+struct MsgHeader {
+  MsgType type = MsgType::kReply;
+  uint64_t plan_hash = 0;
+  uint64_t step = 0;
+  uint32_t sender = 0;
+};
+
+// A tensor slice to send: the bytes stay where they are until encoded.
+struct EntryRef {
+  uint32_t key;
+  const float* data;
+  uint32_t count;
+};
+
+// A decoded entry: points into the received buffer, valid while it lives.
+// The data may be unaligned for float: copy it out with std::memcpy.
+struct EntryView {
+  uint32_t key;
+  const unsigned char* data;
+  uint32_t count;
+};
+
+struct MessageView {
+  MsgHeader header;
+  std::vector<EntryView> entries;
+  std::string text;
+};
+
+size_t EncodedSize(const std::vector<EntryRef>& entries, const std::string& text);
+// Writes the message into `out`, which holds EncodedSize(...) bytes.
+void Encode(const MsgHeader& header, const std::vector<EntryRef>& entries, const std::string& text,
+            unsigned char* out);
+// Checks everything a peer could get wrong, including trailing bytes.
+Status Decode(const unsigned char* data, size_t size, MessageView* out);
+
+}  // namespace shoal

@@ -1,0 +1,92 @@
+#include "comm/rpc_server.h"
+
+#include <nng/protocol/reqrep0/rep.h>
+
+namespace shoal {
+
+RpcServer::~RpcServer() { Close(); }
+
+Status RpcServer::Listen(const std::string& endpoint, int slots, Handler handler, BadRequest bad) {
+  handler_ = std::move(handler);
+  bad_ = std::move(bad);
+  int rv = nng_rep0_open(&socket_);
+  if (rv != 0) return Status::IOError(std::string("cannot open a socket: ") + nng_strerror(rv));
+  open_ = true;
+  rv = nng_listen(socket_, endpoint.c_str(), nullptr, 0);
+  if (rv == NNG_EADDRINUSE)
+    return Status::Unavailable("cannot listen on '" + endpoint +
+                               "': address already in use (is another server running there?)");
+  if (rv != 0) return Status::InvalidArgument("cannot listen on '" + endpoint + "': " + nng_strerror(rv));
+  slots_.resize(slots);
+  for (int i = 0; i < slots; ++i) {
+    Slot& s = slots_[i];
+    s.server = this;
+    s.index = i;
+    if ((rv = nng_aio_alloc(&s.aio, OnEvent, &s)) != 0 || (rv = nng_ctx_open(&s.ctx, socket_)) != 0)
+      return Status::IOError(std::string("cannot set up a server context: ") + nng_strerror(rv));
+  }
+  for (auto& s : slots_) Receive(&s);
+  return Status::Ok();
+}
+
+void RpcServer::Receive(Slot* slot) {
+  slot->sending = false;
+  nng_ctx_recv(slot->ctx, slot->aio);
+}
+
+void RpcServer::OnEvent(void* arg) {
+  auto* slot = static_cast<Slot*>(arg);
+  RpcServer* server = slot->server;
+  int rv = nng_aio_result(slot->aio);
+  if (slot->sending) {
+    if (rv != 0) nng_msg_free(nng_aio_get_msg(slot->aio));  // the client went away
+    server->Receive(slot);
+    return;
+  }
+  if (rv == NNG_ECLOSED || rv == NNG_ECANCELED) return;
+  if (rv != 0) {
+    server->Receive(slot);
+    return;
+  }
+  nng_msg* msg = nng_aio_get_msg(slot->aio);
+  MessageView request;
+  Status s = Decode(static_cast<const unsigned char*>(nng_msg_body(msg)), nng_msg_len(msg), &request);
+  if (s.ok()) {
+    server->handler_(slot->index, request);
+  } else {
+    server->bad_(s);
+    MsgHeader h;
+    h.type = MsgType::kError;
+    server->Reply(slot->index, h, {}, s.ToString());
+  }
+  nng_msg_free(msg);
+}
+
+void RpcServer::Reply(int index, const MsgHeader& header, const std::vector<EntryRef>& entries,
+                      const std::string& text) {
+  Slot& slot = slots_[index];
+  nng_msg* msg = nullptr;
+  if (nng_msg_alloc(&msg, EncodedSize(entries, text)) != 0) {
+    Receive(&slot);
+    return;
+  }
+  Encode(header, entries, text, static_cast<unsigned char*>(nng_msg_body(msg)));
+  slot.sending = true;
+  nng_aio_set_msg(slot.aio, msg);
+  nng_ctx_send(slot.ctx, slot.aio);
+}
+
+void RpcServer::Close() {
+  if (!open_) return;
+  open_ = false;
+  for (auto& s : slots_)
+    if (s.aio) nng_aio_stop(s.aio);
+  for (auto& s : slots_) {
+    nng_ctx_close(s.ctx);
+    if (s.aio) nng_aio_free(s.aio);
+  }
+  nng_close(socket_);
+  slots_.clear();
+}
+
+}  // namespace shoal

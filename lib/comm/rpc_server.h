@@ -1,0 +1,54 @@
+// A request/reply server over NNG (rep0) with a fixed pool of contexts, each
+// an aio state machine (nng's demo/async/server.c): many clients at once,
+// and a request may be answered later (a BSP get waits for its version).
+#pragma once
+
+#include <nng/nng.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "comm/message.h"
+#include "core/status.h"
+
+namespace shoal {
+
+class RpcServer {
+ public:
+  // Called on an NNG thread for each request that decodes; the handler must
+  // eventually call Reply(slot, ...) exactly once. `request` is valid only
+  // during the call.
+  using Handler = std::function<void(int slot, const MessageView& request)>;
+  // Called for requests that do not decode (a bad peer must not kill us).
+  using BadRequest = std::function<void(const Status& why)>;
+
+  RpcServer() = default;
+  ~RpcServer();
+  RpcServer(const RpcServer&) = delete;
+  RpcServer& operator=(const RpcServer&) = delete;
+
+  Status Listen(const std::string& endpoint, int slots, Handler handler, BadRequest bad);
+  void Reply(int slot, const MsgHeader& header, const std::vector<EntryRef>& entries,
+             const std::string& text = "");
+  void Close();
+
+ private:
+  struct Slot {
+    RpcServer* server = nullptr;
+    int index = 0;
+    nng_aio* aio = nullptr;
+    nng_ctx ctx = NNG_CTX_INITIALIZER;
+    bool sending = false;
+  };
+  static void OnEvent(void* arg);
+  void Receive(Slot* slot);
+
+  nng_socket socket_ = NNG_SOCKET_INITIALIZER;
+  bool open_ = false;
+  Handler handler_;
+  BadRequest bad_;
+  std::vector<Slot> slots_;
+};
+
+}  // namespace shoal

@@ -1,0 +1,177 @@
+#include "config/job.h"
+
+#include <set>
+#include <sstream>
+
+#include "config/fields.h"
+#include "core/file_util.h"
+
+namespace shoal {
+namespace {
+
+Status Parse(const std::string& text, const std::string& source, YAML::Node* root) {
+  try {
+    *root = YAML::Load(text);
+  } catch (const YAML::ParserException& e) {
+    return Status::InvalidArgument(source + ":" + std::to_string(e.mark.line + 1) + ":" +
+                                   std::to_string(e.mark.column + 1) + ": malformed YAML: " + e.msg);
+  }
+  if (!root->IsMap())
+    return Status::InvalidArgument(source + ": a job file is a mapping with sections "
+                                            "'model', 'train', 'cluster' and 'data'");
+  return Status::Ok();
+}
+
+Status ParseLayer(const YAML::Node& node, const std::string& source, LayerConfig* layer) {
+  if (!node.IsMap()) return Status::InvalidArgument(NodeWhere(source, node) + ": a layer is a mapping");
+  Fields f(node, source, "layer");
+  SHOAL_RETURN_IF_ERROR(f.String("name", "", &layer->name));
+  if (layer->name.empty()) return f.Error("missing field 'name'");
+  Fields named(node, source, "layer '" + layer->name + "'");
+  SHOAL_RETURN_IF_ERROR(named.String("type", "", &layer->type));
+  if (layer->type.empty()) return named.Error("missing field 'type'");
+  SHOAL_RETURN_IF_ERROR(named.StringList("srclayers", &layer->srclayers));
+  SHOAL_RETURN_IF_ERROR(named.Int("partition_dim", 0, &layer->partition_dim, -1));
+  if (layer->partition_dim > 1)
+    return named.FieldError("partition_dim", "must be -1 (none), 0 (batch) or 1 (feature)");
+  SHOAL_RETURN_IF_ERROR(named.String("location", "", &layer->location));
+  layer->node = node;
+  return Status::Ok();
+}
+
+Status ParseModel(const Fields& top, const YAML::Node& root, JobConfig* job) {
+  if (!top.Has("model")) return top.Error("missing section 'model'");
+  YAML::Node model = root["model"];
+  Fields f(model, job->source, "section 'model'");
+  if (!f.Has("layers")) return f.Error("missing field 'layers'");
+  SHOAL_RETURN_IF_ERROR(f.CheckNoUnknown());
+  YAML::Node layers = model["layers"];
+  if (!layers.IsSequence() || layers.size() == 0)
+    return f.FieldError("layers", "must be a non-empty list of layers");
+  std::set<std::string> names;
+  for (const auto& node : layers) {
+    LayerConfig layer;
+    SHOAL_RETURN_IF_ERROR(ParseLayer(node, job->source, &layer));
+    if (!names.insert(layer.name).second)
+      return Status::InvalidArgument(NodeWhere(job->source, node) + ": layer name '" +
+                                     layer.name + "' is used twice");
+    job->layers.push_back(std::move(layer));
+  }
+  return Status::Ok();
+}
+
+Status ParseSchedule(const YAML::Node& node, const std::string& source, LrSchedule* s) {
+  Fields f(node, source, "section 'train.lr_schedule'");
+  SHOAL_RETURN_IF_ERROR(f.Choice("kind", s->kind, {"constant", "step"}, &s->kind));
+  SHOAL_RETURN_IF_ERROR(f.Int("every", s->every, &s->every, 0));
+  SHOAL_RETURN_IF_ERROR(f.Float("gamma", s->gamma, &s->gamma, 0.0, 1.0));
+  if (s->kind == "step" && s->every < 1) return f.Error("a step schedule needs 'every' >= 1");
+  return f.CheckNoUnknown();
+}
+
+Status ParseTrain(const YAML::Node& node, const std::string& source, TrainConfig* t) {
+  Fields f(node, source, "section 'train'");
+  std::string algorithm;
+  SHOAL_RETURN_IF_ERROR(f.Choice("algorithm", "bp", {"bp"}, &algorithm));
+  SHOAL_RETURN_IF_ERROR(f.Int("batch_size", t->batch_size, &t->batch_size, 1));
+  SHOAL_RETURN_IF_ERROR(f.Int("steps", t->steps, &t->steps, 0));
+  SHOAL_RETURN_IF_ERROR(f.Float("epochs", t->epochs, &t->epochs, 0.0, 1e6));
+  SHOAL_RETURN_IF_ERROR(f.Choice("updater", t->updater, {"sgd", "momentum"}, &t->updater));
+  SHOAL_RETURN_IF_ERROR(f.Float("learning_rate", t->learning_rate, &t->learning_rate, 0.0, 1e3));
+  if (f.Has("lr_schedule")) SHOAL_RETURN_IF_ERROR(ParseSchedule(node["lr_schedule"], source, &t->lr_schedule));
+  SHOAL_RETURN_IF_ERROR(f.Float("momentum", t->momentum, &t->momentum, 0.0, 1.0));
+  SHOAL_RETURN_IF_ERROR(f.Float("weight_decay", t->weight_decay, &t->weight_decay, 0.0, 1.0));
+  SHOAL_RETURN_IF_ERROR(f.Int("eval_every", t->eval_every, &t->eval_every, 0));
+  SHOAL_RETURN_IF_ERROR(f.Int("checkpoint_every", t->checkpoint_every, &t->checkpoint_every, 0));
+  SHOAL_RETURN_IF_ERROR(f.Int("display_every", t->display_every, &t->display_every, 1));
+  SHOAL_RETURN_IF_ERROR(f.Int("seed", t->seed, &t->seed, 0));
+  if (t->steps == 0 && t->epochs <= 0.0) return f.Error("set 'steps' or 'epochs'");
+  if (t->updater == "sgd") t->momentum = 0.0;
+  return f.CheckNoUnknown();
+}
+
+Status ParseCluster(const YAML::Node& node, const std::string& source, ClusterConfig* c) {
+  Fields f(node, source, "section 'cluster'");
+  SHOAL_RETURN_IF_ERROR(f.Int("nworker_groups", c->nworker_groups, &c->nworker_groups, 1));
+  SHOAL_RETURN_IF_ERROR(f.Int("nworkers_per_group", c->nworkers_per_group, &c->nworkers_per_group, 1));
+  SHOAL_RETURN_IF_ERROR(f.Int("nserver_groups", c->nserver_groups, &c->nserver_groups, 1));
+  SHOAL_RETURN_IF_ERROR(f.Int("nservers_per_group", c->nservers_per_group, &c->nservers_per_group, 1));
+  SHOAL_RETURN_IF_ERROR(f.Choice("consistency", c->consistency, {"bsp", "async"}, &c->consistency));
+  SHOAL_RETURN_IF_ERROR(f.Int("slice_floats", c->slice_floats, &c->slice_floats, 1));
+  SHOAL_RETURN_IF_ERROR(f.Int("timeout_ms", c->timeout_ms, &c->timeout_ms, 1));
+  if (c->nserver_groups != 1)
+    return f.FieldError("nserver_groups", "must be 1 (several server groups are not supported yet)");
+  if (c->consistency == "bsp" && c->nworker_groups != 1)
+    return f.FieldError("nworker_groups", "must be 1 with consistency 'bsp' (groups run "
+                                          "asynchronously to each other: use 'async')");
+  return f.CheckNoUnknown();
+}
+
+Status ParseData(const YAML::Node& node, const std::string& source, DataConfig* d) {
+  Fields f(node, source, "section 'data'");
+  SHOAL_RETURN_IF_ERROR(f.Choice("dataset", d->dataset, {"fashion-mnist", "mnist"}, &d->dataset));
+  SHOAL_RETURN_IF_ERROR(f.String("shards", "", &d->shards));
+  return f.CheckNoUnknown();
+}
+
+// Sets root[a][b]... = value for "a.b=value", creating mappings on the way.
+Status ApplyOverride(YAML::Node root, const std::string& assignment) {
+  auto eq = assignment.find('=');
+  if (eq == std::string::npos || eq == 0)
+    return Status::InvalidArgument("override '" + assignment + "' is not of the form section.field=value");
+  std::string path = assignment.substr(0, eq), value = assignment.substr(eq + 1);
+  std::vector<std::string> keys;
+  std::stringstream ss(path);
+  for (std::string key; std::getline(ss, key, '.');) {
+    if (key.empty()) return Status::InvalidArgument("override '" + assignment + "' has an empty field name");
+    keys.push_back(key);
+  }
+  // yaml-cpp nodes are handles: walk with fresh handles (assignment would rebind).
+  std::vector<YAML::Node> chain{root};
+  for (size_t i = 0; i + 1 < keys.size(); ++i) {
+    YAML::Node next = chain.back()[keys[i]];
+    if (next.IsDefined() && !next.IsMap())
+      return Status::InvalidArgument("override '" + assignment + "': '" + keys[i] + "' is not a section");
+    chain.push_back(next);
+  }
+  chain.back()[keys.back()] = YAML::Load(value);
+  return Status::Ok();
+}
+
+Status ParseRoot(YAML::Node root, JobConfig* job) {
+  Fields top(root, job->source, "job");
+  SHOAL_RETURN_IF_ERROR(top.String("name", "job", &job->name));
+  SHOAL_RETURN_IF_ERROR(ParseModel(top, root, job));
+  if (top.Has("train")) SHOAL_RETURN_IF_ERROR(ParseTrain(root["train"], job->source, &job->train));
+  if (top.Has("cluster")) SHOAL_RETURN_IF_ERROR(ParseCluster(root["cluster"], job->source, &job->cluster));
+  if (top.Has("data")) SHOAL_RETURN_IF_ERROR(ParseData(root["data"], job->source, &job->data));
+  SHOAL_RETURN_IF_ERROR(top.CheckNoUnknown());
+  YAML::Emitter out;
+  out << root;
+  job->yaml_text = std::string(out.c_str()) + "\n";
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status ParseJob(const std::string& text, const std::string& source, JobConfig* job) {
+  *job = JobConfig();
+  job->source = source;
+  YAML::Node root;
+  SHOAL_RETURN_IF_ERROR(Parse(text, source, &root));
+  return ParseRoot(root, job);
+}
+
+Status LoadJobFile(const std::string& path, const std::vector<std::string>& overrides,
+                   JobConfig* job) {
+  std::string text;
+  SHOAL_RETURN_IF_ERROR(ReadFile(path, &text));
+  *job = JobConfig();
+  job->source = path;
+  YAML::Node root;
+  SHOAL_RETURN_IF_ERROR(Parse(text, path, &root));
+  for (const auto& o : overrides) SHOAL_RETURN_IF_ERROR(ApplyOverride(root, o));
+  return ParseRoot(root, job);
+}
+
+}  // namespace shoal

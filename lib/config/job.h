@@ -1,0 +1,79 @@
+// The job file: what a user writes to describe a run (see configs/ and docs/job-file.md).
+#pragma once
+
+#include <yaml-cpp/yaml.h>
+
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+
+namespace shoal {
+
+struct LayerConfig {
+  std::string name;
+  std::string type;
+  std::vector<std::string> srclayers;
+  int partition_dim = 0;  // 0 batch (data parallel), 1 feature (model parallel), -1 none
+  std::string location;   // optional placement override
+  YAML::Node node;        // the whole mapping: type-specific fields are read by the layer
+};
+
+// The learning rate over steps: constant, or multiplied by `gamma` every `every` steps.
+struct LrSchedule {
+  std::string kind = "constant";  // constant | step
+  int every = 0;
+  double gamma = 0.1;
+};
+
+struct TrainConfig {
+  int batch_size = 64;          // records per worker per step
+  int steps = 0;                // 0: derive from epochs
+  double epochs = 1.0;
+  std::string updater = "momentum";
+  double learning_rate = 0.05;
+  LrSchedule lr_schedule;
+  double momentum = 0.9;
+  double weight_decay = 0.0;
+  int eval_every = 0;           // steps between evaluations; 0: only at the end
+  int checkpoint_every = 0;     // server updates between checkpoints; 0: only at the end
+  int display_every = 50;       // steps between progress records
+  int seed = 1;
+};
+
+struct ClusterConfig {
+  int nworker_groups = 1;
+  int nworkers_per_group = 1;
+  int nserver_groups = 1;
+  int nservers_per_group = 1;
+  std::string consistency = "bsp";  // bsp | async
+  int slice_floats = 1 << 20;       // parameters larger than this are cut into slices
+  int timeout_ms = 60000;           // every wait for a peer gives up after this long
+
+  int workers() const { return nworker_groups * nworkers_per_group; }
+  int servers() const { return nserver_groups * nservers_per_group; }
+};
+
+struct DataConfig {
+  std::string dataset = "fashion-mnist";  // what dl-shard reads when the shards are missing
+  std::string shards;                     // directory written by dl-shard
+};
+
+struct JobConfig {
+  std::string source;     // where it was read from, for messages
+  std::string yaml_text;  // the job as parsed, after overrides (embedded in plans)
+  std::string name;
+  std::vector<LayerConfig> layers;
+  TrainConfig train;
+  ClusterConfig cluster;
+  DataConfig data;
+};
+
+// Parses and validates a job. `source` names the text in messages.
+Status ParseJob(const std::string& text, const std::string& source, JobConfig* job);
+
+// Reads a job file and applies "section.field=value" overrides before parsing.
+Status LoadJobFile(const std::string& path, const std::vector<std::string>& overrides,
+                   JobConfig* job);
+
+}  // namespace shoal

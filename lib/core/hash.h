@@ -1,0 +1,18 @@
+// Stable checksums and content hashes used by file formats and the wire.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace shoal {
+
+// CRC-32 (zlib's polynomial) of a byte range: per-record and per-tensor checksums.
+uint32_t Crc32(const void* data, size_t size);
+
+// FNV-1a 64-bit hash: identifies a plan's content.
+uint64_t Fnv1a64(const std::string& bytes);
+
+std::string HexU64(uint64_t value);
+
+}  // namespace shoal

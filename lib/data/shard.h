@@ -1,0 +1,69 @@
+// Data shards written by dl-shard and read by dl-worker.
+//
+// A shard directory holds manifest.json (schemas/manifest.schema.json),
+// train-NNNNN.shard files and test.shard. A shard file is:
+//   header: magic "SHOALSHD" (8 bytes), u32 format version (1), u32 record
+//           size in bytes (pixels), u64 record count, u32 rank (number of
+//           dims), rank × u32 dims, u32 CRC-32 of the header bytes before it;
+//   records: pixels (u8 × record size), u32 label, u32 CRC-32 of pixels+label.
+// All integers little-endian. Records are dealt to shards like cards:
+// shuffled record i goes to shard i mod N, so N workers each taking B
+// consecutive records of their shard see the same records per step as one
+// worker taking N·B consecutive records of a single shard.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "tensor/tensor.h"
+
+namespace shoal {
+
+struct ShardInfo {
+  std::string file;   // relative to the directory
+  uint64_t records = 0;
+  // Fnv1a64 of the whole file as 16 lowercase hex digits (HexU64). Not a CRC-32:
+  // every record ends with its own CRC, so a whole file's CRC-32 is a constant.
+  std::string fnv1a64;
+};
+
+struct Manifest {
+  std::string dataset;        // e.g. "fashion-mnist"
+  Shape record_shape;         // per record, e.g. [1, 28, 28]
+  int classes = 0;
+  uint64_t seed = 0;
+  std::vector<ShardInfo> train;
+  ShardInfo test;
+};
+
+// Reads and checks dir/manifest.json; errors name the file and the field.
+Status LoadManifest(const std::string& dir, Manifest* manifest);
+
+class ShardReader {
+ public:
+  ShardReader() = default;
+  ~ShardReader();
+  ShardReader(const ShardReader&) = delete;
+  ShardReader& operator=(const ShardReader&) = delete;
+
+  Status Open(const std::string& path);
+  uint64_t records() const { return records_; }
+  const Shape& record_shape() const { return shape_; }
+  // Reads record `index`, verifying its checksum; pixels are scaled to [0,1].
+  // A bad record is refused naming the file and the record index.
+  Status Read(uint64_t index, float* pixels, int32_t* label);
+
+ private:
+  std::string path_;
+  FILE* file_ = nullptr;
+  Shape shape_;
+  uint32_t record_bytes_ = 0;
+  uint64_t records_ = 0;
+  uint64_t data_offset_ = 0;
+  std::vector<uint8_t> buffer_;
+};
+
+}  // namespace shoal

@@ -1,0 +1,41 @@
+// Writes a shard directory (format in data/shard.h) from idx arrays: the
+// train set shuffled and dealt to N shards, the test set kept in order.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "data/idx.h"
+#include "data/shard.h"
+
+namespace shoal {
+
+// The shard file encoding, shared with ShardReader.
+inline constexpr char kShardMagic[8] = {'S', 'H', 'O', 'A', 'L', 'S', 'H', 'D'};
+inline constexpr uint32_t kShardVersion = 1;
+inline constexpr int kManifestVersion = 1;
+inline constexpr const char* kManifestFormat = "shoal-shards";
+
+struct ShardSpec {
+  std::string dataset;      // recorded in the manifest, e.g. "fashion-mnist"
+  IdxArray train_images;    // [n, rows, cols]
+  IdxArray train_labels;    // [n]
+  IdxArray test_images;     // [m, rows, cols]
+  IdxArray test_labels;     // [m]
+  std::string out_dir;      // must exist
+  int shards = 1;           // >= 1 and <= n
+  uint64_t seed = 1;        // same seed, same files
+};
+
+// The order the train records are dealt in: a Fisher–Yates shuffle of 0..n-1
+// driven by mt19937_64(seed). Written out (not std::shuffle, whose algorithm
+// is up to the standard library) so every build deals the same records.
+std::vector<uint64_t> ShuffledOrder(uint64_t n, uint64_t seed);
+
+// Writes out_dir/train-NNNNN.shard × shards, test.shard, then manifest.json
+// last, each atomically, so a directory with a manifest is complete.
+Status WriteShards(const ShardSpec& spec, Manifest* manifest);
+
+}  // namespace shoal

@@ -1,0 +1,59 @@
+// Convolution over a [C,H,W] source: num_output filters of kernel×kernel.
+#include <cmath>
+
+#include "layers/layer_types.h"
+#include "ops/convolution.h"
+
+namespace shoal {
+namespace {
+
+class ConvolutionLayer : public Layer {
+ public:
+  Status Setup(const Fields& fields, const std::vector<const Layer*>& srcs) override {
+    if (srcs.size() != 1) return fields.Error("needs exactly one source layer");
+    const Shape& in = srcs[0]->out_shape();
+    if (in.size() != 3)
+      return fields.Error("needs a [channels, height, width] source; '" + srcs[0]->name() +
+                          "' gives " + ShapeToString(in));
+    g_.channels = in[0];
+    g_.height = in[1];
+    g_.width = in[2];
+    SHOAL_RETURN_IF_ERROR(fields.RequiredInt("num_output", &g_.filters));
+    SHOAL_RETURN_IF_ERROR(fields.RequiredInt("kernel", &g_.kernel));
+    SHOAL_RETURN_IF_ERROR(fields.Int("stride", 1, &g_.stride, 1));
+    SHOAL_RETURN_IF_ERROR(fields.Int("pad", 0, &g_.pad, 0));
+    if (g_.kernel > g_.height + 2 * g_.pad || g_.kernel > g_.width + 2 * g_.pad)
+      return fields.FieldError("kernel", "is larger than the padded source " + ShapeToString(in));
+    out_shape_ = {g_.filters, g_.out_height(), g_.out_width()};
+    const int fan_in = g_.channels * g_.kernel * g_.kernel;
+    ParamInit init{ParamInit::Kind::kUniform, 1.0f / std::sqrt(static_cast<float>(fan_in))};
+    AddParam("weight", {g_.filters, g_.channels, g_.kernel, g_.kernel}, init);
+    AddParam("bias", {g_.filters}, init);
+    return Status::Ok();
+  }
+
+  void Forward(Phase, const std::vector<Layer*>& srcs) override {
+    ConvolutionForward(g_, data_.dim(0), srcs[0]->data().data(), params_[0].value.data(),
+                       params_[1].value.data(), data_.data(), &col_);
+  }
+
+  void Backward(const std::vector<Layer*>& srcs) override {
+    float* dx = srcs[0]->WantsGrad() ? srcs[0]->grad().data() : nullptr;
+    ConvolutionBackward(g_, data_.dim(0), srcs[0]->data().data(), params_[0].value.data(),
+                        grad_.data(), dx, params_[0].grad.data(), params_[1].grad.data(), &col_);
+  }
+
+  double ForwardFlopsPerRecord() const override {
+    return 2.0 * g_.filters * g_.col_rows() * g_.col_cols();
+  }
+
+ private:
+  ConvGeometry g_{};
+  std::vector<float> col_;
+};
+
+}  // namespace
+
+std::unique_ptr<Layer> NewConvolutionLayer() { return std::make_unique<ConvolutionLayer>(); }
+
+}  // namespace shoal

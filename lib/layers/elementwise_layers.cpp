@@ -1,0 +1,82 @@
+// Layers whose feature has the shape of their one source: relu, dropout, flatten.
+#include "layers/layer_types.h"
+#include "ops/elementwise.h"
+
+namespace shoal {
+namespace {
+
+Status SetupOneSource(const Fields& fields, const std::vector<const Layer*>& srcs) {
+  return srcs.size() == 1 ? Status::Ok() : fields.Error("needs exactly one source layer");
+}
+
+class ReluLayer : public Layer {
+ public:
+  Status Setup(const Fields& fields, const std::vector<const Layer*>& srcs) override {
+    SHOAL_RETURN_IF_ERROR(SetupOneSource(fields, srcs));
+    out_shape_ = srcs[0]->out_shape();
+    return Status::Ok();
+  }
+  void Forward(Phase, const std::vector<Layer*>& srcs) override {
+    ReluForward(data_.size(), srcs[0]->data().data(), data_.data());
+  }
+  void Backward(const std::vector<Layer*>& srcs) override {
+    if (srcs[0]->WantsGrad())
+      ReluBackward(data_.size(), data_.data(), grad_.data(), srcs[0]->grad().data());
+  }
+  double ForwardFlopsPerRecord() const override { return static_cast<double>(feature_size()); }
+};
+
+class DropoutLayer : public Layer {
+ public:
+  Status Setup(const Fields& fields, const std::vector<const Layer*>& srcs) override {
+    SHOAL_RETURN_IF_ERROR(SetupOneSource(fields, srcs));
+    double ratio;
+    SHOAL_RETURN_IF_ERROR(fields.Float("ratio", 0.5, &ratio, 0.0, 0.99));
+    ratio_ = static_cast<float>(ratio);
+    out_shape_ = srcs[0]->out_shape();
+    return Status::Ok();
+  }
+  void Forward(Phase phase, const std::vector<Layer*>& srcs) override {
+    const float* x = srcs[0]->data().data();
+    if (phase == Phase::kTest) {
+      std::copy(x, x + data_.size(), data_.data());
+      return;
+    }
+    DropoutForward(data_.size(), ratio_, x, data_.data(), &mask_, &rng_);
+  }
+  void Backward(const std::vector<Layer*>& srcs) override {
+    if (srcs[0]->WantsGrad()) DropoutBackward(data_.size(), mask_, grad_.data(), srcs[0]->grad().data());
+  }
+  double ForwardFlopsPerRecord() const override { return static_cast<double>(feature_size()); }
+
+ private:
+  float ratio_ = 0.5f;
+  std::vector<float> mask_;
+  std::mt19937 rng_{12345};
+};
+
+class FlattenLayer : public Layer {
+ public:
+  Status Setup(const Fields& fields, const std::vector<const Layer*>& srcs) override {
+    SHOAL_RETURN_IF_ERROR(SetupOneSource(fields, srcs));
+    out_shape_ = {static_cast<int>(srcs[0]->feature_size())};
+    return Status::Ok();
+  }
+  void Forward(Phase, const std::vector<Layer*>& srcs) override {
+    const float* x = srcs[0]->data().data();
+    std::copy(x, x + data_.size(), data_.data());
+  }
+  void Backward(const std::vector<Layer*>& srcs) override {
+    if (!srcs[0]->WantsGrad()) return;
+    float* dx = srcs[0]->grad().data();
+    for (size_t i = 0; i < data_.size(); ++i) dx[i] += grad_[i];
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Layer> NewReluLayer() { return std::make_unique<ReluLayer>(); }
+std::unique_ptr<Layer> NewDropoutLayer() { return std::make_unique<DropoutLayer>(); }
+std::unique_ptr<Layer> NewFlattenLayer() { return std::make_unique<FlattenLayer>(); }
+
+}  // namespace shoal

@@ -1,0 +1,46 @@
+// Fully connected (inner product): num_output units over the flattened source.
+#include <cmath>
+
+#include "layers/layer_types.h"
+#include "ops/fully_connected.h"
+
+namespace shoal {
+namespace {
+
+class FullyConnectedLayer : public Layer {
+ public:
+  Status Setup(const Fields& fields, const std::vector<const Layer*>& srcs) override {
+    if (srcs.size() != 1) return fields.Error("needs exactly one source layer");
+    SHOAL_RETURN_IF_ERROR(fields.RequiredInt("num_output", &out_));
+    in_ = static_cast<int>(srcs[0]->feature_size());
+    out_shape_ = {out_};
+    // PyTorch's Linear default: U(-1/sqrt(fan_in), 1/sqrt(fan_in)) for both.
+    ParamInit init{ParamInit::Kind::kUniform, 1.0f / std::sqrt(static_cast<float>(in_))};
+    AddParam("weight", {out_, in_}, init);
+    AddParam("bias", {out_}, init);
+    return Status::Ok();
+  }
+
+  void Forward(Phase, const std::vector<Layer*>& srcs) override {
+    FullyConnectedForward(data_.dim(0), in_, out_, srcs[0]->data().data(),
+                          params_[0].value.data(), params_[1].value.data(), data_.data());
+  }
+
+  void Backward(const std::vector<Layer*>& srcs) override {
+    float* dx = srcs[0]->WantsGrad() ? srcs[0]->grad().data() : nullptr;
+    FullyConnectedBackward(data_.dim(0), in_, out_, srcs[0]->data().data(),
+                           params_[0].value.data(), grad_.data(), dx, params_[0].grad.data(),
+                           params_[1].grad.data());
+  }
+
+  double ForwardFlopsPerRecord() const override { return 2.0 * in_ * out_; }
+
+ private:
+  int in_ = 0, out_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<Layer> NewFullyConnectedLayer() { return std::make_unique<FullyConnectedLayer>(); }
+
+}  // namespace shoal

@@ -1,0 +1,28 @@
+#include "layers/layer.h"
+
+namespace shoal {
+
+size_t Layer::param_count() const {
+  size_t n = 0;
+  for (const auto& p : params_) n += p.value.size();
+  return n;
+}
+
+void Layer::Allocate(int batch) {
+  Shape shape{batch};
+  shape.insert(shape.end(), out_shape_.begin(), out_shape_.end());
+  data_.Reshape(shape);
+  grad_.Reshape(shape);
+}
+
+Param& Layer::AddParam(const std::string& suffix, Shape shape, ParamInit init) {
+  Param p;
+  p.name = name_ + "." + suffix;
+  p.init = init;
+  p.value = Tensor(shape);
+  p.grad = Tensor(shape);
+  params_.push_back(std::move(p));
+  return params_.back();
+}
+
+}  // namespace shoal

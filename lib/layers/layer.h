@@ -1,0 +1,86 @@
+// The layer abstraction (SINGA §4.1, Caffe's layers): a layer is set up from
+// its job-file fields and its source layers, computes its feature from theirs,
+// computes the gradients of its sources and its parameters from its own, and
+// states its cost facts (parameters, feature size, FLOPs) for the planner.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "config/fields.h"
+#include "core/status.h"
+#include "tensor/tensor.h"
+
+namespace shoal {
+
+enum class Phase { kTrain, kTest };
+
+// How the server initialises a parameter (it owns the values; see lib/ps).
+struct ParamInit {
+  enum class Kind { kUniform, kConstant } kind = Kind::kUniform;
+  float value = 0.0f;  // uniform bound, or the constant
+};
+
+struct Param {
+  std::string name;  // "<layer>.weight", "<layer>.bias"
+  ParamInit init;
+  Tensor value;
+  Tensor grad;
+};
+
+class Layer {
+ public:
+  virtual ~Layer() = default;
+
+  // Reads type-specific fields and sets the per-record output shape from the
+  // sources' shapes. Errors name the layer, the field and where it is.
+  virtual Status Setup(const Fields& fields, const std::vector<const Layer*>& srcs) = 0;
+  // Computes data() from the sources' data(); data() is already shaped [batch, out_shape].
+  virtual void Forward(Phase phase, const std::vector<Layer*>& srcs) = 0;
+  // Adds the gradient of each source that wants one to its grad(), and sets
+  // the parameters' grad, from this layer's grad().
+  virtual void Backward(const std::vector<Layer*>& srcs) = 0;
+  // Forward multiply-adds ×2 per record; backward is counted as twice forward.
+  virtual double ForwardFlopsPerRecord() const { return 0.0; }
+  // Whether gradients flow into this layer (not into data, say).
+  virtual bool WantsGrad() const { return true; }
+
+  const std::string& name() const { return name_; }
+  const std::string& type() const { return type_; }
+  const Shape& out_shape() const { return out_shape_; }
+  size_t feature_size() const { return NumElements(out_shape_); }
+  Tensor& data() { return data_; }
+  const Tensor& data() const { return data_; }
+  Tensor& grad() { return grad_; }
+  std::vector<Param>& params() { return params_; }
+  const std::vector<Param>& params() const { return params_; }
+  size_t param_count() const;
+
+  void Init(std::string name, std::string type) {
+    name_ = std::move(name);
+    type_ = std::move(type);
+  }
+  // Shapes data() and grad() for a batch of `batch` records.
+  void Allocate(int batch);
+
+ protected:
+  Param& AddParam(const std::string& suffix, Shape shape, ParamInit init);
+
+  Shape out_shape_;
+  Tensor data_;
+  Tensor grad_;
+  std::vector<Param> params_;
+
+ private:
+  std::string name_;
+  std::string type_;
+};
+
+// The explicit table of layer types (lib/layers/registry.cpp).
+std::unique_ptr<Layer> CreateLayer(const std::string& type);
+const std::vector<std::string>& LayerTypes();
+
+}  // namespace shoal

@@ -1,0 +1,19 @@
+// Constructors of the layer types; the table that names them is registry.cpp.
+#pragma once
+
+#include <memory>
+
+#include "layers/layer.h"
+
+namespace shoal {
+
+std::unique_ptr<Layer> NewDataLayer();
+std::unique_ptr<Layer> NewFullyConnectedLayer();
+std::unique_ptr<Layer> NewConvolutionLayer();
+std::unique_ptr<Layer> NewPoolingLayer();
+std::unique_ptr<Layer> NewReluLayer();
+std::unique_ptr<Layer> NewDropoutLayer();
+std::unique_ptr<Layer> NewFlattenLayer();
+std::unique_ptr<Layer> NewSoftmaxLossLayer();
+
+}  // namespace shoal

@@ -1,0 +1,24 @@
+// Softmax cross-entropy against the labels of a data layer:
+// srclayers: [logits, data]. Its feature is the class probabilities.
+#pragma once
+
+#include "layers/layer.h"
+
+namespace shoal {
+
+class SoftmaxLossLayer : public Layer {
+ public:
+  Status Setup(const Fields& fields, const std::vector<const Layer*>& srcs) override;
+  void Forward(Phase phase, const std::vector<Layer*>& srcs) override;
+  void Backward(const std::vector<Layer*>& srcs) override;
+  double ForwardFlopsPerRecord() const override { return 4.0 * out_shape_[0]; }
+
+  float loss() const { return loss_; }
+  int correct() const { return correct_; }
+
+ private:
+  float loss_ = 0.0f;
+  int correct_ = 0;
+};
+
+}  // namespace shoal

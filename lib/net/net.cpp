@@ -1,0 +1,102 @@
+#include "net/net.h"
+
+#include <map>
+
+namespace shoal {
+
+Status Net::Build(const JobConfig& job, std::unique_ptr<Net>* out) {
+  auto net = std::unique_ptr<Net>(new Net());
+  const auto& configs = job.layers;
+  std::map<std::string, size_t> index;
+  for (size_t i = 0; i < configs.size(); ++i) index[configs[i].name] = i;
+
+  // Kahn's algorithm, taking ready layers in file order so the order is stable.
+  std::vector<int> pending(configs.size(), 0);
+  for (size_t i = 0; i < configs.size(); ++i) {
+    Fields f(configs[i].node, job.source, "layer '" + configs[i].name + "'");
+    for (const auto& src : configs[i].srclayers) {
+      if (!index.count(src)) return f.FieldError("srclayers", "names unknown layer '" + src + "'");
+      if (src == configs[i].name) return f.FieldError("srclayers", "names the layer itself");
+    }
+    pending[i] = static_cast<int>(configs[i].srclayers.size());
+  }
+  std::vector<bool> done(configs.size(), false);
+  std::map<std::string, Layer*> built;
+  for (size_t placed = 0; placed < configs.size(); ++placed) {
+    size_t next = configs.size();
+    for (size_t i = 0; i < configs.size() && next == configs.size(); ++i)
+      if (!done[i] && pending[i] == 0) next = i;
+    if (next == configs.size()) {
+      for (size_t i = 0; i < configs.size(); ++i)
+        if (!done[i])
+          return Fields(configs[i].node, job.source, "layer '" + configs[i].name + "'")
+              .FieldError("srclayers", "is part of a cycle");
+    }
+    const LayerConfig& cfg = configs[next];
+    Fields fields(cfg.node, job.source, "layer '" + cfg.name + "'");
+    for (const char* common : {"name", "type", "srclayers", "partition_dim", "location"})
+      fields.Has(common);
+    auto layer = CreateLayer(cfg.type);
+    if (!layer) {
+      std::string known;
+      for (const auto& t : LayerTypes()) known += (known.empty() ? "" : ", ") + t;
+      return fields.FieldError("type", "is '" + cfg.type + "', not a layer type (known: " + known + ")");
+    }
+    layer->Init(cfg.name, cfg.type);
+    std::vector<const Layer*> const_srcs;
+    std::vector<Layer*> srcs;
+    for (const auto& s : cfg.srclayers) {
+      srcs.push_back(built.at(s));
+      const_srcs.push_back(built.at(s));
+    }
+    SHOAL_RETURN_IF_ERROR(layer->Setup(fields, const_srcs));
+    SHOAL_RETURN_IF_ERROR(fields.CheckNoUnknown());
+    if (auto* d = dynamic_cast<DataLayer*>(layer.get())) {
+      if (net->data_) return fields.Error("a net has one data layer; '" + net->data_->name() + "' is the first");
+      net->data_ = d;
+    }
+    if (auto* l = dynamic_cast<SoftmaxLossLayer*>(layer.get())) {
+      if (net->loss_) return fields.Error("a net has one loss layer; '" + net->loss_->name() + "' is the first");
+      net->loss_ = l;
+    }
+    built[cfg.name] = layer.get();
+    done[next] = true;
+    for (size_t i = 0; i < configs.size(); ++i)
+      for (const auto& s : configs[i].srclayers)
+        if (s == cfg.name) --pending[i];
+    net->layers_.push_back(std::move(layer));
+    net->srcs_.push_back(std::move(srcs));
+  }
+  if (!net->data_) return Status::InvalidArgument(job.source + ": the model has no layer of type 'data'");
+  if (!net->loss_) return Status::InvalidArgument(job.source + ": the model has no layer of type 'softmax_loss'");
+  *out = std::move(net);
+  return Status::Ok();
+}
+
+void Net::Allocate(int batch) {
+  if (batch == batch_) return;
+  batch_ = batch;
+  for (auto& layer : layers_) layer->Allocate(batch);
+  data_->labels().resize(batch);
+}
+
+void Net::Forward(Phase phase) {
+  for (size_t i = 0; i < layers_.size(); ++i) layers_[i]->Forward(phase, srcs_[i]);
+}
+
+void Net::Backward() {
+  for (auto& layer : layers_) {
+    if (layer->WantsGrad()) layer->grad().Fill(0.0f);
+    for (auto& p : layer->params()) p.grad.Fill(0.0f);
+  }
+  for (size_t i = layers_.size(); i-- > 0;) layers_[i]->Backward(srcs_[i]);
+}
+
+std::vector<Param*> Net::params() {
+  std::vector<Param*> all;
+  for (auto& layer : layers_)
+    for (auto& p : layer->params()) all.push_back(&p);
+  return all;
+}
+
+}  // namespace shoal

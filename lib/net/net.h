@@ -1,0 +1,44 @@
+// A neural net built from a job file's layer list: a graph whose edges are
+// each layer's srclayers, run in topological order.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "config/job.h"
+#include "layers/data_layer.h"
+#include "layers/layer.h"
+#include "layers/softmax_loss_layer.h"
+
+namespace shoal {
+
+class Net {
+ public:
+  // Sets every layer up (shapes, parameters) and checks the graph: known
+  // types, known sources, no cycles, one data layer, one loss layer.
+  static Status Build(const JobConfig& job, std::unique_ptr<Net>* net);
+
+  // Shapes every feature for batches of `batch` records.
+  void Allocate(int batch);
+  int batch() const { return batch_; }
+
+  void Forward(Phase phase);
+  // Clears all gradients, then back-propagates from the loss.
+  void Backward();
+
+  DataLayer& data_layer() { return *data_; }
+  SoftmaxLossLayer& loss_layer() { return *loss_; }
+  const std::vector<std::unique_ptr<Layer>>& layers() const { return layers_; }
+  // Every parameter, in layer order.
+  std::vector<Param*> params();
+
+ private:
+  std::vector<std::unique_ptr<Layer>> layers_;     // topological order
+  std::vector<std::vector<Layer*>> srcs_;          // sources of layers_[i]
+  DataLayer* data_ = nullptr;
+  SoftmaxLossLayer* loss_ = nullptr;
+  int batch_ = 0;
+};
+
+}  // namespace shoal

@@ -1,0 +1,26 @@
+// 2-D convolution by im2col + sgemm, with stride and zero padding.
+// x[B,C,H,W], w[F,C,K,K] (PyTorch's Conv2d layout), b[F], y[B,F,Ho,Wo].
+#pragma once
+
+#include <vector>
+
+namespace shoal {
+
+struct ConvGeometry {
+  int channels, height, width;  // input, per record
+  int filters, kernel, stride, pad;
+  int out_height() const { return (height + 2 * pad - kernel) / stride + 1; }
+  int out_width() const { return (width + 2 * pad - kernel) / stride + 1; }
+  int col_rows() const { return channels * kernel * kernel; }
+  int col_cols() const { return out_height() * out_width(); }
+};
+
+// `col` is scratch space of col_rows()*col_cols() floats, reused across calls.
+void ConvolutionForward(const ConvGeometry& g, int batch, const float* x, const float* w,
+                        const float* b, float* y, std::vector<float>* col);
+// Adds into dw, db and (when not null) dx.
+void ConvolutionBackward(const ConvGeometry& g, int batch, const float* x, const float* w,
+                         const float* dy, float* dx, float* dw, float* db,
+                         std::vector<float>* col);
+
+}  // namespace shoal

@@ -1,0 +1,12 @@
+// Fully connected: y[B,N] = x[B,K] · W[N,K]ᵀ + b[N] (W laid out as PyTorch's Linear).
+#pragma once
+
+namespace shoal {
+
+void FullyConnectedForward(int batch, int in, int out, const float* x, const float* w,
+                           const float* b, float* y);
+// Adds into dw, db and (when not null) dx.
+void FullyConnectedBackward(int batch, int in, int out, const float* x, const float* w,
+                            const float* dy, float* dx, float* dw, float* db);
+
+}  // namespace shoal

@@ -1,0 +1,48 @@
+#include "ops/pooling.h"
+
+#include <algorithm>
+#include <limits>
+
+namespace shoal {
+
+void MaxPoolForward(const PoolGeometry& g, int batch, const float* x, float* y,
+                    std::vector<int32_t>* argmax) {
+  const int oh = g.out_height(), ow = g.out_width();
+  const int planes = batch * g.channels;
+  argmax->resize(static_cast<size_t>(planes) * oh * ow);
+  for (int p = 0; p < planes; ++p) {
+    const float* in = x + static_cast<size_t>(p) * g.height * g.width;
+    float* out = y + static_cast<size_t>(p) * oh * ow;
+    int32_t* arg = argmax->data() + static_cast<size_t>(p) * oh * ow;
+    for (int i = 0; i < oh; ++i)
+      for (int j = 0; j < ow; ++j) {
+        float best = -std::numeric_limits<float>::infinity();
+        int32_t where = 0;
+        for (int ki = 0; ki < g.kernel; ++ki)
+          for (int kj = 0; kj < g.kernel; ++kj) {
+            int idx = (i * g.stride + ki) * g.width + j * g.stride + kj;
+            if (in[idx] > best) {
+              best = in[idx];
+              where = idx;
+            }
+          }
+        out[i * ow + j] = best;
+        arg[i * ow + j] = where;
+      }
+  }
+}
+
+void MaxPoolBackward(const PoolGeometry& g, int batch, const float* dy,
+                     const std::vector<int32_t>& argmax, float* dx) {
+  const int plane_out = g.out_height() * g.out_width();
+  const int plane_in = g.height * g.width;
+  const int planes = batch * g.channels;
+  for (int p = 0; p < planes; ++p) {
+    const float* d = dy + static_cast<size_t>(p) * plane_out;
+    const int32_t* arg = argmax.data() + static_cast<size_t>(p) * plane_out;
+    float* out = dx + static_cast<size_t>(p) * plane_in;
+    for (int i = 0; i < plane_out; ++i) out[arg[i]] += d[i];
+  }
+}
+
+}  // namespace shoal

@@ -1,0 +1,23 @@
+// Max pooling over square windows; remembers the winner of each window so
+// the gradient flows back to it alone.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace shoal {
+
+struct PoolGeometry {
+  int channels, height, width;  // input, per record
+  int kernel, stride;
+  int out_height() const { return (height - kernel) / stride + 1; }
+  int out_width() const { return (width - kernel) / stride + 1; }
+};
+
+void MaxPoolForward(const PoolGeometry& g, int batch, const float* x, float* y,
+                    std::vector<int32_t>* argmax);
+// Adds the gradient into dx: each window's winner gets its output's gradient.
+void MaxPoolBackward(const PoolGeometry& g, int batch, const float* dy,
+                     const std::vector<int32_t>& argmax, float* dx);
+
+}  // namespace shoal

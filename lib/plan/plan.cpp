@@ -1,0 +1,170 @@
+#include "plan/plan.h"
+
+#include <memory>
+
+#include "core/file_util.h"
+#include "core/hash.h"
+#include "net/net.h"
+
+namespace shoal {
+namespace {
+
+using nlohmann::json;
+
+constexpr int kPlanFormatVersion = 1;
+
+const char* InitKindName(ParamInit::Kind kind) {
+  return kind == ParamInit::Kind::kUniform ? "uniform" : "constant";
+}
+
+json ContentToJson(const Plan& plan) {
+  json j;
+  j["format"] = "shoal-plan";
+  j["version"] = kPlanFormatVersion;
+  j["strategy"] = "data-parallel";
+  j["job"] = plan.job.yaml_text;
+  // What scripts need without parsing the job: the topology and the data.
+  const ClusterConfig& c = plan.job.cluster;
+  j["cluster"] = {{"workers", c.workers()}, {"servers", c.servers()}, {"consistency", c.consistency},
+                  {"timeout_ms", c.timeout_ms}};
+  j["data"] = {{"dataset", plan.job.data.dataset}, {"shards", plan.job.data.shards}};
+  j["layers"] = json::array();
+  for (const auto& l : plan.layers)
+    j["layers"].push_back({{"name", l.name}, {"type", l.type}, {"partition_dim", l.partition_dim},
+                           {"params", l.params}, {"feature_size", l.feature_size},
+                           {"forward_flops", l.forward_flops}});
+  j["params"] = json::array();
+  for (const auto& p : plan.params)
+    j["params"].push_back({{"name", p.name}, {"shape", p.shape},
+                           {"init", {{"kind", InitKindName(p.init.kind)}, {"value", p.init.value}}},
+                           {"slices", p.slices}});
+  j["slices"] = json::array();
+  for (const auto& s : plan.slices)
+    j["slices"].push_back({{"key", s.key}, {"param", s.param}, {"offset", s.offset},
+                           {"count", s.count}, {"server", s.server}});
+  j["workers"] = json::array();
+  for (const auto& w : plan.workers)
+    j["workers"].push_back({{"id", w.id}, {"group", w.group}, {"rank", w.rank}});
+  j["servers"] = json::array();
+  for (const auto& s : plan.servers) j["servers"].push_back({{"id", s.id}, {"endpoint", s.endpoint}});
+  return j;
+}
+
+}  // namespace
+
+uint64_t Plan::hash_value() const { return std::stoull(hash, nullptr, 16); }
+
+const ParamPlan* Plan::FindParam(const std::string& name) const {
+  for (const auto& p : params)
+    if (p.name == name) return &p;
+  return nullptr;
+}
+
+Status MakeDataParallelPlan(const JobConfig& job, const PlanOptions& options, Plan* plan) {
+  std::unique_ptr<Net> net;
+  SHOAL_RETURN_IF_ERROR(Net::Build(job, &net));
+  *plan = Plan();
+  plan->job = job;
+  const ClusterConfig& c = job.cluster;
+  for (const auto& layer : net->layers()) {
+    LayerPlan l;
+    l.name = layer->name();
+    l.type = layer->type();
+    l.partition_dim = 0;
+    l.params = layer->param_count();
+    l.feature_size = layer->feature_size();
+    l.forward_flops = layer->ForwardFlopsPerRecord();
+    plan->layers.push_back(l);
+  }
+  int next_server = 0;
+  for (Param* p : net->params()) {
+    ParamPlan pp{p->name, p->value.shape(), p->init, {}};
+    size_t total = p->value.size();
+    for (size_t offset = 0; offset < total; offset += c.slice_floats) {
+      SlicePlan s;
+      s.key = static_cast<uint32_t>(plan->slices.size());
+      s.param = p->name;
+      s.offset = offset;
+      s.count = std::min<size_t>(c.slice_floats, total - offset);
+      s.server = next_server;
+      next_server = (next_server + 1) % c.servers();
+      pp.slices.push_back(s.key);
+      plan->slices.push_back(s);
+    }
+    plan->params.push_back(pp);
+  }
+  for (int g = 0; g < c.nworker_groups; ++g)
+    for (int r = 0; r < c.nworkers_per_group; ++r)
+      plan->workers.push_back({g * c.nworkers_per_group + r, g, r});
+  if (!options.endpoints.empty() && static_cast<int>(options.endpoints.size()) != c.servers())
+    return Status::InvalidArgument("the job has " + std::to_string(c.servers()) + " servers but " +
+                                   std::to_string(options.endpoints.size()) + " endpoints were given");
+  for (int i = 0; i < c.servers(); ++i) {
+    std::string ep = options.endpoints.empty()
+                         ? "tcp://127.0.0.1:" + std::to_string(options.base_port + i)
+                         : options.endpoints[i];
+    plan->servers.push_back({i, ep});
+  }
+  plan->hash = HexU64(Fnv1a64(ContentToJson(*plan).dump()));
+  return Status::Ok();
+}
+
+json PlanToJson(const Plan& plan) {
+  json j = ContentToJson(plan);
+  j["hash"] = plan.hash;
+  return j;
+}
+
+Status PlanFromJson(const json& j, const std::string& source, Plan* plan) {
+  *plan = Plan();
+  try {
+    if (j.at("format") != "shoal-plan") return Status::InvalidArgument(source + ": not a shoal plan");
+    if (j.at("version") != kPlanFormatVersion)
+      return Status::InvalidArgument(source + ": plan format version " + j.at("version").dump() +
+                                     ", this build reads " + std::to_string(kPlanFormatVersion));
+    plan->hash = j.at("hash").get<std::string>();
+    std::string job_text = j.at("job").get<std::string>();
+    SHOAL_RETURN_IF_ERROR(ParseJob(job_text, source + " (job)", &plan->job));
+    plan->job.yaml_text = job_text;  // hash over the bytes as written
+    for (const auto& l : j.at("layers"))
+      plan->layers.push_back({l.at("name"), l.at("type"), l.at("partition_dim"), l.at("params"),
+                              l.at("feature_size"), l.at("forward_flops")});
+    for (const auto& p : j.at("params")) {
+      ParamPlan pp;
+      pp.name = p.at("name");
+      pp.shape = p.at("shape").get<Shape>();
+      pp.init.kind = p.at("init").at("kind") == "uniform" ? ParamInit::Kind::kUniform
+                                                          : ParamInit::Kind::kConstant;
+      pp.init.value = p.at("init").at("value");
+      pp.slices = p.at("slices").get<std::vector<uint32_t>>();
+      plan->params.push_back(pp);
+    }
+    for (const auto& s : j.at("slices"))
+      plan->slices.push_back({s.at("key"), s.at("param"), s.at("offset"), s.at("count"), s.at("server")});
+    for (const auto& w : j.at("workers")) plan->workers.push_back({w.at("id"), w.at("group"), w.at("rank")});
+    for (const auto& s : j.at("servers")) plan->servers.push_back({s.at("id"), s.at("endpoint")});
+  } catch (const json::exception& e) {
+    return Status::InvalidArgument(source + ": malformed plan: " + e.what());
+  }
+  for (size_t i = 0; i < plan->slices.size(); ++i) {
+    const SlicePlan& s = plan->slices[i];
+    if (s.key != i || s.server < 0 || s.server >= static_cast<int>(plan->servers.size()) ||
+        !plan->FindParam(s.param))
+      return Status::InvalidArgument(source + ": slice " + std::to_string(i) + " is inconsistent");
+  }
+  std::string computed = HexU64(Fnv1a64(ContentToJson(*plan).dump()));
+  if (computed != plan->hash)
+    return Status::Corruption(source + ": content hash " + computed + " does not match the recorded " +
+                              plan->hash + " (the plan was edited after dl-plan wrote it)");
+  return Status::Ok();
+}
+
+Status LoadPlan(const std::string& path, Plan* plan) {
+  std::string text;
+  SHOAL_RETURN_IF_ERROR(ReadFile(path, &text));
+  json j = json::parse(text, nullptr, false);
+  if (j.is_discarded()) return Status::InvalidArgument(path + ": not valid JSON");
+  return PlanFromJson(j, path, plan);
+}
+
+}  // namespace shoal

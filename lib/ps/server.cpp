@@ -1,0 +1,308 @@
+#include "ps/server.h"
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "ckpt/checkpoint.h"
+#include "core/hash.h"
+#include "ps/param_init.h"
+
+namespace shoal {
+
+ParameterServer::ParameterServer(const Plan& plan, ServerOptions options)
+    : plan_(plan),
+      options_(std::move(options)),
+      updater_(UpdaterFromTrain(plan.job.train)),
+      plan_hash_(plan.hash_value()),
+      workers_(static_cast<int>(plan.workers.size())),
+      bsp_(plan.job.cluster.consistency == "bsp"),
+      contributed_(workers_, false),
+      done_(workers_, false) {}
+
+Status ParameterServer::Start() {
+  if (options_.id < 0 || options_.id >= static_cast<int>(plan_.servers.size()))
+    return Status::InvalidArgument("server id " + std::to_string(options_.id) + " is not in the plan (it has " +
+                                   std::to_string(plan_.servers.size()) + " servers)");
+  for (const auto& param : plan_.params) {
+    std::vector<float> full;
+    bool initialised = false;
+    for (uint32_t key : param.slices) {
+      const SlicePlan& sp = plan_.slices[key];
+      if (sp.server != options_.id) continue;
+      if (!initialised) InitializeParam(param, plan_.job.train.seed, &full);
+      initialised = true;
+      Slice s;
+      s.key = key;
+      s.value.assign(full.begin() + sp.offset, full.begin() + sp.offset + sp.count);
+      s.velocity.assign(sp.count, 0.0f);
+      s.grad_sum.assign(sp.count, 0.0f);
+      slices_.emplace(key, std::move(s));
+    }
+  }
+  if (!options_.checkpoint_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(options_.checkpoint_dir, ec);
+    if (ec) return Status::IOError("cannot create '" + options_.checkpoint_dir + "': " + ec.message());
+  }
+  // Room for every worker's parked request plus a few tools.
+  int slots = 2 * workers_ + 8;
+  const std::string& endpoint = plan_.servers[options_.id].endpoint;
+  return rpc_.Listen(
+      endpoint, slots, [this](int slot, const MessageView& req) { Handle(slot, req); },
+      [this](const Status& why) {
+        std::lock_guard<std::mutex> lock(mu_);
+        ++stats_.bad_requests;
+        std::fprintf(stderr, "dl-server: refused a request: %s\n", why.ToString().c_str());
+      });
+}
+
+Status ParameterServer::Run() {
+  const auto timeout = std::chrono::milliseconds(plan_.job.cluster.timeout_ms);
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!finished_ && !shutdown_) {
+    uint64_t seen = requests_;
+    changed_.wait_for(lock, timeout, [&] { return finished_ || shutdown_ || requests_ != seen; });
+    if (!finished_ && !shutdown_ && requests_ == seen) {
+      failure_ = Status::Timeout("no request from any worker for " +
+                                 std::to_string(plan_.job.cluster.timeout_ms) + " ms (at version " +
+                                 std::to_string(stats_.version) + ", " + std::to_string(done_count_) +
+                                 " of " + std::to_string(workers_) + " workers done)");
+      break;
+    }
+  }
+  Status written = Checkpoint();
+  lock.unlock();
+  // Let the last replies leave before the socket closes.
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  rpc_.Close();
+  if (!failure_.ok()) return failure_;
+  return written;
+}
+
+ServerStats ParameterServer::stats() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return stats_;
+}
+
+void ParameterServer::Handle(int slot, const MessageView& req) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++requests_;
+  changed_.notify_all();
+  if (req.header.plan_hash != plan_hash_) {
+    ++stats_.bad_requests;
+    ReplyError(slot, "request for plan " + HexU64(req.header.plan_hash) + ", this server runs plan " +
+                         plan_.hash);
+    return;
+  }
+  bool from_worker = req.header.sender < static_cast<uint32_t>(workers_);
+  switch (req.header.type) {
+    case MsgType::kGet: HandleGet(slot, req); return;
+    case MsgType::kPut: HandlePut(slot, req); return;
+    case MsgType::kStats: {
+      MsgHeader h{MsgType::kStats, plan_hash_, stats_.version, static_cast<uint32_t>(options_.id)};
+      rpc_.Reply(slot, h, {}, StatsJson());
+      return;
+    }
+    case MsgType::kShutdown:
+      shutdown_ = true;
+      changed_.notify_all();
+      ReplyOk(slot);
+      return;
+    case MsgType::kUpdate:
+    case MsgType::kDone:
+      if (!from_worker) {
+        ++stats_.bad_requests;
+        ReplyError(slot, "sender " + std::to_string(req.header.sender) + " is not a worker of the plan (it has " +
+                             std::to_string(workers_) + ")");
+        return;
+      }
+      if (req.header.type == MsgType::kUpdate) HandleUpdate(slot, req);
+      else HandleDone(slot, req);
+      return;
+    default:
+      ++stats_.bad_requests;
+      ReplyError(slot, std::string("unexpected request type '") + MsgTypeName(req.header.type) + "'");
+  }
+}
+
+void ParameterServer::HandleGet(int slot, const MessageView& req) {
+  ++stats_.gets;
+  if (bsp_ && req.header.step > stats_.version) {
+    ++stats_.gets_waited;
+    parked_.push_back({slot, req.header.step, false});
+    return;
+  }
+  ReplyParams(slot);
+}
+
+void ParameterServer::HandleUpdate(int slot, const MessageView& req) {
+  const uint32_t sender = req.header.sender;
+  if (bsp_ && req.header.step != stats_.version) {
+    ReplyError(slot, "update for step " + std::to_string(req.header.step) + " but the table is at version " +
+                         std::to_string(stats_.version));
+    return;
+  }
+  if (bsp_ && contributed_[sender]) {
+    ReplyError(slot, "worker " + std::to_string(sender) + " sent step " + std::to_string(req.header.step) +
+                         " twice");
+    return;
+  }
+  if (req.entries.size() != slices_.size()) {
+    ReplyError(slot, "update carries " + std::to_string(req.entries.size()) + " slices, this server holds " +
+                         std::to_string(slices_.size()));
+    return;
+  }
+  for (const auto& e : req.entries) {
+    auto it = slices_.find(e.key);
+    if (it == slices_.end() || it->second.value.size() != e.count) {
+      ReplyError(slot, "update slice " + std::to_string(e.key) + " of " + std::to_string(e.count) +
+                           " floats does not match this server's table");
+      return;
+    }
+  }
+  for (const auto& e : req.entries) {
+    std::vector<float>& sum = slices_[e.key].grad_sum;
+    if (!bsp_) {
+      std::memcpy(sum.data(), e.data, 4ull * e.count);
+      continue;
+    }
+    for (uint32_t i = 0; i < e.count; ++i) {
+      float g;
+      std::memcpy(&g, e.data + 4ull * i, 4);
+      sum[i] += g;
+    }
+  }
+  ++stats_.updates_received;
+  if (!bsp_) {
+    ApplyUpdates(1.0f);
+  } else {
+    contributed_[sender] = true;
+    if (++contributors_ == workers_) {
+      ApplyUpdates(1.0f / workers_);
+      contributors_ = 0;
+      contributed_.assign(workers_, false);
+    }
+  }
+  ReplyOk(slot);
+  ServeParked();
+}
+
+void ParameterServer::ApplyUpdates(float scale) {
+  for (auto& [key, s] : slices_) {
+    if (scale != 1.0f)
+      for (float& g : s.grad_sum) g *= scale;
+    ApplyUpdate(updater_, stats_.version, s.value.size(), s.grad_sum.data(), s.value.data(), s.velocity.data());
+    std::fill(s.grad_sum.begin(), s.grad_sum.end(), 0.0f);
+  }
+  ++stats_.version;
+  ++stats_.updates_applied;
+  int every = plan_.job.train.checkpoint_every;
+  if (every > 0 && stats_.version % every == 0) {
+    Status s = Checkpoint();
+    if (!s.ok()) std::fprintf(stderr, "dl-server: %s\n", s.ToString().c_str());
+  }
+}
+
+void ParameterServer::HandlePut(int slot, const MessageView& req) {
+  for (const auto& e : req.entries) {
+    auto it = slices_.find(e.key);
+    if (it == slices_.end() || it->second.value.size() != e.count) {
+      ReplyError(slot, "put slice " + std::to_string(e.key) + " does not match this server's table");
+      return;
+    }
+  }
+  for (const auto& e : req.entries) std::memcpy(slices_[e.key].value.data(), e.data, 4ull * e.count);
+  ReplyOk(slot);
+}
+
+void ParameterServer::HandleDone(int slot, const MessageView& req) {
+  if (!done_[req.header.sender]) {
+    done_[req.header.sender] = true;
+    ++done_count_;
+  }
+  parked_.push_back({slot, 0, true});
+  ServeParked();
+}
+
+void ParameterServer::ServeParked() {
+  std::vector<Parked> still;
+  bool all_done = done_count_ == workers_;
+  int answered_done = 0;
+  for (const auto& p : parked_) {
+    bool ready = p.done ? all_done : p.version <= stats_.version;
+    if (!ready) {
+      still.push_back(p);
+      continue;
+    }
+    ReplyParams(p.slot);
+    if (p.done) ++answered_done;
+  }
+  parked_.swap(still);
+  if (all_done && answered_done > 0) {
+    finished_ = true;
+    changed_.notify_all();
+  }
+}
+
+void ParameterServer::ReplyParams(int slot) {
+  std::vector<EntryRef> entries;
+  entries.reserve(slices_.size());
+  for (const auto& [key, s] : slices_)
+    entries.push_back({key, s.value.data(), static_cast<uint32_t>(s.value.size())});
+  MsgHeader h{MsgType::kReply, plan_hash_, stats_.version, static_cast<uint32_t>(options_.id)};
+  rpc_.Reply(slot, h, entries);
+}
+
+void ParameterServer::ReplyOk(int slot) {
+  MsgHeader h{MsgType::kReply, plan_hash_, stats_.version, static_cast<uint32_t>(options_.id)};
+  rpc_.Reply(slot, h, {});
+}
+
+void ParameterServer::ReplyError(int slot, const std::string& why) {
+  MsgHeader h{MsgType::kError, plan_hash_, stats_.version, static_cast<uint32_t>(options_.id)};
+  rpc_.Reply(slot, h, {}, why);
+}
+
+Status ParameterServer::Checkpoint() {
+  if (options_.checkpoint_dir.empty()) return Status::Ok();
+  shoal::Checkpoint ckpt;
+  ckpt.plan_hash = plan_.hash;
+  ckpt.server = options_.id;
+  ckpt.step = stats_.version;
+  ckpt.updates = stats_.updates_received;
+  for (const auto& [key, s] : slices_) {
+    const SlicePlan& sp = plan_.slices[key];
+    // A parameter cut into slices names each piece by where it starts.
+    std::string name = sp.param;
+    if (plan_.FindParam(sp.param)->slices.size() > 1) name += "[" + std::to_string(sp.offset) + "]";
+    const Shape& shape = plan_.FindParam(sp.param)->shape;
+    ckpt.tensors.push_back({name, sp.param, "value", key, sp.offset, shape, s.value});
+    ckpt.tensors.push_back({name + "@velocity", sp.param, "velocity", key, sp.offset, shape, s.velocity});
+  }
+  std::string path = CheckpointPath(options_.checkpoint_dir, options_.id, ckpt.step);
+  SHOAL_RETURN_IF_ERROR(WriteCheckpoint(path, ckpt));
+  ++stats_.checkpoints;
+  std::vector<std::string> all = ListCheckpoints(options_.checkpoint_dir, options_.id);
+  for (size_t i = 0; i + options_.keep_checkpoints < all.size(); ++i) std::filesystem::remove(all[i]);
+  return Status::Ok();
+}
+
+std::string ParameterServer::StatsJson() {
+  nlohmann::json j = {{"server", options_.id},
+                      {"version", stats_.version},
+                      {"updates_received", stats_.updates_received},
+                      {"updates_applied", stats_.updates_applied},
+                      {"gets", stats_.gets},
+                      {"gets_waited", stats_.gets_waited},
+                      {"bad_requests", stats_.bad_requests},
+                      {"checkpoints", stats_.checkpoints},
+                      {"workers_done", done_count_}};
+  return j.dump();
+}
+
+}  // namespace shoal

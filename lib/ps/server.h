@@ -1,0 +1,100 @@
+// dl-server's core: one shard of the parameter table behind an RpcServer.
+//
+// Consistency is how requests are handled (SINGA Algorithms 3-4):
+//  - bsp: an update of step t is summed until every worker's has arrived,
+//    then averaged and applied once (version t -> t+1); a get for version v
+//    waits until the table reaches it. With gradients averaged over workers,
+//    W workers × batch B step exactly as one worker × batch W·B.
+//  - async (Downpour): each update is applied as it arrives; gets answer at once.
+// A worker's `done` waits until every worker is done and is answered with
+// the final parameters; then the server checkpoints and exits.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "comm/rpc_server.h"
+#include "plan/plan.h"
+#include "ps/updater.h"
+
+namespace shoal {
+
+struct ServerOptions {
+  int id = 0;
+  std::string checkpoint_dir;  // empty: no checkpoints
+  int keep_checkpoints = 3;
+};
+
+struct ServerStats {
+  uint64_t version = 0;
+  uint64_t updates_received = 0;
+  uint64_t updates_applied = 0;
+  uint64_t gets = 0;
+  uint64_t gets_waited = 0;
+  uint64_t bad_requests = 0;
+  uint64_t checkpoints = 0;
+};
+
+class ParameterServer {
+ public:
+  ParameterServer(const Plan& plan, ServerOptions options);
+
+  // Initialises this server's slices and listens on its endpoint.
+  Status Start();
+  // Serves until every worker is done or a shutdown request comes; gives up
+  // when no request arrives for the plan's timeout. Writes a final checkpoint.
+  Status Run();
+  ServerStats stats();
+
+ private:
+  struct Slice {
+    uint32_t key;
+    std::vector<float> value, velocity, grad_sum;
+  };
+  struct Parked {
+    int slot;
+    uint64_t version;
+    bool done;  // a worker's done: answered when every worker is done
+  };
+
+  void Handle(int slot, const MessageView& request);
+  void HandleGet(int slot, const MessageView& request);
+  void HandleUpdate(int slot, const MessageView& request);
+  void HandlePut(int slot, const MessageView& request);
+  void HandleDone(int slot, const MessageView& request);
+  void ApplyUpdates(float scale);
+  void ReplyParams(int slot);
+  void ReplyOk(int slot);
+  void ReplyError(int slot, const std::string& why);
+  void ServeParked();
+  Status Checkpoint();
+  std::string StatsJson();
+
+  const Plan& plan_;
+  ServerOptions options_;
+  UpdaterConfig updater_;
+  uint64_t plan_hash_;
+  int workers_;
+  bool bsp_;
+  RpcServer rpc_;
+
+  std::mutex mu_;
+  std::condition_variable changed_;
+  std::map<uint32_t, Slice> slices_;
+  std::vector<bool> contributed_;  // bsp: whose update of the current step arrived
+  int contributors_ = 0;
+  std::vector<bool> done_;
+  int done_count_ = 0;
+  std::vector<Parked> parked_;
+  bool finished_ = false;
+  bool shutdown_ = false;
+  uint64_t requests_ = 0;
+  Status failure_;
+  ServerStats stats_;
+};
+
+}  // namespace shoal

@@ -1,0 +1,91 @@
+#include "train/batch_loader.h"
+
+#include "data/shard_writer.h"
+
+namespace shoal {
+namespace {
+
+Status ReadRecords(ShardReader* reader, uint64_t first, int count, size_t record_floats, Batch* out,
+                   int at) {
+  for (int i = 0; i < count; ++i)
+    SHOAL_RETURN_IF_ERROR(reader->Read(first + i, out->pixels.data() + (at + i) * record_floats,
+                                       &out->labels[at + i]));
+  return Status::Ok();
+}
+
+}  // namespace
+
+BatchLoader::BatchLoader(std::vector<std::unique_ptr<ShardReader>> shards, int batch, uint64_t seed,
+                         int depth)
+    : shards_(std::move(shards)), batch_(batch), depth_(depth), seed_(seed) {
+  for (const auto& s : shards_) total_ += s->records();
+  record_floats_ = shards_.empty() ? 0 : NumElements(shards_[0]->record_shape());
+  thread_ = std::thread([this] { Produce(); });
+}
+
+BatchLoader::~BatchLoader() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  thread_.join();
+}
+
+Status BatchLoader::ReadBatch(Batch* b) {
+  b->size = batch_;
+  b->pixels.resize(static_cast<size_t>(batch_) * record_floats_);
+  b->labels.resize(batch_);
+  for (int i = 0; i < batch_; ++i, ++cursor_) {
+    uint64_t pass = cursor_ / total_, at = cursor_ % total_;
+    if (pass > 0 && at == 0) order_ = ShuffledOrder(total_, seed_ * 1000003 + pass);
+    if (!order_.empty()) at = order_[at];
+    size_t shard = 0;
+    while (at >= shards_[shard]->records()) at -= shards_[shard++]->records();
+    SHOAL_RETURN_IF_ERROR(ReadRecords(shards_[shard].get(), at, 1, record_floats_, b, i));
+  }
+  return Status::Ok();
+}
+
+void BatchLoader::Produce() {
+  for (;;) {
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [&] { return stop_ || ready_.size() < depth_; });
+      if (stop_) return;
+    }
+    Batch b;
+    Status s = total_ == 0 ? Status::InvalidArgument("the shards hold no records") : ReadBatch(&b);
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!s.ok()) {
+      error_ = s;
+      cv_.notify_all();
+      return;
+    }
+    ready_.push_back(std::move(b));
+    cv_.notify_all();
+  }
+}
+
+Status BatchLoader::Next(Batch* out) {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait(lock, [&] { return !ready_.empty() || !error_.ok(); });
+  if (ready_.empty()) return error_;
+  *out = std::move(ready_.front());
+  ready_.pop_front();
+  cv_.notify_all();
+  return Status::Ok();
+}
+
+Status ShardScanner::Next(Batch* out) {
+  const size_t record_floats = NumElements(reader_->record_shape());
+  int n = static_cast<int>(std::min<uint64_t>(batch_, reader_->records() - cursor_));
+  out->size = n;
+  out->pixels.resize(n * record_floats);
+  out->labels.resize(n);
+  SHOAL_RETURN_IF_ERROR(ReadRecords(reader_, cursor_, n, record_floats, out, 0));
+  cursor_ += n;
+  return Status::Ok();
+}
+
+}  // namespace shoal

@@ -1,0 +1,74 @@
+// Loads training batches ahead of the trainer in a background thread, so
+// reading and checking records overlaps computation.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "core/status.h"
+#include "data/shard.h"
+
+namespace shoal {
+
+struct Batch {
+  int size = 0;
+  std::vector<float> pixels;  // size × record floats
+  std::vector<int32_t> labels;
+};
+
+class BatchLoader {
+ public:
+  // Reads the shards one after the other as one sequence of records,
+  // `batch` at a time, keeping `depth` batches ready. The first pass takes the
+  // records in order (the order dl-shard dealt them); every later pass takes
+  // them in a new order drawn from `seed` and the pass number.
+  BatchLoader(std::vector<std::unique_ptr<ShardReader>> shards, int batch, uint64_t seed,
+              int depth = 4);
+  ~BatchLoader();
+  BatchLoader(const BatchLoader&) = delete;
+  BatchLoader& operator=(const BatchLoader&) = delete;
+
+  uint64_t records() const { return total_; }
+  // The next batch; a bad record's error comes through here.
+  Status Next(Batch* out);
+
+ private:
+  void Produce();
+  Status ReadBatch(Batch* batch);
+
+  std::vector<std::unique_ptr<ShardReader>> shards_;
+  int batch_;
+  size_t depth_;
+  uint64_t total_ = 0;
+  uint64_t seed_;
+  uint64_t cursor_ = 0;  // records handed out so far, over all passes
+  std::vector<uint64_t> order_;  // this pass's order; empty on the first pass
+  size_t record_floats_ = 0;
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Batch> ready_;
+  Status error_;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+// Reads every record of one shard in batches of at most `batch` (evaluation).
+class ShardScanner {
+ public:
+  ShardScanner(ShardReader* reader, int batch) : reader_(reader), batch_(batch) {}
+  // Fills `out` with the next records; sets out->size to 0 at the end.
+  Status Next(Batch* out);
+
+ private:
+  ShardReader* reader_;
+  int batch_;
+  uint64_t cursor_ = 0;
+};
+
+}  // namespace shoal

@@ -1,0 +1,87 @@
+#include "train/param_table.h"
+
+#include <cstring>
+#include <map>
+
+#include "ps/param_init.h"
+
+namespace shoal {
+
+LocalTable::LocalTable(const Plan& plan, std::vector<Param*> params)
+    : updater_(UpdaterFromTrain(plan.job.train)), params_(std::move(params)) {
+  for (Param* p : params_) {
+    std::vector<float> values;
+    InitializeParam(*plan.FindParam(p->name), plan.job.train.seed, &values);
+    std::memcpy(p->value.data(), values.data(), 4 * values.size());
+    velocity_.emplace_back(values.size(), 0.0f);
+  }
+}
+
+Status LocalTable::Push(uint64_t step) {
+  for (size_t i = 0; i < params_.size(); ++i)
+    ApplyUpdate(updater_, step, params_[i]->value.size(), params_[i]->grad.data(), params_[i]->value.data(),
+                velocity_[i].data());
+  return Status::Ok();
+}
+
+RemoteTable::RemoteTable(const Plan& plan, int worker, std::vector<Param*> params)
+    : plan_(plan), worker_(worker), plan_hash_(plan.hash_value()), pieces_(plan.servers.size()) {
+  std::map<std::string, Param*> by_name;
+  for (Param* p : params) by_name[p->name] = p;
+  for (const auto& s : plan.slices) pieces_[s.server].push_back({s.key, by_name.at(s.param), s.offset, s.count});
+}
+
+Status RemoteTable::Connect() {
+  for (const auto& server : plan_.servers) {
+    clients_.push_back(std::make_unique<RpcClient>());
+    SHOAL_RETURN_IF_ERROR(clients_.back()->Dial(server.endpoint, plan_.job.cluster.timeout_ms));
+  }
+  return Status::Ok();
+}
+
+Status RemoteTable::RoundTrip(MsgType type, uint64_t step, bool with_grads, bool fill_values) {
+  MsgHeader h{type, plan_hash_, step, static_cast<uint32_t>(worker_)};
+  for (size_t s = 0; s < clients_.size(); ++s) {
+    std::vector<EntryRef> entries;
+    if (with_grads)
+      for (const auto& p : pieces_[s])
+        entries.push_back({p.key, p.param->grad.data() + p.offset, static_cast<uint32_t>(p.count)});
+    bytes_sent_ += EncodedSize(entries, "");
+    SHOAL_RETURN_IF_ERROR(clients_[s]->Send(h, entries));
+  }
+  for (size_t s = 0; s < clients_.size(); ++s) {
+    Reply reply;
+    SHOAL_RETURN_IF_ERROR(clients_[s]->Receive(&reply));
+    if (fill_values) SHOAL_RETURN_IF_ERROR(Absorb(static_cast<int>(s), reply.view()));
+  }
+  return Status::Ok();
+}
+
+Status RemoteTable::Absorb(int server, const MessageView& reply) {
+  const auto& pieces = pieces_[server];
+  const std::string& endpoint = plan_.servers[server].endpoint;
+  if (reply.header.plan_hash != plan_hash_)
+    return Status::InvalidArgument("server '" + endpoint + "' answered for another plan");
+  if (reply.entries.size() != pieces.size())
+    return Status::Corruption("server '" + endpoint + "' sent " + std::to_string(reply.entries.size()) +
+                              " slices, the plan gives it " + std::to_string(pieces.size()));
+  // Both sides list slices by increasing key.
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    const EntryView& e = reply.entries[i];
+    if (e.key != pieces[i].key || e.count != pieces[i].count)
+      return Status::Corruption("server '" + endpoint + "' sent slice " + std::to_string(e.key) +
+                                " where the plan has slice " + std::to_string(pieces[i].key));
+    std::memcpy(pieces[i].param->value.data() + pieces[i].offset, e.data, 4ull * e.count);
+    bytes_received_ += 8 + 4ull * e.count;
+  }
+  bytes_received_ += kHeaderBytes;
+  return Status::Ok();
+}
+
+Status RemoteTable::Fetch(uint64_t version) { return RoundTrip(MsgType::kGet, version, false, true); }
+
+Status RemoteTable::Push(uint64_t step) { return RoundTrip(MsgType::kUpdate, step, true, false); }
+
+Status RemoteTable::Finish() { return RoundTrip(MsgType::kDone, 0, false, true); }
+
+}  // namespace shoal

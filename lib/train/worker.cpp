@@ -1,0 +1,188 @@
+#include "train/worker.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+
+#include "data/shard.h"
+#include "ops/blas.h"
+#include "train/batch_loader.h"
+
+namespace shoal {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double SecondsSince(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+void Feed(const Batch& batch, Net* net) {
+  net->Allocate(batch.size);
+  Tensor& x = net->data_layer().data();
+  std::memcpy(x.data(), batch.pixels.data(), 4 * batch.pixels.size());
+  net->data_layer().labels() = batch.labels;
+}
+
+// The checks that tie a plan's net to the data it will read.
+Status CheckData(const Manifest& m, const std::string& dir, Net* net) {
+  const Shape& want = net->data_layer().out_shape();
+  if (m.record_shape != want)
+    return Status::InvalidArgument("'" + dir + "/manifest.json': records are " + ShapeToString(m.record_shape) +
+                                   " but data layer '" + net->data_layer().name() + "' expects " +
+                                   ShapeToString(want));
+  int classes = static_cast<int>(net->loss_layer().out_shape()[0]);
+  if (m.classes > classes)
+    return Status::InvalidArgument("'" + dir + "/manifest.json': " + std::to_string(m.classes) +
+                                   " classes but the loss layer '" + net->loss_layer().name() + "' has " +
+                                   std::to_string(classes) + " outputs");
+  return Status::Ok();
+}
+
+}  // namespace
+
+Worker::Worker(const Plan& plan, WorkerOptions options, Progress* progress)
+    : plan_(plan), options_(std::move(options)), progress_(progress) {}
+
+Status Worker::Run(WorkerResult* result) {
+  const JobConfig& job = plan_.job;
+  const int workers = options_.standalone ? 1 : static_cast<int>(plan_.workers.size());
+  if (options_.id < 0 || options_.id >= workers)
+    return Status::InvalidArgument("worker id " + std::to_string(options_.id) + " is not in the plan (it has " +
+                                   std::to_string(workers) + " workers)");
+  SetComputeThreads(options_.threads);
+  SHOAL_RETURN_IF_ERROR(Net::Build(job, &net_));
+
+  std::string dir = options_.shard_dir.empty() ? job.data.shards : options_.shard_dir;
+  if (dir.empty()) return Status::InvalidArgument("no shard directory: set data.shards in the job or pass --shards");
+  Manifest manifest;
+  SHOAL_RETURN_IF_ERROR(LoadManifest(dir, &manifest));
+  SHOAL_RETURN_IF_ERROR(CheckData(manifest, dir, net_.get()));
+  if (static_cast<int>(manifest.train.size()) < workers)
+    return Status::InvalidArgument("'" + dir + "' has " + std::to_string(manifest.train.size()) +
+                                   " shards for " + std::to_string(workers) +
+                                   " workers: shard it again with --shards " + std::to_string(workers));
+  // Worker w reads shards w, w+W, ...: with one shard each, the dealing rule
+  // makes W workers × batch B see one worker × batch W·B's records.
+  std::vector<std::unique_ptr<ShardReader>> mine;
+  uint64_t total_records = 0;
+  for (size_t s = 0; s < manifest.train.size(); ++s) {
+    total_records += manifest.train[s].records;
+    if (static_cast<int>(s % workers) != options_.id) continue;
+    mine.push_back(std::make_unique<ShardReader>());
+    SHOAL_RETURN_IF_ERROR(mine.back()->Open(dir + "/" + manifest.train[s].file));
+  }
+  const int batch = job.train.batch_size;
+  long long steps = options_.steps > 0 ? options_.steps : job.train.steps;
+  if (steps == 0) steps = static_cast<long long>(job.train.epochs * total_records / (1.0 * workers * batch));
+  if (steps < 1) return Status::InvalidArgument("the job trains for 0 steps (too few epochs for the data)");
+
+  std::vector<Param*> params = net_->params();
+  std::unique_ptr<ParamTable> table;
+  RemoteTable* remote = nullptr;
+  if (options_.standalone) {
+    table = std::make_unique<LocalTable>(plan_, params);
+  } else {
+    auto r = std::make_unique<RemoteTable>(plan_, options_.id, params);
+    SHOAL_RETURN_IF_ERROR(r->Connect());
+    remote = r.get();
+    table = std::move(r);
+  }
+  const bool evaluates = options_.evaluate && options_.id == 0;
+  std::unique_ptr<ShardReader> test;
+  if (evaluates) {
+    test = std::make_unique<ShardReader>();
+    SHOAL_RETURN_IF_ERROR(test->Open(dir + "/" + manifest.test.file));
+  }
+
+  BatchLoader loader(std::move(mine), batch, job.train.seed * 7919 + options_.id);
+  std::vector<double> step_ms;
+  step_ms.reserve(steps);
+  const auto start = Clock::now();
+  double window_loss = 0.0;
+  int window = 0;
+  auto last_display = start;
+  long long last_display_step = 0;
+  for (long long step = 0; step < steps; ++step) {
+    Batch b;
+    SHOAL_RETURN_IF_ERROR(loader.Next(&b));
+    const auto t0 = Clock::now();
+    SHOAL_RETURN_IF_ERROR(table->Fetch(step));
+    Feed(b, net_.get());
+    net_->Forward(Phase::kTrain);
+    net_->Backward();
+    SHOAL_RETURN_IF_ERROR(table->Push(step));
+    step_ms.push_back(1000.0 * SecondsSince(t0));
+    window_loss += net_->loss_layer().loss();
+    ++window;
+    if (!std::isfinite(net_->loss_layer().loss()))
+      return Status::InvalidArgument("the loss diverged at step " + std::to_string(step) +
+                                     " (lower train.learning_rate)");
+    const bool last = step + 1 == steps;
+    if ((step + 1) % job.train.display_every == 0 || last) {
+      double span = std::chrono::duration<double>(Clock::now() - last_display).count();
+      nlohmann::json r = {{"event", "step"}, {"worker", options_.id}, {"step", step + 1}, {"steps", steps},
+                          {"loss", window_loss / window},
+                          {"records_per_s", span > 0 ? (step + 1 - last_display_step) * batch / span : 0.0},
+                          {"elapsed_s", SecondsSince(start)}};
+      if (remote) {
+        r["bytes_sent"] = remote->bytes_sent();
+        r["bytes_received"] = remote->bytes_received();
+      }
+      progress_->Step(r);
+      result->final_loss = window_loss / window;
+      window_loss = 0.0;
+      window = 0;
+      last_display = Clock::now();
+      last_display_step = step + 1;
+    }
+    if (evaluates && job.train.eval_every > 0 && (step + 1) % job.train.eval_every == 0 && !last) {
+      double acc, loss;
+      SHOAL_RETURN_IF_ERROR(Evaluate(test.get(), &acc, &loss));
+      progress_->Event({{"event", "eval"}, {"worker", options_.id}, {"step", step + 1},
+                        {"test_accuracy", acc}, {"test_loss", loss}});
+    }
+  }
+  SHOAL_RETURN_IF_ERROR(table->Finish());
+  const double train_seconds = SecondsSince(start);
+  result->steps = steps;
+  std::vector<double> sorted = step_ms;
+  std::sort(sorted.begin(), sorted.end());
+  result->ms_per_step_median = sorted[sorted.size() / 2];
+  nlohmann::json done = {{"event", "done"}, {"worker", options_.id}, {"steps", steps},
+                         {"train_seconds", train_seconds}, {"ms_per_step_median", result->ms_per_step_median},
+                         {"final_loss", result->final_loss}};
+  if (evaluates) {
+    double loss;
+    SHOAL_RETURN_IF_ERROR(Evaluate(test.get(), &result->test_accuracy, &loss));
+    done["test_accuracy"] = result->test_accuracy;
+    done["test_loss"] = loss;
+  }
+  progress_->Event(done);
+  if (!progress_->ok()) return Status::IOError("cannot write to standard output");
+  return Status::Ok();
+}
+
+Status Worker::Evaluate(ShardReader* test, double* accuracy, double* loss) {
+  const int train_batch = net_->batch();
+  ShardScanner scanner(test, 500);
+  long long correct = 0, seen = 0;
+  double loss_sum = 0.0;
+  for (;;) {
+    Batch b;
+    SHOAL_RETURN_IF_ERROR(scanner.Next(&b));
+    if (b.size == 0) break;
+    Feed(b, net_.get());
+    net_->Forward(Phase::kTest);
+    correct += net_->loss_layer().correct();
+    loss_sum += static_cast<double>(net_->loss_layer().loss()) * b.size;
+    seen += b.size;
+  }
+  if (train_batch > 0) net_->Allocate(train_batch);
+  *accuracy = seen ? static_cast<double>(correct) / seen : 0.0;
+  *loss = seen ? loss_sum / seen : 0.0;
+  return Status::Ok();
+}
+
+}  // namespace shoal
