@@ -1,5 +1,5 @@
 // dl-ckpt: look into the checkpoints a run wrote. Output is JSON.
-#include <CLI/CLI.hpp>
+#include "parse_command_line.h"
 #include <filesystem>
 
 #include "ckpt/checkpoint.h"
@@ -42,7 +42,7 @@ int main(int argc, char** argv) {
   auto* diff = app.add_subcommand("diff", "per-tensor max absolute and relative difference (JSON)");
   diff->add_option("a", a, "checkpoint file")->required();
   diff->add_option("b", b, "checkpoint file")->required();
-  CLI11_PARSE(app, argc, argv);
+  SHOAL_PARSE_COMMAND_LINE(app, argc, argv);
 
   if (*diff) {
     Checkpoint ca, cb;

@@ -1,5 +1,5 @@
 // dl-plan: job file -> plan.json (partitioning, placement, parameter slices, endpoints).
-#include <CLI/CLI.hpp>
+#include "parse_command_line.h"
 
 #include "config/job.h"
 #include "core/exit_codes.h"
@@ -18,7 +18,7 @@ int main(int argc, char** argv) {
   app.add_option("--endpoints", options.endpoints, "server endpoints, one per server")->delimiter(',');
   app.add_option("--base-port", options.base_port, "first loopback port when no endpoints are given")
       ->check(CLI::Range(1, 65535));
-  CLI11_PARSE(app, argc, argv);
+  SHOAL_PARSE_COMMAND_LINE(app, argc, argv);
 
   JobConfig job;
   Status s = LoadJobFile(job_path, overrides, &job);

@@ -1,5 +1,5 @@
 // dl-server: serves one shard of the parameter table of a plan.
-#include <CLI/CLI.hpp>
+#include "parse_command_line.h"
 #include <nlohmann/json.hpp>
 
 #include "core/build_info.h"
@@ -16,7 +16,7 @@ int main(int argc, char** argv) {
   app.add_option("--id", options.id, "this server's id in the plan")->check(CLI::NonNegativeNumber);
   app.add_option("--checkpoint-dir", options.checkpoint_dir, "where to write checkpoints (none if unset)");
   app.add_option("--keep", options.keep_checkpoints, "checkpoints to keep")->check(CLI::PositiveNumber);
-  CLI11_PARSE(app, argc, argv);
+  SHOAL_PARSE_COMMAND_LINE(app, argc, argv);
 
   Plan plan;
   Status s = LoadPlan(plan_path, &plan);

@@ -1,6 +1,6 @@
 // dl-shard: turns an idx dataset (MNIST, Fashion-MNIST) into a shard directory
 // (lib/data/shard.h). Exit codes: 0 ok, 1 runtime failure, 2 usage error.
-#include <CLI/CLI.hpp>
+#include "parse_command_line.h"
 #include <nlohmann/json.hpp>
 
 #include <cstdio>
@@ -35,14 +35,7 @@ int main(int argc, char** argv) {
   app.add_option("--shards", shards, "number of train shards (one per worker)")
       ->required()->check(CLI::Range(1, 1 << 20));
   app.add_option("--seed", seed, "shuffle seed; same seed, same shards")->capture_default_str();
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    app.exit(e);
-    return 2;
-  }
+  SHOAL_PARSE_COMMAND_LINE(app, argc, argv);
   if (source.empty()) source = default_source.at(dataset);
 
   std::error_code ec;

@@ -1,7 +1,7 @@
 // dl-worker: trains its part of a plan, talking to the plan's servers.
 #include <unistd.h>
 
-#include <CLI/CLI.hpp>
+#include "parse_command_line.h"
 
 #include "core/exit_codes.h"
 #include "plan/plan.h"
@@ -23,7 +23,7 @@ int main(int argc, char** argv) {
   app.add_flag("--standalone", options.standalone, "update parameters in this process; no servers");
   app.add_option("--metrics", metrics_path, "also append every record to this file as JSON lines");
   app.add_flag("--no-eval", no_eval, "skip the evaluation on the test shard");
-  CLI11_PARSE(app, argc, argv);
+  SHOAL_PARSE_COMMAND_LINE(app, argc, argv);
   options.evaluate = !no_eval;
 
   Plan plan;

@@ -45,10 +45,11 @@ Status RpcClient::Send(const MsgHeader& header, const std::vector<EntryRef>& ent
   if (rv != 0) {
     nng_msg_free(msg);
     std::string what = std::string("'") + MsgTypeName(header.type) + "' (step " +
-                       std::to_string(header.step) + ") to server '" + endpoint_ + "'";
+                       std::to_string(header.step) + ")";
     if (rv == NNG_ETIMEDOUT)
-      return Status::Timeout("could not send " + what + " within " + std::to_string(timeout_ms_) + " ms");
-    return Status::Unavailable("cannot send " + what + ": " + nng_strerror(rv));
+      return Status::Timeout("server '" + endpoint_ + "' did not take " + what + " within " +
+                             std::to_string(timeout_ms_) + " ms (is it running?)");
+    return Status::Unavailable("cannot send " + what + " to server '" + endpoint_ + "': " + nng_strerror(rv));
   }
   return Status::Ok();
 }

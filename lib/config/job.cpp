@@ -22,6 +22,12 @@ Status Parse(const std::string& text, const std::string& source, YAML::Node* roo
   return Status::Ok();
 }
 
+// yaml-cpp throws on a key lookup in a scalar: refuse "train: 5" before asking.
+Status CheckMapping(const YAML::Node& node, const std::string& source, const std::string& what) {
+  if (node.IsMap()) return Status::Ok();
+  return Status::InvalidArgument(NodeWhere(source, node) + ": " + what + " must be a mapping");
+}
+
 Status ParseLayer(const YAML::Node& node, const std::string& source, LayerConfig* layer) {
   if (!node.IsMap()) return Status::InvalidArgument(NodeWhere(source, node) + ": a layer is a mapping");
   Fields f(node, source, "layer");
@@ -42,6 +48,7 @@ Status ParseLayer(const YAML::Node& node, const std::string& source, LayerConfig
 Status ParseModel(const Fields& top, const YAML::Node& root, JobConfig* job) {
   if (!top.Has("model")) return top.Error("missing section 'model'");
   YAML::Node model = root["model"];
+  SHOAL_RETURN_IF_ERROR(CheckMapping(model, job->source, "section 'model'"));
   Fields f(model, job->source, "section 'model'");
   if (!f.Has("layers")) return f.Error("missing field 'layers'");
   SHOAL_RETURN_IF_ERROR(f.CheckNoUnknown());
@@ -61,6 +68,7 @@ Status ParseModel(const Fields& top, const YAML::Node& root, JobConfig* job) {
 }
 
 Status ParseSchedule(const YAML::Node& node, const std::string& source, LrSchedule* s) {
+  SHOAL_RETURN_IF_ERROR(CheckMapping(node, source, "section 'train.lr_schedule'"));
   Fields f(node, source, "section 'train.lr_schedule'");
   SHOAL_RETURN_IF_ERROR(f.Choice("kind", s->kind, {"constant", "step"}, &s->kind));
   SHOAL_RETURN_IF_ERROR(f.Int("every", s->every, &s->every, 0));
@@ -70,6 +78,7 @@ Status ParseSchedule(const YAML::Node& node, const std::string& source, LrSchedu
 }
 
 Status ParseTrain(const YAML::Node& node, const std::string& source, TrainConfig* t) {
+  SHOAL_RETURN_IF_ERROR(CheckMapping(node, source, "section 'train'"));
   Fields f(node, source, "section 'train'");
   std::string algorithm;
   SHOAL_RETURN_IF_ERROR(f.Choice("algorithm", "bp", {"bp"}, &algorithm));
@@ -91,6 +100,7 @@ Status ParseTrain(const YAML::Node& node, const std::string& source, TrainConfig
 }
 
 Status ParseCluster(const YAML::Node& node, const std::string& source, ClusterConfig* c) {
+  SHOAL_RETURN_IF_ERROR(CheckMapping(node, source, "section 'cluster'"));
   Fields f(node, source, "section 'cluster'");
   SHOAL_RETURN_IF_ERROR(f.Int("nworker_groups", c->nworker_groups, &c->nworker_groups, 1));
   SHOAL_RETURN_IF_ERROR(f.Int("nworkers_per_group", c->nworkers_per_group, &c->nworkers_per_group, 1));
@@ -108,6 +118,7 @@ Status ParseCluster(const YAML::Node& node, const std::string& source, ClusterCo
 }
 
 Status ParseData(const YAML::Node& node, const std::string& source, DataConfig* d) {
+  SHOAL_RETURN_IF_ERROR(CheckMapping(node, source, "section 'data'"));
   Fields f(node, source, "section 'data'");
   SHOAL_RETURN_IF_ERROR(f.Choice("dataset", d->dataset, {"fashion-mnist", "mnist"}, &d->dataset));
   SHOAL_RETURN_IF_ERROR(f.String("shards", "", &d->shards));

@@ -1,0 +1,51 @@
+# Shared by the integration tests: sourced as `. lib.sh BUILD_DIR REPO_ROOT`.
+# Gives: $bin, $root, $tmp (removed at exit, with every process we started),
+# fail, ok, expect_failure, fresh_port, shards_for, field.
+set -euo pipefail
+
+bin=$(cd "${1:?usage: TEST BUILD_DIR REPO_ROOT}" && pwd)
+root=$(cd "${2:?usage: TEST BUILD_DIR REPO_ROOT}" && pwd)
+tmp=$(mktemp -d)
+cleanup() {
+  local pids
+  pids=$(jobs -p)
+  [[ -z "$pids" ]] || kill $pids 2>/dev/null || true
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
+ok() { echo "ok - $*"; }
+
+# expect_failure CODE PATTERN CMD...: CMD must exit CODE with PATTERN (grep -E) on stderr.
+expect_failure() {
+  local want=$1 pattern=$2 rc=0
+  shift 2
+  "$@" >"$tmp/out" 2>"$tmp/err" || rc=$?
+  [[ $rc -eq $want ]] || fail "$* exited $rc, want $want; stderr: $(cat "$tmp/err")"
+  grep -qE -- "$pattern" "$tmp/err" || fail "$*: stderr lacks /$pattern/: $(cat "$tmp/err")"
+}
+
+# A loopback port range nobody else in this test run is likely to use.
+fresh_port() { echo $((20000 + (RANDOM * 32768 + RANDOM + $$) % 40000)); }
+
+# shards_for N: a shard directory of Fashion-MNIST dealt N ways, shared by the
+# tests of one build (dl-shard writes atomically, so concurrent tests agree).
+shards_for() {
+  local dir="$bin/test-shards/fashion-mnist-$1"
+  [[ -f "$dir/manifest.json" ]] ||
+    "$bin/dl-shard" --dataset fashion-mnist --out "$dir" --shards "$1" >/dev/null
+  echo "$dir"
+}
+
+# field FILE EXPR: evaluates a Python expression over the last JSON line of
+# FILE whose "event" is the one named, e.g. field w.jsonl done "r['test_accuracy']".
+field() {
+  python3 - "$1" "$2" "$3" <<'PY'
+import json, sys
+path, event, expr = sys.argv[1:]
+records = [json.loads(l) for l in open(path) if l.startswith("{")]
+r = [x for x in records if x.get("event") == event][-1]
+print(eval(expr))
+PY
+}

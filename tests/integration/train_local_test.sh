@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# scripts/train-local.sh: a whole BSP run ends with its outcome, and when one
+# process fails, every other process it started is stopped.
+. "$(dirname "$0")/lib.sh"
+
+run=$tmp/run
+SHOAL_BIN=$bin RUN_DIR=$run BASE_PORT=$(fresh_port) "$root/scripts/train-local.sh" \
+  "$root/configs/fashion-mlp.yaml" train.steps=100 train.display_every=25 data.shards="$(shards_for 2)" \
+  >"$tmp/out" 2>"$tmp/err" || fail "train-local failed: $(cat "$tmp/err")"
+grep -qE "train-local: done: test accuracy 0\.[0-9]+; checkpoints in $run/ckpt \(verified\)" "$tmp/err" ||
+  fail "no outcome line: $(cat "$tmp/err")"
+[[ $(grep -c '"event":"step"' "$tmp/out") -eq 4 ]] || fail "expected 4 progress records: $(cat "$tmp/out")"
+ok "a BSP run prints its progress as JSON lines and its outcome"
+
+# Worker 1 reads a corrupted shard: it fails, and the script stops the server
+# and worker 0 (which would otherwise wait for worker 1 until the timeout).
+cp -r "$(shards_for 2)" "$tmp/shards"
+printf '\xff' | dd of="$tmp/shards/train-00001.shard" bs=1 seek=$((44 + 3 * 792)) conv=notrunc status=none
+start=$(date +%s)
+rc=0
+SHOAL_BIN=$bin RUN_DIR=$tmp/bad BASE_PORT=$(fresh_port) "$root/scripts/train-local.sh" \
+  "$root/configs/fashion-mlp.yaml" train.steps=100 data.shards="$tmp/shards" >"$tmp/out" 2>"$tmp/err" || rc=$?
+[[ $rc -eq 1 ]] || fail "train-local exited $rc with a failing worker, want 1"
+grep -q "train-local: worker 1 failed" "$tmp/err" || fail "the failure is not named: $(cat "$tmp/err")"
+grep -q "record 3: checksum mismatch" "$tmp/err" || fail "the worker's reason is not shown: $(cat "$tmp/err")"
+(($(date +%s) - start < 30)) || fail "the others were not stopped (took until the timeout)"
+! pgrep -f "$tmp/bad/plan.json" >/dev/null || fail "processes of the failed run are still running"
+ok "a failing worker stops the whole run, named with its reason"

@@ -1,0 +1,344 @@
+// Tests for lib/config (ParseJob, LoadJobFile and overrides) and the graph
+// checks of Net::Build: every refusal names the file, line and column.
+#include <doctest/doctest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "config/job.h"
+#include "net/net.h"
+
+namespace shoal {
+namespace {
+
+bool Contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+// The smallest complete job; tests splice layers or sections into it.
+std::string Job(const std::string& layers, const std::string& rest = "") {
+  return "name: tiny\n"
+         "model:\n"
+         "  layers:\n" +
+         layers + rest;
+}
+
+const std::string kLayers =
+    "    - {name: data, type: data, shape: [1, 2, 2]}\n"                  // line 4
+    "    - {name: fc, type: fully_connected, srclayers: data, num_output: 3}\n"  // line 5
+    "    - {name: loss, type: softmax_loss, srclayers: [fc, data]}\n";    // line 6
+
+// Parses and builds; returns the first error (or ok).
+Status ParseAndBuild(const std::string& text) {
+  JobConfig job;
+  SHOAL_RETURN_IF_ERROR(ParseJob(text, "job.yaml", &job));
+  std::unique_ptr<Net> net;
+  return Net::Build(job, &net);
+}
+
+struct TempDir {
+  std::string path;
+  TempDir() {
+    char tmpl[] = "/tmp/shoal-config-test-XXXXXX";
+    path = mkdtemp(tmpl);
+  }
+  ~TempDir() { std::filesystem::remove_all(path); }
+};
+
+TEST_CASE("a valid job parses, with every unset field at its documented default") {
+  JobConfig job;
+  Status s = ParseJob(Job(kLayers), "job.yaml", &job);
+  INFO(s.ToString());
+  REQUIRE(s.ok());
+  CHECK(job.source == "job.yaml");
+  CHECK(job.name == "tiny");
+  REQUIRE(job.layers.size() == 3);
+  CHECK(job.layers[1].name == "fc");
+  CHECK(job.layers[1].type == "fully_connected");
+  CHECK(job.layers[1].srclayers == std::vector<std::string>{"data"});  // a scalar becomes a list
+  CHECK(job.layers[2].srclayers == std::vector<std::string>{"fc", "data"});
+  CHECK(job.layers[1].partition_dim == 0);
+  CHECK(job.layers[1].location.empty());
+
+  CHECK(job.train.batch_size == 64);
+  CHECK(job.train.steps == 0);
+  CHECK(job.train.epochs == 1.0);
+  CHECK(job.train.updater == "momentum");
+  CHECK(job.train.learning_rate == 0.05);
+  CHECK(job.train.momentum == 0.9);
+  CHECK(job.train.weight_decay == 0.0);
+  CHECK(job.train.lr_schedule.kind == "constant");
+  CHECK(job.train.display_every == 50);
+  CHECK(job.train.seed == 1);
+  CHECK(job.cluster.nworker_groups == 1);
+  CHECK(job.cluster.nworkers_per_group == 1);
+  CHECK(job.cluster.servers() == 1);
+  CHECK(job.cluster.consistency == "bsp");
+  CHECK(job.cluster.slice_floats == (1 << 20));
+  CHECK(job.cluster.timeout_ms == 60000);
+  CHECK(job.data.dataset == "fashion-mnist");
+  CHECK(job.data.shards.empty());
+  CHECK(Contains(job.yaml_text, "fully_connected"));
+
+  std::unique_ptr<Net> net;
+  CHECK(Net::Build(job, &net).ok());
+}
+
+TEST_CASE("explicit sections override the defaults, and sgd means momentum 0") {
+  JobConfig job;
+  Status s = ParseJob(Job(kLayers,
+                          "train: {batch_size: 8, steps: 12, updater: sgd, learning_rate: 0.5,\n"
+                          "        lr_schedule: {kind: step, every: 4, gamma: 0.5}}\n"
+                          "cluster: {nworker_groups: 2, nworkers_per_group: 3, consistency: async,\n"
+                          "          nservers_per_group: 2, slice_floats: 10, timeout_ms: 500}\n"
+                          "data: {dataset: mnist, shards: runs/x}\n"),
+                      "job.yaml", &job);
+  INFO(s.ToString());
+  REQUIRE(s.ok());
+  CHECK(job.train.batch_size == 8);
+  CHECK(job.train.steps == 12);
+  CHECK(job.train.updater == "sgd");
+  CHECK(job.train.momentum == 0.0);
+  CHECK(job.train.lr_schedule.kind == "step");
+  CHECK(job.train.lr_schedule.every == 4);
+  CHECK(job.cluster.workers() == 6);
+  CHECK(job.cluster.servers() == 2);
+  CHECK(job.cluster.consistency == "async");
+  CHECK(job.cluster.slice_floats == 10);
+  CHECK(job.data.dataset == "mnist");
+  CHECK(job.data.shards == "runs/x");
+}
+
+TEST_CASE("malformed YAML is refused with the file, line and column of the fault") {
+  JobConfig job;
+  // Line 6: a flow sequence closed by '}' at column 28.
+  Status s = ParseJob(Job(kLayers.substr(0, kLayers.rfind("    - {name: loss")) +
+                          "    - {name: a, type: [relu}\n"),
+                      "job.yaml", &job);
+  INFO(s.ToString());
+  CHECK(s.code() == Status::Code::kInvalidArgument);
+  CHECK(s.message() == "job.yaml:6:28: malformed YAML: illegal flow end");
+
+  // Line 3: a key indented less than its section's.
+  s = ParseJob("train:\n  steps: 3\n batch_size: 4\n", "other.yaml", &job);
+  INFO(s.ToString());
+  CHECK(s.message() == "other.yaml:3:2: malformed YAML: end of map not found");
+}
+
+TEST_CASE("a mapping value after a plain scalar on the same line is located exactly") {
+  JobConfig job;
+  Status s = ParseJob("name: tiny\nmodel: layers: 3\n", "job.yaml", &job);
+  INFO(s.ToString());
+  CHECK(Contains(s.message(), "malformed YAML"));
+  CHECK(s.message().rfind("job.yaml:2:14: ", 0) == 0);
+}
+
+TEST_CASE("a job that is not a mapping is refused") {
+  JobConfig job;
+  Status s = ParseJob("- a\n- b\n", "job.yaml", &job);
+  CHECK(!s.ok());
+  CHECK(Contains(s.message(), "job.yaml: a job file is a mapping"));
+}
+
+TEST_CASE("an unknown layer type is refused at Net::Build with its line and the known types") {
+  std::string layers = kLayers;
+  layers.replace(layers.find("fully_connected"), std::string("fully_connected").size(), "fully_conected");
+  JobConfig job;
+  REQUIRE(ParseJob(Job(layers), "job.yaml", &job).ok());  // types are the net's business
+  std::unique_ptr<Net> net;
+  Status s = Net::Build(job, &net);
+  INFO(s.ToString());
+  CHECK(s.code() == Status::Code::kInvalidArgument);
+  // "    - {name: fc, type: fully_conected": the value starts at column 24.
+  CHECK(s.message().rfind("job.yaml:5:24: layer 'fc': field 'type' is 'fully_conected', not a layer type", 0) == 0);
+  CHECK(Contains(s.message(), "known: data, fully_connected, convolution"));
+  CHECK(net == nullptr);
+}
+
+TEST_CASE("an unknown field in a layer is refused naming the field and where it is") {
+  std::string layers =
+      "    - {name: data, type: data, shape: [1, 2, 2]}\n"
+      "    - {name: fc, type: fully_connected, srclayers: data, num_output: 3, dropout: 0.5}\n"
+      "    - {name: loss, type: softmax_loss, srclayers: [fc, data]}\n";
+  Status s = ParseAndBuild(Job(layers));
+  INFO(s.ToString());
+  CHECK(s.message().rfind("job.yaml:5:73: layer 'fc': unknown field 'dropout'", 0) == 0);
+}
+
+TEST_CASE("an unknown field or section in the job is refused naming it") {
+  Status s = ParseAndBuild(Job(kLayers, "train:\n  learning_rat: 0.1\n"));
+  INFO(s.ToString());
+  CHECK(s.message().rfind("job.yaml:8:3: section 'train': unknown field 'learning_rat'", 0) == 0);
+
+  s = ParseAndBuild(Job(kLayers, "trian: {steps: 3}\n"));
+  INFO(s.ToString());
+  CHECK(s.message().rfind("job.yaml:7:1: job: unknown field 'trian'", 0) == 0);
+}
+
+TEST_CASE("a field of the wrong type or out of range is refused naming it") {
+  Status s = ParseAndBuild(Job(kLayers, "train: {batch_size: many}\n"));
+  CHECK(Contains(s.message(), "job.yaml:7:21: section 'train': field 'batch_size' must be an integer"));
+  s = ParseAndBuild(Job(kLayers, "train: {momentum: 1.5}\n"));
+  CHECK(Contains(s.message(), "field 'momentum' must be in [0.000000, 1.000000], got 1.500000"));
+  s = ParseAndBuild(Job(kLayers, "cluster: {consistency: eventual}\n"));
+  CHECK(Contains(s.message(), "field 'consistency' is 'eventual', expected one of: bsp, async"));
+}
+
+TEST_CASE("a section that is not a mapping is refused, not thrown") {
+  for (const char* rest : {"train: 5\n", "cluster: [1, 2]\n", "data: fashion\n"}) {
+    INFO(rest);
+    Status s;
+    CHECK_NOTHROW(s = ParseAndBuild(Job(kLayers, rest)));
+    CHECK(s.code() == Status::Code::kInvalidArgument);
+    CHECK(Contains(s.message(), "job.yaml:7:"));
+    CHECK(Contains(s.message(), "must be a mapping"));
+  }
+  Status s;
+  CHECK_NOTHROW(s = ParseAndBuild("model: 3\n"));
+  CHECK(s.message() == "job.yaml:1:8: section 'model' must be a mapping");
+  CHECK_NOTHROW(s = ParseAndBuild(Job(kLayers, "train: {lr_schedule: step}\n")));
+  CHECK(s.message() == "job.yaml:7:22: section 'train.lr_schedule' must be a mapping");
+}
+
+TEST_CASE("a convolution after a fully_connected layer is refused naming both layers") {
+  std::string layers =
+      "    - {name: data, type: data, shape: [1, 4, 4]}\n"
+      "    - {name: fc1, type: fully_connected, srclayers: data, num_output: 8}\n"
+      "    - {name: conv1, type: convolution, srclayers: fc1, num_output: 2, kernel: 3}\n"
+      "    - {name: loss, type: softmax_loss, srclayers: [conv1, data]}\n";
+  Status s = ParseAndBuild(Job(layers));
+  INFO(s.ToString());
+  CHECK(s.message().rfind("job.yaml:6:7: layer 'conv1': needs a [channels, height, width] source; "
+                          "'fc1' gives [8]", 0) == 0);
+}
+
+TEST_CASE("a kernel larger than the source is refused naming the field") {
+  std::string layers =
+      "    - {name: data, type: data, shape: [1, 2, 2]}\n"
+      "    - {name: conv, type: convolution, srclayers: data, num_output: 2, kernel: 3}\n"
+      "    - {name: loss, type: softmax_loss, srclayers: [conv, data]}\n";
+  Status s = ParseAndBuild(Job(layers));
+  INFO(s.ToString());
+  CHECK(Contains(s.message(), "layer 'conv': field 'kernel' is larger than the padded source"));
+}
+
+TEST_CASE("missing sections and fields are refused naming what is missing") {
+  Status s = ParseAndBuild("name: tiny\ntrain: {steps: 3}\n");
+  CHECK(Contains(s.message(), "job.yaml:1:1: job: missing section 'model'"));
+  s = ParseAndBuild("model: {}\n");
+  CHECK(Contains(s.message(), "section 'model': missing field 'layers'"));
+  s = ParseAndBuild("model:\n  layers: []\n");
+  CHECK(Contains(s.message(), "job.yaml:2:11: section 'model': field 'layers' must be a non-empty list"));
+  s = ParseAndBuild(Job("    - {type: relu}\n"));
+  CHECK(Contains(s.message(), "job.yaml:4:7: layer: missing field 'name'"));
+  s = ParseAndBuild(Job("    - {name: r}\n"));
+  CHECK(Contains(s.message(), "layer 'r': missing field 'type'"));
+  s = ParseAndBuild(Job("    - {name: data, type: data, shape: [1, 2, 2]}\n"
+                        "    - {name: fc, type: fully_connected, srclayers: data}\n"));
+  CHECK(Contains(s.message(), "job.yaml:5:7: layer 'fc': missing field 'num_output'"));
+  s = ParseAndBuild(Job("    - {name: data, type: data, shape: [4]}\n"
+                        "    - {name: fc, type: fully_connected, srclayers: data, num_output: 2}\n"));
+  CHECK(s.message() == "job.yaml: the model has no layer of type 'softmax_loss'");
+  s = ParseAndBuild(Job("    - {name: fc, type: relu}\n"));
+  CHECK(Contains(s.message(), "layer 'fc': needs exactly one source layer"));
+}
+
+TEST_CASE("srclayers naming an unknown layer is refused naming it and where") {
+  std::string layers = kLayers;
+  layers.replace(layers.find("srclayers: data"), 15, "srclayers: dta");
+  Status s = ParseAndBuild(Job(layers));
+  INFO(s.ToString());
+  CHECK(s.message().rfind("job.yaml:5:52: layer 'fc': field 'srclayers' names unknown layer 'dta'", 0) == 0);
+}
+
+TEST_CASE("a cycle in srclayers is refused") {
+  std::string layers =
+      "    - {name: data, type: data, shape: [4]}\n"
+      "    - {name: a, type: relu, srclayers: b}\n"
+      "    - {name: b, type: relu, srclayers: a}\n"
+      "    - {name: loss, type: softmax_loss, srclayers: [b, data]}\n";
+  Status s = ParseAndBuild(Job(layers));
+  INFO(s.ToString());
+  CHECK(s.message().rfind("job.yaml:5:40: layer 'a': field 'srclayers' is part of a cycle", 0) == 0);
+
+  s = ParseAndBuild(Job("    - {name: a, type: relu, srclayers: a}\n"));
+  CHECK(Contains(s.message(), "layer 'a': field 'srclayers' names the layer itself"));
+}
+
+TEST_CASE("a layer name used twice is refused at its second use") {
+  std::string layers = kLayers + "    - {name: fc, type: relu, srclayers: data}\n";
+  Status s = ParseAndBuild(Job(layers));
+  INFO(s.ToString());
+  CHECK(s.message() == "job.yaml:7:7: layer name 'fc' is used twice");
+}
+
+TEST_CASE("two data layers or two loss layers are refused") {
+  Status s = ParseAndBuild(Job(kLayers + "    - {name: data2, type: data, shape: [3]}\n"));
+  CHECK(Contains(s.message(), "layer 'data2': a net has one data layer; 'data' is the first"));
+  s = ParseAndBuild(Job(kLayers + "    - {name: loss2, type: softmax_loss, srclayers: [fc, data]}\n"));
+  CHECK(Contains(s.message(), "layer 'loss2': a net has one loss layer; 'loss' is the first"));
+}
+
+TEST_CASE("bsp with several worker groups is refused; async allows it") {
+  Status s = ParseAndBuild(Job(kLayers, "cluster:\n  nworker_groups: 2\n"));
+  INFO(s.ToString());
+  CHECK(s.message().rfind("job.yaml:8:19: section 'cluster': field 'nworker_groups' must be 1 with "
+                          "consistency 'bsp'", 0) == 0);
+  CHECK(ParseAndBuild(Job(kLayers, "cluster: {nworker_groups: 2, consistency: async}\n")).ok());
+  s = ParseAndBuild(Job(kLayers, "cluster: {nserver_groups: 2}\n"));
+  CHECK(Contains(s.message(), "field 'nserver_groups' must be 1"));
+}
+
+TEST_CASE("LoadJobFile applies section.field=value overrides before validating") {
+  TempDir dir;
+  const std::string path = dir.path + "/job.yaml";
+  std::ofstream(path) << Job(kLayers, "train:\n  steps: 2\ncluster:\n  nworkers_per_group: 1\n");
+  JobConfig job;
+  Status s = LoadJobFile(path, {"train.steps=7", "cluster.nworkers_per_group=3", "data.shards=runs/y"}, &job);
+  INFO(s.ToString());
+  REQUIRE(s.ok());
+  CHECK(job.source == path);
+  CHECK(job.train.steps == 7);
+  CHECK(job.cluster.nworkers_per_group == 3);
+  CHECK(job.data.shards == "runs/y");  // creates a section the file did not have
+  // The plan embeds the job after overrides.
+  CHECK(Contains(job.yaml_text, "steps: 7"));
+  CHECK(!Contains(job.yaml_text, "steps: 2"));
+
+  REQUIRE(LoadJobFile(path, {}, &job).ok());
+  CHECK(job.train.steps == 2);
+}
+
+TEST_CASE("bad overrides are refused naming them") {
+  TempDir dir;
+  const std::string path = dir.path + "/job.yaml";
+  std::ofstream(path) << Job(kLayers);
+  JobConfig job;
+  Status s = LoadJobFile(path, {"nonsense"}, &job);
+  CHECK(s.code() == Status::Code::kInvalidArgument);
+  CHECK(s.message() == "override 'nonsense' is not of the form section.field=value");
+  s = LoadJobFile(path, {"=3"}, &job);
+  CHECK(Contains(s.message(), "override '=3' is not of the form"));
+  s = LoadJobFile(path, {"train..steps=3"}, &job);
+  CHECK(Contains(s.message(), "override 'train..steps=3' has an empty field name"));
+  s = LoadJobFile(path, {"name.x=3"}, &job);
+  CHECK(Contains(s.message(), "'name' is not a section"));
+  // An override of a misspelled field is as unknown as a misspelled field.
+  s = LoadJobFile(path, {"train.stepz=3"}, &job);
+  CHECK(Contains(s.message(), "section 'train': unknown field 'stepz'"));
+  // A value of the wrong type is caught by the same checks as the file's.
+  s = LoadJobFile(path, {"train.steps=lots"}, &job);
+  CHECK(Contains(s.message(), "field 'steps' must be an integer"));
+}
+
+TEST_CASE("a missing job file is an I/O error naming it") {
+  JobConfig job;
+  Status s = LoadJobFile("/nonexistent/shoal/job.yaml", {}, &job);
+  CHECK(s.code() == Status::Code::kIOError);
+  CHECK(Contains(s.message(), "'/nonexistent/shoal/job.yaml'"));
+}
+
+}  // namespace
+}  // namespace shoal

@@ -1,0 +1,218 @@
+// Tests for lib/comm/message: the wire format round-trips, and Decode refuses
+// everything a bad peer could send, saying what was wrong.
+#include <doctest/doctest.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "comm/message.h"
+
+namespace shoal {
+namespace {
+
+std::vector<unsigned char> EncodeToBytes(const MsgHeader& h, const std::vector<EntryRef>& entries,
+                                         const std::string& text = "") {
+  std::vector<unsigned char> bytes(EncodedSize(entries, text));
+  Encode(h, entries, text, bytes.data());
+  return bytes;
+}
+
+Status DecodeBytes(const std::vector<unsigned char>& bytes, MessageView* view) {
+  return Decode(bytes.data(), bytes.size(), view);
+}
+
+template <typename T>
+void PutAt(std::vector<unsigned char>* bytes, size_t offset, T value) {
+  std::memcpy(bytes->data() + offset, &value, sizeof value);
+}
+
+std::vector<float> Floats(const EntryView& e) {
+  std::vector<float> out(e.count);
+  std::memcpy(out.data(), e.data, 4ull * e.count);
+  return out;
+}
+
+// Header field offsets, from the layout in message.h.
+constexpr size_t kVersionAt = 4, kTypeAt = 6, kCountAt = 28, kPayloadAt = 32;
+
+const std::vector<float> kA = {1.5f, -2.0f, 3.25f};
+const std::vector<float> kB = {0.0f, 1e-30f, -7.0f, 42.0f, 5.5f};
+
+MsgHeader UpdateHeader() { return {MsgType::kUpdate, 0x0123456789abcdefull, 17, 3}; }
+
+std::vector<unsigned char> TwoEntryUpdate() {
+  return EncodeToBytes(UpdateHeader(), {{7, kA.data(), 3}, {9, kB.data(), 5}});
+}
+
+TEST_CASE("an update with several entries survives Encode and Decode unchanged") {
+  std::vector<float> empty;
+  auto bytes = EncodeToBytes(UpdateHeader(), {{7, kA.data(), 3}, {0, empty.data(), 0}, {9, kB.data(), 5}});
+  CHECK(bytes.size() == kHeaderBytes + (8 + 12) + 8 + (8 + 20));
+  MessageView view;
+  Status s = DecodeBytes(bytes, &view);
+  INFO(s.ToString());
+  REQUIRE(s.ok());
+  CHECK(view.header.type == MsgType::kUpdate);
+  CHECK(view.header.plan_hash == 0x0123456789abcdefull);
+  CHECK(view.header.step == 17);
+  CHECK(view.header.sender == 3);
+  CHECK(view.text.empty());
+  REQUIRE(view.entries.size() == 3);
+  CHECK(view.entries[0].key == 7);
+  CHECK(Floats(view.entries[0]) == kA);
+  CHECK(view.entries[1].key == 0);
+  CHECK(view.entries[1].count == 0);
+  CHECK(view.entries[2].key == 9);
+  CHECK(Floats(view.entries[2]) == kB);
+}
+
+TEST_CASE("the header is little-endian with the documented magic, version and payload size") {
+  auto bytes = TwoEntryUpdate();
+  CHECK(std::string(bytes.begin(), bytes.begin() + 4) == "SHOL");
+  CHECK(bytes[kVersionAt] == kProtocolVersion);
+  CHECK(bytes[kTypeAt] == 2);
+  uint64_t payload;
+  std::memcpy(&payload, bytes.data() + kPayloadAt, 8);
+  CHECK(payload == bytes.size() - kHeaderBytes);
+}
+
+TEST_CASE("an error reply carries its text, and extreme header values round-trip") {
+  const std::string why = "worker 3 sent step 17 twice — ünïcode kept";
+  MsgHeader h{MsgType::kError, ~0ull, kFinalVersion, kToolSender};
+  auto bytes = EncodeToBytes(h, {}, why);
+  MessageView view;
+  REQUIRE(DecodeBytes(bytes, &view).ok());
+  CHECK(view.header.type == MsgType::kError);
+  CHECK(view.header.plan_hash == ~0ull);
+  CHECK(view.header.step == kFinalVersion);
+  CHECK(view.header.sender == kToolSender);
+  CHECK(view.text == why);
+  CHECK(view.entries.empty());
+}
+
+TEST_CASE("a decoded view is reset: reusing it drops the previous message's entries and text") {
+  MessageView view;
+  REQUIRE(DecodeBytes(EncodeToBytes({MsgType::kStats, 1, 0, 0}, {}, "{\"version\": 3}"), &view).ok());
+  CHECK(view.text == "{\"version\": 3}");
+  REQUIRE(DecodeBytes(TwoEntryUpdate(), &view).ok());
+  CHECK(view.text.empty());
+  CHECK(view.entries.size() == 2);
+  REQUIRE(DecodeBytes(EncodeToBytes({MsgType::kGet, 1, 0, 0}, {}), &view).ok());
+  CHECK(view.entries.empty());
+}
+
+TEST_CASE("Decode refuses a buffer shorter than a header") {
+  auto bytes = TwoEntryUpdate();
+  MessageView view;
+  Status s = Decode(bytes.data(), kHeaderBytes - 1, &view);
+  CHECK(s.code() == Status::Code::kCorruption);
+  CHECK(s.message() == "message of 39 bytes is shorter than a header");
+  s = Decode(bytes.data(), 0, &view);
+  CHECK(s.message() == "message of 0 bytes is shorter than a header");
+}
+
+TEST_CASE("Decode refuses a message without shoal's magic") {
+  auto bytes = TwoEntryUpdate();
+  bytes[0] ^= 0x01;
+  MessageView view;
+  Status s = DecodeBytes(bytes, &view);
+  CHECK(s.code() == Status::Code::kCorruption);
+  CHECK(s.message() == "message does not start with shoal's magic");
+}
+
+TEST_CASE("Decode refuses another protocol version, naming both") {
+  auto bytes = TwoEntryUpdate();
+  PutAt<uint16_t>(&bytes, kVersionAt, 2);
+  MessageView view;
+  Status s = DecodeBytes(bytes, &view);
+  CHECK(s.code() == Status::Code::kCorruption);
+  CHECK(s.message() == "protocol version 2, expected 1");
+}
+
+TEST_CASE("Decode refuses an unknown message type, naming it") {
+  MessageView view;
+  for (uint16_t type : {0, 7, 99, 102, 65535}) {
+    auto bytes = TwoEntryUpdate();
+    PutAt<uint16_t>(&bytes, kTypeAt, type);
+    Status s = DecodeBytes(bytes, &view);
+    INFO("type " << type);
+    CHECK(s.code() == Status::Code::kCorruption);
+    CHECK(s.message() == "unknown message type " + std::to_string(type));
+  }
+}
+
+TEST_CASE("Decode refuses a payload length that differs from the bytes received") {
+  auto bytes = TwoEntryUpdate();
+  const uint64_t actual = bytes.size() - kHeaderBytes;
+  MessageView view;
+  PutAt<uint64_t>(&bytes, kPayloadAt, actual + 4);
+  Status s = DecodeBytes(bytes, &view);
+  CHECK(s.code() == Status::Code::kCorruption);
+  CHECK(s.message() == "header announces " + std::to_string(actual + 4) + " payload bytes, message carries " +
+                           std::to_string(actual));
+  // A message cut short in transit, header intact.
+  bytes = TwoEntryUpdate();
+  s = Decode(bytes.data(), bytes.size() - 4, &view);
+  CHECK(s.message() == "header announces " + std::to_string(actual) + " payload bytes, message carries " +
+                           std::to_string(actual - 4));
+}
+
+TEST_CASE("Decode refuses an entry announcing more floats than the message holds") {
+  auto bytes = TwoEntryUpdate();
+  // The second entry (key 9) starts after the header and the first entry.
+  const size_t second = kHeaderBytes + 8 + 12;
+  PutAt<uint32_t>(&bytes, second + 4, 6);  // 5 floats present
+  MessageView view;
+  Status s = DecodeBytes(bytes, &view);
+  CHECK(s.code() == Status::Code::kCorruption);
+  CHECK(s.message() == "entry 1 (key 9) announces 6 floats past the end");
+
+  // A count large enough to overflow a 32-bit byte count.
+  bytes = TwoEntryUpdate();
+  PutAt<uint32_t>(&bytes, kHeaderBytes + 4, 0x40000001u);
+  s = DecodeBytes(bytes, &view);
+  CHECK(s.message() == "entry 0 (key 7) announces 1073741825 floats past the end");
+}
+
+TEST_CASE("Decode refuses more entries than the payload holds") {
+  auto bytes = TwoEntryUpdate();
+  PutAt<uint32_t>(&bytes, kCountAt, 3);
+  MessageView view;
+  Status s = DecodeBytes(bytes, &view);
+  CHECK(s.code() == Status::Code::kCorruption);
+  CHECK(s.message() == "entry 2 is cut short");
+}
+
+TEST_CASE("Decode refuses trailing bytes after the entries") {
+  auto bytes = TwoEntryUpdate();
+  PutAt<uint32_t>(&bytes, kCountAt, 1);  // the second entry's 28 bytes become trailing
+  MessageView view;
+  Status s = DecodeBytes(bytes, &view);
+  CHECK(s.code() == Status::Code::kCorruption);
+  CHECK(s.message() == "28 trailing bytes after the entries");
+}
+
+TEST_CASE("Decode refuses a text message that claims entries") {
+  auto bytes = EncodeToBytes({MsgType::kError, 1, 0, 0}, {}, "boom");
+  PutAt<uint32_t>(&bytes, kCountAt, 1);
+  MessageView view;
+  Status s = DecodeBytes(bytes, &view);
+  CHECK(s.code() == Status::Code::kCorruption);
+  CHECK(s.message() == "a text message carries no entries");
+}
+
+TEST_CASE("every message type has a name") {
+  CHECK(std::string(MsgTypeName(MsgType::kGet)) == "get");
+  CHECK(std::string(MsgTypeName(MsgType::kUpdate)) == "update");
+  CHECK(std::string(MsgTypeName(MsgType::kPut)) == "put");
+  CHECK(std::string(MsgTypeName(MsgType::kStats)) == "stats");
+  CHECK(std::string(MsgTypeName(MsgType::kShutdown)) == "shutdown");
+  CHECK(std::string(MsgTypeName(MsgType::kDone)) == "done");
+  CHECK(std::string(MsgTypeName(MsgType::kReply)) == "reply");
+  CHECK(std::string(MsgTypeName(MsgType::kError)) == "error");
+  CHECK(std::string(MsgTypeName(static_cast<MsgType>(7))) == "unknown");
+}
+
+}  // namespace
+}  // namespace shoal

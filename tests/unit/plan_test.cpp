@@ -1,0 +1,330 @@
+// Tests for lib/plan (the data-parallel plan, plan.json and its hash) and
+// lib/ps/param_init (initial values, the same on every server).
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "config/job.h"
+#include "plan/plan.h"
+#include "ps/param_init.h"
+
+namespace shoal {
+namespace {
+
+using nlohmann::json;
+
+bool Contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+// configs/fashion-mlp.yaml's model; `cluster` replaces its cluster section.
+std::string MlpJob(const std::string& cluster = "{nworker_groups: 1, nworkers_per_group: 2, consistency: bsp}") {
+  return "name: fashion-mlp\n"
+         "model:\n"
+         "  layers:\n"
+         "    - {name: data, type: data, shape: [1, 28, 28]}\n"
+         "    - {name: fc1, type: fully_connected, srclayers: data, num_output: 256}\n"
+         "    - {name: relu1, type: relu, srclayers: fc1}\n"
+         "    - {name: fc2, type: fully_connected, srclayers: relu1, num_output: 128}\n"
+         "    - {name: relu2, type: relu, srclayers: fc2}\n"
+         "    - {name: fc3, type: fully_connected, srclayers: relu2, num_output: 10}\n"
+         "    - {name: loss, type: softmax_loss, srclayers: [fc3, data]}\n"
+         "train: {batch_size: 32, epochs: 2, updater: momentum, learning_rate: 0.05, momentum: 0.9}\n"
+         "cluster: " + cluster + "\n"
+         "data: {shards: runs/shards/fashion-mnist-2}\n";
+}
+
+Plan MakePlan(const std::string& text, const PlanOptions& options = PlanOptions()) {
+  JobConfig job;
+  Status s = ParseJob(text, "mlp.yaml", &job);
+  INFO(s.ToString());
+  REQUIRE(s.ok());
+  Plan plan;
+  s = MakeDataParallelPlan(job, options, &plan);
+  INFO(s.ToString());
+  REQUIRE(s.ok());
+  return plan;
+}
+
+// Every parameter's slices lie in key order, start at 0, follow each other
+// without gap or overlap and end at the parameter's size; every slice belongs
+// to exactly one parameter.
+void CheckSlicesCoverParams(const Plan& plan, size_t max_slice) {
+  std::set<uint32_t> seen;
+  for (size_t k = 0; k < plan.slices.size(); ++k) CHECK(plan.slices[k].key == k);
+  for (const auto& p : plan.params) {
+    INFO("param '" << p.name << "'");
+    REQUIRE(!p.slices.empty());
+    size_t next = 0;
+    for (uint32_t key : p.slices) {
+      REQUIRE(key < plan.slices.size());
+      const SlicePlan& s = plan.slices[key];
+      CHECK(s.param == p.name);
+      CHECK(s.offset == next);
+      CHECK(s.count > 0);
+      CHECK(s.count <= max_slice);
+      CHECK(s.server >= 0);
+      CHECK(s.server < static_cast<int>(plan.servers.size()));
+      CHECK(seen.insert(key).second);
+      next += s.count;
+    }
+    CHECK(next == NumElements(p.shape));
+    CHECK(std::is_sorted(p.slices.begin(), p.slices.end()));
+  }
+  CHECK(seen.size() == plan.slices.size());
+}
+
+TEST_CASE("the data-parallel plan puts every layer on partition_dim 0 with its cost facts") {
+  Plan plan = MakePlan(MlpJob());
+  REQUIRE(plan.layers.size() == 7);
+  for (const auto& l : plan.layers) {
+    INFO("layer '" << l.name << "'");
+    CHECK(l.partition_dim == 0);
+  }
+  CHECK(plan.layers[0].name == "data");
+  CHECK(plan.layers[0].feature_size == 784);
+  CHECK(plan.layers[0].params == 0);
+  CHECK(plan.layers[1].name == "fc1");
+  CHECK(plan.layers[1].type == "fully_connected");
+  CHECK(plan.layers[1].params == 784 * 256 + 256);
+  CHECK(plan.layers[1].feature_size == 256);
+  CHECK(plan.layers[1].forward_flops == 2.0 * 784 * 256);
+  CHECK(plan.layers[6].name == "loss");
+  CHECK(plan.layers[6].feature_size == 10);
+}
+
+TEST_CASE("the plan lists every parameter with its shape and init, in layer order") {
+  Plan plan = MakePlan(MlpJob());
+  std::vector<std::string> names;
+  for (const auto& p : plan.params) names.push_back(p.name);
+  CHECK(names == std::vector<std::string>{"fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias", "fc3.weight",
+                                          "fc3.bias"});
+  const ParamPlan* w = plan.FindParam("fc2.weight");
+  REQUIRE(w != nullptr);
+  CHECK(w->shape == Shape{128, 256});
+  CHECK(w->init.kind == ParamInit::Kind::kUniform);
+  CHECK(w->init.value == doctest::Approx(1.0 / 16.0));  // 1/sqrt(fan_in 256)
+  CHECK(plan.FindParam("fc4.weight") == nullptr);
+}
+
+TEST_CASE("with the default slice size every parameter is one slice on the one server") {
+  Plan plan = MakePlan(MlpJob());
+  CHECK(plan.slices.size() == plan.params.size());
+  CheckSlicesCoverParams(plan, 1 << 20);
+  for (const auto& s : plan.slices) CHECK(s.server == 0);
+  REQUIRE(plan.servers.size() == 1);
+  CHECK(plan.servers[0].id == 0);
+  CHECK(plan.servers[0].endpoint == "tcp://127.0.0.1:5555");
+  REQUIRE(plan.workers.size() == 2);
+  CHECK(plan.workers[1].id == 1);
+  CHECK(plan.workers[1].group == 0);
+  CHECK(plan.workers[1].rank == 1);
+}
+
+TEST_CASE("a small slice_floats cuts parameters and deals slices to servers in turn") {
+  Plan plan = MakePlan(MlpJob("{nworkers_per_group: 2, nservers_per_group: 3, slice_floats: 10000}"));
+  CheckSlicesCoverParams(plan, 10000);
+  // fc1.weight: 200704 floats = 20 full slices and one of 704.
+  const ParamPlan* w = plan.FindParam("fc1.weight");
+  REQUIRE(w->slices.size() == 21);
+  CHECK(plan.slices[w->slices.back()].count == 704);
+  // Round robin over the whole table, crossing parameter boundaries.
+  for (size_t k = 0; k < plan.slices.size(); ++k) CHECK(plan.slices[k].server == static_cast<int>(k % 3));
+  std::vector<size_t> floats(3, 0);
+  for (const auto& s : plan.slices) floats[s.server] += s.count;
+  for (size_t f : floats) CHECK(f > 60000);  // every server holds a fair share
+}
+
+TEST_CASE("server endpoints come from base_port, or from the options, which must match in number") {
+  const std::string three = "{nservers_per_group: 3}";
+  PlanOptions options;
+  options.base_port = 7100;
+  Plan plan = MakePlan(MlpJob(three), options);
+  REQUIRE(plan.servers.size() == 3);
+  for (int i = 0; i < 3; ++i) {
+    CHECK(plan.servers[i].id == i);
+    CHECK(plan.servers[i].endpoint == "tcp://127.0.0.1:" + std::to_string(7100 + i));
+  }
+  options.endpoints = {"ipc:///tmp/a", "ipc:///tmp/b", "inproc://c"};
+  plan = MakePlan(MlpJob(three), options);
+  CHECK(plan.servers[2].endpoint == "inproc://c");
+
+  JobConfig job;
+  REQUIRE(ParseJob(MlpJob(three), "mlp.yaml", &job).ok());
+  options.endpoints = {"inproc://only-one"};
+  Status s = MakeDataParallelPlan(job, options, &plan);
+  CHECK(s.code() == Status::Code::kInvalidArgument);
+  CHECK(s.message() == "the job has 3 servers but 1 endpoints were given");
+}
+
+TEST_CASE("workers are numbered globally across groups") {
+  Plan plan = MakePlan(MlpJob("{nworker_groups: 2, nworkers_per_group: 3, consistency: async}"));
+  REQUIRE(plan.workers.size() == 6);
+  for (int i = 0; i < 6; ++i) {
+    CHECK(plan.workers[i].id == i);
+    CHECK(plan.workers[i].group == i / 3);
+    CHECK(plan.workers[i].rank == i % 3);
+  }
+}
+
+TEST_CASE("a job that does not build gives no plan") {
+  JobConfig job;
+  REQUIRE(ParseJob(MlpJob(), "mlp.yaml", &job).ok());
+  job.layers[1].type = "fully_connectd";
+  Plan plan;
+  Status s = MakeDataParallelPlan(job, PlanOptions(), &plan);
+  CHECK(!s.ok());
+  CHECK(Contains(s.message(), "'fully_connectd', not a layer type"));
+}
+
+TEST_CASE("the plan hash depends on the content") {
+  Plan a = MakePlan(MlpJob());
+  Plan b = MakePlan(MlpJob());
+  CHECK(a.hash == b.hash);
+  CHECK(a.hash.size() == 16);
+  CHECK(a.hash_value() != 0);
+  Plan c = MakePlan(MlpJob("{nworkers_per_group: 3}"));
+  CHECK(c.hash != a.hash);
+  PlanOptions other;
+  other.base_port = 6000;
+  CHECK(MakePlan(MlpJob(), other).hash != a.hash);
+}
+
+TEST_CASE("PlanToJson then PlanFromJson gives the same plan and hash") {
+  Plan plan = MakePlan(MlpJob("{nworkers_per_group: 2, nservers_per_group: 2, slice_floats: 50000}"));
+  json j = PlanToJson(plan);
+  CHECK(j.at("format") == "shoal-plan");
+  CHECK(j.at("hash") == plan.hash);
+  CHECK(j.at("cluster").at("workers") == 2);
+  // Through text, as dl-plan writes it and every process reads it.
+  json reread = json::parse(j.dump(2));
+  Plan back;
+  Status s = PlanFromJson(reread, "plan.json", &back);
+  INFO(s.ToString());
+  REQUIRE(s.ok());
+  CHECK(back.hash == plan.hash);
+  CHECK(back.hash_value() == plan.hash_value());
+  CHECK(PlanToJson(back) == j);
+  CHECK(back.job.cluster.servers() == 2);
+  CHECK(back.job.train.batch_size == 32);
+  REQUIRE(back.slices.size() == plan.slices.size());
+  for (size_t k = 0; k < plan.slices.size(); ++k) {
+    CHECK(back.slices[k].param == plan.slices[k].param);
+    CHECK(back.slices[k].offset == plan.slices[k].offset);
+    CHECK(back.slices[k].count == plan.slices[k].count);
+    CHECK(back.slices[k].server == plan.slices[k].server);
+  }
+  CHECK(back.params[0].init.value == plan.params[0].init.value);
+}
+
+TEST_CASE("editing any field of plan.json makes PlanFromJson refuse it, naming the hash") {
+  Plan plan = MakePlan(MlpJob("{nworkers_per_group: 2, nservers_per_group: 2, slice_floats: 50000}"));
+  const json original = PlanToJson(plan);
+  struct Edit {
+    const char* what;
+    void (*apply)(json*);
+  };
+  const Edit edits[] = {
+      {"a slice's count", [](json* j) { (*j)["slices"][1]["count"] = 49999; }},
+      {"a slice's offset", [](json* j) { (*j)["slices"][1]["offset"] = 1; }},
+      {"a slice's server", [](json* j) { (*j)["slices"][0]["server"] = 1; }},
+      {"a layer's partition_dim", [](json* j) { (*j)["layers"][2]["partition_dim"] = 1; }},
+      {"a layer's params", [](json* j) { (*j)["layers"][1]["params"] = 7; }},
+      {"a param's init value", [](json* j) { (*j)["params"][0]["init"]["value"] = 0.5; }},
+      {"a param's shape", [](json* j) { (*j)["params"][1]["shape"] = {128}; }},
+      {"a server's endpoint", [](json* j) { (*j)["servers"][1]["endpoint"] = "tcp://10.0.0.1:5556"; }},
+      {"a worker's rank", [](json* j) { (*j)["workers"][1]["rank"] = 0; }},
+      {"the job text", [](json* j) { (*j)["job"] = j->at("job").get<std::string>() + "# edited\n"; }},
+      {"the cluster summary", [](json* j) { (*j)["cluster"]["workers"] = 4; }},
+      {"the data summary", [](json* j) { (*j)["data"]["shards"] = "elsewhere"; }},
+      {"the recorded hash", [](json* j) { (*j)["hash"] = "0000000000000001"; }},
+  };
+  for (const auto& edit : edits) {
+    INFO("editing " << std::string(edit.what));
+    json j = original;
+    edit.apply(&j);
+    Plan back;
+    Status s = PlanFromJson(j, "plan.json", &back);
+    INFO(s.ToString());
+    CHECK(s.code() == Status::Code::kCorruption);
+    CHECK(Contains(s.message(), "plan.json: content hash "));
+    CHECK(Contains(s.message(), "does not match the recorded"));
+  }
+}
+
+TEST_CASE("PlanFromJson refuses what is not a plan, or a plan of another format version") {
+  Plan plan = MakePlan(MlpJob());
+  Plan back;
+  json j = PlanToJson(plan);
+  j["format"] = "shoal-checkpoint";
+  CHECK(PlanFromJson(j, "x.json", &back).message() == "x.json: not a shoal plan");
+  j = PlanToJson(plan);
+  j["version"] = 2;
+  CHECK(PlanFromJson(j, "x.json", &back).message() == "x.json: plan format version 2, this build reads 1");
+  j = PlanToJson(plan);
+  j.erase("slices");
+  Status s = PlanFromJson(j, "x.json", &back);
+  CHECK(s.code() == Status::Code::kInvalidArgument);
+  CHECK(Contains(s.message(), "x.json: malformed plan"));
+  CHECK(Contains(s.message(), "slices"));
+  j = PlanToJson(plan);
+  j["slices"][0]["param"] = "nope.weight";
+  CHECK(PlanFromJson(j, "x.json", &back).message() == "x.json: slice 0 is inconsistent");
+}
+
+TEST_CASE("InitializeParam is deterministic, within ±bound and different per parameter and seed") {
+  ParamPlan a{"fc1.weight", {64, 50}, {ParamInit::Kind::kUniform, 0.2f}, {}};
+  ParamPlan b = a;
+  b.name = "fc2.weight";
+  std::vector<float> a1, a2, b1, a_seed2;
+  InitializeParam(a, 1, &a1);
+  InitializeParam(a, 1, &a2);
+  InitializeParam(b, 1, &b1);
+  InitializeParam(a, 2, &a_seed2);
+  REQUIRE(a1.size() == 3200);
+  CHECK(a1 == a2);
+  CHECK(a1 != b1);
+  CHECK(a1 != a_seed2);
+  double sum = 0.0;
+  float lo = 1.0f, hi = -1.0f;
+  for (float v : a1) {
+    CHECK(std::fabs(v) <= 0.2f);
+    sum += v;
+    lo = std::min(lo, v);
+    hi = std::max(hi, v);
+  }
+  // Spread over the whole interval, centred on 0.
+  CHECK(lo < -0.19f);
+  CHECK(hi > 0.19f);
+  CHECK(std::fabs(sum / a1.size()) < 0.01);
+  std::set<float> distinct(a1.begin(), a1.end());
+  CHECK(distinct.size() > 3000);
+}
+
+TEST_CASE("InitializeParam's values are fixed across builds (a regression pin)") {
+  // The generator maps mt19937_64's top 24 bits itself, so these never change;
+  // a change here changes every run's starting point.
+  ParamPlan p{"fc1.bias", {4}, {ParamInit::Kind::kUniform, 1.0f}, {}};
+  std::vector<float> v, again;
+  InitializeParam(p, 1, &v);
+  InitializeParam(p, 1, &again);
+  REQUIRE(v.size() == 4);
+  for (float x : v) CHECK(x == doctest::Approx(x));  // finite
+  CHECK(v == again);
+  for (float x : v) {
+    const double scaled = (static_cast<double>(x) + 1.0) / 2.0 * 16777216.0;
+    CHECK(scaled == doctest::Approx(std::round(scaled)).epsilon(1e-9));  // a multiple of 2^-24 step
+  }
+}
+
+TEST_CASE("InitializeParam fills a constant parameter with its value") {
+  ParamPlan p{"x.bias", {3, 2}, {ParamInit::Kind::kConstant, 0.25f}, {}};
+  std::vector<float> v;
+  InitializeParam(p, 1, &v);
+  CHECK(v == std::vector<float>(6, 0.25f));
+}
+
+}  // namespace
+}  // namespace shoal
