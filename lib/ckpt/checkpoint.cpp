@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <set>
 
 #include "core/build_info.h"
 #include "core/file_util.h"
@@ -67,11 +68,19 @@ std::vector<std::string> ListCheckpoints(const std::string& dir, int server) {
 }
 
 std::vector<std::string> LatestCheckpoints(const std::string& dir) {
+  // Every server named in the directory: a server without checkpoints (yet)
+  // must not hide the ones after it.
+  std::set<int> servers;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    int server;
+    if (std::sscanf(entry.path().filename().string().c_str(), "server-%d-step-", &server) == 1 && server >= 0)
+      servers.insert(server);
+  }
   std::vector<std::string> latest;
-  for (int server = 0;; ++server) {
+  for (int server : servers) {
     std::vector<std::string> all = ListCheckpoints(dir, server);
-    if (all.empty()) break;
-    latest.push_back(all.back());
+    if (!all.empty()) latest.push_back(all.back());
   }
   return latest;
 }

@@ -15,12 +15,12 @@ struct ConvGeometry {
   int col_cols() const { return out_height() * out_width(); }
 };
 
-// `col` is scratch space of col_rows()*col_cols() floats, reused across calls.
+// `scratch` is working memory, grown as needed and reused across calls.
 void ConvolutionForward(const ConvGeometry& g, int batch, const float* x, const float* w,
-                        const float* b, float* y, std::vector<float>* col);
+                        const float* b, float* y, std::vector<float>* scratch);
 // Adds into dw, db and (when not null) dx.
 void ConvolutionBackward(const ConvGeometry& g, int batch, const float* x, const float* w,
                          const float* dy, float* dx, float* dw, float* db,
-                         std::vector<float>* col);
+                         std::vector<float>* scratch);
 
 }  // namespace shoal

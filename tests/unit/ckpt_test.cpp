@@ -1,0 +1,305 @@
+// Tests for lib/ckpt (checkpoint files: round trip, corruption and truncation
+// named by tensor, listing, comparison) and WriteFileAtomic.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "ckpt/checkpoint.h"
+#include "ckpt/compare.h"
+#include "core/file_util.h"
+
+namespace shoal {
+namespace {
+
+bool Contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+// A fresh directory under /tmp, removed when the test ends.
+struct TempDir {
+  std::string path;
+  TempDir() {
+    char tmpl[] = "/tmp/shoal-ckpt-test-XXXXXX";
+    path = mkdtemp(tmpl);
+  }
+  ~TempDir() { std::filesystem::remove_all(path); }
+};
+
+std::vector<std::string> FilesIn(const std::string& dir) {
+  std::vector<std::string> names;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) names.push_back(e.path().filename().string());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+CheckpointTensor MakeTensor(const std::string& name, const std::string& role, uint32_t key, uint64_t offset,
+                        std::vector<int> shape, std::vector<float> data) {
+  std::string param = name.substr(0, name.find_first_of("@["));
+  return {name, param, role, key, offset, std::move(shape), std::move(data)};
+}
+
+// A server's checkpoint: fc.weight cut into two slices, fc.bias whole.
+Checkpoint Sample() {
+  Checkpoint c;
+  c.plan_hash = "0123456789abcdef";
+  c.server = 1;
+  c.step = 42;
+  c.updates = 84;
+  c.tensors.push_back(MakeTensor("fc.weight[0]", "value", 0, 0, {2, 3}, {1.0f, -2.0f, 3.5f}));
+  c.tensors.push_back(MakeTensor("fc.weight[0]@velocity", "velocity", 0, 0, {2, 3}, {0.1f, 0.2f, 0.3f}));
+  c.tensors.push_back(MakeTensor("fc.weight[3]", "value", 1, 3, {2, 3}, {4.0f, 5.0f, -6.0f}));
+  c.tensors.push_back(MakeTensor("fc.bias", "value", 2, 0, {2}, {0.25f, -0.75f}));
+  return c;
+}
+
+std::string ReadBytes(const std::string& path) {
+  std::string bytes;
+  REQUIRE(ReadFile(path, &bytes).ok());
+  return bytes;
+}
+
+void WriteBytes(const std::string& path, const std::string& bytes) {
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
+}
+
+// Where tensor `index`'s data begins in the file: preamble (magic, version,
+// header size), header, header CRC, then the tensor's data_offset.
+size_t TensorDataStart(const std::string& path, const std::string& bytes, size_t index) {
+  nlohmann::json header;
+  REQUIRE(ReadCheckpointHeader(path, &header).ok());
+  uint64_t header_bytes;
+  std::memcpy(&header_bytes, bytes.data() + 12, 8);
+  return 8 + 4 + 8 + header_bytes + 4 + header["tensors"][index]["data_offset"].get<size_t>();
+}
+
+TEST_CASE("a checkpoint written and read back is the same") {
+  TempDir dir;
+  const Checkpoint written = Sample();
+  const std::string path = CheckpointPath(dir.path, written.server, written.step);
+  Status s = WriteCheckpoint(path, written);
+  INFO(s.ToString());
+  REQUIRE(s.ok());
+  Checkpoint read;
+  s = ReadCheckpoint(path, &read);
+  INFO(s.ToString());
+  REQUIRE(s.ok());
+  CHECK(read.plan_hash == written.plan_hash);
+  CHECK(read.server == 1);
+  CHECK(read.step == 42);
+  CHECK(read.updates == 84);
+  REQUIRE(read.tensors.size() == written.tensors.size());
+  for (size_t i = 0; i < read.tensors.size(); ++i) {
+    INFO("tensor " << i);
+    CHECK(read.tensors[i].name == written.tensors[i].name);
+    CHECK(read.tensors[i].param == written.tensors[i].param);
+    CHECK(read.tensors[i].role == written.tensors[i].role);
+    CHECK(read.tensors[i].key == written.tensors[i].key);
+    CHECK(read.tensors[i].offset == written.tensors[i].offset);
+    CHECK(read.tensors[i].shape == written.tensors[i].shape);
+    CHECK(read.tensors[i].data == written.tensors[i].data);
+  }
+}
+
+TEST_CASE("the header can be read alone and carries the format name and version") {
+  TempDir dir;
+  const std::string path = dir.path + "/a.ckpt";
+  REQUIRE(WriteCheckpoint(path, Sample()).ok());
+  nlohmann::json header;
+  REQUIRE(ReadCheckpointHeader(path, &header).ok());
+  CHECK(header["format"] == "shoal-checkpoint");
+  CHECK(header["version"] == 1);
+  CHECK(header["step"] == 42);
+  CHECK(header["tensors"].size() == 4);
+  CHECK(header["tensors"][2]["count"] == 3);
+  CHECK(header["tensors"][2]["data_offset"] == 24);  // after two tensors of 3 floats
+  CHECK(ReadBytes(path).substr(0, 8) == "SHOALCKP");
+}
+
+TEST_CASE("a flipped byte in tensor k's data is refused naming tensor k and its bytes") {
+  TempDir dir;
+  const std::string path = dir.path + "/a.ckpt";
+  const Checkpoint ckpt = Sample();
+  for (size_t k = 0; k < ckpt.tensors.size(); ++k) {
+    INFO("tensor " << k << " '" << ckpt.tensors[k].name << "'");
+    REQUIRE(WriteCheckpoint(path, ckpt).ok());
+    std::string bytes = ReadBytes(path);
+    const size_t start = TensorDataStart(path, bytes, k);
+    bytes[start + 5] ^= 0x10;  // inside the second float
+    WriteBytes(path, bytes);
+    Checkpoint read;
+    Status s = ReadCheckpoint(path, &read);
+    CHECK(s.code() == Status::Code::kCorruption);
+    const size_t end = start + 4 * ckpt.tensors[k].data.size();
+    CHECK(s.message() == "'" + path + "': tensor '" + ckpt.tensors[k].name + "' (bytes " +
+                             std::to_string(start) + ".." + std::to_string(end) + "): checksum mismatch");
+  }
+}
+
+TEST_CASE("a flipped byte in the header is refused as a header checksum mismatch") {
+  TempDir dir;
+  const std::string path = dir.path + "/a.ckpt";
+  REQUIRE(WriteCheckpoint(path, Sample()).ok());
+  std::string bytes = ReadBytes(path);
+  bytes[30] ^= 0x01;  // inside the JSON header
+  WriteBytes(path, bytes);
+  Checkpoint read;
+  Status s = ReadCheckpoint(path, &read);
+  CHECK(s.code() == Status::Code::kCorruption);
+  CHECK(Contains(s.message(), "header checksum mismatch (bytes 20.."));
+}
+
+TEST_CASE("a truncated checkpoint is refused, naming what is cut") {
+  TempDir dir;
+  const std::string path = dir.path + "/a.ckpt";
+  REQUIRE(WriteCheckpoint(path, Sample()).ok());
+  const std::string whole = ReadBytes(path);
+  Checkpoint read;
+
+  WriteBytes(path, whole.substr(0, whole.size() - 1));  // the last tensor loses a byte
+  Status s = ReadCheckpoint(path, &read);
+  CHECK(s.code() == Status::Code::kCorruption);
+  CHECK(Contains(s.message(), "tensor 'fc.bias' (bytes "));
+  CHECK(Contains(s.message(), "runs past the end of the file (truncated?)"));
+
+  WriteBytes(path, whole.substr(0, 100));  // inside the header
+  s = ReadCheckpoint(path, &read);
+  CHECK(s.code() == Status::Code::kCorruption);
+  CHECK(Contains(s.message(), "': header of "));
+  CHECK(Contains(s.message(), "runs past the end of the file (truncated?)"));
+
+  WriteBytes(path, whole.substr(0, 10));  // inside the preamble
+  s = ReadCheckpoint(path, &read);
+  CHECK(s.message() == "'" + path + "' is not a shoal checkpoint (bad magic or too short)");
+
+  WriteBytes(path, "");
+  CHECK(ReadCheckpoint(path, &read).code() == Status::Code::kCorruption);
+}
+
+TEST_CASE("another format version or a foreign file is refused") {
+  TempDir dir;
+  const std::string path = dir.path + "/a.ckpt";
+  REQUIRE(WriteCheckpoint(path, Sample()).ok());
+  std::string bytes = ReadBytes(path);
+  bytes[8] = 2;
+  WriteBytes(path, bytes);
+  Checkpoint read;
+  Status s = ReadCheckpoint(path, &read);
+  CHECK(s.message() == "'" + path + "': checkpoint format version 2, this build reads 1");
+
+  WriteBytes(path, "PK\x03\x04 this is a zip file, not a checkpoint at all");
+  s = ReadCheckpoint(path, &read);
+  CHECK(Contains(s.message(), "is not a shoal checkpoint"));
+
+  s = ReadCheckpoint(dir.path + "/missing.ckpt", &read);
+  CHECK(s.code() == Status::Code::kIOError);
+  CHECK(Contains(s.message(), "missing.ckpt"));
+}
+
+TEST_CASE("checkpoint names sort by step; ListCheckpoints lists one server's, oldest first") {
+  TempDir dir;
+  CHECK(CheckpointPath("d", 3, 42) == "d/server-3-step-0000000042.ckpt");
+  Checkpoint c = Sample();
+  for (uint64_t step : {10, 2, 100}) REQUIRE(WriteCheckpoint(CheckpointPath(dir.path, 0, step), c).ok());
+  REQUIRE(WriteCheckpoint(CheckpointPath(dir.path, 1, 5), c).ok());
+  REQUIRE(WriteCheckpoint(CheckpointPath(dir.path, 10, 7), c).ok());
+  // Not checkpoints of server 0: a leftover temporary file and an unrelated one.
+  WriteBytes(CheckpointPath(dir.path, 0, 500) + ".tmp.123", "partial");
+  WriteBytes(dir.path + "/notes.txt", "x");
+
+  CHECK(ListCheckpoints(dir.path, 0) ==
+        std::vector<std::string>{CheckpointPath(dir.path, 0, 2), CheckpointPath(dir.path, 0, 10),
+                                 CheckpointPath(dir.path, 0, 100)});
+  CHECK(ListCheckpoints(dir.path, 1) == std::vector<std::string>{CheckpointPath(dir.path, 1, 5)});
+  CHECK(ListCheckpoints(dir.path, 2).empty());
+  CHECK(ListCheckpoints(dir.path + "/nonexistent", 0).empty());
+}
+
+TEST_CASE("LatestCheckpoints gives the newest checkpoint of every server that has one") {
+  TempDir dir;
+  Checkpoint c = Sample();
+  for (uint64_t step : {10, 2, 100}) REQUIRE(WriteCheckpoint(CheckpointPath(dir.path, 0, step), c).ok());
+  for (uint64_t step : {5, 7}) REQUIRE(WriteCheckpoint(CheckpointPath(dir.path, 1, step), c).ok());
+  CHECK(LatestCheckpoints(dir.path) ==
+        std::vector<std::string>{CheckpointPath(dir.path, 0, 100), CheckpointPath(dir.path, 1, 7)});
+  // Server 2 has none yet; server 3 has one: it is not hidden by the gap.
+  REQUIRE(WriteCheckpoint(CheckpointPath(dir.path, 3, 1), c).ok());
+  CHECK(LatestCheckpoints(dir.path) ==
+        std::vector<std::string>{CheckpointPath(dir.path, 0, 100), CheckpointPath(dir.path, 1, 7),
+                                 CheckpointPath(dir.path, 3, 1)});
+  TempDir empty;
+  CHECK(LatestCheckpoints(empty.path).empty());
+}
+
+TEST_CASE("WriteFileAtomic replaces the file whole and leaves no temporary file behind") {
+  TempDir dir;
+  const std::string path = dir.path + "/out.json";
+  REQUIRE(WriteFileAtomic(path, "first").ok());
+  CHECK(ReadBytes(path) == "first");
+  REQUIRE(WriteFileAtomic(path, std::string("second\0with nul", 15)).ok());
+  CHECK(ReadBytes(path) == std::string("second\0with nul", 15));
+  CHECK(FilesIn(dir.path) == std::vector<std::string>{"out.json"});
+
+  REQUIRE(WriteCheckpoint(dir.path + "/a.ckpt", Sample()).ok());
+  CHECK(FilesIn(dir.path) == std::vector<std::string>{"a.ckpt", "out.json"});
+}
+
+TEST_CASE("WriteFileAtomic into a missing directory is an I/O error naming the file") {
+  TempDir dir;
+  Status s = WriteFileAtomic(dir.path + "/no/such/dir/out.json", "x");
+  CHECK(s.code() == Status::Code::kIOError);
+  CHECK(Contains(s.message(), "/no/such/dir/out.json.tmp."));
+  CHECK(FilesIn(dir.path).empty());
+}
+
+TEST_CASE("DiffCheckpoints reports max absolute and relative differences per tensor") {
+  Checkpoint a, b;
+  a.step = 3;
+  b.step = 5;
+  a.tensors.push_back(MakeTensor("w", "value", 0, 0, {4}, {1.0f, 2.0f, -4.0f, 0.0f}));
+  b.tensors.push_back(MakeTensor("w", "value", 0, 0, {4}, {1.0f, 2.5f, -4.0f, 0.0f}));
+  a.tensors.push_back(MakeTensor("b", "value", 1, 0, {2}, {0.5f, -1.0f}));
+  b.tensors.push_back(MakeTensor("b", "value", 1, 0, {2}, {0.25f, -1.0f}));
+  a.tensors.push_back(MakeTensor("same", "value", 2, 0, {1}, {7.0f}));
+  b.tensors.push_back(MakeTensor("same", "value", 2, 0, {1}, {7.0f}));
+  a.tensors.push_back(MakeTensor("zeros", "value", 3, 0, {2}, {0.0f, 0.0f}));
+  b.tensors.push_back(MakeTensor("zeros", "value", 3, 0, {2}, {0.0f, 0.0f}));
+  a.tensors.push_back(MakeTensor("only_a", "value", 4, 0, {1}, {1.0f}));
+  b.tensors.push_back(MakeTensor("only_b", "value", 5, 0, {1}, {1.0f}));
+  a.tensors.push_back(MakeTensor("resized", "value", 6, 0, {2}, {1.0f, 2.0f}));
+  b.tensors.push_back(MakeTensor("resized", "value", 6, 0, {3}, {1.0f, 2.0f, 3.0f}));
+
+  nlohmann::json d = DiffCheckpoints(a, b);
+  CHECK(d["step_a"] == 3);
+  CHECK(d["step_b"] == 5);
+  REQUIRE(d["tensors"].size() == 4);
+  CHECK(d["tensors"][0]["name"] == "w");
+  CHECK(d["tensors"][0]["max_abs"].get<double>() == doctest::Approx(0.5));
+  CHECK(d["tensors"][0]["max_rel"].get<double>() == doctest::Approx(0.5 / 4.0));  // scale: max |value| = 4
+  CHECK(d["tensors"][1]["name"] == "b");
+  CHECK(d["tensors"][1]["max_abs"].get<double>() == doctest::Approx(0.25));
+  CHECK(d["tensors"][1]["max_rel"].get<double>() == doctest::Approx(0.25 / 1.0));
+  CHECK(d["tensors"][2]["max_abs"].get<double>() == 0.0);
+  CHECK(d["tensors"][3]["max_rel"].get<double>() == 0.0);  // all zeros: no division by zero
+  CHECK(d["max_abs"].get<double>() == doctest::Approx(0.5));
+  CHECK(d["max_rel"].get<double>() == doctest::Approx(0.25));
+  CHECK(d["only_in_a"] == nlohmann::json({"only_a", "resized"}));
+  CHECK(d["only_in_b"] == nlohmann::json({"only_b", "resized"}));
+}
+
+TEST_CASE("SummarizeCheckpoint gives each tensor's L2 norm") {
+  nlohmann::json s = SummarizeCheckpoint("x.ckpt", Sample());
+  CHECK(s["path"] == "x.ckpt");
+  CHECK(s["step"] == 42);
+  REQUIRE(s["tensors"].size() == 4);
+  CHECK(s["tensors"][3]["l2_norm"].get<double>() == doctest::Approx(std::sqrt(0.25 * 0.25 + 0.75 * 0.75)));
+  CHECK(s["tensors"][0]["count"] == 3);
+}
+
+}  // namespace
+}  // namespace shoal

@@ -1,0 +1,468 @@
+// Tests for lib/ps/server (with lib/comm's RpcServer and RpcClient): one
+// ParameterServer and several clients in one process over inproc://. Every
+// wait is bounded: clients time out after at most 2 s, and so does the server.
+#include <doctest/doctest.h>
+#include <nng/nng.h>
+#include <nng/protocol/reqrep0/req.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <future>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "ckpt/checkpoint.h"
+#include "comm/rpc_client.h"
+#include "config/job.h"
+#include "core/hash.h"
+#include "plan/plan.h"
+#include "ps/param_init.h"
+#include "ps/server.h"
+
+namespace shoal {
+namespace {
+
+using std::chrono::milliseconds;
+
+bool Contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+constexpr int kTimeoutMs = 2000;
+constexpr float kLr = 0.1f, kMomentum = 0.9f;
+
+// data [1,2,2] → fully_connected 3 → softmax_loss: fc.weight (12 floats, key 0)
+// and fc.bias (3 floats, key 1), both on the one server; two workers.
+std::string TinyJob(const std::string& consistency) {
+  return "model:\n"
+         "  layers:\n"
+         "    - {name: data, type: data, shape: [1, 2, 2]}\n"
+         "    - {name: fc, type: fully_connected, srclayers: data, num_output: 3}\n"
+         "    - {name: loss, type: softmax_loss, srclayers: [fc, data]}\n"
+         "train: {steps: 10, learning_rate: 0.1, momentum: 0.9, seed: 3}\n"
+         "cluster: {nworkers_per_group: 2, nservers_per_group: 1, consistency: " +
+         consistency + ", timeout_ms: " + std::to_string(kTimeoutMs) + "}\n";
+}
+
+std::string UniqueEndpoint() {
+  static std::atomic<int> next{0};
+  return "inproc://server-test-" + std::to_string(next++);
+}
+
+std::string TempDirPath() {
+  char tmpl[] = "/tmp/shoal-server-test-XXXXXX";
+  return mkdtemp(tmpl);
+}
+
+// A plan, and a server on a thread running Run() until done or shut down.
+// The plan is declared first: the server keeps a reference to it.
+struct ServerFixture {
+  Plan plan;
+  std::unique_ptr<ParameterServer> server;
+  std::future<Status> run;
+  std::string endpoint = UniqueEndpoint();
+  std::string checkpoint_dir;
+
+  explicit ServerFixture(const std::string& consistency, const std::string& ckpt_dir = "") {
+    checkpoint_dir = ckpt_dir;
+    JobConfig job;
+    REQUIRE(ParseJob(TinyJob(consistency), "tiny.yaml", &job).ok());
+    PlanOptions options;
+    options.endpoints = {endpoint};
+    REQUIRE(MakeDataParallelPlan(job, options, &plan).ok());
+    REQUIRE(plan.slices.size() == 2);
+    ServerOptions server_options;
+    server_options.checkpoint_dir = ckpt_dir;
+    server = std::make_unique<ParameterServer>(plan, server_options);
+    Status s = server->Start();
+    INFO(s.ToString());
+    REQUIRE(s.ok());
+    run = std::async(std::launch::async, [this] { return server->Run(); });
+  }
+
+  // Asks the server to stop (unless it already has) and waits for Run().
+  Status Stop() {
+    if (!Shutdown()) return Status::Timeout("the server did not stop");
+    return run.get();
+  }
+
+  ~ServerFixture() {
+    if (run.valid()) Shutdown();
+    if (!checkpoint_dir.empty()) std::filesystem::remove_all(checkpoint_dir);
+  }
+
+ private:
+  bool Shutdown() {
+    if (run.wait_for(milliseconds(0)) != std::future_status::ready) {
+      RpcClient tool;
+      Reply reply;
+      if (tool.Dial(endpoint, kTimeoutMs).ok())
+        (void)tool.Call({MsgType::kShutdown, plan.hash_value(), 0, kToolSender}, {}, &reply);
+    }
+    return run.wait_for(milliseconds(kTimeoutMs + 1000)) == std::future_status::ready;
+  }
+
+ public:
+  std::vector<float> Initial(uint32_t key) const {
+    std::vector<float> full;
+    InitializeParam(*plan.FindParam(plan.slices[key].param), plan.job.train.seed, &full);
+    return full;
+  }
+
+  MsgHeader Header(MsgType type, uint64_t step, uint32_t sender) const {
+    return {type, plan.hash_value(), step, sender};
+  }
+};
+
+std::unique_ptr<RpcClient> Connect(const ServerFixture& f, int timeout_ms = kTimeoutMs) {
+  auto client = std::make_unique<RpcClient>();
+  REQUIRE(client->Dial(f.endpoint, timeout_ms).ok());
+  return client;
+}
+
+// A worker's gradients for both slices: distinct per worker and element.
+struct Grads {
+  std::vector<float> weight, bias;
+  std::vector<EntryRef> Entries() const {
+    return {{0, weight.data(), static_cast<uint32_t>(weight.size())},
+            {1, bias.data(), static_cast<uint32_t>(bias.size())}};
+  }
+};
+
+Grads MakeGrads(int worker, int step) {
+  Grads g;
+  for (int i = 0; i < 12; ++i) g.weight.push_back(0.01f * (i + 1) * (worker + 1) - 0.05f * step);
+  for (int i = 0; i < 3; ++i) g.bias.push_back(-0.2f * (i + 1) + 0.3f * worker + 0.1f * step);
+  return g;
+}
+
+std::vector<float> EntryValues(const Reply& reply, uint32_t key) {
+  for (const auto& e : reply.view().entries)
+    if (e.key == key) {
+      std::vector<float> v(e.count);
+      std::memcpy(v.data(), e.data, 4ull * e.count);
+      return v;
+    }
+  FAIL("the reply has no entry for key " << key);
+  return {};
+}
+
+void CheckValues(const std::vector<float>& got, const std::vector<float>& want) {
+  REQUIRE(got.size() == want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    INFO("element " << i);
+    CHECK(got[i] == doctest::Approx(want[i]).epsilon(1e-6));
+  }
+}
+
+Status Update(RpcClient* client, const ServerFixture& f, uint64_t step, uint32_t sender, const Grads& g,
+              Reply* reply) {
+  return client->Call(f.Header(MsgType::kUpdate, step, sender), g.Entries(), reply);
+}
+
+TEST_CASE("bsp: a get for the next version waits for every worker's update, then sees their mean applied") {
+  ServerFixture f("bsp");
+  auto worker0 = Connect(f), worker1 = Connect(f);
+  Reply reply;
+
+  // Version 0 is there at once: the initial values.
+  Status s = worker0->Call(f.Header(MsgType::kGet, 0, 0), {}, &reply);
+  INFO(s.ToString());
+  REQUIRE(s.ok());
+  CHECK(reply.view().header.type == MsgType::kReply);
+  CHECK(reply.view().header.step == 0);
+  CHECK(reply.view().entries.size() == 2);
+  const std::vector<float> w0 = f.Initial(0), b0 = f.Initial(1);
+  CheckValues(EntryValues(reply, 0), w0);
+  CheckValues(EntryValues(reply, 1), b0);
+
+  // Worker 0's update alone does not make version 1.
+  const Grads g0 = MakeGrads(0, 0), g1 = MakeGrads(1, 0);
+  REQUIRE(Update(worker0.get(), f, 0, 0, g0, &reply).ok());
+  CHECK(reply.view().header.step == 0);
+
+  // A get for version 1 is parked: a client that waits 200 ms times out.
+  auto impatient = Connect(f, 200);
+  s = impatient->Call(f.Header(MsgType::kGet, 1, 0), {}, &reply);
+  CHECK(s.code() == Status::Code::kTimeout);
+  CHECK(s.message() == "server '" + f.endpoint + "' did not answer 'get' (step 1) within 200 ms");
+
+  // Worker 0 asks again and waits; worker 1's update releases it.
+  REQUIRE(worker0->Send(f.Header(MsgType::kGet, 1, 0), {}).ok());
+  std::this_thread::sleep_for(milliseconds(50));
+  REQUIRE(Update(worker1.get(), f, 0, 1, g1, &reply).ok());
+  CHECK(reply.view().header.step == 1);
+  s = worker0->Receive(&reply);
+  INFO(s.ToString());
+  REQUIRE(s.ok());
+  CHECK(reply.view().header.step == 1);
+
+  // Momentum's first step: v = mean(g); w = w0 − lr·v.
+  std::vector<float> v_w(12), v_b(3), w1(12), b1(3);
+  for (int i = 0; i < 12; ++i) {
+    v_w[i] = (g0.weight[i] + g1.weight[i]) * 0.5f;
+    w1[i] = w0[i] - kLr * v_w[i];
+  }
+  for (int i = 0; i < 3; ++i) {
+    v_b[i] = (g0.bias[i] + g1.bias[i]) * 0.5f;
+    b1[i] = b0[i] - kLr * v_b[i];
+  }
+  CheckValues(EntryValues(reply, 0), w1);
+  CheckValues(EntryValues(reply, 1), b1);
+
+  // The second step carries the velocity: v = 0.9·v + mean(g).
+  const Grads h0 = MakeGrads(0, 1), h1 = MakeGrads(1, 1);
+  REQUIRE(Update(worker1.get(), f, 1, 1, h1, &reply).ok());
+  REQUIRE(Update(worker0.get(), f, 1, 0, h0, &reply).ok());
+  CHECK(reply.view().header.step == 2);
+  REQUIRE(worker0->Call(f.Header(MsgType::kGet, 2, 0), {}, &reply).ok());
+  std::vector<float> w2(12);
+  for (int i = 0; i < 12; ++i) w2[i] = w1[i] - kLr * (kMomentum * v_w[i] + (h0.weight[i] + h1.weight[i]) * 0.5f);
+  CheckValues(EntryValues(reply, 0), w2);
+
+  ServerStats stats = f.server->stats();
+  CHECK(stats.version == 2);
+  CHECK(stats.updates_received == 4);
+  CHECK(stats.updates_applied == 2);
+  CHECK(stats.gets_waited == 2);  // the impatient get and worker 0's
+  CHECK(f.Stop().ok());
+}
+
+TEST_CASE("bsp: a second update for the same step, or one for another step, is refused") {
+  ServerFixture f("bsp");
+  auto worker0 = Connect(f);
+  Reply reply;
+  const Grads g = MakeGrads(0, 0);
+  REQUIRE(Update(worker0.get(), f, 0, 0, g, &reply).ok());
+  Status s = Update(worker0.get(), f, 0, 0, g, &reply);
+  CHECK(s.code() == Status::Code::kInvalidArgument);
+  CHECK(s.message() == "server '" + f.endpoint + "' refused 'update' (step 0): worker 0 sent step 0 twice");
+  s = Update(worker0.get(), f, 3, 0, g, &reply);
+  CHECK(Contains(s.message(), "update for step 3 but the table is at version 0"));
+  // The refused updates changed nothing.
+  ServerStats stats = f.server->stats();
+  CHECK(stats.version == 0);
+  CHECK(stats.updates_received == 1);
+  REQUIRE(worker0->Call(f.Header(MsgType::kGet, 0, 0), {}, &reply).ok());
+  CheckValues(EntryValues(reply, 0), f.Initial(0));
+  CHECK(f.Stop().ok());
+}
+
+TEST_CASE("a request for another plan is refused naming both plan hashes") {
+  ServerFixture f("bsp");
+  auto client = Connect(f);
+  Reply reply;
+  const uint64_t other = f.plan.hash_value() ^ 0x5a5a;
+  Status s = client->Call({MsgType::kGet, other, 0, 0}, {}, &reply);
+  CHECK(s.code() == Status::Code::kInvalidArgument);
+  CHECK(Contains(s.message(), "request for plan " + HexU64(other) + ", this server runs plan " + f.plan.hash));
+  const Grads g = MakeGrads(0, 0);
+  s = client->Call({MsgType::kUpdate, other, 0, 0}, g.Entries(), &reply);
+  CHECK(Contains(s.message(), HexU64(other)));
+  CHECK(f.server->stats().updates_received == 0);
+  CHECK(f.server->stats().bad_requests == 2);
+  // The server goes on serving the right plan.
+  CHECK(client->Call(f.Header(MsgType::kGet, 0, 0), {}, &reply).ok());
+  CHECK(f.Stop().ok());
+}
+
+TEST_CASE("updates from a sender that is not a worker, or not matching the table, are refused") {
+  ServerFixture f("bsp");
+  auto client = Connect(f);
+  Reply reply;
+  const Grads g = MakeGrads(0, 0);
+  for (uint32_t sender : {2u, 1000u, kToolSender}) {
+    INFO("sender " << sender);
+    Status s = Update(client.get(), f, 0, sender, g, &reply);
+    CHECK(s.code() == Status::Code::kInvalidArgument);
+    CHECK(Contains(s.message(), "sender " + std::to_string(sender) + " is not a worker of the plan (it has 2)"));
+  }
+  Status s = client->Call(f.Header(MsgType::kDone, 0, 2), {}, &reply);
+  CHECK(Contains(s.message(), "sender 2 is not a worker of the plan"));
+
+  // One slice missing; a slice of the wrong size; an unknown key.
+  s = client->Call(f.Header(MsgType::kUpdate, 0, 0), {g.Entries()[0]}, &reply);
+  CHECK(Contains(s.message(), "update carries 1 slices, this server holds 2"));
+  std::vector<EntryRef> wrong = g.Entries();
+  wrong[1].count = 2;
+  s = client->Call(f.Header(MsgType::kUpdate, 0, 0), wrong, &reply);
+  CHECK(Contains(s.message(), "update slice 1 of 2 floats does not match this server's table"));
+  wrong = g.Entries();
+  wrong[1].key = 9;
+  s = client->Call(f.Header(MsgType::kUpdate, 0, 0), wrong, &reply);
+  CHECK(Contains(s.message(), "update slice 9 of 3 floats does not match"));
+  // A refused update does not count as the worker's contribution.
+  CHECK(Update(client.get(), f, 0, 0, g, &reply).ok());
+  CHECK(f.server->stats().updates_received == 1);
+  CHECK(f.Stop().ok());
+}
+
+TEST_CASE("garbage bytes are answered with an error and the server keeps serving") {
+  ServerFixture f("bsp");
+  nng_socket raw;
+  REQUIRE(nng_req0_open(&raw) == 0);
+  nng_socket_set_ms(raw, NNG_OPT_RECVTIMEO, kTimeoutMs);
+  nng_socket_set_ms(raw, NNG_OPT_SENDTIMEO, kTimeoutMs);
+  REQUIRE(nng_dial(raw, f.endpoint.c_str(), nullptr, 0) == 0);
+  const char garbage[] = "GET / HTTP/1.1\r\n\r\n";
+  REQUIRE(nng_send(raw, const_cast<char*>(garbage), sizeof garbage - 1, 0) == 0);
+  void* buf = nullptr;
+  size_t size = 0;
+  REQUIRE(nng_recv(raw, &buf, &size, NNG_FLAG_ALLOC) == 0);
+  MessageView view;
+  REQUIRE(Decode(static_cast<unsigned char*>(buf), size, &view).ok());
+  nng_free(buf, size);
+  nng_close(raw);
+  CHECK(view.header.type == MsgType::kError);
+  CHECK(Contains(view.text, "message of 18 bytes is shorter than a header"));
+  CHECK(f.server->stats().bad_requests == 1);
+
+  auto client = Connect(f);
+  Reply reply;
+  CHECK(client->Call(f.Header(MsgType::kGet, 0, 0), {}, &reply).ok());
+  CHECK(f.Stop().ok());
+}
+
+TEST_CASE("done: the first worker's done waits for the last; both get the final parameters; Run returns") {
+  const std::string dir = TempDirPath();
+  ServerFixture f("bsp", dir);
+  auto worker0 = Connect(f), worker1 = Connect(f);
+  Reply reply;
+  const Grads g0 = MakeGrads(0, 0), g1 = MakeGrads(1, 0);
+  REQUIRE(Update(worker0.get(), f, 0, 0, g0, &reply).ok());
+  REQUIRE(Update(worker1.get(), f, 0, 1, g1, &reply).ok());
+  REQUIRE(worker0->Call(f.Header(MsgType::kGet, 1, 0), {}, &reply).ok());
+  const std::vector<float> final_w = EntryValues(reply, 0), final_b = EntryValues(reply, 1);
+
+  Reply reply0;
+  auto done0 = std::async(std::launch::async, [&] {
+    return worker0->Call(f.Header(MsgType::kDone, kFinalVersion, 0), {}, &reply0);
+  });
+  CHECK(done0.wait_for(milliseconds(200)) == std::future_status::timeout);
+  CHECK(f.run.wait_for(milliseconds(0)) == std::future_status::timeout);  // still serving
+
+  Reply reply1;
+  Status s1 = worker1->Call(f.Header(MsgType::kDone, kFinalVersion, 1), {}, &reply1);
+  INFO(s1.ToString());
+  REQUIRE(s1.ok());
+  REQUIRE(done0.wait_for(milliseconds(kTimeoutMs)) == std::future_status::ready);
+  Status s0 = done0.get();
+  INFO(s0.ToString());
+  REQUIRE(s0.ok());
+  for (const Reply* r : {&reply0, &reply1}) {
+    CHECK(r->view().header.step == 1);
+    CHECK(EntryValues(*r, 0) == final_w);
+    CHECK(EntryValues(*r, 1) == final_b);
+  }
+
+  // Run returns by itself (well before its 2 s idle timeout), writing a final checkpoint.
+  REQUIRE(f.run.wait_for(milliseconds(1500)) == std::future_status::ready);
+  Status run = f.run.get();
+  INFO(run.ToString());
+  CHECK(run.ok());
+  std::vector<std::string> ckpts = ListCheckpoints(dir, 0);
+  REQUIRE(ckpts.size() == 1);
+  CHECK(ckpts[0] == CheckpointPath(dir, 0, 1));
+  Checkpoint ckpt;
+  REQUIRE(ReadCheckpoint(ckpts[0], &ckpt).ok());
+  CHECK(ckpt.plan_hash == f.plan.hash);
+  CHECK(ckpt.step == 1);
+  CHECK(ckpt.updates == 2);
+  REQUIRE(ckpt.tensors.size() == 4);  // value and velocity of each slice
+  CHECK(ckpt.tensors[0].name == "fc.weight");
+  CHECK(ckpt.tensors[0].data == final_w);
+  CHECK(ckpt.tensors[1].name == "fc.weight@velocity");
+  CHECK(ckpt.tensors[3].name == "fc.bias@velocity");
+}
+
+TEST_CASE("async: each update is applied as it arrives and gets answer at once") {
+  ServerFixture f("async");
+  auto worker0 = Connect(f), worker1 = Connect(f);
+  Reply reply;
+  const std::vector<float> w0 = f.Initial(0);
+  const Grads g0 = MakeGrads(0, 0), g1 = MakeGrads(1, 0);
+
+  REQUIRE(Update(worker0.get(), f, 0, 0, g0, &reply).ok());
+  CHECK(reply.view().header.step == 1);
+  // No waiting for versions in async: a get for any version answers now.
+  Status s = worker1->Call(f.Header(MsgType::kGet, 5, 1), {}, &reply);
+  REQUIRE(s.ok());
+  CHECK(reply.view().header.step == 1);
+  std::vector<float> w1(12);
+  for (int i = 0; i < 12; ++i) w1[i] = w0[i] - kLr * g0.weight[i];
+  CheckValues(EntryValues(reply, 0), w1);
+
+  // Worker 1's update, computed on the same step's values, applies on top.
+  REQUIRE(Update(worker1.get(), f, 0, 1, g1, &reply).ok());
+  CHECK(reply.view().header.step == 2);
+  REQUIRE(Update(worker1.get(), f, 1, 1, g1, &reply).ok());
+  CHECK(reply.view().header.step == 3);
+  REQUIRE(worker0->Call(f.Header(MsgType::kGet, 0, 0), {}, &reply).ok());
+  std::vector<float> v(12), w(12);
+  for (int i = 0; i < 12; ++i) {
+    v[i] = g0.weight[i];
+    w[i] = w1[i];
+    for (int k = 0; k < 2; ++k) {
+      v[i] = kMomentum * v[i] + g1.weight[i];
+      w[i] -= kLr * v[i];
+    }
+  }
+  CheckValues(EntryValues(reply, 0), w);
+  ServerStats stats = f.server->stats();
+  CHECK(stats.version == 3);
+  CHECK(stats.updates_applied == 3);
+  CHECK(stats.gets_waited == 0);
+  CHECK(f.Stop().ok());
+}
+
+TEST_CASE("a stats request is answered with JSON and a shutdown ends Run") {
+  ServerFixture f("bsp");
+  auto tool = Connect(f);
+  Reply reply;
+  REQUIRE(tool->Call(f.Header(MsgType::kStats, 0, kToolSender), {}, &reply).ok());
+  CHECK(reply.view().header.type == MsgType::kStats);
+  nlohmann::json j = nlohmann::json::parse(reply.view().text);
+  CHECK(j["version"] == 0);
+  CHECK(j["workers_done"] == 0);
+  REQUIRE(tool->Call(f.Header(MsgType::kShutdown, 0, kToolSender), {}, &reply).ok());
+  REQUIRE(f.run.wait_for(milliseconds(1500)) == std::future_status::ready);
+  CHECK(f.run.get().ok());
+}
+
+TEST_CASE("a server that hears from nobody gives up after the plan's timeout") {
+  // A short timeout of its own so the test stays quick.
+  JobConfig job;
+  std::string text = TinyJob("bsp");
+  text.replace(text.find("timeout_ms: 2000"), 16, "timeout_ms: 150");
+  REQUIRE(ParseJob(text, "tiny.yaml", &job).ok());
+  PlanOptions options;
+  options.endpoints = {UniqueEndpoint()};
+  Plan plan;
+  REQUIRE(MakeDataParallelPlan(job, options, &plan).ok());
+  ParameterServer server(plan, ServerOptions());
+  REQUIRE(server.Start().ok());
+  auto run = std::async(std::launch::async, [&] { return server.Run(); });
+  REQUIRE(run.wait_for(milliseconds(kTimeoutMs)) == std::future_status::ready);
+  Status s = run.get();
+  CHECK(s.code() == Status::Code::kTimeout);
+  CHECK(s.message() == "no request from any worker for 150 ms (at version 0, 0 of 2 workers done)");
+}
+
+TEST_CASE("a server id outside the plan is refused at Start") {
+  JobConfig job;
+  REQUIRE(ParseJob(TinyJob("bsp"), "tiny.yaml", &job).ok());
+  Plan plan;
+  REQUIRE(MakeDataParallelPlan(job, PlanOptions(), &plan).ok());
+  ServerOptions options;
+  options.id = 1;
+  ParameterServer server(plan, options);
+  Status s = server.Start();
+  CHECK(s.code() == Status::Code::kInvalidArgument);
+  CHECK(s.message() == "server id 1 is not in the plan (it has 1 servers)");
+}
+
+}  // namespace
+}  // namespace shoal
