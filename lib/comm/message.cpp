@@ -21,7 +21,7 @@ T Get(const unsigned char*& p) {
 }
 
 bool IsKnownType(uint16_t t) {
-  return (t >= 1 && t <= 6) || t == 100 || t == 101;
+  return (t >= 1 && t <= 7) || t == 100 || t == 101;
 }
 
 bool CarriesText(MsgType t) { return t == MsgType::kError || t == MsgType::kStats; }
@@ -36,6 +36,7 @@ const char* MsgTypeName(MsgType type) {
     case MsgType::kStats: return "stats";
     case MsgType::kShutdown: return "shutdown";
     case MsgType::kDone: return "done";
+    case MsgType::kUpdateGet: return "update-get";
     case MsgType::kReply: return "reply";
     case MsgType::kError: return "error";
   }

@@ -23,6 +23,7 @@ enum class MsgType : uint16_t {
   kStats = 4,     // reply carries JSON text
   kShutdown = 5,  // checkpoint and exit
   kDone = 6,      // the sender has finished training
+  kUpdateGet = 7, // an update, answered with the parameters of version step + 1
   kReply = 100,   // success; entries for a get
   kError = 101,   // failure; text says why
 };

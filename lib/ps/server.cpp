@@ -114,6 +114,7 @@ void ParameterServer::Handle(int slot, const MessageView& req) {
       ReplyOk(slot);
       return;
     case MsgType::kUpdate:
+    case MsgType::kUpdateGet:
     case MsgType::kDone:
       if (!from_worker) {
         ++stats_.bad_requests;
@@ -121,8 +122,8 @@ void ParameterServer::Handle(int slot, const MessageView& req) {
                              std::to_string(workers_) + ")");
         return;
       }
-      if (req.header.type == MsgType::kUpdate) HandleUpdate(slot, req);
-      else HandleDone(slot, req);
+      if (req.header.type == MsgType::kDone) HandleDone(slot, req);
+      else HandleUpdate(slot, req);
       return;
     default:
       ++stats_.bad_requests;
@@ -188,7 +189,14 @@ void ParameterServer::HandleUpdate(int slot, const MessageView& req) {
       contributed_.assign(workers_, false);
     }
   }
-  ReplyOk(slot);
+  if (req.header.type == MsgType::kUpdateGet) {
+    // One round trip per step: the reply carries the next step's parameters
+    // (under BSP, once every worker's gradient of this step is in).
+    if (bsp_) parked_.push_back({slot, req.header.step + 1, false});
+    else ReplyParams(slot);
+  } else {
+    ReplyOk(slot);
+  }
   ServeParked();
 }
 

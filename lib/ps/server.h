@@ -6,7 +6,8 @@
 //    waits until the table reaches it. With gradients averaged over workers,
 //    W workers × batch B step exactly as one worker × batch W·B.
 //  - async (Downpour): each update is applied as it arrives; gets answer at once.
-// A worker's `done` waits until every worker is done and is answered with
+// An update-get is an update answered like a get of the next version: one
+// round trip per step. A worker's `done` waits until every worker is done and is answered with
 // the final parameters; then the server checkpoints and exits.
 #pragma once
 

@@ -39,7 +39,7 @@ Status RemoteTable::Connect() {
   return Status::Ok();
 }
 
-Status RemoteTable::RoundTrip(MsgType type, uint64_t step, bool with_grads, bool fill_values) {
+Status RemoteTable::RoundTrip(MsgType type, uint64_t step, bool with_grads) {
   MsgHeader h{type, plan_hash_, step, static_cast<uint32_t>(worker_)};
   for (size_t s = 0; s < clients_.size(); ++s) {
     std::vector<EntryRef> entries;
@@ -52,7 +52,7 @@ Status RemoteTable::RoundTrip(MsgType type, uint64_t step, bool with_grads, bool
   for (size_t s = 0; s < clients_.size(); ++s) {
     Reply reply;
     SHOAL_RETURN_IF_ERROR(clients_[s]->Receive(&reply));
-    if (fill_values) SHOAL_RETURN_IF_ERROR(Absorb(static_cast<int>(s), reply.view()));
+    SHOAL_RETURN_IF_ERROR(Absorb(static_cast<int>(s), reply.view()));
   }
   return Status::Ok();
 }
@@ -78,10 +78,10 @@ Status RemoteTable::Absorb(int server, const MessageView& reply) {
   return Status::Ok();
 }
 
-Status RemoteTable::Fetch(uint64_t version) { return RoundTrip(MsgType::kGet, version, false, true); }
+Status RemoteTable::Fetch(uint64_t version) { return RoundTrip(MsgType::kGet, version, false); }
 
-Status RemoteTable::Push(uint64_t step) { return RoundTrip(MsgType::kUpdate, step, true, false); }
+Status RemoteTable::Push(uint64_t step) { return RoundTrip(MsgType::kUpdateGet, step, true); }
 
-Status RemoteTable::Finish() { return RoundTrip(MsgType::kDone, 0, false, true); }
+Status RemoteTable::Finish() { return RoundTrip(MsgType::kDone, 0, false); }
 
 }  // namespace shoal

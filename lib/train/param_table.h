@@ -19,7 +19,8 @@ class ParamTable {
   virtual ~ParamTable() = default;
   // Fills the params with values of at least version `version`.
   virtual Status Fetch(uint64_t version) = 0;
-  // Hands over the gradients of step `step`.
+  // Hands over the gradients of step `step` and fills the params with
+  // values of at least version `step` + 1, ready for the next step.
   virtual Status Push(uint64_t step) = 0;
   // Says this worker is done; fills the params with the final values.
   virtual Status Finish() = 0;
@@ -54,8 +55,8 @@ class RemoteTable : public ParamTable {
     Param* param;
     size_t offset, count;
   };
-  // One request to every server at once, then every reply.
-  Status RoundTrip(MsgType type, uint64_t step, bool with_grads, bool fill_values);
+  // One request to every server at once, then every reply's parameters.
+  Status RoundTrip(MsgType type, uint64_t step, bool with_grads);
   Status Absorb(int server, const MessageView& reply);
 
   const Plan& plan_;

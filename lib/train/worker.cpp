@@ -104,11 +104,11 @@ Status Worker::Run(WorkerResult* result) {
   int window = 0;
   auto last_display = start;
   long long last_display_step = 0;
+  SHOAL_RETURN_IF_ERROR(table->Fetch(0));
   for (long long step = 0; step < steps; ++step) {
     Batch b;
     SHOAL_RETURN_IF_ERROR(loader.Next(&b));
     const auto t0 = Clock::now();
-    SHOAL_RETURN_IF_ERROR(table->Fetch(step));
     Feed(b, net_.get());
     net_->Forward(Phase::kTrain);
     net_->Backward();

@@ -231,6 +231,51 @@ TEST_CASE("bsp: a get for the next version waits for every worker's update, then
   CHECK(f.Stop().ok());
 }
 
+TEST_CASE("bsp: an update-get is answered, once every worker's update is in, with the next version") {
+  ServerFixture f("bsp");
+  auto worker0 = Connect(f), worker1 = Connect(f);
+  auto impatient = Connect(f, 200);
+  Reply reply0, reply1;
+  const Grads g0 = MakeGrads(0, 0), g1 = MakeGrads(1, 0);
+
+  // Alone, worker 0's update-get waits: a client giving up after 200 ms times out.
+  Status s = impatient->Call(f.Header(MsgType::kUpdateGet, 0, 0), g0.Entries(), &reply0);
+  CHECK(s.code() == Status::Code::kTimeout);
+  CHECK(f.server->stats().version == 0);
+
+  // Worker 1's update-get completes the step; it is answered with version 1,
+  // and so is the parked request of worker 0.
+  REQUIRE(worker1->Call(f.Header(MsgType::kUpdateGet, 0, 1), g1.Entries(), &reply1).ok());
+  CHECK(reply1.view().header.step == 1);
+  std::vector<float> w1(12);
+  const std::vector<float> w0 = f.Initial(0);
+  for (int i = 0; i < 12; ++i) w1[i] = w0[i] - kLr * (g0.weight[i] + g1.weight[i]) * 0.5f;
+  CheckValues(EntryValues(reply1, 0), w1);
+
+  // The next step from both, sent at once: both answers carry version 2.
+  REQUIRE(worker0->Send(f.Header(MsgType::kUpdateGet, 1, 0), MakeGrads(0, 1).Entries()).ok());
+  REQUIRE(worker1->Send(f.Header(MsgType::kUpdateGet, 1, 1), MakeGrads(1, 1).Entries()).ok());
+  REQUIRE(worker0->Receive(&reply0).ok());
+  REQUIRE(worker1->Receive(&reply1).ok());
+  CHECK(reply0.view().header.step == 2);
+  CHECK(reply1.view().header.step == 2);
+  CheckValues(EntryValues(reply0, 0), EntryValues(reply1, 0));
+  CHECK(f.server->stats().updates_applied == 2);
+  CHECK(f.Stop().ok());
+}
+
+TEST_CASE("async: an update-get is applied and answered at once with the new values") {
+  ServerFixture f("async");
+  auto worker0 = Connect(f);
+  Reply reply;
+  REQUIRE(worker0->Call(f.Header(MsgType::kUpdateGet, 0, 0), MakeGrads(0, 0).Entries(), &reply).ok());
+  CHECK(reply.view().header.step == 1);
+  REQUIRE(worker0->Call(f.Header(MsgType::kUpdateGet, 1, 0), MakeGrads(0, 1).Entries(), &reply).ok());
+  CHECK(reply.view().header.step == 2);
+  CHECK(f.server->stats().updates_applied == 2);
+  CHECK(f.Stop().ok());
+}
+
 TEST_CASE("bsp: a second update for the same step, or one for another step, is refused") {
   ServerFixture f("bsp");
   auto worker0 = Connect(f);
