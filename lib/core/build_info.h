@@ -2,5 +2,7 @@
 #pragma once
 
 namespace shoal {
-inline const char* BuildCommit() { return SHOAL_COMMIT; }
+// Defined in the build directory's build_info.cpp, written at configure time
+// (only that file recompiles when the commit changes).
+const char* BuildCommit();
 }  // namespace shoal

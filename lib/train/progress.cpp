@@ -3,6 +3,21 @@
 #include "core/build_info.h"
 
 namespace shoal {
+namespace {
+
+std::string JsonLine(const nlohmann::json& r) {
+  nlohmann::json out = r;
+  out["commit"] = BuildCommit();
+  return out.dump() + "\n";
+}
+
+std::string FormatNumber(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.4g", v);
+  return buf;
+}
+
+}  // namespace
 
 void Progress::Write(const std::string& text) {
   if (std::fputs(text.c_str(), stdout) < 0 || std::fflush(stdout) != 0) ok_ = false;
@@ -10,17 +25,13 @@ void Progress::Write(const std::string& text) {
 
 void Progress::Record(const nlohmann::json& r) {
   if (!metrics_) return;
-  nlohmann::json out = r;
-  out["commit"] = BuildCommit();
-  if (std::fputs((out.dump() + "\n").c_str(), metrics_) < 0 || std::fflush(metrics_) != 0) ok_ = false;
+  if (std::fputs(JsonLine(r).c_str(), metrics_) < 0 || std::fflush(metrics_) != 0) ok_ = false;
 }
 
 void Progress::Step(const nlohmann::json& r) {
   Record(r);
   if (!live_) {
-    nlohmann::json out = r;
-    out["commit"] = BuildCommit();
-    Write(out.dump() + "\n");
+    Write(JsonLine(r));
     return;
   }
   char line[256];
@@ -33,15 +44,19 @@ void Progress::Step(const nlohmann::json& r) {
 
 void Progress::Event(const nlohmann::json& r) {
   Record(r);
-  nlohmann::json out = r;
-  out["commit"] = BuildCommit();
   if (!live_) {
-    Write(out.dump() + "\n");
+    Write(JsonLine(r));
     return;
   }
   if (line_open_) Write("\n");
   line_open_ = false;
-  Write(out.dump(2) + "\n");
+  // For a person: "done  steps 120  test_accuracy 0.8612  ..." on one line.
+  std::string line = r.value("event", "event");
+  for (const auto& [key, value] : r.items()) {
+    if (key == "event") continue;
+    line += "  " + key + " " + (value.is_number_float() ? FormatNumber(value.get<double>()) : value.dump());
+  }
+  Write(line + "\n");
 }
 
 }  // namespace shoal
