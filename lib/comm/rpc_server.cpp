@@ -1,6 +1,7 @@
 #include "comm/rpc_server.h"
 
 #include <nng/protocol/reqrep0/rep.h>
+#include <nng/supplemental/util/platform.h>
 
 namespace shoal {
 
@@ -40,6 +41,7 @@ void RpcServer::OnEvent(void* arg) {
   int rv = nng_aio_result(slot->aio);
   if (slot->sending) {
     if (rv != 0) nng_msg_free(nng_aio_get_msg(slot->aio));  // the client went away
+    --server->replies_in_flight_;
     server->Receive(slot);
     return;
   }
@@ -72,8 +74,13 @@ void RpcServer::Reply(int index, const MsgHeader& header, const std::vector<Entr
   }
   Encode(header, entries, text, static_cast<unsigned char*>(nng_msg_body(msg)));
   slot.sending = true;
+  ++replies_in_flight_;
   nng_aio_set_msg(slot.aio, msg);
   nng_ctx_send(slot.ctx, slot.aio);
+}
+
+void RpcServer::Drain(int timeout_ms) {
+  for (int waited = 0; replies_in_flight_ > 0 && waited < timeout_ms; waited += 5) nng_msleep(5);
 }
 
 void RpcServer::Close() {

@@ -5,6 +5,7 @@
 
 #include <nng/nng.h>
 
+#include <atomic>
 #include <functional>
 #include <string>
 #include <vector>
@@ -31,6 +32,8 @@ class RpcServer {
   Status Listen(const std::string& endpoint, int slots, Handler handler, BadRequest bad);
   void Reply(int slot, const MsgHeader& header, const std::vector<EntryRef>& entries,
              const std::string& text = "");
+  // Waits until every reply handed to NNG has left, or `timeout_ms` passes.
+  void Drain(int timeout_ms);
   void Close();
 
  private:
@@ -49,6 +52,7 @@ class RpcServer {
   Handler handler_;
   BadRequest bad_;
   std::vector<Slot> slots_;
+  std::atomic<int> replies_in_flight_{0};
 };
 
 }  // namespace shoal

@@ -4,7 +4,6 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -77,8 +76,8 @@ Status ParameterServer::Run() {
   }
   Status written = Checkpoint();
   lock.unlock();
-  // Let the last replies leave before the socket closes.
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  // Let the last replies (the workers' final parameters) leave before the socket closes.
+  rpc_.Drain(plan_.job.cluster.timeout_ms);
   rpc_.Close();
   if (!failure_.ok()) return failure_;
   return written;
