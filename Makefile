@@ -10,14 +10,14 @@ all:
 deps:
 	scripts/install-deps.sh
 
-test: all
+test: deps all
 	cd $(BUILD) && ctest --output-on-failure -j$(JOBS) --timeout 300
 
-demo: all
+demo: deps all
 	scripts/demo.sh
 
 bench: all
-	bench/run.sh
+	bench/run.sh  # installs the PyTorch peers itself
 
 clean:
 	rm -rf $(BUILD)
