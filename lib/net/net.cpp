@@ -85,10 +85,10 @@ void Net::Forward(Phase phase) {
 }
 
 void Net::Backward() {
-  for (auto& layer : layers_) {
+  // Layers add into their sources' gradients (a source may feed several
+  // layers) but set their parameters' gradients, so only the former are cleared.
+  for (auto& layer : layers_)
     if (layer->WantsGrad()) layer->grad().Fill(0.0f);
-    for (auto& p : layer->params()) p.grad.Fill(0.0f);
-  }
   for (size_t i = layers_.size(); i-- > 0;) layers_[i]->Backward(srcs_[i]);
 }
 

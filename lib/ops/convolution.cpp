@@ -1,7 +1,6 @@
 #include "ops/convolution.h"
 
 #include <algorithm>
-#include <cstring>
 
 #include "ops/blas.h"
 
@@ -34,15 +33,83 @@ ValidRange ValidColumns(const ConvGeometry& g, int kj) {
   return {lo, hi};
 }
 
+// "Same" geometry (stride 1, output as wide as the input, e.g. 5×5 with pad
+// 2): an im2col row is then the input plane shifted by one offset, so it is
+// copied as one long run with a mask for the padding columns. Copying per
+// output row moves only ow floats at a time, too short to run at memory speed.
+bool ShiftGeometry(const ConvGeometry& g) { return g.stride == 1 && g.out_width() == g.width; }
+
+// Kernel offset (ki, kj)'s run: im2col positions [first, last) read plane
+// position + offset; outside the run the row is padding.
+struct Run {
+  int first, last, offset;
+};
+
+// Computed once per call, not per image.
+struct ShiftPlan {
+  std::vector<Run> runs;    // [kernel·kernel]
+  std::vector<float> keep;  // [kernel][Ho·Wo]: 1 where the column is inside the plane
+};
+
+ShiftPlan MakeShiftPlan(const ConvGeometry& g) {
+  ShiftPlan plan;
+  const int w = g.width, n = g.col_cols();
+  plan.keep.assign(static_cast<size_t>(g.kernel) * n, 0.0f);
+  for (int kj = 0; kj < g.kernel; ++kj) {
+    const ValidRange v = ValidColumns(g, kj);
+    for (int k = 0; k < n; ++k) plan.keep[kj * n + k] = k % w >= v.lo && k % w < v.hi ? 1.0f : 0.0f;
+  }
+  for (int ki = 0; ki < g.kernel; ++ki)
+    for (int kj = 0; kj < g.kernel; ++kj) {
+      const ValidRange v = ValidColumns(g, kj);
+      const int ilo = std::max(0, g.pad - ki), ihi = std::min(g.out_height(), g.height + g.pad - ki);
+      if (ilo >= ihi || v.lo >= v.hi)
+        plan.runs.push_back({0, 0, 0});
+      else
+        plan.runs.push_back({ilo * w + v.lo, (ihi - 1) * w + v.hi, (ki - g.pad) * w + kj - g.pad});
+    }
+  return plan;
+}
+
+// The run loops, as functions so that __restrict (which GCC honours on
+// parameters) lets them vectorize; a select, not a multiply by keep, so that
+// an inf or NaN at a padding position stays out.
+void CopyMasked(const float* __restrict src, const float* __restrict keep, int n,
+                float* __restrict dst) {
+  for (int k = 0; k < n; ++k) {
+    const float v = src[k];
+    dst[k] = keep[k] != 0.0f ? v : 0.0f;
+  }
+}
+void AddMasked(const float* __restrict src, const float* __restrict keep, int n,
+               float* __restrict dst) {
+  for (int k = 0; k < n; ++k) {
+    const float v = src[k];
+    dst[k] += keep[k] != 0.0f ? v : 0.0f;
+  }
+}
+
 // Writes image x's columns into col, whose rows are `stride` floats apart.
-void Im2Col(const ConvGeometry& g, const float* x, float* col, size_t stride) {
+// `plan` is null unless the geometry is the shift geometry.
+void Im2Col(const ConvGeometry& g, const ShiftPlan* plan, const float* x, float* col,
+            size_t stride) {
   const int oh = g.out_height(), ow = g.out_width();
+  const int n = oh * ow;
   for (int c = 0; c < g.channels; ++c)
     for (int ki = 0; ki < g.kernel; ++ki)
       for (int kj = 0; kj < g.kernel; ++kj) {
+        float* __restrict row = col + ((c * g.kernel + ki) * g.kernel + kj) * stride;
+        const float* __restrict plane = x + c * g.height * g.width;
+        if (plan) {
+          const Run r = plan->runs[ki * g.kernel + kj];
+          const float* __restrict keep = plan->keep.data() + kj * n;
+          std::fill(row, row + r.first, 0.0f);
+          // plane + offset is in bounds anywhere in the run.
+          CopyMasked(plane + r.first + r.offset, keep + r.first, r.last - r.first, row + r.first);
+          std::fill(row + r.last, row + n, 0.0f);
+          continue;
+        }
         const ValidRange v = ValidColumns(g, kj);
-        float* row = col + ((c * g.kernel + ki) * g.kernel + kj) * stride;
-        const float* plane = x + c * g.height * g.width;
         for (int i = 0; i < oh; ++i) {
           const int h = i * g.stride - g.pad + ki;
           float* out = row + i * ow;
@@ -52,37 +119,56 @@ void Im2Col(const ConvGeometry& g, const float* x, float* col, size_t stride) {
           }
           const float* in = plane + h * g.width - g.pad + kj;
           std::fill(out, out + v.lo, 0.0f);
-          if (g.stride == 1) {
-            std::memcpy(out + v.lo, in + v.lo, sizeof(float) * (v.hi - v.lo));
-          } else {
-            for (int j = v.lo; j < v.hi; ++j) out[j] = in[j * g.stride];
-          }
+          for (int j = v.lo; j < v.hi; ++j) out[j] = in[j * g.stride];
           std::fill(out + v.hi, out + ow, 0.0f);
         }
       }
 }
 
 // Adds columns back into image x (the adjoint of Im2Col).
-void Col2ImAdd(const ConvGeometry& g, const float* col, size_t stride, float* x) {
+void Col2ImAdd(const ConvGeometry& g, const ShiftPlan* plan, const float* col, size_t stride,
+               float* x) {
   const int oh = g.out_height(), ow = g.out_width();
+  const int n = oh * ow;
   for (int c = 0; c < g.channels; ++c)
     for (int ki = 0; ki < g.kernel; ++ki)
       for (int kj = 0; kj < g.kernel; ++kj) {
+        const float* __restrict row = col + ((c * g.kernel + ki) * g.kernel + kj) * stride;
+        float* __restrict plane = x + c * g.height * g.width;
+        if (plan) {
+          const Run r = plan->runs[ki * g.kernel + kj];
+          const float* __restrict keep = plan->keep.data() + kj * n;
+          AddMasked(row + r.first, keep + r.first, r.last - r.first, plane + r.first + r.offset);
+          continue;
+        }
         const ValidRange v = ValidColumns(g, kj);
-        const float* row = col + ((c * g.kernel + ki) * g.kernel + kj) * stride;
-        float* plane = x + c * g.height * g.width;
         for (int i = 0; i < oh; ++i) {
           const int h = i * g.stride - g.pad + ki;
           if (h < 0 || h >= g.height) continue;
           float* out = plane + h * g.width - g.pad + kj;
           const float* in = row + i * ow;
-          if (g.stride == 1) {
-            for (int j = v.lo; j < v.hi; ++j) out[j] += in[j];
-          } else {
-            for (int j = v.lo; j < v.hi; ++j) out[j * g.stride] += in[j];
-          }
+          for (int j = v.lo; j < v.hi; ++j) out[j * g.stride] += in[j];
         }
       }
+}
+
+// Copies n floats and returns their sum; eight partial sums let the loop
+// vectorize (a single float accumulator cannot be reordered).
+float CopyAndSum(const float* __restrict src, int n, float* __restrict dst) {
+  float part[8] = {};
+  int p = 0;
+  for (; p + 8 <= n; p += 8)
+    for (int k = 0; k < 8; ++k) {
+      dst[p + k] = src[p + k];
+      part[k] += src[p + k];
+    }
+  float s = 0.0f;
+  for (; p < n; ++p) {
+    dst[p] = src[p];
+    s += src[p];
+  }
+  for (float v : part) s += v;
+  return s;
 }
 
 }  // namespace
@@ -96,10 +182,12 @@ void ConvolutionForward(const ConvGeometry& g, int batch, const float* x, const 
   scratch->resize(rows * width + g.filters * width);
   float* col = scratch->data();
   float* out = col + rows * width;
+  const ShiftPlan plan = ShiftGeometry(g) ? MakeShiftPlan(g) : ShiftPlan();
+  const ShiftPlan* plan_ptr = ShiftGeometry(g) ? &plan : nullptr;
   for (int n0 = 0; n0 < batch; n0 += group) {
     const int n = std::min(group, batch - n0);
     const size_t stride = static_cast<size_t>(n) * cols;
-    for (int i = 0; i < n; ++i) Im2Col(g, x + (n0 + i) * in_size, col + i * cols, stride);
+    for (int i = 0; i < n; ++i) Im2Col(g, plan_ptr, x + (n0 + i) * in_size, col + i * cols, stride);
     Sgemm(false, false, g.filters, static_cast<int>(stride), rows, 1.0f, w, col, 0.0f, out);
     // out is [filters, n·cols]; y is [n, filters, cols].
     for (int i = 0; i < n; ++i)
@@ -121,26 +209,23 @@ void ConvolutionBackward(const ConvGeometry& g, int batch, const float* x, const
   scratch->resize(rows * width + g.filters * width);
   float* col = scratch->data();
   float* grad = col + rows * width;
+  const ShiftPlan plan = ShiftGeometry(g) ? MakeShiftPlan(g) : ShiftPlan();
+  const ShiftPlan* plan_ptr = ShiftGeometry(g) ? &plan : nullptr;
+  std::fill(db, db + g.filters, 0.0f);
   for (int n0 = 0; n0 < batch; n0 += group) {
     const int n = std::min(group, batch - n0);
     const size_t stride = static_cast<size_t>(n) * cols;
     // Gather dy into [filters, n·cols], summing the bias gradient on the way.
     for (int i = 0; i < n; ++i)
-      for (int f = 0; f < g.filters; ++f) {
-        const float* src = dy + (n0 + i) * out_size + f * cols;
-        float* dst = grad + f * stride + i * cols;
-        float s = 0.0f;
-        for (int p = 0; p < cols; ++p) {
-          dst[p] = src[p];
-          s += src[p];
-        }
-        db[f] += s;
-      }
-    for (int i = 0; i < n; ++i) Im2Col(g, x + (n0 + i) * in_size, col + i * cols, stride);
-    Sgemm(false, true, g.filters, rows, static_cast<int>(stride), 1.0f, grad, col, 1.0f, dw);
+      for (int f = 0; f < g.filters; ++f)
+        db[f] += CopyAndSum(dy + (n0 + i) * out_size + f * cols, cols, grad + f * stride + i * cols);
+    for (int i = 0; i < n; ++i) Im2Col(g, plan_ptr, x + (n0 + i) * in_size, col + i * cols, stride);
+    // The first group sets dw, later ones add.
+    Sgemm(false, true, g.filters, rows, static_cast<int>(stride), 1.0f, grad, col,
+          n0 == 0 ? 0.0f : 1.0f, dw);
     if (!dx) continue;
     Sgemm(true, false, rows, static_cast<int>(stride), g.filters, 1.0f, w, grad, 0.0f, col);
-    for (int i = 0; i < n; ++i) Col2ImAdd(g, col + i * cols, stride, dx + (n0 + i) * in_size);
+    for (int i = 0; i < n; ++i) Col2ImAdd(g, plan_ptr, col + i * cols, stride, dx + (n0 + i) * in_size);
   }
 }
 

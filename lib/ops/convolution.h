@@ -18,7 +18,7 @@ struct ConvGeometry {
 // `scratch` is working memory, grown as needed and reused across calls.
 void ConvolutionForward(const ConvGeometry& g, int batch, const float* x, const float* w,
                         const float* b, float* y, std::vector<float>* scratch);
-// Adds into dw, db and (when not null) dx.
+// Sets dw and db; adds into dx (when not null).
 void ConvolutionBackward(const ConvGeometry& g, int batch, const float* x, const float* w,
                          const float* dy, float* dx, float* dw, float* db,
                          std::vector<float>* scratch);

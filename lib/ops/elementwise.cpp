@@ -2,12 +2,14 @@
 
 namespace shoal {
 
-void ReluForward(size_t n, const float* x, float* y) {
+void ReluForward(size_t n, const float* __restrict x, float* __restrict y) {
   for (size_t i = 0; i < n; ++i) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
 }
 
-void ReluBackward(size_t n, const float* y, const float* dy, float* dx) {
-  for (size_t i = 0; i < n; ++i) if (y[i] > 0.0f) dx[i] += dy[i];
+// A select rather than a branch, with no aliasing, so the loop vectorizes.
+void ReluBackward(size_t n, const float* __restrict y, const float* __restrict dy,
+                  float* __restrict dx) {
+  for (size_t i = 0; i < n; ++i) dx[i] += y[i] > 0.0f ? dy[i] : 0.0f;
 }
 
 void DropoutForward(size_t n, float ratio, const float* x, float* y, std::vector<float>* mask,

@@ -5,7 +5,7 @@ namespace shoal {
 
 void FullyConnectedForward(int batch, int in, int out, const float* x, const float* w,
                            const float* b, float* y);
-// Adds into dw, db and (when not null) dx.
+// Sets dw and db; adds into dx (when not null).
 void FullyConnectedBackward(int batch, int in, int out, const float* x, const float* w,
                             const float* dy, float* dx, float* dw, float* db);
 

@@ -4,12 +4,41 @@
 #include <limits>
 
 namespace shoal {
+namespace {
+
+// The common 2×2, stride-2 window with its four loads unrolled; ties go to
+// the first element in row-major order, as in the general loop.
+void MaxPool2x2(const PoolGeometry& g, const float* __restrict in, float* __restrict out,
+                int32_t* __restrict arg) {
+  const int oh = g.out_height(), ow = g.out_width(), w = g.width;
+  for (int i = 0; i < oh; ++i) {
+    const int top = 2 * i * w;
+    for (int j = 0; j < ow; ++j) {
+      int where = top + 2 * j;
+      float best = in[where];
+      if (in[top + 2 * j + 1] > best) best = in[where = top + 2 * j + 1];
+      if (in[top + w + 2 * j] > best) best = in[where = top + w + 2 * j];
+      if (in[top + w + 2 * j + 1] > best) best = in[where = top + w + 2 * j + 1];
+      out[i * ow + j] = best;
+      arg[i * ow + j] = where;
+    }
+  }
+}
+
+}  // namespace
 
 void MaxPoolForward(const PoolGeometry& g, int batch, const float* x, float* y,
                     std::vector<int32_t>* argmax) {
   const int oh = g.out_height(), ow = g.out_width();
   const int planes = batch * g.channels;
   argmax->resize(static_cast<size_t>(planes) * oh * ow);
+  if (g.kernel == 2 && g.stride == 2) {
+    for (int p = 0; p < planes; ++p)
+      MaxPool2x2(g, x + static_cast<size_t>(p) * g.height * g.width,
+                 y + static_cast<size_t>(p) * oh * ow,
+                 argmax->data() + static_cast<size_t>(p) * oh * ow);
+    return;
+  }
   for (int p = 0; p < planes; ++p) {
     const float* in = x + static_cast<size_t>(p) * g.height * g.width;
     float* out = y + static_cast<size_t>(p) * oh * ow;
