@@ -24,7 +24,7 @@ base_port=${BASE_PORT:-$((20000 + $$ % 20000))}
 mkdir -p "$run_dir"
 plan=$run_dir/plan.json
 
-"$bin/dl-plan" "$job" "${sets[@]}" --base-port "$base_port" -o "$plan"
+"$bin/dl-plan" "$job" "${sets[@]}" --strategy data --base-port "$base_port" -o "$plan"
 field() { python3 -c "import json,sys; print(json.load(open(sys.argv[1]))$1)" "$plan"; }
 workers=$(field '["cluster"]["workers"]')
 servers=$(field '["cluster"]["servers"]')

@@ -1,36 +1,102 @@
-// dl-plan: job file -> plan.json (partitioning, placement, parameter slices, endpoints).
+// dl-plan: job file -> plan.json (partitioning, placement, parameter slices,
+// endpoints, predicted costs); `dl-plan calibrate` measures a cluster profile.
 #include "parse_command_line.h"
+
+#include <cstdio>
 
 #include "config/job.h"
 #include "core/exit_codes.h"
 #include "core/file_util.h"
+#include "plan/calibrate.h"
 #include "plan/plan.h"
+#include "plan/planner.h"
 
-int main(int argc, char** argv) {
-  using namespace shoal;
-  CLI::App app{"dl-plan: compute the plan of a training job"};
-  std::string job_path, out_path;
-  std::vector<std::string> overrides;
-  PlanOptions options;
-  app.add_option("job", job_path, "job file (YAML)")->required();
-  app.add_option("-o,--out", out_path, "where to write plan.json (default: standard output)");
-  app.add_option("--set", overrides, "override a job field: section.field=value (repeatable)");
-  app.add_option("--endpoints", options.endpoints, "server endpoints, one per server")->delimiter(',');
-  app.add_option("--base-port", options.base_port, "first loopback port when no endpoints are given")
-      ->check(CLI::Range(1, 65535));
-  SHOAL_PARSE_COMMAND_LINE(app, argc, argv);
+namespace {
 
-  JobConfig job;
-  Status s = LoadJobFile(job_path, overrides, &job);
-  Plan plan;
-  if (s.ok()) s = MakeDataParallelPlan(job, options, &plan);
-  if (!s.ok()) return ReportFailure("dl-plan", s);
-  std::string text = PlanToJson(plan).dump(2) + "\n";
+using namespace shoal;
+
+int WriteOut(const std::string& out_path, const std::string& text) {
   if (out_path.empty()) {
     if (std::fputs(text.c_str(), stdout) < 0 || std::fflush(stdout) != 0)
       return ReportFailure("dl-plan", Status::IOError("cannot write to standard output"));
     return kExitOk;
   }
-  s = WriteFileAtomic(out_path, text);
+  Status s = WriteFileAtomic(out_path, text);
   return s.ok() ? kExitOk : ReportFailure("dl-plan", s);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"dl-plan: compute the plan of a training job"};
+  std::string job_path, out_path, cluster_path, strategy = "optimal";
+  std::vector<std::string> overrides;
+  PlanOptions options;
+  PlannerOptions planner;
+  bool explain = false;
+  app.add_option("job", job_path, "job file (YAML)");
+  app.add_option("-o,--out", out_path, "where to write plan.json (default: standard output)");
+  app.add_option("--set", overrides, "override a job field: section.field=value (repeatable)");
+  app.add_option("--endpoints", options.endpoints, "server endpoints, one per server")->delimiter(',');
+  app.add_option("--base-port", options.base_port, "first loopback port when no endpoints are given")
+      ->check(CLI::Range(1, 65535));
+  app.add_option("--cluster", cluster_path, "cluster profile (YAML; default: loopback, 10 Gbit/s)");
+  app.add_option("--workers", planner.workers, "node budget N to plan for (default: the job's workers)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--servers", planner.servers, "servers to plan for (default: the planner chooses)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--strategy", strategy, "optimal (default), data (every layer on the batch) or model")
+      ->check(CLI::IsMember({"optimal", "data", "model"}));
+  app.add_flag("--explain", explain, "print the plan's costs as a table on standard error");
+
+  CLI::App* calibrate = app.add_subcommand("calibrate", "measure a cluster profile here and write it as YAML");
+  CalibrateOptions calibration;
+  std::string calibrate_out, serve;
+  double serve_seconds = 60.0;
+  calibrate->add_option("-o,--out", calibrate_out, "where to write the profile (default: standard output)");
+  calibrate->add_option("--peer", calibration.peer, "endpoint of a `dl-plan calibrate --serve` (default: loopback)");
+  calibrate->add_option("--serve", serve, "answer calibrations at this endpoint instead of measuring");
+  calibrate->add_option("--serve-seconds", serve_seconds, "how long --serve answers")->check(CLI::PositiveNumber);
+  calibrate->add_option("--nodes", calibration.nodes, "nodes of the cluster, written into the profile")
+      ->check(CLI::NonNegativeNumber);
+  calibrate->add_option("--name", calibration.name, "the profile's name");
+  calibrate->add_option("--seconds", calibration.seconds_each, "time spent on each measurement")
+      ->check(CLI::Range(0.01, 10.0));
+  SHOAL_PARSE_COMMAND_LINE(app, argc, argv);
+
+  if (calibrate->parsed()) {
+    if (!job_path.empty()) {
+      std::fprintf(stderr, "dl-plan: 'calibrate' takes no job file\n");
+      return kExitUsage;
+    }
+    if (!serve.empty()) {
+      Status s = ServeEcho(serve, serve_seconds);
+      return s.ok() ? kExitOk : ReportFailure("dl-plan calibrate", s);
+    }
+    ClusterProfile profile;
+    Status s = Calibrate(calibration, &profile);
+    if (!s.ok()) return ReportFailure("dl-plan calibrate", s);
+    return WriteOut(calibrate_out, ClusterProfileToYaml(profile, "measured by dl-plan calibrate"));
+  }
+  if (job_path.empty()) {
+    std::fprintf(stderr, "dl-plan: a job file is required\n%s", app.help().c_str());
+    return kExitUsage;
+  }
+  planner.strategy = strategy == "data" ? Strategy::kData : strategy == "model" ? Strategy::kModel
+                                                                                 : Strategy::kOptimal;
+  JobConfig job;
+  Status s = LoadJobFile(job_path, overrides, &job);
+  if (s.ok() && !cluster_path.empty()) s = LoadClusterProfile(cluster_path, &planner.profile);
+  PartitionReport report;
+  if (s.ok()) s = PlanJob(job, planner, &report);
+  Plan plan;
+  if (s.ok()) s = MakeDataParallelPlan(job, options, &plan);
+  if (s.ok()) {
+    std::vector<int> dims;
+    for (Choice c : report.choices) dims.push_back(PartitionDim(c));
+    s = ApplyPartition(dims, strategy, ReportToJson(report), &plan);
+  }
+  if (!s.ok()) return ReportFailure("dl-plan", s);
+  if (explain) std::fputs(ExplainReport(report).c_str(), stderr);
+  return WriteOut(out_path, PlanToJson(plan).dump(2) + "\n");
 }

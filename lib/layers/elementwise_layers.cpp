@@ -24,6 +24,7 @@ class ReluLayer : public Layer {
       ReluBackward(data_.size(), data_.data(), grad_.data(), srcs[0]->grad().data());
   }
   double ForwardFlopsPerRecord() const override { return static_cast<double>(feature_size()); }
+  Dependency SourceDependency(size_t) const override { return Dependency::kElementwise; }
 };
 
 class DropoutLayer : public Layer {
@@ -48,6 +49,7 @@ class DropoutLayer : public Layer {
     if (srcs[0]->WantsGrad()) DropoutBackward(data_.size(), mask_, grad_.data(), srcs[0]->grad().data());
   }
   double ForwardFlopsPerRecord() const override { return static_cast<double>(feature_size()); }
+  Dependency SourceDependency(size_t) const override { return Dependency::kElementwise; }
 
  private:
   float ratio_ = 0.5f;
@@ -71,6 +73,8 @@ class FlattenLayer : public Layer {
     float* dx = srcs[0]->grad().data();
     for (size_t i = 0; i < data_.size(); ++i) dx[i] += grad_[i];
   }
+  // Channel-major: a slice of channels is a contiguous slice of the flat vector.
+  Dependency SourceDependency(size_t) const override { return Dependency::kElementwise; }
 };
 
 }  // namespace

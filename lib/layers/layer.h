@@ -18,6 +18,14 @@ namespace shoal {
 
 enum class Phase { kTrain, kTest };
 
+// How a layer's feature depends on one source's feature: what the planner
+// charges when the layer is partitioned by features (model parallelism).
+enum class Dependency {
+  kFull,         // every output depends on the whole source vector (fully connected, convolution)
+  kElementwise,  // output i depends on source position i only, or on its channel (relu, pooling)
+  kNone,         // only the source's labels, not its feature (softmax_loss's data source)
+};
+
 // How the server initialises a parameter (it owns the values; see lib/ps).
 struct ParamInit {
   enum class Kind { kUniform, kConstant } kind = Kind::kUniform;
@@ -45,6 +53,9 @@ class Layer {
   virtual void Backward(const std::vector<Layer*>& srcs) = 0;
   // Forward multiply-adds ×2 per record; backward is counted as twice forward.
   virtual double ForwardFlopsPerRecord() const { return 0.0; }
+  virtual double BackwardFlopsPerRecord() const { return 2.0 * ForwardFlopsPerRecord(); }
+  // How this layer's feature depends on source `src`'s; full unless a layer says less.
+  virtual Dependency SourceDependency(size_t src) const { return Dependency::kFull; }
   // Whether gradients flow into this layer (not into data, say).
   virtual bool WantsGrad() const { return true; }
 

@@ -15,5 +15,6 @@ std::unique_ptr<Layer> NewReluLayer();
 std::unique_ptr<Layer> NewDropoutLayer();
 std::unique_ptr<Layer> NewFlattenLayer();
 std::unique_ptr<Layer> NewSoftmaxLossLayer();
+std::unique_ptr<Layer> NewConcatLayer();
 
 }  // namespace shoal

@@ -38,6 +38,8 @@ class PoolingLayer : public Layer {
   double ForwardFlopsPerRecord() const override {
     return 1.0 * feature_size() * g_.kernel * g_.kernel;
   }
+  // Output channel c reads input channel c only.
+  Dependency SourceDependency(size_t) const override { return Dependency::kElementwise; }
 
  private:
   PoolGeometry g_{};

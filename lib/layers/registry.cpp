@@ -21,8 +21,9 @@ const LayerType kLayerTypes[] = {
     {"dropout", NewDropoutLayer},
     {"flatten", NewFlattenLayer},
     {"softmax_loss", NewSoftmaxLossLayer},
+    {"concat", NewConcatLayer},
 };
-static_assert(sizeof(kLayerTypes) / sizeof(kLayerTypes[0]) == 8,
+static_assert(sizeof(kLayerTypes) / sizeof(kLayerTypes[0]) == 9,
               "every layer type has a row; update tests/unit/layers_test.cpp too");
 
 }  // namespace

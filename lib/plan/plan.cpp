@@ -21,7 +21,7 @@ json ContentToJson(const Plan& plan) {
   json j;
   j["format"] = "shoal-plan";
   j["version"] = kPlanFormatVersion;
-  j["strategy"] = "data-parallel";
+  j["strategy"] = plan.strategy;
   j["job"] = plan.job.yaml_text;
   // What scripts need without parsing the job: the topology and the data.
   const ClusterConfig& c = plan.job.cluster;
@@ -47,6 +47,7 @@ json ContentToJson(const Plan& plan) {
     j["workers"].push_back({{"id", w.id}, {"group", w.group}, {"rank", w.rank}});
   j["servers"] = json::array();
   for (const auto& s : plan.servers) j["servers"].push_back({{"id", s.id}, {"endpoint", s.endpoint}});
+  if (!plan.planner.is_null()) j["planner"] = plan.planner;
   return j;
 }
 
@@ -101,10 +102,23 @@ Status MakeDataParallelPlan(const JobConfig& job, const PlanOptions& options, Pl
                                    std::to_string(options.endpoints.size()) + " endpoints were given");
   for (int i = 0; i < c.servers(); ++i) {
     std::string ep = options.endpoints.empty()
-                         ? "tcp://127.0.0.1:" + std::to_string(options.base_port + i)
+                         ? (c.tls_dir.empty() ? "tcp://" : "tls+tcp://") + std::string("127.0.0.1:") +
+                               std::to_string(options.base_port + i)
                          : options.endpoints[i];
     plan->servers.push_back({i, ep});
   }
+  plan->hash = HexU64(Fnv1a64(ContentToJson(*plan).dump()));
+  return Status::Ok();
+}
+
+Status ApplyPartition(const std::vector<int>& partition_dims, const std::string& strategy,
+                      const json& report, Plan* plan) {
+  if (partition_dims.size() != plan->layers.size())
+    return Status::InvalidArgument("a partition of " + std::to_string(partition_dims.size()) +
+                                   " layers for a plan of " + std::to_string(plan->layers.size()));
+  for (size_t i = 0; i < partition_dims.size(); ++i) plan->layers[i].partition_dim = partition_dims[i];
+  plan->strategy = strategy;
+  plan->planner = report;
   plan->hash = HexU64(Fnv1a64(ContentToJson(*plan).dump()));
   return Status::Ok();
 }
@@ -123,6 +137,8 @@ Status PlanFromJson(const json& j, const std::string& source, Plan* plan) {
       return Status::InvalidArgument(source + ": plan format version " + j.at("version").dump() +
                                      ", this build reads " + std::to_string(kPlanFormatVersion));
     plan->hash = j.at("hash").get<std::string>();
+    plan->strategy = j.at("strategy").get<std::string>();
+    if (j.contains("planner")) plan->planner = j.at("planner");
     std::string job_text = j.at("job").get<std::string>();
     SHOAL_RETURN_IF_ERROR(ParseJob(job_text, source + " (job)", &plan->job));
     plan->job.yaml_text = job_text;  // hash over the bytes as written

@@ -52,6 +52,8 @@ struct ServerPlan {
 
 struct Plan {
   std::string hash;  // hex FNV-1a of the content; recomputed and checked on load
+  std::string strategy = "data";  // how the partitioning was chosen: optimal | data | model
+  nlohmann::json planner;         // the planner's cost report (lib/plan/planner.h); null: none
   JobConfig job;
   std::vector<LayerPlan> layers;
   std::vector<ParamPlan> params;
@@ -72,6 +74,11 @@ struct PlanOptions {
 // slices of at most cluster.slice_floats, dealt to servers in turn.
 // (The cost-based hybrid search replaces the partitioning step here.)
 Status MakeDataParallelPlan(const JobConfig& job, const PlanOptions& options, Plan* plan);
+
+// Records the planner's result: each layer's partition_dim (in layer order),
+// the strategy and the cost report; recomputes the hash.
+Status ApplyPartition(const std::vector<int>& partition_dims, const std::string& strategy,
+                      const nlohmann::json& report, Plan* plan);
 
 nlohmann::json PlanToJson(const Plan& plan);
 Status PlanFromJson(const nlohmann::json& json, const std::string& source, Plan* plan);

@@ -188,7 +188,7 @@ void CheckOneInputLayer(const std::string& type, const std::string& yaml_fields,
     layer->Forward(phase, srcs);
     std::copy(r.data(), r.data() + r.size(), layer->grad().data());
     input.grad().Fill(kPrefill);
-    for (auto& p : layer->params()) p.grad.Fill(0.0f);
+    for (auto& p : layer->params()) p.grad.Fill(kPrefill);  // set, not added: Net does not clear them
     layer->Backward(srcs);
     for (size_t i = 0; i < input.grad().size(); ++i) input.grad()[i] -= kPrefill;
   };
@@ -200,7 +200,7 @@ void CheckOneInputLayer(const std::string& type, const std::string& yaml_fields,
 // The gradient checks below, by registry name: the registry test asserts that
 // every registered type (but data, which has no gradient) is among them.
 const std::set<std::string> kGradientChecked = {"fully_connected", "convolution", "pooling", "relu",
-                                                "dropout",         "flatten",     "softmax_loss"};
+                                                "dropout",         "flatten",     "softmax_loss", "concat"};
 
 TEST_CASE("fully_connected gradients match central differences for input, weight and bias") {
   CheckOneInputLayer("fully_connected", "{num_output: 3}", {4}, 2);
@@ -216,6 +216,11 @@ TEST_CASE("convolution gradients match with stride 1 and no padding") {
 
 TEST_CASE("convolution gradients match with stride 2 and padding 1") {
   CheckOneInputLayer("convolution", "{num_output: 3, kernel: 3, stride: 2, pad: 1}", {2, 5, 6}, 2);
+}
+
+TEST_CASE("convolution gradients match in the 'same' geometry (stride 1, output as wide as input)") {
+  CheckOneInputLayer("convolution", "{num_output: 2, kernel: 5, pad: 2}", {2, 6, 7}, 2);
+  CheckOneInputLayer("convolution", "{num_output: 3, kernel: 3, pad: 1}", {1, 4, 5}, 3);
 }
 
 TEST_CASE("convolution output shape follows (H + 2·pad − K) / stride + 1") {
@@ -360,7 +365,7 @@ TEST_CASE("softmax_loss of uniform logits is log(classes), and correct counts ar
 
 TEST_CASE("every registered layer type creates a layer of that type, and each is gradient-checked") {
   const auto& types = LayerTypes();
-  CHECK(types.size() == 8);
+  CHECK(types.size() == 9);
   std::set<std::string> unique(types.begin(), types.end());
   CHECK(unique.size() == types.size());
   for (const auto& type : types) {

@@ -1,0 +1,67 @@
+// Concatenation along the first per-record axis (channels for [C,H,W]): the
+// join of inception-style branches. Every source must agree on the other axes.
+#include <algorithm>
+
+#include "layers/layer_types.h"
+
+namespace shoal {
+namespace {
+
+class ConcatLayer : public Layer {
+ public:
+  Status Setup(const Fields& fields, const std::vector<const Layer*>& srcs) override {
+    if (srcs.empty()) return fields.Error("needs at least one source layer");
+    const Shape& first = srcs[0]->out_shape();
+    int channels = 0;
+    for (const Layer* src : srcs) {
+      const Shape& s = src->out_shape();
+      if (s.size() != first.size() || !std::equal(s.begin() + 1, s.end(), first.begin() + 1))
+        return fields.FieldError("srclayers", "'" + src->name() + "' gives " + ShapeToString(s) +
+                                                  ", which does not match '" + srcs[0]->name() + "' " +
+                                                  ShapeToString(first) + " beyond the first axis");
+      channels += s[0];
+      sizes_.push_back(src->feature_size());
+    }
+    out_shape_ = first;
+    out_shape_[0] = channels;
+    return Status::Ok();
+  }
+
+  // Per record, the sources' features one after another.
+  void Forward(Phase, const std::vector<Layer*>& srcs) override {
+    const size_t out = feature_size();
+    for (int r = 0; r < data_.dim(0); ++r) {
+      float* y = data_.data() + r * out;
+      for (size_t k = 0; k < srcs.size(); ++k) {
+        const float* x = srcs[k]->data().data() + r * sizes_[k];
+        y = std::copy(x, x + sizes_[k], y);
+      }
+    }
+  }
+
+  void Backward(const std::vector<Layer*>& srcs) override {
+    const size_t out = feature_size();
+    for (int r = 0; r < data_.dim(0); ++r) {
+      const float* dy = grad_.data() + r * out;
+      for (size_t k = 0; k < srcs.size(); ++k) {
+        if (srcs[k]->WantsGrad()) {
+          float* dx = srcs[k]->grad().data() + r * sizes_[k];
+          for (size_t i = 0; i < sizes_[k]; ++i) dx[i] += dy[i];
+        }
+        dy += sizes_[k];
+      }
+    }
+  }
+
+  // A partition of the output by channels is a partition of each source by channels.
+  Dependency SourceDependency(size_t) const override { return Dependency::kElementwise; }
+
+ private:
+  std::vector<size_t> sizes_;  // floats per record of each source
+};
+
+}  // namespace
+
+std::unique_ptr<Layer> NewConcatLayer() { return std::make_unique<ConcatLayer>(); }
+
+}  // namespace shoal

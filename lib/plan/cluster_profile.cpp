@@ -1,0 +1,69 @@
+#include "plan/cluster_profile.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <limits>
+#include <sstream>
+
+#include "config/fields.h"
+#include "core/file_util.h"
+
+namespace shoal {
+namespace {
+
+// A number that must be > 0 (Fields::Float's bound is inclusive).
+Status Positive(const Fields& f, const std::string& key, double default_value, double* out) {
+  SHOAL_RETURN_IF_ERROR(f.Float(key, default_value, out, -std::numeric_limits<double>::max(),
+                                std::numeric_limits<double>::max()));
+  if (!(*out > 0.0)) {
+    std::ostringstream got;
+    got << *out;
+    return f.FieldError(key, "must be positive, got " + got.str());
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status ParseClusterProfile(const std::string& text, const std::string& source, ClusterProfile* p) {
+  *p = ClusterProfile();
+  YAML::Node root;
+  try {
+    root = YAML::Load(text);
+  } catch (const YAML::ParserException& e) {
+    return Status::InvalidArgument(source + ":" + std::to_string(e.mark.line + 1) + ":" +
+                                   std::to_string(e.mark.column + 1) + ": malformed YAML: " + e.msg);
+  }
+  if (!root.IsMap())
+    return Status::InvalidArgument(source + ": a cluster profile is a mapping with 'bandwidth_gbps', "
+                                            "'latency_us', 'gflops_per_worker' and 'nodes'");
+  Fields f(root, source, "cluster profile");
+  SHOAL_RETURN_IF_ERROR(f.String("name", p->name, &p->name));
+  for (const char* required : {"bandwidth_gbps", "latency_us", "gflops_per_worker"})
+    if (!f.Has(required)) return f.Error(std::string("missing field '") + required + "'");
+  SHOAL_RETURN_IF_ERROR(Positive(f, "bandwidth_gbps", p->bandwidth_gbps, &p->bandwidth_gbps));
+  SHOAL_RETURN_IF_ERROR(f.Float("latency_us", p->latency_us, &p->latency_us, 0.0, 1e9));
+  SHOAL_RETURN_IF_ERROR(Positive(f, "gflops_per_worker", p->gflops_per_worker, &p->gflops_per_worker));
+  SHOAL_RETURN_IF_ERROR(f.Int("nodes", p->nodes, &p->nodes, 0));
+  return f.CheckNoUnknown();
+}
+
+Status LoadClusterProfile(const std::string& path, ClusterProfile* profile) {
+  std::string text;
+  SHOAL_RETURN_IF_ERROR(ReadFile(path, &text));
+  return ParseClusterProfile(text, path, profile);
+}
+
+std::string ClusterProfileToYaml(const ClusterProfile& p, const std::string& comment) {
+  std::ostringstream out;
+  out.precision(6);
+  if (!comment.empty()) out << "# " << comment << "\n";
+  out << "name: " << p.name << "\n"
+      << "bandwidth_gbps: " << p.bandwidth_gbps << "\n"
+      << "latency_us: " << p.latency_us << "\n"
+      << "gflops_per_worker: " << p.gflops_per_worker << "\n"
+      << "nodes: " << p.nodes << "\n";
+  return out.str();
+}
+
+}  // namespace shoal

@@ -1,0 +1,164 @@
+#include "plan/cost_model.h"
+
+#include <map>
+
+#include "config/job.h"
+#include "net/net.h"
+
+namespace shoal {
+namespace {
+
+constexpr double kBytesPerFloat = 4.0;
+
+// Where a feature lives within a group.
+enum class Layout {
+  kRows,        // each worker holds its records' whole vectors (data parallel)
+  kColumns,     // each worker holds a slice of every record's vector (model parallel)
+  kOne,         // one worker holds everything (no partition)
+  kReplicated,  // every worker holds everything (what a model-parallel layer with a full dependency reads)
+};
+
+Layout Holds(Choice c) {
+  return c == Choice::kData ? Layout::kRows : c == Choice::kModel ? Layout::kColumns : Layout::kOne;
+}
+
+Layout Needs(Choice c, Dependency dep) {
+  if (c == Choice::kData) return Layout::kRows;
+  if (c == Choice::kNone) return Layout::kOne;
+  return dep == Dependency::kFull ? Layout::kReplicated : Layout::kColumns;
+}
+
+// Moving x floats from one layout to another within a group of m: the floats
+// through the busiest worker's link, the floats through the whole group, and
+// the message steps on the critical path.
+struct Move {
+  double busiest = 0.0, group_total = 0.0, steps = 0.0;
+};
+
+Move Relayout(Layout have, Layout need, bool same_rank, double x, int m) {
+  const double others = (m - 1.0) / m;
+  if (m == 1 || have == need) {
+    if (have == Layout::kOne && need == Layout::kOne && !same_rank) return {x, x, 1.0};
+    return {};
+  }
+  if (need == Layout::kReplicated) {
+    if (have == Layout::kOne) return {x, x * (m - 1.0), m - 1.0};  // broadcast, pipelined
+    return {x * others, x * (m - 1.0), m - 1.0};                    // all-gather
+  }
+  if (have == Layout::kOne || need == Layout::kOne) return {x * others, x * others, m - 1.0};  // scatter, gather
+  return {x * others / m, x * others, m - 1.0};  // rows <-> columns: all-to-all
+}
+
+}  // namespace
+
+void LayerCost::Add(const LayerCost& o) {
+  compute_s += o.compute_s;
+  param_s += o.param_s;
+  feature_s += o.feature_s;
+  param_bytes_out += o.param_bytes_out;
+  param_bytes_in += o.param_bytes_in;
+  feature_bytes_in += o.feature_bytes_in;
+  feature_bytes_out += o.feature_bytes_out;
+  param_floats_total += o.param_floats_total;
+  feature_floats_total += o.feature_floats_total;
+}
+
+std::vector<LayerFacts> CollectLayerFacts(const JobConfig& job, const Net& net) {
+  std::map<std::string, const LayerConfig*> config;
+  for (const auto& c : job.layers) config[c.name] = &c;
+  std::map<std::string, int> index;
+  std::vector<LayerFacts> facts;
+  for (const auto& layer : net.layers()) {
+    LayerFacts f;
+    f.name = layer->name();
+    f.type = layer->type();
+    f.params = static_cast<double>(layer->param_count());
+    f.feature = static_cast<double>(layer->feature_size());
+    f.flops = layer->ForwardFlopsPerRecord() + layer->BackwardFlopsPerRecord();
+    f.wants_grad = layer->WantsGrad();
+    f.is_input = dynamic_cast<const DataLayer*>(layer.get()) != nullptr;
+    const auto& srcs = config.at(f.name)->srclayers;
+    for (size_t k = 0; k < srcs.size(); ++k) {
+      f.srcs.push_back(index.at(srcs[k]));
+      f.deps.push_back(layer->SourceDependency(k));
+    }
+    index[f.name] = static_cast<int>(facts.size());
+    facts.push_back(f);
+  }
+  return facts;
+}
+
+LayerCost NodeCost(const LayerFacts& layer, Choice choice, const Grouping& g, const ClusterProfile& p) {
+  LayerCost cost;
+  const int m = g.group_size;
+  const double records = g.records_per_group();
+  const double share = choice == Choice::kNone ? 1.0 : 1.0 / m;
+  cost.compute_s = layer.flops * records * share / p.flops_per_second();
+  if (layer.params == 0.0) return cost;
+  // Replicas of the parameters that the servers keep consistent; a single
+  // replica (partitioned or not) is updated where it lives.
+  const int replicas = choice == Choice::kData ? g.workers : g.groups();
+  if (replicas == 1) return cost;
+  const double per_worker = choice == Choice::kModel ? layer.params / m : layer.params;
+  const double total = layer.params * replicas;  // each direction
+  const double busiest = g.servers > 0 && total / g.servers > per_worker ? total / g.servers : per_worker;
+  cost.param_bytes_out = cost.param_bytes_in = per_worker * kBytesPerFloat;
+  cost.param_floats_total = 2.0 * total;
+  cost.param_s = 2.0 * busiest * kBytesPerFloat / p.bytes_per_second() + 2.0 * p.latency_seconds();
+  return cost;
+}
+
+LayerCost EdgeCost(const LayerFacts& src, Choice cs, int src_rank, Dependency dep, Choice cd, int dst_rank,
+                   const Grouping& g, const ClusterProfile& p) {
+  LayerCost cost;
+  if (dep == Dependency::kNone) return cost;
+  const double x = g.records_per_group() * src.feature;
+  const Move move = Relayout(Holds(cs), Needs(cd, dep), src_rank == dst_rank, x, g.group_size);
+  if (move.busiest == 0.0) return cost;
+  // Forward: the feature; backward: its gradient, the same volume the other way.
+  const int directions = src.wants_grad ? 2 : 1;
+  cost.feature_bytes_in = move.busiest * kBytesPerFloat;
+  if (src.wants_grad) cost.feature_bytes_out = cost.feature_bytes_in;
+  cost.feature_floats_total = directions * move.group_total * g.groups();
+  cost.feature_s = directions * (move.busiest * kBytesPerFloat / p.bytes_per_second() +
+                                 move.steps * p.latency_seconds());
+  return cost;
+}
+
+CostGraph BuildCostGraph(const std::vector<LayerFacts>& layers, const std::vector<uint8_t>& allowed,
+                         const std::vector<int>& ranks, const Grouping& g, const ClusterProfile& p) {
+  CostGraph graph;
+  for (size_t i = 0; i < layers.size(); ++i) {
+    std::array<double, kChoices> node{};
+    for (int c = 0; c < kChoices; ++c) node[c] = NodeCost(layers[i], static_cast<Choice>(c), g, p).node_seconds();
+    graph.AddNode(node, allowed[i]);
+    for (size_t k = 0; k < layers[i].srcs.size(); ++k) {
+      CostGraph::Edge e;
+      e.src = layers[i].srcs[k];
+      e.dst = static_cast<int>(i);
+      for (int cs = 0; cs < kChoices; ++cs)
+        for (int cd = 0; cd < kChoices; ++cd)
+          e.cost[cs][cd] = EdgeCost(layers[e.src], static_cast<Choice>(cs), ranks[e.src], layers[i].deps[k],
+                                    static_cast<Choice>(cd), ranks[i], g, p)
+                               .feature_s;
+      graph.edges.push_back(e);
+    }
+  }
+  return graph;
+}
+
+std::vector<LayerCost> CostBreakdown(const std::vector<LayerFacts>& layers, const std::vector<Choice>& choices,
+                                     const std::vector<int>& ranks, const Grouping& g, const ClusterProfile& p) {
+  std::vector<LayerCost> costs;
+  for (size_t i = 0; i < layers.size(); ++i) {
+    LayerCost c = NodeCost(layers[i], choices[i], g, p);
+    for (size_t k = 0; k < layers[i].srcs.size(); ++k) {
+      const int s = layers[i].srcs[k];
+      c.Add(EdgeCost(layers[s], choices[s], ranks[s], layers[i].deps[k], choices[i], ranks[i], g, p));
+    }
+    costs.push_back(c);
+  }
+  return costs;
+}
+
+}  // namespace shoal

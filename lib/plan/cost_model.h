@@ -1,0 +1,80 @@
+// The planner's cost model (SINGA tech report §4, journal paper §5.4): for
+// one training step, what each layer costs under each partitioning, in
+// seconds on the busiest worker and in bytes, from the layer's own cost facts
+// and a cluster profile.
+//
+// N workers form G groups of M; each group takes B/G records of the step's
+// mini-batch B. Data parallelism on a layer splits the group's records over
+// its M workers, each holding a replica of the parameters (N replicas, traffic
+// 2·P each); model parallelism splits the features, one replica per group
+// (2·P/M per worker, none when there is one group: the owner updates in place);
+// none puts the whole layer on one worker of the group. Feature traffic is
+// the relayout of each source's feature into what the consumer needs.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "layers/layer.h"
+#include "plan/cluster_profile.h"
+#include "plan/partition_search.h"
+
+namespace shoal {
+
+class Net;
+struct JobConfig;
+
+// A layer as the planner sees it.
+struct LayerFacts {
+  std::string name, type;
+  double params = 0.0;        // P_l, floats
+  double feature = 0.0;       // D_l, floats per record
+  double flops = 0.0;         // forward + backward, per record
+  bool wants_grad = true;     // gradients flow back into this layer's feature
+  bool is_input = false;      // read from the shards by records: data parallel only
+  std::vector<int> srcs;      // indices of source layers (earlier in the list)
+  std::vector<Dependency> deps;  // per source
+};
+
+// Facts of every layer of a built net, in its topological order.
+std::vector<LayerFacts> CollectLayerFacts(const JobConfig& job, const Net& net);
+
+struct Grouping {
+  int workers = 1;     // N
+  int group_size = 1;  // M
+  int batch = 1;       // B: records per step over all workers
+  int servers = 0;     // S; 0: enough that server links are never the bottleneck
+  int groups() const { return workers / group_size; }
+  double records_per_group() const { return static_cast<double>(batch) / groups(); }
+};
+
+// One layer's share of a step. Bytes are per busiest worker per step;
+// floats_total are over the whole cluster, both directions (SINGA's C).
+struct LayerCost {
+  double compute_s = 0.0, param_s = 0.0, feature_s = 0.0;
+  double param_bytes_out = 0.0, param_bytes_in = 0.0;      // gradients sent, values received
+  double feature_bytes_in = 0.0, feature_bytes_out = 0.0;  // sources fetched, their gradients sent
+  double param_floats_total = 0.0, feature_floats_total = 0.0;
+  // Parameter traffic overlaps with compute; feature traffic is on the critical path.
+  double node_seconds() const { return compute_s > param_s ? compute_s : param_s; }
+  double seconds() const { return node_seconds() + feature_s; }
+  void Add(const LayerCost& other);
+};
+
+// Compute and parameter traffic of `layer` under `choice`.
+LayerCost NodeCost(const LayerFacts& layer, Choice choice, const Grouping& g, const ClusterProfile& p);
+
+// Feature traffic on the edge from `src` (choice `cs`, held at rank `src_rank`
+// when unpartitioned) into a layer with choice `cd` that depends on it as `dep`.
+LayerCost EdgeCost(const LayerFacts& src, Choice cs, int src_rank, Dependency dep, Choice cd, int dst_rank,
+                   const Grouping& g, const ClusterProfile& p);
+
+// The pairwise cost graph the search minimises (node and edge costs in seconds).
+CostGraph BuildCostGraph(const std::vector<LayerFacts>& layers, const std::vector<uint8_t>& allowed,
+                         const std::vector<int>& ranks, const Grouping& g, const ClusterProfile& p);
+
+// Per layer: its node cost plus the edges into it.
+std::vector<LayerCost> CostBreakdown(const std::vector<LayerFacts>& layers, const std::vector<Choice>& choices,
+                                     const std::vector<int>& ranks, const Grouping& g, const ClusterProfile& p);
+
+}  // namespace shoal

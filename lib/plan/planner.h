@@ -1,0 +1,77 @@
+// dl-plan's search: for a job and a cluster profile, the partitioning of
+// every layer (data, model or none), the group size M and number of groups
+// for a node budget of N workers, and the servers, minimising the predicted
+// time of a step; with what all-data and all-model would cost beside it, and
+// the user's overrides (partition_dim, location) honoured.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "config/job.h"
+#include "plan/cluster_profile.h"
+#include "plan/cost_model.h"
+
+namespace shoal {
+
+enum class Strategy { kOptimal, kData, kModel };
+const char* StrategyName(Strategy s);
+
+struct PlannerOptions {
+  Strategy strategy = Strategy::kOptimal;
+  int workers = 0;  // N; 0: the job's workers
+  int servers = 0;  // S; 0: the planner chooses
+  ClusterProfile profile;
+};
+
+// A user's fixed choice for a layer.
+struct LayerOverride {
+  bool has_partition = false;
+  Choice choice = Choice::kData;
+  int rank = -1;  // location: the worker of the group holding an unpartitioned layer; -1: none given
+};
+
+// A whole plan's cost: the sum of its layers'.
+struct PlanTotals {
+  int group_size = 1, groups = 1;
+  double seconds = 0.0;  // per step: the sum of the layers' seconds
+  LayerCost cost;        // the layers' costs summed
+};
+
+struct PartitionReport {
+  Strategy strategy = Strategy::kOptimal;
+  ClusterProfile profile;
+  Grouping grouping;  // of the chosen plan, servers included
+  std::vector<LayerFacts> layers;
+  std::vector<LayerOverride> overrides;
+  std::vector<Choice> choices;
+  std::vector<int> ranks;  // where each unpartitioned layer lives
+  std::vector<LayerCost> costs;
+  PlanTotals chosen;      // what is written: the strategy with the overrides honoured
+  PlanTotals optimum;     // the free optimum, overrides ignored
+  PlanTotals all_data;    // every layer data parallel (M = 1)
+  PlanTotals all_model;   // every layer model parallel, one group of N
+  std::vector<PlanTotals> by_group_size;  // the best plan for each M tried
+  size_t max_states = 0;
+  bool has_overrides = false;
+};
+
+// Plans a built job. Errors name the job file and the layer or field.
+Status PlanJob(const JobConfig& job, const PlannerOptions& options, PartitionReport* report);
+
+// The same from layer facts: `batch` is B, `overrides` one per layer (may be
+// default), `where` names the source in messages.
+Status PlanLayers(const std::vector<LayerFacts>& layers, const std::vector<LayerOverride>& overrides, int batch,
+                  const PlannerOptions& options, const std::string& where, PartitionReport* report);
+
+// The cost of fixed choices under a grouping (a test and reporting aid).
+PlanTotals EvaluateChoices(const std::vector<LayerFacts>& layers, const std::vector<Choice>& choices,
+                           const std::vector<int>& ranks, const Grouping& g, const ClusterProfile& p);
+
+// plan.json's "planner" section, and the table --explain prints.
+nlohmann::json ReportToJson(const PartitionReport& report);
+std::string ExplainReport(const PartitionReport& report);
+
+}  // namespace shoal

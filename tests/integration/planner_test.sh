@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# dl-plan's search end to end: the shipped models plan and validate against the
+# schema, AlexNet takes Krizhevsky's hybrid, --strategy fixes the partition,
+# `dl-plan calibrate` writes a profile dl-plan loads, and bad input is refused.
+. "$(dirname "$0")/lib.sh"
+
+validate() {
+  python3 - "$root/schemas/plan.schema.json" "$1" <<'PY'
+import json, sys, jsonschema
+schema = json.load(open(sys.argv[1]))
+jsonschema.Draft202012Validator.check_schema(schema)
+jsonschema.validate(json.load(open(sys.argv[2])), schema, cls=jsonschema.Draft202012Validator)
+PY
+}
+gbe=$root/configs/clusters/1gbe-8node.yaml
+
+for model in alexnet vgg16 googlenet-style char-rnn; do
+  "$bin/dl-plan" "$root/configs/models/$model.yaml" --cluster "$gbe" -o "$tmp/$model.json" || fail "dl-plan $model"
+  validate "$tmp/$model.json" || fail "$model's plan does not validate"
+done
+ok "the plan-only models plan on the 1 Gbit/s profile and validate"
+
+python3 - "$tmp/alexnet.json" <<'PY' || fail "AlexNet's plan is not the hybrid"
+import json, sys
+p = json.load(open(sys.argv[1]))
+dims = {l["name"]: l["partition_dim"] for l in p["layers"]}
+types = {l["name"]: l["type"] for l in p["layers"]}
+assert p["strategy"] == "optimal"
+assert all(dims[n] == 0 for n, t in types.items() if t in ("convolution", "pooling")), dims
+assert all(dims[n] != 0 for n, t in types.items() if t == "fully_connected"), dims
+t = p["planner"]["totals"]
+assert t["chosen"]["seconds"] < t["all_data"]["seconds"] and t["chosen"]["seconds"] < t["all_model"]["seconds"]
+assert [l["partition_dim"] for l in p["planner"]["layers"]] == [l["partition_dim"] for l in p["layers"]]
+PY
+ok "AlexNet: convolutions data parallel, fully connected model parallel, cheaper than both pure plans"
+
+"$bin/dl-plan" "$root/configs/models/alexnet.yaml" --cluster "$gbe" --explain -o "$tmp/explained.json" 2>"$tmp/table" ||
+  fail "dl-plan --explain"
+grep -q "^fc6 .*fully_connected.*model" "$tmp/table" || fail "the table lacks fc6's choice: $(cat "$tmp/table")"
+grep -q "all data parallel" "$tmp/table" || fail "the table lacks the all-data total"
+ok "--explain prints a table with each layer's choice and the totals"
+
+"$bin/dl-plan" "$root/configs/models/alexnet.yaml" --cluster "$gbe" --strategy data -o "$tmp/data.json" ||
+  fail "dl-plan --strategy data"
+validate "$tmp/data.json" || fail "the data-parallel plan does not validate"
+python3 -c "
+import json, sys
+p = json.load(open(sys.argv[1]))
+assert p['strategy'] == 'data' and all(l['partition_dim'] == 0 for l in p['layers'])" "$tmp/data.json" ||
+  fail "--strategy data left a layer off dim 0"
+ok "--strategy data puts every layer on partition_dim 0"
+
+"$bin/dl-plan" calibrate --seconds 0.05 --nodes 4 -o "$tmp/profile.yaml" || fail "dl-plan calibrate"
+python3 - "$tmp/profile.yaml" <<'PY' || fail "the calibrated profile is not positive: $(cat "$tmp/profile.yaml")"
+import sys, yaml
+p = yaml.safe_load(open(sys.argv[1]))
+assert p["bandwidth_gbps"] > 0 and p["gflops_per_worker"] > 0 and p["latency_us"] >= 0 and p["nodes"] == 4
+PY
+"$bin/dl-plan" "$root/configs/fashion-mlp.yaml" --cluster "$tmp/profile.yaml" -o "$tmp/calibrated.json" ||
+  fail "dl-plan with the calibrated profile"
+ok "dl-plan calibrate writes a profile that dl-plan loads"
+
+printf 'name: bad\nbandwidth_gbps: 0\nlatency_us: 10\ngflops_per_worker: 5\n' >"$tmp/zero.yaml"
+expect_failure 1 "zero.yaml:2:[0-9]+: cluster profile: field 'bandwidth_gbps' must be positive, got 0" \
+  "$bin/dl-plan" "$root/configs/fashion-mlp.yaml" --cluster "$tmp/zero.yaml"
+ok "a profile with zero bandwidth is refused, naming the file, line and field"
+expect_failure 1 "65 workers but a step's mini-batch has 64 records" \
+  "$bin/dl-plan" "$root/configs/fashion-mlp.yaml" --workers 65
+ok "more workers than records in a batch is refused"
+sed 's/{name: data, type: data, shape: \[1, 28, 28\]}/{name: data, type: data, shape: [1, 28, 28], partition_dim: 1}/' \
+  "$root/configs/fashion-mlp.yaml" >"$tmp/override.yaml"
+expect_failure 1 "layer 'data': partition_dim 1 cannot be honoured" "$bin/dl-plan" "$tmp/override.yaml"
+ok "an override that cannot be honoured is refused"
+expect_failure 2 "" "$bin/dl-plan" "$root/configs/fashion-mlp.yaml" --strategy fastest
+expect_failure 2 "not expected" "$bin/dl-plan" calibrate "$root/configs/fashion-mlp.yaml"
+ok "usage errors exit 2"

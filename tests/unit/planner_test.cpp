@@ -1,0 +1,265 @@
+// Tests for lib/plan/planner, cost_model and cluster_profile: the shipped
+// models plan as SINGA §5.4.1 and Krizhevsky's "one weird trick" say, the
+// costs of a uniform net follow SINGA's closed forms, and bad input is refused.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "config/job.h"
+#include "plan/cluster_profile.h"
+#include "plan/planner.h"
+
+namespace shoal {
+namespace {
+
+bool Contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+std::string Source(const std::string& path) { return std::string(SHOAL_SOURCE_DIR) + "/" + path; }
+
+ClusterProfile LoadProfile(const std::string& path) {
+  ClusterProfile p;
+  Status s = LoadClusterProfile(Source(path), &p);
+  INFO(s.ToString());
+  REQUIRE(s.ok());
+  return p;
+}
+
+PartitionReport Plan(const std::string& job_path, const PlannerOptions& options,
+                     const std::vector<std::string>& sets = {}) {
+  JobConfig job;
+  Status s = LoadJobFile(Source(job_path), sets, &job);
+  INFO(s.ToString());
+  REQUIRE(s.ok());
+  PartitionReport r;
+  s = PlanJob(job, options, &r);
+  INFO(s.ToString());
+  REQUIRE(s.ok());
+  return r;
+}
+
+// A layer field as if the job file said it (--set cannot index the layer list).
+struct LayerEdit {
+  int layer;
+  std::string key, value;
+};
+
+void Edit(JobConfig* job, const LayerEdit& e) {
+  LayerConfig& l = job->layers[e.layer];
+  l.node[e.key] = e.value;
+  if (e.key == "partition_dim") l.partition_dim = std::stoi(e.value);
+  if (e.key == "location") l.location = e.value;
+}
+
+Status PlanError(const std::string& job_path, const PlannerOptions& options, const std::vector<LayerEdit>& edits) {
+  JobConfig job;
+  REQUIRE(LoadJobFile(Source(job_path), {}, &job).ok());
+  for (const auto& e : edits) Edit(&job, e);
+  PartitionReport r;
+  return PlanJob(job, options, &r);
+}
+
+TEST_CASE("AlexNet on 8 workers at 1 Gbit/s: convolutions data parallel, fully connected not (one weird trick)") {
+  PlannerOptions o;
+  o.profile = LoadProfile("configs/clusters/1gbe-8node.yaml");
+  o.workers = 8;
+  PartitionReport r = Plan("configs/models/alexnet.yaml", o);
+  size_t params = 0;
+  int convs = 0, fcs = 0;
+  for (size_t i = 0; i < r.layers.size(); ++i) {
+    const LayerFacts& l = r.layers[i];
+    params += static_cast<size_t>(l.params);
+    INFO("layer '" << l.name << "' chose " << ChoiceName(r.choices[i]));
+    if (l.type == "convolution" || l.type == "pooling") {
+      CHECK(r.choices[i] == Choice::kData);
+      ++convs;
+    }
+    if (l.type == "fully_connected") {
+      CHECK(r.choices[i] != Choice::kData);
+      ++fcs;
+    }
+  }
+  CHECK(convs == 8);
+  CHECK(fcs == 3);
+  CHECK(params > 60000000);
+  CHECK(params < 63000000);
+  // The hybrid beats both pure strategies, and the totals are the layers' sum.
+  CHECK(r.chosen.seconds < r.all_data.seconds);
+  CHECK(r.chosen.seconds < r.all_model.seconds);
+  double sum = 0.0;
+  for (const auto& c : r.costs) sum += c.seconds();
+  CHECK(sum == doctest::Approx(r.chosen.seconds));
+  CHECK(r.chosen.seconds == doctest::Approx(r.optimum.seconds));
+}
+
+TEST_CASE("the Fashion-MNIST MLP on a fast link is all data parallel") {
+  PlannerOptions o;
+  o.profile = LoadProfile("configs/clusters/100gbe-64node.yaml");
+  for (int workers : {2, 4, 8}) {
+    o.workers = workers;
+    PartitionReport r = Plan("configs/fashion-mlp.yaml", o);
+    INFO(workers << " workers");
+    for (size_t i = 0; i < r.layers.size(); ++i) CHECK(r.choices[i] == Choice::kData);
+    CHECK(r.chosen.seconds == doctest::Approx(r.all_data.seconds));
+  }
+}
+
+// A uniform chain: data [d] -> L fully connected layers of d outputs -> loss.
+std::vector<LayerFacts> UniformChain(int layers, double d) {
+  std::vector<LayerFacts> v;
+  LayerFacts data;
+  data.name = "data";
+  data.feature = d;
+  data.is_input = true;
+  data.wants_grad = false;
+  v.push_back(data);
+  for (int i = 1; i <= layers + 1; ++i) {
+    LayerFacts l;
+    l.name = i <= layers ? "fc" + std::to_string(i) : "loss";
+    l.params = i <= layers ? d * d : 0.0;
+    l.feature = d;
+    l.srcs = {i - 1};
+    l.deps = {Dependency::kFull};
+    v.push_back(l);
+  }
+  return v;
+}
+
+TEST_CASE("a uniform net's traffic follows SINGA's closed forms: C_d = 2PN, C_m = 2DNB, M* = sqrt(PN/DB)") {
+  const int L = 4, N = 64, B = 128;
+  const double d = 256;
+  std::vector<LayerFacts> net = UniformChain(L, d);
+  const double P = L * d * d;
+  ClusterProfile p;
+  p.latency_us = 0.0;
+  p.gflops_per_worker = 1e12;  // compute ~0: only traffic counts
+  std::vector<int> ranks(net.size(), 0);
+  std::vector<Choice> data(net.size(), Choice::kData), model(net.size(), Choice::kModel);
+  model[0] = Choice::kData;  // the input is read by records
+  Grouping g;
+  g.workers = N;
+  g.batch = B;
+
+  // Data parallelism: every worker fetches and pushes every parameter.
+  g.group_size = 1;
+  PlanTotals cd = EvaluateChoices(net, data, ranks, g, p);
+  CHECK(cd.cost.param_floats_total == doctest::Approx(2 * P * N));
+  CHECK(cd.cost.feature_floats_total == 0.0);
+
+  // Model parallelism in one group: feature traffic, no parameter traffic.
+  // SINGA counts each worker fetching the whole source vector (2DNB); shoal
+  // counts the (N-1)/N of it that lives elsewhere. D sums the sources' feature
+  // sizes; the input's gradient is not sent (it wants none), so it counts once.
+  const double D = L * d + d / 2;
+  g.group_size = N;
+  PlanTotals cm = EvaluateChoices(net, model, ranks, g, p);
+  CHECK(cm.cost.param_floats_total == 0.0);
+  CHECK(cm.cost.feature_floats_total == doctest::Approx(2 * D * N * B * (N - 1.0) / N));
+
+  // Hybrid: groups of M, model parallel inside, data parallel across:
+  // C_h = 2PN/M + 2DB(M-1), minimised near M* = sqrt(PN/(DB)).
+  double best = INFINITY;
+  int best_m = 0;
+  for (int m = 1; m < N; m *= 2) {
+    g.group_size = m;
+    PlanTotals ch = EvaluateChoices(net, model, ranks, g, p);
+    INFO("M = " << m);
+    if (m > 1) CHECK(ch.cost.param_floats_total == doctest::Approx(2 * P * N / m));
+    CHECK(ch.cost.feature_floats_total == doctest::Approx(2 * D * B * (m - 1.0)));
+    if (ch.seconds < best) best = ch.seconds, best_m = m;
+  }
+  const double m_star = std::sqrt(P * N / (D * B));
+  INFO("M* = " << m_star << ", chosen " << best_m);
+  CHECK(best_m >= m_star / 2);
+  CHECK(best_m <= m_star * 2);
+  CHECK(best_m > 1);
+}
+
+TEST_CASE("user overrides are honoured and the free optimum is reported beside them") {
+  PlannerOptions o;
+  o.profile = LoadProfile("configs/clusters/1gbe-8node.yaml");
+  PartitionReport r = Plan("configs/models/alexnet.yaml", o);
+  JobConfig job;
+  REQUIRE(LoadJobFile(Source("configs/models/alexnet.yaml"), {}, &job).ok());
+  REQUIRE(job.layers[14].name == "fc6");
+  Edit(&job, {14, "partition_dim", "0"});  // fc6 data parallel, against the optimum
+  Edit(&job, {1, "location", "3"});        // conv1 on worker 3 alone
+  PartitionReport forced;
+  Status s = PlanJob(job, o, &forced);
+  INFO(s.ToString());
+  REQUIRE(s.ok());
+  CHECK(forced.has_overrides);
+  CHECK(forced.choices[14] == Choice::kData);
+  CHECK(forced.choices[1] == Choice::kNone);
+  CHECK(forced.ranks[1] == 3);
+  CHECK(forced.chosen.seconds > forced.optimum.seconds);
+  CHECK(forced.optimum.seconds == doctest::Approx(r.chosen.seconds));
+}
+
+TEST_CASE("bad input is refused with a message naming what and where") {
+  PlannerOptions o;
+  SUBCASE("a profile with zero or negative bandwidth") {
+    ClusterProfile p;
+    Status s = ParseClusterProfile("name: x\nbandwidth_gbps: 0\nlatency_us: 1\ngflops_per_worker: 1\n", "c.yaml", &p);
+    CHECK(s.code() == Status::Code::kInvalidArgument);
+    CHECK(Contains(s.message(), "c.yaml:2:"));
+    CHECK(Contains(s.message(), "'bandwidth_gbps'"));
+    CHECK(Contains(s.message(), "must be positive, got 0"));
+    s = ParseClusterProfile("bandwidth_gbps: -1\nlatency_us: 1\ngflops_per_worker: 1\n", "c.yaml", &p);
+    CHECK(Contains(s.message(), "must be positive, got -1"));
+    s = ParseClusterProfile("bandwidth_gbps: 1\nlatency_us: 1\n", "c.yaml", &p);
+    CHECK(Contains(s.message(), "missing field 'gflops_per_worker'"));
+    s = ParseClusterProfile("bandwidth_gbps: 1\nlatency_us: 1\ngflops_per_worker: 1\nbandwith: 3\n", "c.yaml", &p);
+    CHECK(Contains(s.message(), "bandwith"));
+  }
+  SUBCASE("more workers than records in a batch") {
+    o.workers = 65;  // fashion-mlp: 2 workers x 32 records
+    Status s = PlanError("configs/fashion-mlp.yaml", o, {});
+    CHECK(s.code() == Status::Code::kInvalidArgument);
+    CHECK(Contains(s.message(), "65 workers but a step's mini-batch has 64 records"));
+  }
+  SUBCASE("more workers than the profile has nodes") {
+    o.profile.nodes = 4;
+    o.workers = 8;
+    CHECK(Contains(PlanError("configs/fashion-mlp.yaml", o, {}).message(), "has 4 nodes"));
+  }
+  SUBCASE("overrides that cannot be honoured") {
+    Status s = PlanError("configs/fashion-mlp.yaml", o, {{0, "partition_dim", "1"}});
+    CHECK(Contains(s.message(), "layer 'data': partition_dim 1 cannot be honoured"));
+    s = PlanError("configs/fashion-mlp.yaml", o, {{1, "location", "5"}});
+    CHECK(Contains(s.message(), "layer 'fc1': location 5 cannot be honoured: a group of 2 workers"));
+    s = PlanError("configs/fashion-mlp.yaml", o, {{1, "location", "w1"}});
+    CHECK(Contains(s.message(), "field 'location'"));
+    s = PlanError("configs/fashion-mlp.yaml", o, {{1, "location", "1"}, {1, "partition_dim", "1"}});
+    CHECK(Contains(s.message(), "cannot be honoured with partition_dim 1"));
+    o.strategy = Strategy::kData;
+    s = PlanError("configs/fashion-mlp.yaml", o, {{3, "partition_dim", "1"}});
+    CHECK(Contains(s.message(), "layer 'fc2': partition_dim 1 cannot be honoured with --strategy data"));
+  }
+}
+
+TEST_CASE("--strategy data and model fix every layer; the shipped profiles and models load") {
+  PlannerOptions o;
+  o.profile = LoadProfile("configs/clusters/1gbe-8node.yaml");
+  o.strategy = Strategy::kData;
+  PartitionReport r = Plan("configs/models/alexnet.yaml", o);
+  for (Choice c : r.choices) CHECK(c == Choice::kData);
+  CHECK(r.grouping.group_size == 1);
+  o.strategy = Strategy::kModel;
+  r = Plan("configs/models/alexnet.yaml", o);
+  for (size_t i = 1; i < r.choices.size(); ++i) CHECK(r.choices[i] == Choice::kModel);
+  CHECK(r.grouping.group_size == 8);
+  o.strategy = Strategy::kOptimal;
+  for (const char* model : {"configs/models/vgg16.yaml", "configs/models/googlenet-style.yaml",
+                            "configs/models/char-rnn.yaml"}) {
+    INFO(model);
+    r = Plan(model, o);
+    CHECK(r.chosen.seconds <= r.all_data.seconds * (1 + 1e-9));
+    CHECK(r.chosen.seconds <= r.all_model.seconds * (1 + 1e-9));
+  }
+  CHECK(r.max_states >= 3);
+}
+
+}  // namespace
+}  // namespace shoal
