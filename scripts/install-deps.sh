@@ -6,7 +6,7 @@ set -euo pipefail
 
 packages=(build-essential cmake pkg-config git libcli11-dev nlohmann-json3-dev libyaml-cpp-dev
           libnng-dev libopenblas-dev doctest-dev zlib1g-dev dataset-fashion-mnist
-          python3 python3-jsonschema)
+          python3 python3-jsonschema openssl iproute2 slurm-wlm munge)
 if [[ "${1:-}" == "--bench" ]]; then
   packages+=(python3-torch python3-numpy)
 fi

@@ -4,6 +4,7 @@
 
 #include "core/build_info.h"
 #include "core/exit_codes.h"
+#include "core/slurm_env.h"
 #include "plan/plan.h"
 #include "ps/server.h"
 
@@ -13,13 +14,16 @@ int main(int argc, char** argv) {
   std::string plan_path;
   ServerOptions options;
   app.add_option("--plan", plan_path, "plan.json written by dl-plan")->required();
-  app.add_option("--id", options.id, "this server's id in the plan")->check(CLI::NonNegativeNumber);
+  int flag_id = -1;
+  app.add_option("--id", flag_id, "this server's id in the plan (default: SLURM_PROCID, or 0)")
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--checkpoint-dir", options.checkpoint_dir, "where to write checkpoints (none if unset)");
   app.add_option("--keep", options.keep_checkpoints, "checkpoints to keep")->check(CLI::PositiveNumber);
   SHOAL_PARSE_COMMAND_LINE(app, argc, argv);
 
   Plan plan;
   Status s = LoadPlan(plan_path, &plan);
+  if (s.ok()) s = ResolveProcessId("server", flag_id, static_cast<int>(plan.servers.size()), &options.id);
   if (!s.ok()) return ReportFailure("dl-server", s);
   ParameterServer server(plan, options);
   s = server.Start();

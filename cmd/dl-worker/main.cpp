@@ -4,6 +4,7 @@
 #include "parse_command_line.h"
 
 #include "core/exit_codes.h"
+#include "core/slurm_env.h"
 #include "plan/plan.h"
 #include "train/worker.h"
 
@@ -15,10 +16,14 @@ int main(int argc, char** argv) {
   bool no_eval = false;
   std::string metrics_path;
   app.add_option("--plan", plan_path, "plan.json written by dl-plan")->required();
-  app.add_option("--id", options.id, "this worker's global id in the plan")->check(CLI::NonNegativeNumber);
+  int flag_id = -1;
+  app.add_option("--id", flag_id, "this worker's global id in the plan (default: SLURM_PROCID, or 0)")
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--shards", options.shard_dir, "shard directory (default: the job's data.shards)");
   app.add_option("--threads", options.threads, "compute threads")->check(CLI::PositiveNumber);
   app.add_option("--steps", options.steps, "train this many steps (default: from the job)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--timeout-ms", options.timeout_ms, "give up on a server after this long (default: the job's)")
       ->check(CLI::PositiveNumber);
   app.add_flag("--standalone", options.standalone, "update parameters in this process; no servers");
   app.add_option("--metrics", metrics_path, "also append every record to this file as JSON lines");
@@ -28,6 +33,7 @@ int main(int argc, char** argv) {
 
   Plan plan;
   Status s = LoadPlan(plan_path, &plan);
+  if (s.ok()) s = ResolveProcessId("worker", flag_id, static_cast<int>(plan.workers.size()), &options.id);
   if (!s.ok()) return ReportFailure("dl-worker", s);
   std::FILE* metrics = nullptr;
   if (!metrics_path.empty() && !(metrics = std::fopen(metrics_path.c_str(), "a")))

@@ -14,7 +14,7 @@ RpcClient::~RpcClient() {
   if (open_) nng_close(socket_);
 }
 
-Status RpcClient::Dial(const std::string& endpoint, int timeout_ms) {
+Status RpcClient::Dial(const std::string& endpoint, int timeout_ms, const TlsIdentity& tls) {
   endpoint_ = endpoint;
   timeout_ms_ = timeout_ms;
   int rv = nng_req0_open(&socket_);
@@ -27,9 +27,20 @@ Status RpcClient::Dial(const std::string& endpoint, int timeout_ms) {
   nng_socket_set_ms(socket_, NNG_OPT_REQ_RESENDTIME, NNG_DURATION_INFINITE);
   nng_socket_set_ms(socket_, NNG_OPT_RECONNMINT, 20);
   nng_socket_set_ms(socket_, NNG_OPT_RECONNMAXT, 500);
-  rv = nng_dial(socket_, endpoint.c_str(), nullptr, NNG_FLAG_NONBLOCK);
-  if (rv != 0)
-    return Status::InvalidArgument("cannot dial '" + endpoint + "': " + nng_strerror(rv));
+  nng_dialer dialer;
+  rv = nng_dialer_create(&dialer, socket_, endpoint.c_str());
+  if (rv != 0) return Status::InvalidArgument("cannot dial '" + endpoint + "': " + nng_strerror(rv));
+  if (IsTlsEndpoint(endpoint)) {
+    if (!tls.enabled())
+      return Status::InvalidArgument("'" + endpoint + "' is a TLS endpoint: the job needs cluster.tls");
+    nng_tls_config* config = nullptr;
+    SHOAL_RETURN_IF_ERROR(NewTlsConfig(tls, false, &config));
+    rv = nng_dialer_set_ptr(dialer, NNG_OPT_TLS_CONFIG, config);
+    nng_tls_config_free(config);  // the dialer holds its own reference
+    if (rv != 0) return Status::IOError("cannot use TLS on '" + endpoint + "': " + nng_strerror(rv));
+  }
+  rv = nng_dialer_start(dialer, NNG_FLAG_NONBLOCK);
+  if (rv != 0) return Status::InvalidArgument("cannot dial '" + endpoint + "': " + nng_strerror(rv));
   return Status::Ok();
 }
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "comm/message.h"
+#include "comm/tls.h"
 #include "core/status.h"
 
 namespace shoal {
@@ -35,8 +36,9 @@ class RpcClient {
   RpcClient(const RpcClient&) = delete;
   RpcClient& operator=(const RpcClient&) = delete;
 
-  // Connects in the background: the server may come up after us.
-  Status Dial(const std::string& endpoint, int timeout_ms);
+  // Connects in the background: the server may come up after us. A
+  // tls+tcp:// endpoint needs `tls` (this process's identity).
+  Status Dial(const std::string& endpoint, int timeout_ms, const TlsIdentity& tls = {});
   // Send and Receive are split so that requests to several servers can be
   // in flight at once; one request per client at a time.
   Status Send(const MsgHeader& header, const std::vector<EntryRef>& entries,

@@ -7,13 +7,26 @@ namespace shoal {
 
 RpcServer::~RpcServer() { Close(); }
 
-Status RpcServer::Listen(const std::string& endpoint, int slots, Handler handler, BadRequest bad) {
+Status RpcServer::Listen(const std::string& endpoint, int slots, Handler handler, BadRequest bad,
+                         const TlsIdentity& tls) {
   handler_ = std::move(handler);
   bad_ = std::move(bad);
   int rv = nng_rep0_open(&socket_);
   if (rv != 0) return Status::IOError(std::string("cannot open a socket: ") + nng_strerror(rv));
   open_ = true;
-  rv = nng_listen(socket_, endpoint.c_str(), nullptr, 0);
+  nng_pipe_notify(socket_, NNG_PIPE_EV_ADD_POST, OnPipe, this);
+  nng_pipe_notify(socket_, NNG_PIPE_EV_REM_POST, OnPipe, this);
+  nng_listener listener;
+  rv = nng_listener_create(&listener, socket_, endpoint.c_str());
+  if (rv == 0 && IsTlsEndpoint(endpoint)) {
+    if (!tls.enabled())
+      return Status::InvalidArgument("'" + endpoint + "' is a TLS endpoint: the job needs cluster.tls");
+    nng_tls_config* config = nullptr;
+    SHOAL_RETURN_IF_ERROR(NewTlsConfig(tls, true, &config));
+    rv = nng_listener_set_ptr(listener, NNG_OPT_TLS_CONFIG, config);
+    nng_tls_config_free(config);  // the listener holds its own reference
+  }
+  if (rv == 0) rv = nng_listener_start(listener, 0);
   if (rv == NNG_EADDRINUSE)
     return Status::Unavailable("cannot listen on '" + endpoint +
                                "': address already in use (is another server running there?)");
@@ -79,8 +92,15 @@ void RpcServer::Reply(int index, const MsgHeader& header, const std::vector<Entr
   nng_ctx_send(slot.ctx, slot.aio);
 }
 
-void RpcServer::Drain(int timeout_ms) {
+void RpcServer::OnPipe(nng_pipe, nng_pipe_ev event, void* arg) {
+  auto* server = static_cast<RpcServer*>(arg);
+  if (event == NNG_PIPE_EV_ADD_POST) ++server->clients_;
+  else --server->clients_;
+}
+
+void RpcServer::Drain(int timeout_ms, int linger_ms) {
   for (int waited = 0; replies_in_flight_ > 0 && waited < timeout_ms; waited += 5) nng_msleep(5);
+  for (int waited = 0; clients_ > 0 && waited < linger_ms; waited += 5) nng_msleep(5);
 }
 
 void RpcServer::Close() {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "comm/message.h"
+#include "comm/tls.h"
 #include "core/status.h"
 
 namespace shoal {
@@ -29,11 +30,15 @@ class RpcServer {
   RpcServer(const RpcServer&) = delete;
   RpcServer& operator=(const RpcServer&) = delete;
 
-  Status Listen(const std::string& endpoint, int slots, Handler handler, BadRequest bad);
+  // A tls+tcp:// endpoint needs `tls` (this process's identity).
+  Status Listen(const std::string& endpoint, int slots, Handler handler, BadRequest bad,
+                const TlsIdentity& tls = {});
   void Reply(int slot, const MsgHeader& header, const std::vector<EntryRef>& entries,
              const std::string& text = "");
-  // Waits until every reply handed to NNG has left, or `timeout_ms` passes.
-  void Drain(int timeout_ms);
+  // Waits until every reply handed to NNG has left (or `timeout_ms` passes),
+  // then up to `linger_ms` for the clients to hang up: closing under a
+  // client that is still reading could cut its last reply short.
+  void Drain(int timeout_ms, int linger_ms);
   void Close();
 
  private:
@@ -45,6 +50,7 @@ class RpcServer {
     bool sending = false;
   };
   static void OnEvent(void* arg);
+  static void OnPipe(nng_pipe pipe, nng_pipe_ev event, void* arg);
   void Receive(Slot* slot);
 
   nng_socket socket_ = NNG_SOCKET_INITIALIZER;
@@ -53,6 +59,7 @@ class RpcServer {
   BadRequest bad_;
   std::vector<Slot> slots_;
   std::atomic<int> replies_in_flight_{0};
+  std::atomic<int> clients_{0};
 };
 
 }  // namespace shoal

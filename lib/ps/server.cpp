@@ -1,5 +1,6 @@
 #include "ps/server.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -57,7 +58,8 @@ Status ParameterServer::Start() {
         std::lock_guard<std::mutex> lock(mu_);
         ++stats_.bad_requests;
         std::fprintf(stderr, "dl-server: refused a request: %s\n", why.ToString().c_str());
-      });
+      },
+      TlsIdentityFor(plan_.job.cluster.tls_dir, "server", options_.id));
 }
 
 Status ParameterServer::Run() {
@@ -76,8 +78,9 @@ Status ParameterServer::Run() {
   }
   Status written = Checkpoint();
   lock.unlock();
-  // Let the last replies (the workers' final parameters) leave before the socket closes.
-  rpc_.Drain(plan_.job.cluster.timeout_ms);
+  // Let the last replies (the workers' final parameters) reach the workers
+  // before the socket closes; they hang up once they have them.
+  rpc_.Drain(plan_.job.cluster.timeout_ms, 1000);
   rpc_.Close();
   if (!failure_.ok()) return failure_;
   return written;

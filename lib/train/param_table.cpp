@@ -24,8 +24,8 @@ Status LocalTable::Push(uint64_t step) {
   return Status::Ok();
 }
 
-RemoteTable::RemoteTable(const Plan& plan, int worker, std::vector<Param*> params)
-    : plan_(plan), worker_(worker), plan_hash_(plan.hash_value()), pieces_(plan.servers.size()) {
+RemoteTable::RemoteTable(const Plan& plan, int worker, std::vector<Param*> params, int timeout_ms)
+    : plan_(plan), worker_(worker), timeout_ms_(timeout_ms), plan_hash_(plan.hash_value()), pieces_(plan.servers.size()) {
   std::map<std::string, Param*> by_name;
   for (Param* p : params) by_name[p->name] = p;
   for (const auto& s : plan.slices) pieces_[s.server].push_back({s.key, by_name.at(s.param), s.offset, s.count});
@@ -33,8 +33,10 @@ RemoteTable::RemoteTable(const Plan& plan, int worker, std::vector<Param*> param
 
 Status RemoteTable::Connect() {
   for (const auto& server : plan_.servers) {
+    TlsIdentity tls = TlsIdentityFor(plan_.job.cluster.tls_dir, "worker", worker_);
+    tls.server_name = ServerCertificateName(server.id);
     clients_.push_back(std::make_unique<RpcClient>());
-    SHOAL_RETURN_IF_ERROR(clients_.back()->Dial(server.endpoint, plan_.job.cluster.timeout_ms));
+    SHOAL_RETURN_IF_ERROR(clients_.back()->Dial(server.endpoint, timeout_ms_, tls));
   }
   return Status::Ok();
 }
@@ -82,6 +84,10 @@ Status RemoteTable::Fetch(uint64_t version) { return RoundTrip(MsgType::kGet, ve
 
 Status RemoteTable::Push(uint64_t step) { return RoundTrip(MsgType::kUpdateGet, step, true); }
 
-Status RemoteTable::Finish() { return RoundTrip(MsgType::kDone, 0, false); }
+Status RemoteTable::Finish() {
+  SHOAL_RETURN_IF_ERROR(RoundTrip(MsgType::kDone, 0, false));
+  clients_.clear();  // hang up now: the servers wait for it before they exit
+  return Status::Ok();
+}
 
 }  // namespace shoal

@@ -41,7 +41,8 @@ class LocalTable : public ParamTable {
 
 class RemoteTable : public ParamTable {
  public:
-  RemoteTable(const Plan& plan, int worker, std::vector<Param*> params);
+  // Every wait gives up after `timeout_ms`.
+  RemoteTable(const Plan& plan, int worker, std::vector<Param*> params, int timeout_ms);
   Status Connect();
   Status Fetch(uint64_t version) override;
   Status Push(uint64_t step) override;
@@ -61,6 +62,7 @@ class RemoteTable : public ParamTable {
 
   const Plan& plan_;
   int worker_;
+  int timeout_ms_;
   uint64_t plan_hash_;
   std::vector<std::unique_ptr<RpcClient>> clients_;
   std::vector<std::vector<Piece>> pieces_;  // per server

@@ -51,6 +51,11 @@ Status Worker::Run(WorkerResult* result) {
   if (options_.id < 0 || options_.id >= workers)
     return Status::InvalidArgument("worker id " + std::to_string(options_.id) + " is not in the plan (it has " +
                                    std::to_string(workers) + " workers)");
+  for (const auto& layer : plan_.layers)
+    if (layer.partition_dim != 0)
+      return Status::InvalidArgument("layer '" + layer.name + "' is planned with partition_dim " +
+                                     std::to_string(layer.partition_dim) +
+                                     "; workers run data-parallel plans only so far (dl-plan --strategy data)");
   SetComputeThreads(options_.threads);
   SHOAL_RETURN_IF_ERROR(Net::Build(job, &net_));
 
@@ -84,7 +89,8 @@ Status Worker::Run(WorkerResult* result) {
   if (options_.standalone) {
     table = std::make_unique<LocalTable>(plan_, params);
   } else {
-    auto r = std::make_unique<RemoteTable>(plan_, options_.id, params);
+    int timeout_ms = options_.timeout_ms > 0 ? options_.timeout_ms : job.cluster.timeout_ms;
+    auto r = std::make_unique<RemoteTable>(plan_, options_.id, params, timeout_ms);
     SHOAL_RETURN_IF_ERROR(r->Connect());
     remote = r.get();
     table = std::move(r);

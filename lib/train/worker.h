@@ -19,6 +19,7 @@ struct WorkerOptions {
   int threads = 1;           // compute threads (OpenBLAS)
   bool evaluate = true;      // evaluate on the test shard at the end (worker 0 only by default)
   int steps = 0;             // overrides the job's steps when > 0
+  int timeout_ms = 0;        // overrides the job's cluster.timeout_ms when > 0
 };
 
 struct WorkerResult {

@@ -404,7 +404,7 @@ TEST_CASE("done: the first worker's done waits for the last; both get the final 
   }
 
   // Run returns by itself (well before its 2 s idle timeout), writing a final checkpoint.
-  REQUIRE(f.run.wait_for(milliseconds(1500)) == std::future_status::ready);
+  REQUIRE(f.run.wait_for(milliseconds(3000)) == std::future_status::ready);
   Status run = f.run.get();
   INFO(run.ToString());
   CHECK(run.ok());
@@ -473,7 +473,7 @@ TEST_CASE("a stats request is answered with JSON and a shutdown ends Run") {
   CHECK(j["version"] == 0);
   CHECK(j["workers_done"] == 0);
   REQUIRE(tool->Call(f.Header(MsgType::kShutdown, 0, kToolSender), {}, &reply).ok());
-  REQUIRE(f.run.wait_for(milliseconds(1500)) == std::future_status::ready);
+  REQUIRE(f.run.wait_for(milliseconds(3000)) == std::future_status::ready);
   CHECK(f.run.get().ok());
 }
 

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Multi-host: three emulated hosts (network namespaces on a bridge, 1 Gbit/s
+# links); the server listens on host 1's address, the workers run on hosts 2
+# and 3 and reach it over tcp://; plain and TLS. Needs root (ip, tc).
+. "$(dirname "$0")/lib.sh"
+
+cluster=m$$
+cluster=${cluster:0:8}
+down() { "$root/scripts/netns-cluster.sh" down "$cluster" || true; cleanup; }
+trap down EXIT
+mapfile -t hosts < <("$root/scripts/netns-cluster.sh" up "$cluster" 3 1gbit)
+server_addr=${hosts[0]#* }
+ok "three hosts up: ${hosts[*]}"
+
+# run NAME SCHEME [override...]: server on host 1, workers on hosts 2 and 3.
+run() {
+  local name=$1 scheme=$2 port dir=$tmp/$1
+  shift 2
+  local sets=()
+  for o in "$@"; do sets+=(--set "$o"); done
+  port=$(fresh_port)
+  mkdir -p "$dir"
+  "$bin/dl-plan" "$root/configs/fashion-mlp.yaml" --endpoints "$scheme://$server_addr:$port" \
+    --set train.steps=100 --set cluster.timeout_ms=20000 "${sets[@]}" -o "$dir/plan.json"
+  "$root/scripts/netns-cluster.sh" exec "$cluster" 1 "$bin/dl-server" --plan "$dir/plan.json" \
+    >"$dir/server.jsonl" 2>"$dir/server.log" &
+  local server=$!
+  "$root/scripts/netns-cluster.sh" exec "$cluster" 2 "$bin/dl-worker" --plan "$dir/plan.json" --id 0 \
+    --shards "$(shards_for 2)" >"$dir/w0.jsonl" 2>"$dir/w0.log" &
+  local w0=$!
+  "$root/scripts/netns-cluster.sh" exec "$cluster" 3 "$bin/dl-worker" --plan "$dir/plan.json" --id 1 \
+    --shards "$(shards_for 2)" --no-eval >"$dir/w1.jsonl" 2>"$dir/w1.log" || fail "worker 1 failed: $(cat "$dir/w1.log")"
+  wait "$w0" || fail "worker 0 failed: $(cat "$dir/w0.log")"
+  wait "$server" || fail "the server failed: $(cat "$dir/server.log")"
+  field "$dir/w0.jsonl" done "r['test_accuracy']" >/dev/null || fail "worker 0 reported no accuracy"
+}
+
+run plain tcp
+ok "a server on host 1 and workers on hosts 2 and 3 train over tcp://$server_addr"
+
+"$root/scripts/make-certs.sh" "$tmp/certs" 1 2 2>/dev/null
+run tls tls+tcp cluster.tls_dir="$tmp/certs"
+ok "the same over tls+tcp:// with mutual authentication"
+
+# A worker on another host cannot reach a server that listens on loopback only.
+port=$(fresh_port)
+"$bin/dl-plan" "$root/configs/fashion-mlp.yaml" --endpoints "tcp://127.0.0.1:$port" --set train.steps=5 \
+  --set cluster.nworkers_per_group=1 --set cluster.timeout_ms=20000 -o "$tmp/loopback.json"
+"$root/scripts/netns-cluster.sh" exec "$cluster" 1 "$bin/dl-server" --plan "$tmp/loopback.json" >/dev/null 2>&1 &
+expect_failure 3 "did not take 'get'" "$root/scripts/netns-cluster.sh" exec "$cluster" 2 \
+  "$bin/dl-worker" --plan "$tmp/loopback.json" --shards "$(shards_for 1)" --timeout-ms 1500
+ok "a server's default loopback address is not reachable from another host"

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# A real Slurm (slurmctld, two slurmd, munge) on this machine runs the MLP job
+# through sbatch with 1 server and 2 workers; the job's output reports the test
+# accuracy; a job with a failing worker fails; and no daemon or job process is
+# left afterwards. Needs root and Debian's slurm-wlm and munge.
+. "$(dirname "$0")/lib.sh"
+
+cluster=$tmp/slurm
+stop_cluster() { "$root/scripts/slurm/local-cluster.sh" stop "$cluster" || true; cleanup; }
+trap stop_cluster EXIT
+"$root/scripts/slurm/local-cluster.sh" start "$cluster" 2 >"$tmp/env" || fail "Slurm did not come up"
+export SLURM_CONF=$cluster/slurm.conf
+[[ $(sinfo -hN -t idle | wc -l) -eq 2 ]] || fail "expected 2 idle nodes: $(sinfo -N)"
+ok "slurmctld and two slurmd are up on loopback"
+
+# submit NAME [override...]: runs train.sbatch to the end; prints the job id.
+submit() {
+  local name=$1 id
+  shift
+  id=$(sbatch --parsable --output="$tmp/$name.out" \
+    --export=ALL,SHOAL_ROOT="$root",SHOAL_BIN="$bin",RUN_DIR="$tmp/$name",BASE_PORT="$(fresh_port)" \
+    "$root/scripts/slurm/train.sbatch" "$root/configs/fashion-mlp.yaml" "$@")
+  for _ in $(seq 300); do
+    [[ -z "$(squeue -h -j "$id" 2>/dev/null)" ]] && break
+    sleep 1
+  done
+  [[ -z "$(squeue -h -j "$id" 2>/dev/null)" ]] || fail "job $name ($id) did not finish in 300 s"
+  echo "$id"
+}
+exit_code() { scontrol show job "$1" | sed -n 's/.*ExitCode=\([0-9]*\):.*/\1/p'; }
+
+# The demo's run: 2 epochs, the rate lowered for the last quarter.
+id=$(submit good train.epochs=2 train.lr_schedule.kind=step train.lr_schedule.every=1400 \
+  data.shards="$(shards_for 2)")
+[[ "$(exit_code "$id")" == 0 ]] || fail "the job failed: $(cat "$tmp/good.out")"
+accuracy=$(sed -n 's/^shoal: done: test accuracy \([0-9.]*\);.*/\1/p' "$tmp/good.out")
+[[ -n "$accuracy" ]] || fail "no accuracy in the job's output: $(cat "$tmp/good.out")"
+python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) >= 0.85 else 1)" "$accuracy" ||
+  fail "test accuracy $accuracy < 0.85"
+ok "sbatch trains the MLP with 1 server and 2 workers to test accuracy $accuracy (>= 0.85)"
+for f in server-0.jsonl server-0.log worker-0.jsonl worker-0.log worker-1.jsonl worker-1.log verify.json; do
+  [[ -s "$tmp/good/$f" || "$f" == *.log ]] || fail "missing per-rank output $f"
+done
+grep -q '"endpoint": "tcp://127.0.0.1:' "$tmp/good/plan.json" || fail "endpoints not from the nodes' addresses"
+ok "one log per rank; endpoints from the allocation's nodes"
+
+# A worker that fails (a corrupted shard) fails the job, and stops the server.
+cp -r "$(shards_for 2)" "$tmp/shards"
+printf '\xff' | dd of="$tmp/shards/train-00001.shard" bs=1 seek=$((44 + 2 * 792)) conv=notrunc status=none
+id=$(submit bad train.steps=50 data.shards="$tmp/shards")
+code=$(exit_code "$id")
+[[ "$code" != 0 ]] || fail "a job with a failing worker exited 0"
+grep -q "record 2: checksum mismatch" "$tmp/bad/worker-1.log" || fail "worker 1's log lacks the reason"
+ok "a failing worker fails the job (exit $code) with its reason in its log"
+
+"$root/scripts/slurm/local-cluster.sh" stop "$cluster"
+sleep 0.5
+! pgrep -f "$cluster" >/dev/null || fail "daemons left: $(pgrep -af "$cluster")"
+! pgrep -f "$tmp/(good|bad)/plan.json" >/dev/null || fail "job processes left"
+ok "no daemon or job process is left"
