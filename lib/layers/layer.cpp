@@ -4,7 +4,7 @@ namespace shoal {
 
 size_t Layer::param_count() const {
   size_t n = 0;
-  for (const auto& p : params_) n += p.value.size();
+  for (const auto& p : params_) n += NumElements(p.shape);
   return n;
 }
 
@@ -18,9 +18,12 @@ void Layer::Allocate(int batch) {
 Param& Layer::AddParam(const std::string& suffix, Shape shape, ParamInit init) {
   Param p;
   p.name = name_ + "." + suffix;
+  p.shape = shape;
   p.init = init;
-  p.value = Tensor(shape);
-  p.grad = Tensor(shape);
+  if (allocate_params_) {
+    p.value = Tensor(shape);
+    p.grad = Tensor(shape);
+  }
   params_.push_back(std::move(p));
   return params_.back();
 }

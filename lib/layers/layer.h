@@ -34,6 +34,7 @@ struct ParamInit {
 
 struct Param {
   std::string name;  // "<layer>.weight", "<layer>.bias"
+  Shape shape;
   ParamInit init;
   Tensor value;
   Tensor grad;
@@ -70,9 +71,12 @@ class Layer {
   const std::vector<Param>& params() const { return params_; }
   size_t param_count() const;
 
-  void Init(std::string name, std::string type) {
+  // `allocate_params`: false when the net is only planned, never run (its
+  // parameters can be gigabytes: only their shapes are wanted).
+  void Init(std::string name, std::string type, bool allocate_params = true) {
     name_ = std::move(name);
     type_ = std::move(type);
+    allocate_params_ = allocate_params;
   }
   // Shapes data() and grad() for a batch of `batch` records.
   void Allocate(int batch);
@@ -88,6 +92,7 @@ class Layer {
  private:
   std::string name_;
   std::string type_;
+  bool allocate_params_ = true;
 };
 
 // The explicit table of layer types (lib/layers/registry.cpp).

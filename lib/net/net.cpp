@@ -4,7 +4,7 @@
 
 namespace shoal {
 
-Status Net::Build(const JobConfig& job, std::unique_ptr<Net>* out) {
+Status Net::Build(const JobConfig& job, std::unique_ptr<Net>* out, bool allocate_params) {
   auto net = std::unique_ptr<Net>(new Net());
   const auto& configs = job.layers;
   std::map<std::string, size_t> index;
@@ -42,7 +42,7 @@ Status Net::Build(const JobConfig& job, std::unique_ptr<Net>* out) {
       for (const auto& t : LayerTypes()) known += (known.empty() ? "" : ", ") + t;
       return fields.FieldError("type", "is '" + cfg.type + "', not a layer type (known: " + known + ")");
     }
-    layer->Init(cfg.name, cfg.type);
+    layer->Init(cfg.name, cfg.type, allocate_params);
     std::vector<const Layer*> const_srcs;
     std::vector<Layer*> srcs;
     for (const auto& s : cfg.srclayers) {

@@ -17,7 +17,8 @@ class Net {
  public:
   // Sets every layer up (shapes, parameters) and checks the graph: known
   // types, known sources, no cycles, one data layer, one loss layer.
-  static Status Build(const JobConfig& job, std::unique_ptr<Net>* net);
+  // `allocate_params`: false for a net that is only planned (shapes, costs).
+  static Status Build(const JobConfig& job, std::unique_ptr<Net>* net, bool allocate_params = true);
 
   // Shapes every feature for batches of `batch` records.
   void Allocate(int batch);

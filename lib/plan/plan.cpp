@@ -63,7 +63,7 @@ const ParamPlan* Plan::FindParam(const std::string& name) const {
 
 Status MakeDataParallelPlan(const JobConfig& job, const PlanOptions& options, Plan* plan) {
   std::unique_ptr<Net> net;
-  SHOAL_RETURN_IF_ERROR(Net::Build(job, &net));
+  SHOAL_RETURN_IF_ERROR(Net::Build(job, &net, /*allocate_params=*/false));
   *plan = Plan();
   plan->job = job;
   const ClusterConfig& c = job.cluster;
@@ -79,8 +79,8 @@ Status MakeDataParallelPlan(const JobConfig& job, const PlanOptions& options, Pl
   }
   int next_server = 0;
   for (Param* p : net->params()) {
-    ParamPlan pp{p->name, p->value.shape(), p->init, {}};
-    size_t total = p->value.size();
+    ParamPlan pp{p->name, p->shape, p->init, {}};
+    size_t total = NumElements(p->shape);
     for (size_t offset = 0; offset < total; offset += c.slice_floats) {
       SlicePlan s;
       s.key = static_cast<uint32_t>(plan->slices.size());

@@ -217,7 +217,7 @@ Status PlanLayers(const std::vector<LayerFacts>& layers, const std::vector<Layer
 
 Status PlanJob(const JobConfig& job, const PlannerOptions& options, PartitionReport* report) {
   std::unique_ptr<Net> net;
-  SHOAL_RETURN_IF_ERROR(Net::Build(job, &net));
+  SHOAL_RETURN_IF_ERROR(Net::Build(job, &net, /*allocate_params=*/false));
   std::vector<LayerFacts> layers = CollectLayerFacts(job, *net);
   std::vector<LayerOverride> overrides;
   SHOAL_RETURN_IF_ERROR(ReadOverrides(job, layers, &overrides));
