@@ -2,7 +2,7 @@
 BUILD ?= build
 JOBS ?= 2
 
-.PHONY: all deps test demo bench clean
+.PHONY: all deps test demo bench slurm clean
 all:
 	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release >/dev/null
 	@cmake --build $(BUILD) -j$(JOBS)
@@ -18,6 +18,11 @@ demo: deps all
 
 bench: all
 	bench/run.sh  # installs the PyTorch peers itself
+
+# sbatch the job on a Slurm cluster: make slurm JOB=configs/fashion-mlp.yaml ARGS="train.epochs=2"
+JOB ?= configs/fashion-mlp.yaml
+slurm: all
+	sbatch scripts/slurm/train.sbatch $(JOB) $(ARGS)
 
 clean:
 	rm -rf $(BUILD)

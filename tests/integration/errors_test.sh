@@ -40,6 +40,12 @@ sed 's/"count": 200704/"count": 200703/' "$tmp/plan.json" >"$tmp/edited.json"
 expect_failure 1 "does not match the recorded" "$bin/dl-worker" --plan "$tmp/edited.json" --shards "$(shards_for 1)"
 ok "an edited plan is refused by its content hash"
 
+# A plan with feature (model) partitioning is refused until workers can run it.
+"$bin/dl-plan" "$mlp" --strategy model --set cluster.nworkers_per_group=1 -o "$tmp/model.json"
+expect_failure 1 "layer 'fc1' is planned with partition_dim 1; workers run data-parallel plans only" \
+  "$bin/dl-worker" --plan "$tmp/model.json" --standalone --shards "$(shards_for 1)"
+ok "a plan that model-partitions a layer is refused naming the layer"
+
 # Shards: a corrupted record is refused naming the file and the record.
 cp -r "$(shards_for 1)" "$tmp/shards"
 # Header: 8 magic + 4 version + 4 record size + 8 count + 4 rank + 3*4 dims + 4 crc = 44 bytes;
