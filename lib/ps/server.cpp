@@ -96,7 +96,6 @@ void ParameterServer::Handle(int slot, const MessageView& req) {
   ++requests_;
   changed_.notify_all();
   if (req.header.plan_hash != plan_hash_) {
-    ++stats_.bad_requests;
     ReplyError(slot, "request for plan " + HexU64(req.header.plan_hash) + ", this server runs plan " +
                          plan_.hash);
     return;
@@ -119,7 +118,6 @@ void ParameterServer::Handle(int slot, const MessageView& req) {
     case MsgType::kUpdateGet:
     case MsgType::kDone:
       if (!from_worker) {
-        ++stats_.bad_requests;
         ReplyError(slot, "sender " + std::to_string(req.header.sender) + " is not a worker of the plan (it has " +
                              std::to_string(workers_) + ")");
         return;
@@ -128,7 +126,6 @@ void ParameterServer::Handle(int slot, const MessageView& req) {
       else HandleUpdate(slot, req);
       return;
     default:
-      ++stats_.bad_requests;
       ReplyError(slot, std::string("unexpected request type '") + MsgTypeName(req.header.type) + "'");
   }
 }
@@ -273,7 +270,10 @@ void ParameterServer::ReplyOk(int slot) {
   rpc_.Reply(slot, h, {});
 }
 
+// Every refusal is counted and logged: a bad peer is visible, never fatal.
 void ParameterServer::ReplyError(int slot, const std::string& why) {
+  ++stats_.bad_requests;
+  std::fprintf(stderr, "dl-server: server %d refused a request: %s\n", options_.id, why.c_str());
   MsgHeader h{MsgType::kError, plan_hash_, stats_.version, static_cast<uint32_t>(options_.id)};
   rpc_.Reply(slot, h, {}, why);
 }
