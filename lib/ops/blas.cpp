@@ -2,16 +2,33 @@
 
 #include <cblas.h>
 
+#include <algorithm>
+#include <atomic>
+
 namespace shoal {
+namespace {
+
+std::atomic<int> compute_threads{1};
+
+}  // namespace
 
 void Sgemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a,
            const float* b, float beta, float* c) {
-  int lda = trans_a ? m : k;
-  int ldb = trans_b ? k : n;
-  cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
-              trans_b ? CblasTrans : CblasNoTrans, m, n, k, alpha, a, lda, b, ldb, beta, c, n);
+  Sgemm(trans_a, trans_b, m, n, k, alpha, a, trans_a ? m : k, b, trans_b ? k : n, beta, c, n);
 }
 
-void SetComputeThreads(int threads) { openblas_set_num_threads(threads); }
+void Sgemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a,
+           int lda, const float* b, int ldb, float beta, float* c, int ldc) {
+  cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
+              trans_b ? CblasTrans : CblasNoTrans, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+void SetComputeThreads(int threads) {
+  threads = std::max(1, threads);
+  compute_threads.store(threads);
+  openblas_set_num_threads(1);
+}
+
+int ComputeThreads() { return compute_threads.load(); }
 
 }  // namespace shoal

@@ -1,15 +1,48 @@
 #include "ops/elementwise.h"
 
-namespace shoal {
+#include <algorithm>
 
-void ReluForward(size_t n, const float* __restrict x, float* __restrict y) {
-  for (size_t i = 0; i < n; ++i) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+#include "ops/parallel.h"
+
+namespace shoal {
+namespace {
+
+// Below this many floats a loop runs on the calling thread alone: waking the
+// pool would cost more than it saves.
+constexpr size_t kParallelMin = 1 << 15;
+
+// Runs fn(begin, end) over [0, n) split into the compute threads' contiguous
+// ranges, each a multiple of 16 floats (a cache line) except the last.
+template <typename Fn>
+void ForRanges(size_t n, const Fn& fn) {
+  if (n < kParallelMin) {
+    fn(size_t{0}, n);
+    return;
+  }
+  const int lines = static_cast<int>((n + 15) / 16);
+  ParallelFor(lines, [&](int, int begin, int end) {
+    fn(static_cast<size_t>(begin) * 16, std::min(n, static_cast<size_t>(end) * 16));
+  });
+}
+
+void ReluForwardRange(size_t begin, size_t end, const float* __restrict x, float* __restrict y) {
+  for (size_t i = begin; i < end; ++i) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
 }
 
 // A select rather than a branch, with no aliasing, so the loop vectorizes.
-void ReluBackward(size_t n, const float* __restrict y, const float* __restrict dy,
-                  float* __restrict dx) {
-  for (size_t i = 0; i < n; ++i) dx[i] += y[i] > 0.0f ? dy[i] : 0.0f;
+void ReluBackwardRange(size_t begin, size_t end, const float* __restrict y,
+                       const float* __restrict dy, float* __restrict dx) {
+  for (size_t i = begin; i < end; ++i) dx[i] += y[i] > 0.0f ? dy[i] : 0.0f;
+}
+
+}  // namespace
+
+void ReluForward(size_t n, const float* x, float* y) {
+  ForRanges(n, [&](size_t begin, size_t end) { ReluForwardRange(begin, end, x, y); });
+}
+
+void ReluBackward(size_t n, const float* y, const float* dy, float* dx) {
+  ForRanges(n, [&](size_t begin, size_t end) { ReluBackwardRange(begin, end, y, dy, dx); });
 }
 
 void DropoutForward(size_t n, float ratio, const float* x, float* y, std::vector<float>* mask,

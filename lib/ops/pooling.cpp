@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <limits>
 
+#include "ops/parallel.h"
+
 namespace shoal {
 namespace {
 
@@ -25,24 +27,20 @@ void MaxPool2x2(const PoolGeometry& g, const float* __restrict in, float* __rest
   }
 }
 
-}  // namespace
-
-void MaxPoolForward(const PoolGeometry& g, int batch, const float* x, float* y,
-                    std::vector<int32_t>* argmax) {
+// Planes [begin, end) of the general case.
+void MaxPoolPlanes(const PoolGeometry& g, int begin, int end, const float* x, float* y,
+                   int32_t* argmax) {
   const int oh = g.out_height(), ow = g.out_width();
-  const int planes = batch * g.channels;
-  argmax->resize(static_cast<size_t>(planes) * oh * ow);
   if (g.kernel == 2 && g.stride == 2) {
-    for (int p = 0; p < planes; ++p)
+    for (int p = begin; p < end; ++p)
       MaxPool2x2(g, x + static_cast<size_t>(p) * g.height * g.width,
-                 y + static_cast<size_t>(p) * oh * ow,
-                 argmax->data() + static_cast<size_t>(p) * oh * ow);
+                 y + static_cast<size_t>(p) * oh * ow, argmax + static_cast<size_t>(p) * oh * ow);
     return;
   }
-  for (int p = 0; p < planes; ++p) {
+  for (int p = begin; p < end; ++p) {
     const float* in = x + static_cast<size_t>(p) * g.height * g.width;
     float* out = y + static_cast<size_t>(p) * oh * ow;
-    int32_t* arg = argmax->data() + static_cast<size_t>(p) * oh * ow;
+    int32_t* arg = argmax + static_cast<size_t>(p) * oh * ow;
     for (int i = 0; i < oh; ++i)
       for (int j = 0; j < ow; ++j) {
         float best = -std::numeric_limits<float>::infinity();
@@ -61,17 +59,39 @@ void MaxPoolForward(const PoolGeometry& g, int batch, const float* x, float* y,
   }
 }
 
+// Below this many input floats pooling runs on the calling thread alone.
+constexpr size_t kParallelMin = 1 << 15;
+
+int MaxTasks(const PoolGeometry& g, int batch) {
+  return static_cast<size_t>(batch) * g.channels * g.height * g.width < kParallelMin ? 1 : 1 << 30;
+}
+
+}  // namespace
+
+// Planes are split over the compute threads; each writes only its own planes.
+void MaxPoolForward(const PoolGeometry& g, int batch, const float* x, float* y,
+                    std::vector<int32_t>* argmax) {
+  const int planes = batch * g.channels;
+  argmax->resize(static_cast<size_t>(planes) * g.out_height() * g.out_width());
+  int32_t* arg = argmax->data();
+  ParallelFor(planes, [&](int, int begin, int end) { MaxPoolPlanes(g, begin, end, x, y, arg); },
+              MaxTasks(g, batch));
+}
+
 void MaxPoolBackward(const PoolGeometry& g, int batch, const float* dy,
                      const std::vector<int32_t>& argmax, float* dx) {
   const int plane_out = g.out_height() * g.out_width();
   const int plane_in = g.height * g.width;
   const int planes = batch * g.channels;
-  for (int p = 0; p < planes; ++p) {
-    const float* d = dy + static_cast<size_t>(p) * plane_out;
-    const int32_t* arg = argmax.data() + static_cast<size_t>(p) * plane_out;
-    float* out = dx + static_cast<size_t>(p) * plane_in;
-    for (int i = 0; i < plane_out; ++i) out[arg[i]] += d[i];
-  }
+  auto planes_range = [&](int, int begin, int end) {
+    for (int p = begin; p < end; ++p) {
+      const float* d = dy + static_cast<size_t>(p) * plane_out;
+      const int32_t* arg = argmax.data() + static_cast<size_t>(p) * plane_out;
+      float* out = dx + static_cast<size_t>(p) * plane_in;
+      for (int i = 0; i < plane_out; ++i) out[arg[i]] += d[i];
+    }
+  };
+  ParallelFor(planes, planes_range, MaxTasks(g, batch));
 }
 
 }  // namespace shoal

@@ -1,0 +1,147 @@
+// The ops split over several compute threads (ops/parallel.h) give what the
+// single-threaded path gives, up to float summation order, for batches that
+// the thread count does not divide.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "ops/blas.h"
+#include "ops/convolution.h"
+#include "ops/elementwise.h"
+#include "ops/fully_connected.h"
+#include "ops/parallel.h"
+#include "ops/pooling.h"
+
+namespace shoal {
+namespace {
+
+std::vector<float> Random(size_t n, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  std::vector<float> v(n);
+  for (float& x : v) x = u(rng);
+  return v;
+}
+
+// Every element within 1e-5 relative to the tensor's largest magnitude: sums
+// that cancel make a per-element relative bound meaningless.
+void CheckClose(const std::vector<float>& want, const std::vector<float>& got,
+                const std::string& what) {
+  REQUIRE(want.size() == got.size());
+  double scale = 1e-3;
+  for (float v : want) scale = std::max(scale, std::fabs(double(v)));
+  for (size_t i = 0; i < want.size(); ++i) {
+    if (std::fabs(double(want[i]) - double(got[i])) > 1e-5 * scale) {
+      INFO(what << "[" << i << "]: single-threaded " << want[i] << ", threaded " << got[i]);
+      CHECK(false);
+      return;
+    }
+  }
+}
+
+// Runs `fn` with `threads` compute threads and restores one thread after.
+template <typename Fn>
+void WithThreads(int threads, const Fn& fn) {
+  SetComputeThreads(threads);
+  fn();
+  SetComputeThreads(1);
+}
+
+struct ConvResult {
+  std::vector<float> y, dx, dw, db;
+};
+
+ConvResult RunConvolution(const ConvGeometry& g, int batch, int threads) {
+  const size_t in = static_cast<size_t>(g.channels) * g.height * g.width;
+  const size_t out = static_cast<size_t>(g.filters) * g.col_cols();
+  const auto x = Random(batch * in, 1), w = Random(g.filters * g.col_rows(), 2);
+  const auto b = Random(g.filters, 3), dy = Random(batch * out, 4);
+  ConvResult r;
+  r.y.assign(batch * out, 0.0f);
+  r.dx = Random(batch * in, 5);  // backward adds into dx
+  r.dw.assign(w.size(), 7.0f);   // and sets dw, db
+  r.db.assign(b.size(), 7.0f);
+  std::vector<float> scratch;
+  WithThreads(threads, [&] {
+    ConvolutionForward(g, batch, x.data(), w.data(), b.data(), r.y.data(), &scratch);
+    ConvolutionBackward(g, batch, x.data(), w.data(), dy.data(), r.dx.data(), r.dw.data(),
+                        r.db.data(), &scratch);
+  });
+  return r;
+}
+
+TEST_CASE("threaded convolution forward and backward equal the single-threaded ones") {
+  // "Same" 5x5 geometry (the shift path), and stride 2 with padding (the general path).
+  const ConvGeometry geometries[] = {{3, 12, 12, 8, 5, 1, 2}, {2, 11, 9, 5, 3, 2, 1}};
+  for (const ConvGeometry& g : geometries)
+    for (int batch : {1, 7, 13})
+      for (int threads : {2, 3}) {
+        CAPTURE(batch);
+        CAPTURE(threads);
+        const ConvResult one = RunConvolution(g, batch, 1);
+        const ConvResult many = RunConvolution(g, batch, threads);
+        CheckClose(one.y, many.y, "y");
+        CheckClose(one.dx, many.dx, "dx");
+        CheckClose(one.dw, many.dw, "dw");
+        CheckClose(one.db, many.db, "db");
+      }
+}
+
+TEST_CASE("threaded fully connected, relu and max pooling equal the single-threaded ones") {
+  const int batch = 37, in = 300, out = 70;
+  const auto x = Random(batch * in, 11), w = Random(out * in, 12), b = Random(out, 13);
+  const auto dy = Random(batch * out, 14);
+  const PoolGeometry pg{5, 16, 16, 2, 2};
+  const size_t pool_in = static_cast<size_t>(batch) * 5 * 16 * 16;
+  const auto px = Random(pool_in, 15), pdy = Random(pool_in / 4, 16);
+  auto run = [&](int threads) {
+    std::vector<std::vector<float>> r;
+    WithThreads(threads, [&] {
+      std::vector<float> y(batch * out), dx = Random(batch * in, 17), dw(out * in, 7.0f),
+          db(out, 7.0f);
+      FullyConnectedForward(batch, in, out, x.data(), w.data(), b.data(), y.data());
+      FullyConnectedBackward(batch, in, out, x.data(), w.data(), dy.data(), dx.data(), dw.data(),
+                             db.data());
+      std::vector<float> ry(pool_in), rdx = Random(pool_in, 18);
+      ReluForward(pool_in, px.data(), ry.data());
+      ReluBackward(pool_in, ry.data(), px.data(), rdx.data());
+      std::vector<float> py(pool_in / 4), pdx = Random(pool_in, 19);
+      std::vector<int32_t> argmax;
+      MaxPoolForward(pg, batch, px.data(), py.data(), &argmax);
+      MaxPoolBackward(pg, batch, pdy.data(), argmax, pdx.data());
+      r = {y, dx, dw, db, ry, rdx, py, pdx};
+    });
+    return r;
+  };
+  const auto one = run(1), many = run(3);
+  const char* names[] = {"fc y", "fc dx", "fc dw", "fc db", "relu y", "relu dx", "pool y", "pool dx"};
+  for (size_t i = 0; i < one.size(); ++i) CheckClose(one[i], many[i], names[i]);
+}
+
+TEST_CASE("ParallelFor covers [0, n) once in contiguous ranges, and runs nested calls inline") {
+  WithThreads(3, [] {
+    for (int n : {1, 2, 3, 10, 101}) {
+      std::vector<int> hits(n, 0);
+      std::atomic<int> nested_tasks{0};
+      const int tasks = ParallelTasks(n);
+      CHECK(tasks == std::min(n, 3));
+      ParallelFor(n, [&](int task, int begin, int end) {
+        CHECK(begin == static_cast<int>(static_cast<long long>(n) * task / tasks));
+        for (int i = begin; i < end; ++i) ++hits[i];
+        ParallelFor(4, [&](int t, int b, int e) { nested_tasks += t == 0 && b == 0 && e == 4 ? 1 : 100; });
+      });
+      CHECK(std::count(hits.begin(), hits.end(), 1) == n);
+      CHECK(nested_tasks.load() == std::min(n, 3));
+    }
+  });
+}
+
+}  // namespace
+}  // namespace shoal
