@@ -6,6 +6,7 @@
 #include "core/exit_codes.h"
 #include "core/slurm_env.h"
 #include "plan/plan.h"
+#include "train/evaluate.h"
 #include "train/worker.h"
 
 int main(int argc, char** argv) {
@@ -27,12 +28,27 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   app.add_flag("--standalone", options.standalone, "update parameters in this process; no servers");
   app.add_option("--metrics", metrics_path, "also append every record to this file as JSON lines");
-  app.add_flag("--no-eval", no_eval, "skip the evaluation on the test shard");
+  auto* no_eval_flag = app.add_flag("--no-eval", no_eval, "skip the evaluation on the test shard");
+  EvalOptions eval;
+  auto* eval_only = app.add_option("--eval-only", eval.checkpoint,
+                                   "evaluate this checkpoint on the test shard and exit: a merged file, one step's "
+                                   "server files, or a directory (its newest complete step)");
+  eval_only->excludes(no_eval_flag)->excludes("--standalone")->excludes("--steps")->excludes("--id");
   SHOAL_PARSE_COMMAND_LINE(app, argc, argv);
   options.evaluate = !no_eval;
 
   Plan plan;
   Status s = LoadPlan(plan_path, &plan);
+  if (*eval_only) {
+    eval.shard_dir = options.shard_dir;
+    eval.threads = options.threads;
+    nlohmann::json record;
+    if (s.ok()) s = EvaluateCheckpoint(plan, eval, &record);
+    if (!s.ok()) return ReportFailure("dl-worker", s);
+    Progress progress(false, nullptr);
+    progress.Event(record);
+    return progress.ok() ? kExitOk : ReportFailure("dl-worker", Status::IOError("cannot write to standard output"));
+  }
   if (s.ok()) s = ResolveProcessId("worker", flag_id, static_cast<int>(plan.workers.size()), &options.id);
   if (!s.ok()) return ReportFailure("dl-worker", s);
   std::FILE* metrics = nullptr;

@@ -1,9 +1,11 @@
 #include "ckpt/checkpoint.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <set>
 
 #include "core/build_info.h"
@@ -88,8 +90,11 @@ std::vector<std::string> LatestCheckpoints(const std::string& dir) {
 Status WriteCheckpoint(const std::string& path, const Checkpoint& ckpt) {
   json header = {{"format", "shoal-checkpoint"}, {"version", kFormatVersion},
                  {"plan_hash", ckpt.plan_hash},  {"server", ckpt.server},
+                 {"servers", ckpt.servers},
                  {"step", ckpt.step},            {"updates", ckpt.updates},
-                 {"created_by", BuildCommit()},  {"tensors", json::array()}};
+                 {"created_by", BuildCommit()},  {"metric", ckpt.metric},
+                 {"updates_from", ckpt.updates_from},
+                 {"tensors", json::array()}};
   uint64_t offset = 0;
   for (const auto& t : ckpt.tensors) {
     uint64_t bytes = 4ull * t.data.size();
@@ -114,8 +119,25 @@ Status WriteCheckpoint(const std::string& path, const Checkpoint& ckpt) {
 }
 
 Status ReadCheckpointHeader(const std::string& path, json* header) {
-  std::string bytes;
-  SHOAL_RETURN_IF_ERROR(ReadFile(path, &bytes));
+  // Reads the preamble and the header only: listing a directory of large
+  // checkpoints must not read their tensors.
+  std::ifstream in(path, std::ios::binary);
+  std::error_code ec;
+  uint64_t file_bytes = std::filesystem::file_size(path, ec);
+  if (!in || ec) return Status::IOError("cannot open '" + path + "': " + std::strerror(errno));
+  std::string bytes(kPreamble, '\0');
+  in.read(&bytes[0], kPreamble);
+  bytes.resize(static_cast<size_t>(in.gcount()));
+  if (bytes.size() == kPreamble) {
+    uint64_t header_bytes;
+    std::memcpy(&header_bytes, bytes.data() + 12, 8);
+    // The header and its CRC, or what the file has of them (ParseFile names a truncation).
+    uint64_t want = std::min<uint64_t>(header_bytes + 4, file_bytes - kPreamble);
+    std::string rest(want, '\0');
+    in.read(&rest[0], static_cast<std::streamsize>(want));
+    rest.resize(static_cast<size_t>(in.gcount()));
+    bytes += rest;
+  }
   size_t data_start;
   return ParseFile(path, bytes, header, &data_start);
 }
@@ -130,8 +152,11 @@ Status ReadCheckpoint(const std::string& path, Checkpoint* ckpt) {
   try {
     ckpt->plan_hash = h.at("plan_hash");
     ckpt->server = h.at("server");
+    ckpt->servers = h.value("servers", 0);
     ckpt->step = h.at("step");
     ckpt->updates = h.at("updates");
+    ckpt->metric = h.value("metric", json());
+    ckpt->updates_from = h.value("updates_from", std::vector<uint64_t>());
     for (const auto& t : h.at("tensors")) {
       CheckpointTensor tensor;
       tensor.name = t.at("name");

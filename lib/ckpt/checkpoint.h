@@ -2,7 +2,8 @@
 // state, at one version.
 //
 // File: magic "SHOALCKP" | u32 format version | u64 header bytes | header
-// (JSON: plan hash, server, step, tensors with offset, count and CRC-32) |
+// (JSON: plan hash, server, servers, step, metric, tensors with offset,
+// count and CRC-32) |
 // u32 CRC-32 of the header | tensor data (float32, little-endian).
 // Written atomically (temporary file, fsync, rename), so a crash at any
 // point leaves the previous checkpoint whole.
@@ -30,9 +31,14 @@ struct CheckpointTensor {
 
 struct Checkpoint {
   std::string plan_hash;
-  int server = 0;
+  int server = 0;         // -1: a merged checkpoint (whole parameters, dl-ckpt merge)
+  int servers = 0;        // servers in the plan; 0: unknown (written before it was recorded)
   uint64_t step = 0;     // parameter version: updates applied so far (BSP: steps)
   uint64_t updates = 0;  // worker updates received
+  std::vector<uint64_t> updates_from;  // per worker: where each resumes (async)
+  // The last evaluation reported to the server before this checkpoint, e.g.
+  // {"step": 1800, "test_accuracy": 0.86, "test_loss": 0.39}; null if none.
+  nlohmann::json metric;
   std::vector<CheckpointTensor> tensors;
 };
 

@@ -15,8 +15,9 @@ nlohmann::json SummarizeCheckpoint(const std::string& path, const Checkpoint& ck
                        {"shape", t.shape}, {"offset", t.offset}, {"count", t.data.size()},
                        {"l2_norm", std::sqrt(sq)}});
   }
-  return {{"path", path}, {"plan_hash", ckpt.plan_hash}, {"server", ckpt.server},
-          {"step", ckpt.step}, {"updates", ckpt.updates}, {"tensors", tensors}};
+  return {{"path", path},       {"plan_hash", ckpt.plan_hash}, {"server", ckpt.server},
+          {"servers", ckpt.servers}, {"step", ckpt.step},       {"updates", ckpt.updates},
+          {"metric", ckpt.metric},   {"tensors", tensors}};
 }
 
 nlohmann::json DiffCheckpoints(const Checkpoint& a, const Checkpoint& b) {

@@ -7,7 +7,8 @@
 
 namespace shoal {
 
-// Step, plan, and per tensor: role, shape, count, L2 norm.
+// Step, plan, server (and the plan's server count), the recorded metric, and
+// per tensor: role, shape, count, L2 norm.
 nlohmann::json SummarizeCheckpoint(const std::string& path, const Checkpoint& ckpt);
 
 // Per tensor present in both: max absolute and max relative difference

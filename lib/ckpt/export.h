@@ -1,0 +1,45 @@
+// Exporting a merged checkpoint for other tools: NumPy's .npz (a zip of .npy
+// files, stored uncompressed) or safetensors. Values only unless asked; each
+// tensor named by its parameter ("fc1.weight"; velocity "fc1.weight@velocity"),
+// float32, shaped as the parameter.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "ckpt/checkpoint.h"
+#include "core/status.h"
+
+namespace shoal {
+
+enum class ExportFormat { kNpz, kSafetensors };
+
+// `name` "npz" | "safetensors", or empty: from `path`'s extension.
+Status ChooseExportFormat(const std::string& name, const std::string& path, ExportFormat* format);
+
+struct ExportTensor {
+  std::string name;
+  std::vector<int> shape;
+  const std::vector<float>* data = nullptr;
+};
+
+// The tensors to export from a merged checkpoint (every tensor whole).
+Status ExportTensors(const Checkpoint& merged, bool with_velocity, std::vector<ExportTensor>* tensors);
+
+// One .npy file (format 1.0): magic, version, header dict padded to 64 bytes, data.
+std::string EncodeNpy(const ExportTensor& tensor);
+// A zip archive of "<name>.npy" entries, stored (no compression), CRC-32 each.
+Status EncodeNpz(const std::vector<ExportTensor>& tensors, std::string* out);
+// u64 little-endian header length | JSON header (padded with spaces to a
+// multiple of 8) | data. `metadata` goes into the header's "__metadata__".
+Status EncodeSafetensors(const std::vector<ExportTensor>& tensors,
+                         const std::map<std::string, std::string>& metadata, std::string* out);
+
+// Writes `merged` to `path` atomically; `report` says what was written.
+Status ExportCheckpoint(const Checkpoint& merged, const std::string& path, ExportFormat format, bool with_velocity,
+                        nlohmann::json* report);
+
+}  // namespace shoal

@@ -1,0 +1,86 @@
+#include "train/evaluate.h"
+
+#include <cstring>
+#include <map>
+
+#include "ckpt/checkpoint_set.h"
+#include "data/shard.h"
+#include "net/net.h"
+#include "ops/blas.h"
+#include "train/batch_loader.h"
+
+namespace shoal {
+
+Status FillParamsFromCheckpoint(const Checkpoint& merged, const std::string& source,
+                                const std::vector<Param*>& params) {
+  std::map<std::string, const CheckpointTensor*> values;
+  for (const auto& t : merged.tensors)
+    if (t.role == "value") values[t.param] = &t;
+  for (Param* p : params) {
+    auto it = values.find(p->name);
+    if (it == values.end())
+      return Status::InvalidArgument("'" + source + "' has no parameter '" + p->name + "' (the plan's net has it, " +
+                                     ShapeToString(p->shape) + ")");
+    const CheckpointTensor& t = *it->second;
+    if (t.shape != p->shape)
+      return Status::InvalidArgument("'" + source + "': parameter '" + p->name + "' is " + ShapeToString(t.shape) +
+                                     ", the plan's net has " + ShapeToString(p->shape));
+    if (t.offset != 0 || t.data.size() != p->value.size())
+      return Status::InvalidArgument("'" + source + "': parameter '" + p->name +
+                                     "' is a slice, not the whole parameter (merge the servers' files)");
+    std::memcpy(p->value.data(), t.data.data(), 4 * t.data.size());
+    values.erase(it);
+  }
+  if (!values.empty())
+    return Status::InvalidArgument("'" + source + "' has parameter '" + values.begin()->first +
+                                   "', which the plan's net lacks (a checkpoint of another model?)");
+  return Status::Ok();
+}
+
+Status EvaluateCheckpoint(const Plan& plan, const EvalOptions& options, nlohmann::json* record) {
+  std::string source = options.checkpoint.size() == 1 ? options.checkpoint[0] : options.checkpoint.front() + " ...";
+  Checkpoint merged;
+  std::vector<std::string> files;
+  SHOAL_RETURN_IF_ERROR(LoadModel(options.checkpoint, options.step, &merged, &files));
+  SetComputeThreads(options.threads);
+  std::unique_ptr<Net> net;
+  SHOAL_RETURN_IF_ERROR(Net::Build(plan.job, &net));
+  SHOAL_RETURN_IF_ERROR(FillParamsFromCheckpoint(merged, source, net->params()));
+
+  std::string dir = options.shard_dir.empty() ? plan.job.data.shards : options.shard_dir;
+  if (dir.empty()) return Status::InvalidArgument("no shard directory: set data.shards in the job or pass --shards");
+  Manifest manifest;
+  SHOAL_RETURN_IF_ERROR(LoadManifest(dir, &manifest));
+  if (manifest.record_shape != net->data_layer().out_shape())
+    return Status::InvalidArgument("'" + dir + "/manifest.json': records are " + ShapeToString(manifest.record_shape) +
+                                   " but data layer '" + net->data_layer().name() + "' expects " +
+                                   ShapeToString(net->data_layer().out_shape()));
+  ShardReader test;
+  SHOAL_RETURN_IF_ERROR(test.Open(dir + "/" + manifest.test.file));
+  ShardScanner scanner(&test, 500);
+  long long correct = 0, seen = 0;
+  double loss_sum = 0.0;
+  for (;;) {
+    Batch b;
+    SHOAL_RETURN_IF_ERROR(scanner.Next(&b));
+    if (b.size == 0) break;
+    net->Allocate(b.size);
+    std::memcpy(net->data_layer().data().data(), b.pixels.data(), 4 * b.pixels.size());
+    net->data_layer().labels() = b.labels;
+    net->Forward(Phase::kTest);
+    correct += net->loss_layer().correct();
+    loss_sum += static_cast<double>(net->loss_layer().loss()) * b.size;
+    seen += b.size;
+  }
+  if (seen == 0) return Status::InvalidArgument("'" + dir + "/" + manifest.test.file + "' has no records");
+  *record = {{"event", "eval"},
+             {"test_accuracy", static_cast<double>(correct) / seen},
+             {"test_loss", loss_sum / seen},
+             {"records", seen},
+             {"step", merged.step},
+             {"checkpoint", source},
+             {"files", files}};
+  return Status::Ok();
+}
+
+}  // namespace shoal
