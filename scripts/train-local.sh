@@ -1,30 +1,38 @@
 #!/usr/bin/env bash
 # Runs a job on this machine: shards the data when missing, plans, starts the
-# plan's servers and workers on loopback, waits, and prints the outcome.
-# If any process fails, every other one it started is stopped.
+# plan's servers and workers on loopback, supervises them (see below), and
+# prints the outcome.
 #
 #   scripts/train-local.sh JOB.yaml [section.field=value ...]
+#   scripts/train-local.sh --resume RUN_DIR     go on with a stopped run: its
+#                                               plan, from its newest checkpoints
 #
 # Environment: RUN_DIR (default runs/<job>-<time>), BASE_PORT (first server
-# port; default picked from the process id), SHOAL_BIN (default build/).
+# port; default picked from the process id), SHOAL_BIN (default build/),
+# RETRIES (restarts allowed, default 3).
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 bin=${SHOAL_BIN:-$root/build}
-usage() { echo "usage: $0 JOB.yaml [section.field=value ...]" >&2; exit 2; }
-[[ $# -ge 1 && -f "$1" ]] || usage
-job=$1
-shift
-sets=()
-for o in "$@"; do sets+=(--set "$o"); done
-
-name=$(basename "$job" .yaml)
-run_dir=${RUN_DIR:-runs/$name-$(date +%Y%m%d-%H%M%S)}
-base_port=${BASE_PORT:-$((20000 + $$ % 20000))}
-mkdir -p "$run_dir"
-plan=$run_dir/plan.json
-
-"$bin/dl-plan" "$job" "${sets[@]}" --strategy data --base-port "$base_port" -o "$plan"
+usage() { echo "usage: $0 JOB.yaml [section.field=value ...] | --resume RUN_DIR" >&2; exit 2; }
+resume_run=""
+if [[ "${1:-}" == --resume ]]; then
+  [[ $# -eq 2 && -f "$2/plan.json" ]] || usage
+  run_dir=$2
+  plan=$run_dir/plan.json
+  resume_run=yes
+else
+  [[ $# -ge 1 && -f "$1" ]] || usage
+  job=$1
+  shift
+  sets=()
+  for o in "$@"; do sets+=(--set "$o"); done
+  run_dir=${RUN_DIR:-runs/$(basename "$job" .yaml)-$(date +%Y%m%d-%H%M%S)}
+  base_port=${BASE_PORT:-$((20000 + $$ % 20000))}
+  mkdir -p "$run_dir"
+  plan=$run_dir/plan.json
+  "$bin/dl-plan" "$job" "${sets[@]}" --strategy data --base-port "$base_port" -o "$plan"
+fi
 field() { python3 -c "import json,sys; print(json.load(open(sys.argv[1]))$1)" "$plan"; }
 workers=$(field '["cluster"]["workers"]')
 servers=$(field '["cluster"]["servers"]')
@@ -37,48 +45,93 @@ if [[ ! -f "$shards/manifest.json" ]]; then
   "$bin/dl-shard" --dataset "$dataset" --out "$shards" --shards "$workers" >"$run_dir/shard.json"
 fi
 
-pids=()
-names=()
+# Supervision: a process killed by a signal, or a worker that gave up on a
+# server (exit 3), is restarted, at most RETRIES times in all. A worker
+# rejoins at the servers' step; a server takes every server and worker down
+# with it, and they all restart from the newest checkpoint every server has
+# (dl-ckpt prepare-resume), so the servers agree on one version. Any other
+# failure (bad input: exit 1 or 2) stops the run.
+retries=${RETRIES:-3}
+declare -A name_of=()  # pid -> "server I" / "worker W"
+log() { echo "train-local: $*" >&2; }
+
+start_server() {  # start_server I [RESUME_DIR]
+  local resume=()
+  [[ -z "${2:-}" ]] || resume=(--resume "$2")
+  "$bin/dl-server" --plan "$plan" --id "$1" --checkpoint-dir "$run_dir/ckpt" "${resume[@]}" \
+    >>"$run_dir/server-$1.jsonl" 2>>"$run_dir/server-$1.log" &
+  name_of[$!]="server $1"
+}
+start_worker() {  # start_worker W
+  if (($1 == 0)); then
+    # Worker 0 reports to us: a live line on a terminal, JSON lines otherwise.
+    "$bin/dl-worker" --plan "$plan" --id 0 --shards "$shards" --metrics "$run_dir/worker-0.jsonl" \
+      2>>"$run_dir/worker-0.log" &
+  else
+    "$bin/dl-worker" --plan "$plan" --id "$1" --shards "$shards" --no-eval \
+      >>"$run_dir/worker-$1.jsonl" 2>>"$run_dir/worker-$1.log" &
+  fi
+  name_of[$!]="worker $1"
+}
+start_all() {  # start_all [RESUME_DIR]
+  for ((i = 0; i < servers; i++)); do start_server "$i" "${1:-}"; done
+  for ((w = 0; w < workers; w++)); do start_worker "$w"; done
+}
 stop_all() {
-  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  local pid
+  for pid in "${!name_of[@]}"; do kill "$pid" 2>/dev/null || true; done
+  for pid in "${!name_of[@]}"; do wait "$pid" 2>/dev/null || true; done
+  name_of=()
 }
 trap 'stop_all' EXIT
 trap 'stop_all; exit 130' INT TERM
 
-for ((i = 0; i < servers; i++)); do
-  "$bin/dl-server" --plan "$plan" --id "$i" --checkpoint-dir "$run_dir/ckpt" \
-    >"$run_dir/server-$i.jsonl" 2>"$run_dir/server-$i.log" &
-  pids+=($!)
-  names+=("server $i")
-done
-for ((w = 0; w < workers; w++)); do
-  if ((w == 0)); then
-    # Worker 0 reports to us: a live line on a terminal, JSON lines otherwise.
-    "$bin/dl-worker" --plan "$plan" --id 0 --shards "$shards" --metrics "$run_dir/worker-0.jsonl" \
-      2>"$run_dir/worker-0.log" &
+# prepare_resume N: the newest step every server has a good checkpoint of,
+# copied into a directory of its own; prints that directory (empty if none).
+prepare_resume() {
+  local dir=$run_dir/resume-$1
+  compgen -G "$run_dir/ckpt/*.ckpt" >/dev/null || return 0
+  if "$bin/dl-ckpt" prepare-resume "$run_dir/ckpt" -o "$dir" >"$dir.json" 2>>"$run_dir/resume.log"; then
+    log "resuming at step $(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["step"])' "$dir.json")"
+    echo "$dir"
   else
-    "$bin/dl-worker" --plan "$plan" --id "$w" --shards "$shards" --no-eval \
-      >"$run_dir/worker-$w.jsonl" 2>"$run_dir/worker-$w.log" &
+    log "no checkpoint to resume from: $(tail -n 1 "$run_dir/resume.log")"
   fi
-  pids+=($!)
-  names+=("worker $w")
-done
-echo "train-local: $workers workers, $servers servers, plan $plan, logs in $run_dir" >&2
+}
 
-# Wait for every process; the first failure stops the rest.
-remaining=${#pids[@]}
+if [[ -n "$resume_run" ]]; then
+  start_all "$(prepare_resume 0)"
+else
+  start_all
+fi
+log "$workers workers, $servers servers, plan $plan, logs in $run_dir"
+
 failed=""
-while ((remaining > 0)); do
+attempt=0
+while ((${#name_of[@]} > 0)); do
   status=0
   wait -n -p done_pid || status=$?
-  remaining=$((remaining - 1))
-  if ((status != 0)) && [[ -z "$failed" ]]; then
-    for i in "${!pids[@]}"; do [[ "${pids[$i]}" == "$done_pid" ]] && failed=${names[$i]}; done
-    log=$run_dir/${failed/ /-}.log
-    echo "train-local: $failed failed (exit $status); stopping the others" >&2
-    [[ -f "$log" ]] && tail -n 5 "$log" >&2
-    stop_all
+  name=${name_of[$done_pid]:-}
+  [[ -n "$name" ]] || continue
+  unset "name_of[$done_pid]"
+  ((status == 0)) && continue
+  if ((status >= 128 || status == 3)) && ((attempt < retries)); then
+    attempt=$((attempt + 1))
+    if [[ "$name" == server* ]]; then
+      log "$name died (exit $status); restarting every server from the newest checkpoint they all have, and the workers (retry $attempt of $retries)"
+      stop_all
+      start_all "$(prepare_resume "$attempt")"
+    else
+      log "$name died (exit $status); restarting it: it rejoins at the servers' step (retry $attempt of $retries)"
+      start_worker "${name#worker }"
+    fi
+    continue
   fi
+  failed=$name
+  log "$name failed (exit $status); stopping the others"
+  logfile=$run_dir/${name/ /-}.log
+  [[ -f "$logfile" ]] && tail -n 5 "$logfile" >&2
+  stop_all
 done
 trap - EXIT
 [[ -z "$failed" ]] || exit 1
@@ -89,4 +142,4 @@ import json, sys
 for line in open(sys.argv[1]):
     r = json.loads(line) if line.startswith('{') else {}
     if r.get('event') == 'done': print(r.get('test_accuracy', ''))" "$run_dir/worker-0.jsonl")
-echo "train-local: done: test accuracy $accuracy; checkpoints in $run_dir/ckpt (verified)" >&2
+log "done: test accuracy $accuracy; checkpoints in $run_dir/ckpt (verified)"

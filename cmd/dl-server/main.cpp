@@ -19,6 +19,8 @@ int main(int argc, char** argv) {
       ->check(CLI::NonNegativeNumber);
   app.add_option("--checkpoint-dir", options.checkpoint_dir, "where to write checkpoints (none if unset)");
   app.add_option("--keep", options.keep_checkpoints, "checkpoints to keep")->check(CLI::PositiveNumber);
+  app.add_option("--resume", options.resume_dir,
+                 "start from this server's checkpoint in DIR (written by dl-ckpt prepare-resume)");
   SHOAL_PARSE_COMMAND_LINE(app, argc, argv);
 
   Plan plan;

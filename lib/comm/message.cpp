@@ -21,10 +21,12 @@ T Get(const unsigned char*& p) {
 }
 
 bool IsKnownType(uint16_t t) {
-  return (t >= 1 && t <= 7) || t == 100 || t == 101;
+  return (t >= 1 && t <= 9) || t == 100 || t == 101;
 }
 
-bool CarriesText(MsgType t) { return t == MsgType::kError || t == MsgType::kStats; }
+bool CarriesText(MsgType t) {
+  return t == MsgType::kError || t == MsgType::kStats || t == MsgType::kMetric;
+}
 
 }  // namespace
 
@@ -37,6 +39,8 @@ const char* MsgTypeName(MsgType type) {
     case MsgType::kShutdown: return "shutdown";
     case MsgType::kDone: return "done";
     case MsgType::kUpdateGet: return "update-get";
+    case MsgType::kMetric: return "metric";
+    case MsgType::kJoin: return "join";
     case MsgType::kReply: return "reply";
     case MsgType::kError: return "error";
   }

@@ -24,6 +24,8 @@ enum class MsgType : uint16_t {
   kShutdown = 5,  // checkpoint and exit
   kDone = 6,      // the sender has finished training
   kUpdateGet = 7, // an update, answered with the parameters of version step + 1
+  kMetric = 8,    // text: an evaluation (JSON) to record in the next checkpoint
+  kJoin = 9,      // answered with the parameters and, as step, the step the sender is to train next
   kReply = 100,   // success; entries for a get
   kError = 101,   // failure; text says why
 };

@@ -1,5 +1,7 @@
 #include "core/file_util.h"
 
+#include "core/fault_injection.h"
+
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -20,6 +22,17 @@ std::string DirectoryOf(const std::string& path) {
   return path.substr(0, slash);
 }
 
+bool WriteAll(int fd, const char* p, size_t left) {
+  while (left > 0) {
+    ssize_t n = ::write(fd, p, left);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return false;
+    p += n;
+    left -= static_cast<size_t>(n);
+  }
+  return true;
+}
+
 }  // namespace
 
 Status ReadFile(const std::string& path, std::string* contents) {
@@ -36,19 +49,16 @@ Status WriteFileAtomic(const std::string& path, const std::string& contents) {
   std::string tmp = path + ".tmp." + std::to_string(getpid());
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   if (fd < 0) return Status::IOError("cannot create '" + tmp + "': " + ErrnoText());
-  const char* p = contents.data();
-  size_t left = contents.size();
-  while (left > 0) {
-    ssize_t n = ::write(fd, p, left);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      Status s = Status::IOError("cannot write '" + tmp + "': " + ErrnoText());
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      return s;
-    }
-    p += n;
-    left -= static_cast<size_t>(n);
+  // In two halves, so that a test can die between them (SHOAL_CRASH_AT=atomic-write:N).
+  const size_t half = contents.size() / 2;
+  bool written = WriteAll(fd, contents.data(), half);
+  if (written) CrashPoint("atomic-write");
+  written = written && WriteAll(fd, contents.data() + half, contents.size() - half);
+  if (!written) {
+    Status s = Status::IOError("cannot write '" + tmp + "': " + ErrnoText());
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    return s;
   }
   if (::fsync(fd) != 0 || ::close(fd) != 0) {
     Status s = Status::IOError("cannot sync '" + tmp + "': " + ErrnoText());

@@ -22,6 +22,7 @@ ParameterServer::ParameterServer(const Plan& plan, ServerOptions options)
       workers_(static_cast<int>(plan.workers.size())),
       bsp_(plan.job.cluster.consistency == "bsp"),
       contributed_(workers_, false),
+      updates_from_(workers_, 0),
       done_(workers_, false) {}
 
 Status ParameterServer::Start() {
@@ -44,6 +45,7 @@ Status ParameterServer::Start() {
       slices_.emplace(key, std::move(s));
     }
   }
+  if (!options_.resume_dir.empty()) SHOAL_RETURN_IF_ERROR(Resume());
   if (!options_.checkpoint_dir.empty()) {
     std::error_code ec;
     std::filesystem::create_directories(options_.checkpoint_dir, ec);
@@ -114,8 +116,19 @@ void ParameterServer::Handle(int slot, const MessageView& req) {
       changed_.notify_all();
       ReplyOk(slot);
       return;
+    case MsgType::kMetric: {
+      nlohmann::json metric = nlohmann::json::parse(req.text, nullptr, false);
+      if (metric.is_discarded() || !metric.is_object()) {
+        ReplyError(slot, "a metric must be a JSON object");
+        return;
+      }
+      metric_ = metric;
+      ReplyOk(slot);
+      return;
+    }
     case MsgType::kUpdate:
     case MsgType::kUpdateGet:
+    case MsgType::kJoin:
     case MsgType::kDone:
       if (!from_worker) {
         ReplyError(slot, "sender " + std::to_string(req.header.sender) + " is not a worker of the plan (it has " +
@@ -123,6 +136,7 @@ void ParameterServer::Handle(int slot, const MessageView& req) {
         return;
       }
       if (req.header.type == MsgType::kDone) HandleDone(slot, req);
+      else if (req.header.type == MsgType::kJoin) HandleJoin(slot, req);
       else HandleUpdate(slot, req);
       return;
     default:
@@ -142,14 +156,10 @@ void ParameterServer::HandleGet(int slot, const MessageView& req) {
 
 void ParameterServer::HandleUpdate(int slot, const MessageView& req) {
   const uint32_t sender = req.header.sender;
-  if (bsp_ && req.header.step != stats_.version) {
-    ReplyError(slot, "update for step " + std::to_string(req.header.step) + " but the table is at version " +
+  const uint64_t step = req.header.step;
+  if (bsp_ && step > stats_.version) {
+    ReplyError(slot, "update for step " + std::to_string(step) + " but the table is at version " +
                          std::to_string(stats_.version));
-    return;
-  }
-  if (bsp_ && contributed_[sender]) {
-    ReplyError(slot, "worker " + std::to_string(sender) + " sent step " + std::to_string(req.header.step) +
-                         " twice");
     return;
   }
   if (req.entries.size() != slices_.size()) {
@@ -165,38 +175,50 @@ void ParameterServer::HandleUpdate(int slot, const MessageView& req) {
       return;
     }
   }
-  for (const auto& e : req.entries) {
-    std::vector<float>& sum = slices_[e.key].grad_sum;
-    if (!bsp_) {
-      std::memcpy(sum.data(), e.data, 4ull * e.count);
-      continue;
-    }
-    for (uint32_t i = 0; i < e.count; ++i) {
-      float g;
-      std::memcpy(&g, e.data + 4ull * i, 4);
-      sum[i] += g;
-    }
-  }
-  ++stats_.updates_received;
-  if (!bsp_) {
-    ApplyUpdates(1.0f);
+  const bool repeated = bsp_ && (step < stats_.version || contributed_[sender]);
+  if (repeated) {
+    ++stats_.updates_repeated;
   } else {
-    contributed_[sender] = true;
-    if (++contributors_ == workers_) {
-      ApplyUpdates(1.0f / workers_);
-      contributors_ = 0;
-      contributed_.assign(workers_, false);
+    for (const auto& e : req.entries) {
+      std::vector<float>& sum = slices_[e.key].grad_sum;
+      if (!bsp_) {
+        std::memcpy(sum.data(), e.data, 4ull * e.count);
+        continue;
+      }
+      for (uint32_t i = 0; i < e.count; ++i) {
+        float g;
+        std::memcpy(&g, e.data + 4ull * i, 4);
+        sum[i] += g;
+      }
+    }
+    ++stats_.updates_received;
+    ++updates_from_[sender];
+    if (!bsp_) {
+      ApplyUpdates(1.0f);
+    } else {
+      contributed_[sender] = true;
+      if (++contributors_ == workers_) {
+        ApplyUpdates(1.0f / workers_);
+        contributors_ = 0;
+        contributed_.assign(workers_, false);
+      }
     }
   }
   if (req.header.type == MsgType::kUpdateGet) {
     // One round trip per step: the reply carries the next step's parameters
     // (under BSP, once every worker's gradient of this step is in).
-    if (bsp_) parked_.push_back({slot, req.header.step + 1, false});
+    if (bsp_ && step + 1 > stats_.version) parked_.push_back({slot, step + 1, false});
     else ReplyParams(slot);
   } else {
     ReplyOk(slot);
   }
   ServeParked();
+}
+
+void ParameterServer::HandleJoin(int slot, const MessageView& req) {
+  // BSP: every worker trains the table's current step; async: a worker goes
+  // on after the last of its updates the table took in.
+  ReplyParams(slot, bsp_ ? stats_.version : updates_from_[req.header.sender]);
 }
 
 void ParameterServer::ApplyUpdates(float scale) {
@@ -256,12 +278,13 @@ void ParameterServer::ServeParked() {
   }
 }
 
-void ParameterServer::ReplyParams(int slot) {
+void ParameterServer::ReplyParams(int slot, uint64_t step) {
   std::vector<EntryRef> entries;
   entries.reserve(slices_.size());
   for (const auto& [key, s] : slices_)
     entries.push_back({key, s.value.data(), static_cast<uint32_t>(s.value.size())});
-  MsgHeader h{MsgType::kReply, plan_hash_, stats_.version, static_cast<uint32_t>(options_.id)};
+  MsgHeader h{MsgType::kReply, plan_hash_, step == ~0ull ? stats_.version : step,
+              static_cast<uint32_t>(options_.id)};
   rpc_.Reply(slot, h, entries);
 }
 
@@ -278,6 +301,36 @@ void ParameterServer::ReplyError(int slot, const std::string& why) {
   rpc_.Reply(slot, h, {}, why);
 }
 
+Status ParameterServer::Resume() {
+  std::vector<std::string> found = ListCheckpoints(options_.resume_dir, options_.id);
+  if (found.empty())
+    return Status::InvalidArgument("no checkpoint of server " + std::to_string(options_.id) + " in '" +
+                                   options_.resume_dir + "' to resume from");
+  shoal::Checkpoint ckpt;
+  SHOAL_RETURN_IF_ERROR(ReadCheckpoint(found.back(), &ckpt));
+  const std::string& path = found.back();
+  if (ckpt.plan_hash != plan_.hash)
+    return Status::InvalidArgument("'" + path + "' belongs to plan " + ckpt.plan_hash + ", not " + plan_.hash);
+  size_t loaded = 0;
+  for (const auto& t : ckpt.tensors) {
+    auto it = slices_.find(t.key);
+    if (it == slices_.end() || it->second.value.size() != t.data.size() || plan_.slices[t.key].param != t.param)
+      return Status::InvalidArgument("'" + path + "': tensor '" + t.name + "' does not match this server's slices");
+    (t.role == "velocity" ? it->second.velocity : it->second.value) = t.data;
+    ++loaded;
+  }
+  if (loaded != 2 * slices_.size())
+    return Status::InvalidArgument("'" + path + "' holds " + std::to_string(loaded) + " tensors, this server needs " +
+                                   std::to_string(2 * slices_.size()));
+  stats_.version = ckpt.step;
+  stats_.updates_received = ckpt.updates;
+  if (ckpt.updates_from.size() == updates_from_.size()) updates_from_ = ckpt.updates_from;
+  metric_ = ckpt.metric;
+  std::fprintf(stderr, "dl-server: server %d resumed from '%s' at version %llu\n", options_.id, path.c_str(),
+               static_cast<unsigned long long>(ckpt.step));
+  return Status::Ok();
+}
+
 Status ParameterServer::Checkpoint() {
   if (options_.checkpoint_dir.empty()) return Status::Ok();
   shoal::Checkpoint ckpt;
@@ -285,6 +338,9 @@ Status ParameterServer::Checkpoint() {
   ckpt.server = options_.id;
   ckpt.step = stats_.version;
   ckpt.updates = stats_.updates_received;
+  ckpt.servers = static_cast<int>(plan_.servers.size());
+  ckpt.updates_from = updates_from_;
+  ckpt.metric = metric_;
   for (const auto& [key, s] : slices_) {
     const SlicePlan& sp = plan_.slices[key];
     // A parameter cut into slices names each piece by where it starts.
@@ -307,6 +363,7 @@ std::string ParameterServer::StatsJson() {
                       {"version", stats_.version},
                       {"updates_received", stats_.updates_received},
                       {"updates_applied", stats_.updates_applied},
+                      {"updates_repeated", stats_.updates_repeated},
                       {"gets", stats_.gets},
                       {"gets_waited", stats_.gets_waited},
                       {"bad_requests", stats_.bad_requests},

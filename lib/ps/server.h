@@ -6,6 +6,9 @@
 //    waits until the table reaches it. With gradients averaged over workers,
 //    W workers × batch B step exactly as one worker × batch W·B.
 //  - async (Downpour): each update is applied as it arrives; gets answer at once.
+// A worker that rejoins after a crash asks where to go on (join) and repeats
+// the step it was in: an update of a step already counted or applied is
+// dropped and answered as the first one was, so nothing is applied twice.
 // An update-get is an update answered like a get of the next version: one
 // round trip per step. A worker's `done` waits until every worker is done and is answered with
 // the final parameters; then the server checkpoints and exits.
@@ -18,6 +21,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "comm/rpc_server.h"
 #include "plan/plan.h"
 #include "ps/updater.h"
@@ -27,12 +32,14 @@ namespace shoal {
 struct ServerOptions {
   int id = 0;
   std::string checkpoint_dir;  // empty: no checkpoints
+  std::string resume_dir;      // start from this server's checkpoint there (dl-ckpt prepare-resume)
   int keep_checkpoints = 3;
 };
 
 struct ServerStats {
   uint64_t version = 0;
   uint64_t updates_received = 0;
+  uint64_t updates_repeated = 0;  // from rejoined workers, dropped
   uint64_t updates_applied = 0;
   uint64_t gets = 0;
   uint64_t gets_waited = 0;
@@ -67,8 +74,11 @@ class ParameterServer {
   void HandleUpdate(int slot, const MessageView& request);
   void HandlePut(int slot, const MessageView& request);
   void HandleDone(int slot, const MessageView& request);
+  void HandleJoin(int slot, const MessageView& request);
+  Status Resume();
   void ApplyUpdates(float scale);
-  void ReplyParams(int slot);
+  // Answers with every slice; `step` defaults to the table's version.
+  void ReplyParams(int slot, uint64_t step = ~0ull);
   void ReplyOk(int slot);
   void ReplyError(int slot, const std::string& why);
   void ServeParked();
@@ -88,6 +98,8 @@ class ParameterServer {
   std::map<uint32_t, Slice> slices_;
   std::vector<bool> contributed_;  // bsp: whose update of the current step arrived
   int contributors_ = 0;
+  std::vector<uint64_t> updates_from_;  // per worker: updates taken in (async rejoin point)
+  nlohmann::json metric_;              // the last evaluation a worker reported
   std::vector<bool> done_;
   int done_count_ = 0;
   std::vector<Parked> parked_;

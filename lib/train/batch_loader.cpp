@@ -16,8 +16,8 @@ Status ReadRecords(ShardReader* reader, uint64_t first, int count, size_t record
 }  // namespace
 
 BatchLoader::BatchLoader(std::vector<std::unique_ptr<ShardReader>> shards, int batch, uint64_t seed,
-                         int depth)
-    : shards_(std::move(shards)), batch_(batch), depth_(depth), seed_(seed) {
+                         uint64_t first_record, int depth)
+    : shards_(std::move(shards)), batch_(batch), depth_(depth), seed_(seed), cursor_(first_record) {
   for (const auto& s : shards_) total_ += s->records();
   record_floats_ = shards_.empty() ? 0 : NumElements(shards_[0]->record_shape());
   thread_ = std::thread([this] { Produce(); });
@@ -38,8 +38,11 @@ Status BatchLoader::ReadBatch(Batch* b) {
   b->labels.resize(batch_);
   for (int i = 0; i < batch_; ++i, ++cursor_) {
     uint64_t pass = cursor_ / total_, at = cursor_ % total_;
-    if (pass > 0 && at == 0) order_ = ShuffledOrder(total_, seed_ * 1000003 + pass);
-    if (!order_.empty()) at = order_[at];
+    if (pass > 0 && pass != order_pass_) {
+      order_ = ShuffledOrder(total_, seed_ * 1000003 + pass);
+      order_pass_ = pass;
+    }
+    if (pass > 0) at = order_[at];
     size_t shard = 0;
     while (at >= shards_[shard]->records()) at -= shards_[shard++]->records();
     SHOAL_RETURN_IF_ERROR(ReadRecords(shards_[shard].get(), at, 1, record_floats_, b, i));

@@ -27,8 +27,9 @@ class BatchLoader {
   // `batch` at a time, keeping `depth` batches ready. The first pass takes the
   // records in order (the order dl-shard dealt them); every later pass takes
   // them in a new order drawn from `seed` and the pass number.
+  // `first_record` is where in that sequence (over all passes) to begin.
   BatchLoader(std::vector<std::unique_ptr<ShardReader>> shards, int batch, uint64_t seed,
-              int depth = 4);
+              uint64_t first_record = 0, int depth = 4);
   ~BatchLoader();
   BatchLoader(const BatchLoader&) = delete;
   BatchLoader& operator=(const BatchLoader&) = delete;
@@ -47,7 +48,8 @@ class BatchLoader {
   uint64_t total_ = 0;
   uint64_t seed_;
   uint64_t cursor_ = 0;  // records handed out so far, over all passes
-  std::vector<uint64_t> order_;  // this pass's order; empty on the first pass
+  std::vector<uint64_t> order_;  // the order of pass order_pass_ (the first pass needs none)
+  uint64_t order_pass_ = 0;
   size_t record_floats_ = 0;
 
   std::mutex mu_;

@@ -1,5 +1,6 @@
 #include "train/param_table.h"
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 
@@ -41,20 +42,22 @@ Status RemoteTable::Connect() {
   return Status::Ok();
 }
 
-Status RemoteTable::RoundTrip(MsgType type, uint64_t step, bool with_grads) {
+Status RemoteTable::RoundTrip(MsgType type, uint64_t step, bool with_grads, bool fill,
+                              const std::string& text, std::vector<uint64_t>* steps) {
   MsgHeader h{type, plan_hash_, step, static_cast<uint32_t>(worker_)};
   for (size_t s = 0; s < clients_.size(); ++s) {
     std::vector<EntryRef> entries;
     if (with_grads)
       for (const auto& p : pieces_[s])
         entries.push_back({p.key, p.param->grad.data() + p.offset, static_cast<uint32_t>(p.count)});
-    bytes_sent_ += EncodedSize(entries, "");
-    SHOAL_RETURN_IF_ERROR(clients_[s]->Send(h, entries));
+    bytes_sent_ += EncodedSize(entries, text);
+    SHOAL_RETURN_IF_ERROR(clients_[s]->Send(h, entries, text));
   }
   for (size_t s = 0; s < clients_.size(); ++s) {
     Reply reply;
     SHOAL_RETURN_IF_ERROR(clients_[s]->Receive(&reply));
-    SHOAL_RETURN_IF_ERROR(Absorb(static_cast<int>(s), reply.view()));
+    if (fill) SHOAL_RETURN_IF_ERROR(Absorb(static_cast<int>(s), reply.view()));
+    if (steps) steps->push_back(reply.view().header.step);
   }
   return Status::Ok();
 }
@@ -80,7 +83,18 @@ Status RemoteTable::Absorb(int server, const MessageView& reply) {
   return Status::Ok();
 }
 
-Status RemoteTable::Fetch(uint64_t version) { return RoundTrip(MsgType::kGet, version, false); }
+Status RemoteTable::Join(uint64_t* step) {
+  std::vector<uint64_t> steps;
+  SHOAL_RETURN_IF_ERROR(RoundTrip(MsgType::kJoin, 0, false, true, "", &steps));
+  // Servers agree unless this worker died between its sends to them; then
+  // the earliest step is repeated, and the servers past it drop the repeat.
+  *step = *std::min_element(steps.begin(), steps.end());
+  return Status::Ok();
+}
+
+Status RemoteTable::Report(const std::string& metric) {
+  return RoundTrip(MsgType::kMetric, 0, false, false, metric);
+}
 
 Status RemoteTable::Push(uint64_t step) { return RoundTrip(MsgType::kUpdateGet, step, true); }
 

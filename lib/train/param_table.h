@@ -17,21 +17,28 @@ namespace shoal {
 class ParamTable {
  public:
   virtual ~ParamTable() = default;
-  // Fills the params with values of at least version `version`.
-  virtual Status Fetch(uint64_t version) = 0;
+  // Fills the params and says which step this worker trains next: 0 for a
+  // fresh run, the servers' step for a worker that rejoins or resumes.
+  virtual Status Join(uint64_t* step) = 0;
   // Hands over the gradients of step `step` and fills the params with
   // values of at least version `step` + 1, ready for the next step.
   virtual Status Push(uint64_t step) = 0;
   // Says this worker is done; fills the params with the final values.
   virtual Status Finish() = 0;
+  // Hands an evaluation (JSON object) to the servers for their checkpoints.
+  virtual Status Report(const std::string& metric) = 0;
 };
 
 class LocalTable : public ParamTable {
  public:
   LocalTable(const Plan& plan, std::vector<Param*> params);
-  Status Fetch(uint64_t) override { return Status::Ok(); }
+  Status Join(uint64_t* step) override {
+    *step = 0;
+    return Status::Ok();
+  }
   Status Push(uint64_t step) override;
   Status Finish() override { return Status::Ok(); }
+  Status Report(const std::string&) override { return Status::Ok(); }
 
  private:
   UpdaterConfig updater_;
@@ -44,9 +51,10 @@ class RemoteTable : public ParamTable {
   // Every wait gives up after `timeout_ms`.
   RemoteTable(const Plan& plan, int worker, std::vector<Param*> params, int timeout_ms);
   Status Connect();
-  Status Fetch(uint64_t version) override;
+  Status Join(uint64_t* step) override;
   Status Push(uint64_t step) override;
   Status Finish() override;
+  Status Report(const std::string& metric) override;
   uint64_t bytes_sent() const { return bytes_sent_; }
   uint64_t bytes_received() const { return bytes_received_; }
 
@@ -56,8 +64,10 @@ class RemoteTable : public ParamTable {
     Param* param;
     size_t offset, count;
   };
-  // One request to every server at once, then every reply's parameters.
-  Status RoundTrip(MsgType type, uint64_t step, bool with_grads);
+  // One request to every server at once, then every reply: its parameters
+  // when `fill` is set. `steps` (if given) receives each reply's step.
+  Status RoundTrip(MsgType type, uint64_t step, bool with_grads, bool fill = true,
+                   const std::string& text = "", std::vector<uint64_t>* steps = nullptr);
   Status Absorb(int server, const MessageView& reply);
 
   const Plan& plan_;

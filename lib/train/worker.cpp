@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 
 #include "data/shard.h"
@@ -102,16 +103,31 @@ Status Worker::Run(WorkerResult* result) {
     SHOAL_RETURN_IF_ERROR(test->Open(dir + "/" + manifest.test.file));
   }
 
-  BatchLoader loader(std::move(mine), batch, job.train.seed * 7919 + options_.id);
+  // A rejoining worker goes on at the servers' step, and at the place in its
+  // shard that step reads: its data order depends on the step alone.
+  uint64_t first_step = 0;
+  SHOAL_RETURN_IF_ERROR(table->Join(&first_step));
+  if (first_step > 0)
+    std::fprintf(stderr, "dl-worker: worker %d rejoins at step %llu\n", options_.id,
+                 static_cast<unsigned long long>(first_step));
+  BatchLoader loader(std::move(mine), batch, job.train.seed * 7919 + options_.id, first_step * batch);
   std::vector<double> step_ms;
   step_ms.reserve(steps);
   const auto start = Clock::now();
   double window_loss = 0.0;
   int window = 0;
   auto last_display = start;
-  long long last_display_step = 0;
-  SHOAL_RETURN_IF_ERROR(table->Fetch(0));
-  for (long long step = 0; step < steps; ++step) {
+  long long last_display_step = static_cast<long long>(first_step);
+  auto evaluate = [&](long long step, nlohmann::json* record) -> Status {
+    double acc, loss;
+    SHOAL_RETURN_IF_ERROR(Evaluate(test.get(), &acc, &loss));
+    nlohmann::json metric = {{"step", step}, {"test_accuracy", acc}, {"test_loss", loss}};
+    SHOAL_RETURN_IF_ERROR(table->Report(metric.dump()));
+    record->update(metric);
+    result->test_accuracy = acc;
+    return Status::Ok();
+  };
+  for (long long step = static_cast<long long>(first_step); step < steps; ++step) {
     Batch b;
     SHOAL_RETURN_IF_ERROR(loader.Next(&b));
     const auto t0 = Clock::now();
@@ -144,27 +160,24 @@ Status Worker::Run(WorkerResult* result) {
       last_display_step = step + 1;
     }
     if (evaluates && job.train.eval_every > 0 && (step + 1) % job.train.eval_every == 0 && !last) {
-      double acc, loss;
-      SHOAL_RETURN_IF_ERROR(Evaluate(test.get(), &acc, &loss));
-      progress_->Event({{"event", "eval"}, {"worker", options_.id}, {"step", step + 1},
-                        {"test_accuracy", acc}, {"test_loss", loss}});
+      nlohmann::json record = {{"event", "eval"}, {"worker", options_.id}};
+      SHOAL_RETURN_IF_ERROR(evaluate(step + 1, &record));
+      progress_->Event(record);
     }
   }
-  SHOAL_RETURN_IF_ERROR(table->Finish());
   const double train_seconds = SecondsSince(start);
   result->steps = steps;
   std::vector<double> sorted = step_ms;
   std::sort(sorted.begin(), sorted.end());
-  result->ms_per_step_median = sorted[sorted.size() / 2];
+  result->ms_per_step_median = sorted.empty() ? 0.0 : sorted[sorted.size() / 2];
   nlohmann::json done = {{"event", "done"}, {"worker", options_.id}, {"steps", steps},
                          {"train_seconds", train_seconds}, {"ms_per_step_median", result->ms_per_step_median},
                          {"final_loss", result->final_loss}};
-  if (evaluates) {
-    double loss;
-    SHOAL_RETURN_IF_ERROR(Evaluate(test.get(), &result->test_accuracy, &loss));
-    done["test_accuracy"] = result->test_accuracy;
-    done["test_loss"] = loss;
-  }
+  // Worker 0 evaluates the parameters its last step produced (under BSP, the
+  // final ones) before it says it is done, so the servers' final checkpoints
+  // record the result.
+  if (evaluates) SHOAL_RETURN_IF_ERROR(evaluate(steps, &done));
+  SHOAL_RETURN_IF_ERROR(table->Finish());
   progress_->Event(done);
   if (!progress_->ok()) return Status::IOError("cannot write to standard output");
   return Status::Ok();

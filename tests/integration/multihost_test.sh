@@ -47,6 +47,6 @@ port=$(fresh_port)
 "$bin/dl-plan" "$root/configs/fashion-mlp.yaml" --endpoints "tcp://127.0.0.1:$port" --set train.steps=5 \
   --set cluster.nworkers_per_group=1 --set cluster.timeout_ms=20000 -o "$tmp/loopback.json"
 "$root/scripts/netns-cluster.sh" exec "$cluster" 1 "$bin/dl-server" --plan "$tmp/loopback.json" >/dev/null 2>&1 &
-expect_failure 3 "did not take 'get'" "$root/scripts/netns-cluster.sh" exec "$cluster" 2 \
+expect_failure 3 "did not take 'join'" "$root/scripts/netns-cluster.sh" exec "$cluster" 2 \
   "$bin/dl-worker" --plan "$tmp/loopback.json" --shards "$(shards_for 1)" --timeout-ms 1500
 ok "a server's default loopback address is not reachable from another host"

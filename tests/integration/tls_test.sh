@@ -25,13 +25,13 @@ server=$!
 for _ in $(seq 50); do grep -q serving "$tmp/server.log" && break; sleep 0.1; done
 
 cp "$tmp/other/worker-0.pem" "$tmp/other/worker-0.key" "$tmp/live/"
-expect_failure 3 "server 'tls\+tcp://127.0.0.1:$port' did not take 'get'" \
+expect_failure 3 "server 'tls\+tcp://127.0.0.1:$port' did not take 'join'" \
   "$bin/dl-worker" --plan "$tmp/plan.json" --shards "$(shards_for 1)" --no-eval --timeout-ms 1500
 ok "a worker with a certificate from another CA is refused"
 
 "$bin/dl-plan" "$root/configs/fashion-mlp.yaml" --endpoints "tcp://127.0.0.1:$port" \
   --set cluster.nworkers_per_group=1 --set train.steps=5 --set cluster.timeout_ms=30000 -o "$tmp/plain.json"
-expect_failure 3 "server 'tcp://127.0.0.1:$port' did not take 'get'" \
+expect_failure 3 "server 'tcp://127.0.0.1:$port' did not take 'join'" \
   "$bin/dl-worker" --plan "$tmp/plain.json" --shards "$(shards_for 1)" --no-eval --timeout-ms 1500
 ok "a plain tcp:// client is refused by the TLS server"
 
@@ -42,7 +42,7 @@ port2=$(fresh_port)
 "$bin/dl-plan" "$root/configs/fashion-mlp.yaml" --base-port "$port2" --set cluster.tls_dir="$tmp/live" \
   --set cluster.nworkers_per_group=1 --set train.steps=5 --set cluster.timeout_ms=30000 -o "$tmp/impostor.json"
 "$bin/dl-server" --plan "$tmp/impostor.json" >/dev/null 2>&1 &
-expect_failure 3 "server 'tls\+tcp://127.0.0.1:$port2' did not take 'get'" \
+expect_failure 3 "server 'tls\+tcp://127.0.0.1:$port2' did not take 'join'" \
   "$bin/dl-worker" --plan "$tmp/impostor.json" --shards "$(shards_for 1)" --no-eval --timeout-ms 1500
 ok "a server whose certificate names another process is refused"
 

@@ -132,7 +132,7 @@ TEST_CASE("Decode refuses another protocol version, naming both") {
 
 TEST_CASE("Decode refuses an unknown message type, naming it") {
   MessageView view;
-  for (uint16_t type : {0, 8, 99, 102, 65535}) {
+  for (uint16_t type : {0, 10, 99, 102, 65535}) {
     auto bytes = TwoEntryUpdate();
     PutAt<uint16_t>(&bytes, kTypeAt, type);
     Status s = DecodeBytes(bytes, &view);
@@ -212,7 +212,9 @@ TEST_CASE("every message type has a name") {
   CHECK(std::string(MsgTypeName(MsgType::kReply)) == "reply");
   CHECK(std::string(MsgTypeName(MsgType::kError)) == "error");
   CHECK(std::string(MsgTypeName(MsgType::kUpdateGet)) == "update-get");
-  CHECK(std::string(MsgTypeName(static_cast<MsgType>(8))) == "unknown");
+  CHECK(std::string(MsgTypeName(MsgType::kMetric)) == "metric");
+  CHECK(std::string(MsgTypeName(MsgType::kJoin)) == "join");
+  CHECK(std::string(MsgTypeName(static_cast<MsgType>(10))) == "unknown");
 }
 
 }  // namespace

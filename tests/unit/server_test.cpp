@@ -276,24 +276,101 @@ TEST_CASE("async: an update-get is applied and answered at once with the new val
   CHECK(f.Stop().ok());
 }
 
-TEST_CASE("bsp: a second update for the same step, or one for another step, is refused") {
+TEST_CASE("bsp: a repeated update is dropped and answered; one for a future step is refused") {
   ServerFixture f("bsp");
-  auto worker0 = Connect(f);
+  auto worker0 = Connect(f), worker1 = Connect(f);
   Reply reply;
   const Grads g = MakeGrads(0, 0);
   REQUIRE(Update(worker0.get(), f, 0, 0, g, &reply).ok());
-  Status s = Update(worker0.get(), f, 0, 0, g, &reply);
+  // A worker that rejoins repeats its step: answered, not counted twice.
+  const Grads doubled = MakeGrads(5, 0);
+  REQUIRE(Update(worker0.get(), f, 0, 0, doubled, &reply).ok());
+  Status s = Update(worker0.get(), f, 3, 0, g, &reply);
   CHECK(s.code() == Status::Code::kInvalidArgument);
-  CHECK(s.message() == "server '" + f.endpoint + "' refused 'update' (step 0): worker 0 sent step 0 twice");
-  s = Update(worker0.get(), f, 3, 0, g, &reply);
   CHECK(Contains(s.message(), "update for step 3 but the table is at version 0"));
-  // The refused updates changed nothing.
   ServerStats stats = f.server->stats();
   CHECK(stats.version == 0);
   CHECK(stats.updates_received == 1);
-  REQUIRE(worker0->Call(f.Header(MsgType::kGet, 0, 0), {}, &reply).ok());
-  CheckValues(EntryValues(reply, 0), f.Initial(0));
+  CHECK(stats.updates_repeated == 1);
+  // Step 0 completes with the first gradient of worker 0, not the repeat.
+  const Grads g1 = MakeGrads(1, 0);
+  REQUIRE(Update(worker1.get(), f, 0, 1, g1, &reply).ok());
+  REQUIRE(worker0->Call(f.Header(MsgType::kGet, 1, 0), {}, &reply).ok());
+  const std::vector<float> w0 = f.Initial(0);
+  std::vector<float> w1(12);
+  for (int i = 0; i < 12; ++i) w1[i] = w0[i] - kLr * (g.weight[i] + g1.weight[i]) * 0.5f;
+  CheckValues(EntryValues(reply, 0), w1);
+  // An update of a step already applied is dropped too, and an update-get
+  // of it answered at once with the current values.
+  REQUIRE(worker1->Call(f.Header(MsgType::kUpdateGet, 0, 1), g1.Entries(), &reply).ok());
+  CHECK(reply.view().header.step == 1);
+  CHECK(f.server->stats().updates_repeated == 2);
   CHECK(f.Stop().ok());
+}
+
+TEST_CASE("join answers with the values and the step to train next; a metric goes into the checkpoint") {
+  const std::string dir = TempDirPath();
+  ServerFixture f("bsp", dir);
+  auto worker0 = Connect(f), worker1 = Connect(f);
+  Reply reply;
+  REQUIRE(worker0->Call(f.Header(MsgType::kJoin, 0, 0), {}, &reply).ok());
+  CHECK(reply.view().header.step == 0);
+  CheckValues(EntryValues(reply, 0), f.Initial(0));
+  REQUIRE(Update(worker0.get(), f, 0, 0, MakeGrads(0, 0), &reply).ok());
+  REQUIRE(Update(worker1.get(), f, 0, 1, MakeGrads(1, 0), &reply).ok());
+  REQUIRE(worker1->Call(f.Header(MsgType::kJoin, 0, 1), {}, &reply).ok());
+  CHECK(reply.view().header.step == 1);
+  REQUIRE(worker0->Send({MsgType::kMetric, f.plan.hash_value(), 1, 0}, {}, R"({"step": 1, "test_accuracy": 0.5})").ok());
+  REQUIRE(worker0->Receive(&reply).ok());
+  REQUIRE(worker0->Send({MsgType::kMetric, f.plan.hash_value(), 1, 0}, {}, "[1, 2]").ok());
+  CHECK(Contains(worker0->Receive(&reply).message(), "a metric must be a JSON object"));
+  CHECK(f.Stop().ok());
+  Checkpoint ckpt;
+  REQUIRE(ReadCheckpoint(ListCheckpoints(dir, 0).back(), &ckpt).ok());
+  CHECK(ckpt.step == 1);
+  CHECK(ckpt.metric["test_accuracy"] == 0.5);
+  CHECK(ckpt.updates_from == std::vector<uint64_t>{1, 1});
+}
+
+TEST_CASE("a server resumed from a checkpoint serves its values and version; another plan's is refused") {
+  const std::string dir = TempDirPath();
+  ServerFixture f("bsp", dir);
+  auto worker0 = Connect(f), worker1 = Connect(f);
+  Reply reply;
+  REQUIRE(Update(worker0.get(), f, 0, 0, MakeGrads(0, 0), &reply).ok());
+  REQUIRE(Update(worker1.get(), f, 0, 1, MakeGrads(1, 0), &reply).ok());
+  REQUIRE(worker0->Call(f.Header(MsgType::kGet, 1, 0), {}, &reply).ok());
+  const std::vector<float> trained = EntryValues(reply, 0);
+  REQUIRE(f.Stop().ok());
+
+  // The same plan, restarted from the checkpoint: a joining worker gets the
+  // trained values and goes on at step 1.
+  ServerOptions resume;
+  resume.resume_dir = dir;
+  ParameterServer again(f.plan, resume);
+  Status s = again.Start();
+  INFO(s.ToString());
+  REQUIRE(s.ok());
+  auto run = std::async(std::launch::async, [&] { return again.Run(); });
+  auto rejoined = Connect(f);
+  REQUIRE(rejoined->Call(f.Header(MsgType::kJoin, 0, 1), {}, &reply).ok());
+  CHECK(reply.view().header.step == 1);
+  CheckValues(EntryValues(reply, 0), trained);
+  REQUIRE(rejoined->Call({MsgType::kShutdown, f.plan.hash_value(), 0, kToolSender}, {}, &reply).ok());
+  REQUIRE(run.wait_for(milliseconds(3000)) == std::future_status::ready);
+  CHECK(run.get().ok());
+
+  // Another plan (another endpoint, so another hash) refuses the checkpoint.
+  JobConfig job;
+  REQUIRE(ParseJob(TinyJob("bsp"), "tiny.yaml", &job).ok());
+  PlanOptions options;
+  options.endpoints = {UniqueEndpoint()};
+  Plan other_plan;
+  REQUIRE(MakeDataParallelPlan(job, options, &other_plan).ok());
+  ParameterServer other(other_plan, resume);
+  s = other.Start();
+  CHECK(Contains(s.message(), "belongs to plan " + f.plan.hash));
+  std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("a request for another plan is refused naming both plan hashes") {
