@@ -50,6 +50,7 @@ class ShardReader {
   ShardReader& operator=(const ShardReader&) = delete;
 
   Status Open(const std::string& path);
+  const std::string& path() const { return path_; }
   uint64_t records() const { return records_; }
   const Shape& record_shape() const { return shape_; }
   // Reads record `index`, verifying its checksum; pixels are scaled to [0,1].

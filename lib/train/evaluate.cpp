@@ -4,12 +4,49 @@
 #include <map>
 
 #include "ckpt/checkpoint_set.h"
-#include "data/shard.h"
-#include "net/net.h"
 #include "ops/blas.h"
-#include "train/batch_loader.h"
 
 namespace shoal {
+
+void FeedBatch(const Batch& batch, Net* net) {
+  net->Allocate(batch.size);
+  std::memcpy(net->data_layer().data().data(), batch.pixels.data(), 4 * batch.pixels.size());
+  net->data_layer().labels() = batch.labels;
+}
+
+Status CheckShardsFitNet(const Manifest& m, const std::string& dir, Net* net) {
+  const Shape& want = net->data_layer().out_shape();
+  if (m.record_shape != want)
+    return Status::InvalidArgument("'" + dir + "/manifest.json': records are " + ShapeToString(m.record_shape) +
+                                   " but data layer '" + net->data_layer().name() + "' expects " +
+                                   ShapeToString(want));
+  int classes = static_cast<int>(net->loss_layer().out_shape()[0]);
+  if (m.classes > classes)
+    return Status::InvalidArgument("'" + dir + "/manifest.json': " + std::to_string(m.classes) +
+                                   " classes but the loss layer '" + net->loss_layer().name() + "' has " +
+                                   std::to_string(classes) + " outputs");
+  return Status::Ok();
+}
+
+Status EvaluateOnShard(Net* net, ShardReader* test, int restore_batch, EvalResult* result) {
+  ShardScanner scanner(test, 500);
+  long long correct = 0, seen = 0;
+  double loss_sum = 0.0;
+  for (;;) {
+    Batch b;
+    SHOAL_RETURN_IF_ERROR(scanner.Next(&b));
+    if (b.size == 0) break;
+    FeedBatch(b, net);
+    net->Forward(Phase::kTest);
+    correct += net->loss_layer().correct();
+    loss_sum += static_cast<double>(net->loss_layer().loss()) * b.size;
+    seen += b.size;
+  }
+  if (restore_batch > 0) net->Allocate(restore_batch);
+  if (seen == 0) return Status::InvalidArgument("'" + test->path() + "' has no records");
+  *result = {static_cast<double>(correct) / seen, loss_sum / seen, seen};
+  return Status::Ok();
+}
 
 Status FillParamsFromCheckpoint(const Checkpoint& merged, const std::string& source,
                                 const std::vector<Param*>& params) {
@@ -51,32 +88,15 @@ Status EvaluateCheckpoint(const Plan& plan, const EvalOptions& options, nlohmann
   if (dir.empty()) return Status::InvalidArgument("no shard directory: set data.shards in the job or pass --shards");
   Manifest manifest;
   SHOAL_RETURN_IF_ERROR(LoadManifest(dir, &manifest));
-  if (manifest.record_shape != net->data_layer().out_shape())
-    return Status::InvalidArgument("'" + dir + "/manifest.json': records are " + ShapeToString(manifest.record_shape) +
-                                   " but data layer '" + net->data_layer().name() + "' expects " +
-                                   ShapeToString(net->data_layer().out_shape()));
+  SHOAL_RETURN_IF_ERROR(CheckShardsFitNet(manifest, dir, net.get()));
   ShardReader test;
   SHOAL_RETURN_IF_ERROR(test.Open(dir + "/" + manifest.test.file));
-  ShardScanner scanner(&test, 500);
-  long long correct = 0, seen = 0;
-  double loss_sum = 0.0;
-  for (;;) {
-    Batch b;
-    SHOAL_RETURN_IF_ERROR(scanner.Next(&b));
-    if (b.size == 0) break;
-    net->Allocate(b.size);
-    std::memcpy(net->data_layer().data().data(), b.pixels.data(), 4 * b.pixels.size());
-    net->data_layer().labels() = b.labels;
-    net->Forward(Phase::kTest);
-    correct += net->loss_layer().correct();
-    loss_sum += static_cast<double>(net->loss_layer().loss()) * b.size;
-    seen += b.size;
-  }
-  if (seen == 0) return Status::InvalidArgument("'" + dir + "/" + manifest.test.file + "' has no records");
+  EvalResult eval;
+  SHOAL_RETURN_IF_ERROR(EvaluateOnShard(net.get(), &test, 0, &eval));
   *record = {{"event", "eval"},
-             {"test_accuracy", static_cast<double>(correct) / seen},
-             {"test_loss", loss_sum / seen},
-             {"records", seen},
+             {"test_accuracy", eval.accuracy},
+             {"test_loss", eval.loss},
+             {"records", eval.records},
              {"step", merged.step},
              {"checkpoint", source},
              {"files", files}};

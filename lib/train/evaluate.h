@@ -1,4 +1,5 @@
-// Evaluating a trained model without training: dl-worker --eval-only.
+// Feeding a net and evaluating it on a test shard: during training (worker 0)
+// and without it (dl-worker --eval-only).
 #pragma once
 
 #include <string>
@@ -8,10 +9,29 @@
 
 #include "ckpt/checkpoint.h"
 #include "core/status.h"
+#include "data/shard.h"
 #include "layers/layer.h"
+#include "net/net.h"
 #include "plan/plan.h"
+#include "train/batch_loader.h"
 
 namespace shoal {
+
+// Shapes the net for the batch and puts its records and labels in the data layer.
+void FeedBatch(const Batch& batch, Net* net);
+
+// The checks that tie a plan's net to the data it will read: the records'
+// shape and the number of classes.
+Status CheckShardsFitNet(const Manifest& manifest, const std::string& dir, Net* net);
+
+struct EvalResult {
+  double accuracy = 0.0;
+  double loss = 0.0;
+  long long records = 0;
+};
+// Runs the net over every record of `test` (test phase) and leaves it shaped
+// for batches of `restore_batch` records again (0: as evaluation left it).
+Status EvaluateOnShard(Net* net, ShardReader* test, int restore_batch, EvalResult* result);
 
 // Fills each of `params` from the merged checkpoint's value of the same name.
 // Refuses a parameter the checkpoint lacks, one of another shape, and a

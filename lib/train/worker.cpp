@@ -9,6 +9,7 @@
 #include "data/shard.h"
 #include "ops/blas.h"
 #include "train/batch_loader.h"
+#include "train/evaluate.h"
 
 namespace shoal {
 namespace {
@@ -17,28 +18,6 @@ using Clock = std::chrono::steady_clock;
 
 double SecondsSince(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
-}
-
-void Feed(const Batch& batch, Net* net) {
-  net->Allocate(batch.size);
-  Tensor& x = net->data_layer().data();
-  std::memcpy(x.data(), batch.pixels.data(), 4 * batch.pixels.size());
-  net->data_layer().labels() = batch.labels;
-}
-
-// The checks that tie a plan's net to the data it will read.
-Status CheckData(const Manifest& m, const std::string& dir, Net* net) {
-  const Shape& want = net->data_layer().out_shape();
-  if (m.record_shape != want)
-    return Status::InvalidArgument("'" + dir + "/manifest.json': records are " + ShapeToString(m.record_shape) +
-                                   " but data layer '" + net->data_layer().name() + "' expects " +
-                                   ShapeToString(want));
-  int classes = static_cast<int>(net->loss_layer().out_shape()[0]);
-  if (m.classes > classes)
-    return Status::InvalidArgument("'" + dir + "/manifest.json': " + std::to_string(m.classes) +
-                                   " classes but the loss layer '" + net->loss_layer().name() + "' has " +
-                                   std::to_string(classes) + " outputs");
-  return Status::Ok();
 }
 
 }  // namespace
@@ -64,7 +43,7 @@ Status Worker::Run(WorkerResult* result) {
   if (dir.empty()) return Status::InvalidArgument("no shard directory: set data.shards in the job or pass --shards");
   Manifest manifest;
   SHOAL_RETURN_IF_ERROR(LoadManifest(dir, &manifest));
-  SHOAL_RETURN_IF_ERROR(CheckData(manifest, dir, net_.get()));
+  SHOAL_RETURN_IF_ERROR(CheckShardsFitNet(manifest, dir, net_.get()));
   if (static_cast<int>(manifest.train.size()) < workers)
     return Status::InvalidArgument("'" + dir + "' has " + std::to_string(manifest.train.size()) +
                                    " shards for " + std::to_string(workers) +
@@ -119,19 +98,19 @@ Status Worker::Run(WorkerResult* result) {
   auto last_display = start;
   long long last_display_step = static_cast<long long>(first_step);
   auto evaluate = [&](long long step, nlohmann::json* record) -> Status {
-    double acc, loss;
-    SHOAL_RETURN_IF_ERROR(Evaluate(test.get(), &acc, &loss));
-    nlohmann::json metric = {{"step", step}, {"test_accuracy", acc}, {"test_loss", loss}};
+    EvalResult eval;
+    SHOAL_RETURN_IF_ERROR(EvaluateOnShard(net_.get(), test.get(), batch, &eval));
+    nlohmann::json metric = {{"step", step}, {"test_accuracy", eval.accuracy}, {"test_loss", eval.loss}};
     SHOAL_RETURN_IF_ERROR(table->Report(metric.dump()));
     record->update(metric);
-    result->test_accuracy = acc;
+    result->test_accuracy = eval.accuracy;
     return Status::Ok();
   };
   for (long long step = static_cast<long long>(first_step); step < steps; ++step) {
     Batch b;
     SHOAL_RETURN_IF_ERROR(loader.Next(&b));
     const auto t0 = Clock::now();
-    Feed(b, net_.get());
+    FeedBatch(b, net_.get());
     net_->Forward(Phase::kTrain);
     net_->Backward();
     SHOAL_RETURN_IF_ERROR(table->Push(step));
@@ -180,27 +159,6 @@ Status Worker::Run(WorkerResult* result) {
   SHOAL_RETURN_IF_ERROR(table->Finish());
   progress_->Event(done);
   if (!progress_->ok()) return Status::IOError("cannot write to standard output");
-  return Status::Ok();
-}
-
-Status Worker::Evaluate(ShardReader* test, double* accuracy, double* loss) {
-  const int train_batch = net_->batch();
-  ShardScanner scanner(test, 500);
-  long long correct = 0, seen = 0;
-  double loss_sum = 0.0;
-  for (;;) {
-    Batch b;
-    SHOAL_RETURN_IF_ERROR(scanner.Next(&b));
-    if (b.size == 0) break;
-    Feed(b, net_.get());
-    net_->Forward(Phase::kTest);
-    correct += net_->loss_layer().correct();
-    loss_sum += static_cast<double>(net_->loss_layer().loss()) * b.size;
-    seen += b.size;
-  }
-  if (train_batch > 0) net_->Allocate(train_batch);
-  *accuracy = seen ? static_cast<double>(correct) / seen : 0.0;
-  *loss = seen ? loss_sum / seen : 0.0;
   return Status::Ok();
 }
 

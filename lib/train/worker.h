@@ -35,7 +35,6 @@ class Worker {
   Status Run(WorkerResult* result);
 
  private:
-  Status Evaluate(ShardReader* test, double* accuracy, double* loss);
 
   const Plan& plan_;
   WorkerOptions options_;
