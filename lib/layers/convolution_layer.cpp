@@ -10,11 +10,8 @@ namespace {
 class ConvolutionLayer : public Layer {
  public:
   Status Setup(const Fields& fields, const std::vector<const Layer*>& srcs) override {
-    if (srcs.size() != 1) return fields.Error("needs exactly one source layer");
+    SHOAL_RETURN_IF_ERROR(RequireImageSource(fields, srcs));
     const Shape& in = srcs[0]->out_shape();
-    if (in.size() != 3)
-      return fields.Error("needs a [channels, height, width] source; '" + srcs[0]->name() +
-                          "' gives " + ShapeToString(in));
     g_.channels = in[0];
     g_.height = in[1];
     g_.width = in[2];

@@ -28,4 +28,13 @@ Param& Layer::AddParam(const std::string& suffix, Shape shape, ParamInit init) {
   return params_.back();
 }
 
+Status RequireImageSource(const Fields& fields, const std::vector<const Layer*>& srcs) {
+  if (srcs.size() != 1) return fields.Error("needs exactly one source layer");
+  const Shape& in = srcs[0]->out_shape();
+  if (in.size() != 3)
+    return fields.Error("needs a [channels, height, width] source; '" + srcs[0]->name() + "' gives " +
+                        ShapeToString(in));
+  return Status::Ok();
+}
+
 }  // namespace shoal

@@ -95,6 +95,9 @@ class Layer {
   bool allocate_params_ = true;
 };
 
+// For layers over images: exactly one source, shaped [channels, height, width].
+Status RequireImageSource(const Fields& fields, const std::vector<const Layer*>& srcs);
+
 // The explicit table of layer types (lib/layers/registry.cpp).
 std::unique_ptr<Layer> CreateLayer(const std::string& type);
 const std::vector<std::string>& LayerTypes();

@@ -8,11 +8,8 @@ namespace {
 class PoolingLayer : public Layer {
  public:
   Status Setup(const Fields& fields, const std::vector<const Layer*>& srcs) override {
-    if (srcs.size() != 1) return fields.Error("needs exactly one source layer");
+    SHOAL_RETURN_IF_ERROR(RequireImageSource(fields, srcs));
     const Shape& in = srcs[0]->out_shape();
-    if (in.size() != 3)
-      return fields.Error("needs a [channels, height, width] source; '" + srcs[0]->name() +
-                          "' gives " + ShapeToString(in));
     std::string pool;
     SHOAL_RETURN_IF_ERROR(fields.Choice("pool", "max", {"max"}, &pool));
     g_.channels = in[0];

@@ -2,6 +2,8 @@
 // named by tensor, listing, comparison) and WriteFileAtomic.
 #include <doctest/doctest.h>
 
+#include "test_util.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -18,18 +20,6 @@
 
 namespace shoal {
 namespace {
-
-bool Contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
-
-// A fresh directory under /tmp, removed when the test ends.
-struct TempDir {
-  std::string path;
-  TempDir() {
-    char tmpl[] = "/tmp/shoal-ckpt-test-XXXXXX";
-    path = mkdtemp(tmpl);
-  }
-  ~TempDir() { std::filesystem::remove_all(path); }
-};
 
 std::vector<std::string> FilesIn(const std::string& dir) {
   std::vector<std::string> names;

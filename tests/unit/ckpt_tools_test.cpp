@@ -4,6 +4,8 @@
 // and filling a net's parameters from a checkpoint (lib/train/evaluate).
 #include <doctest/doctest.h>
 
+#include "test_util.h"
+
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -23,17 +25,6 @@
 
 namespace shoal {
 namespace {
-
-bool Contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
-
-struct TempDir {
-  std::string path;
-  TempDir() {
-    char tmpl[] = "/tmp/shoal-ckpt-tools-test-XXXXXX";
-    path = mkdtemp(tmpl);
-  }
-  ~TempDir() { std::filesystem::remove_all(path); }
-};
 
 // w [2, 5] cut into floats 0..6 (server 0) and 6..10 (server 1); b [3] whole on server 1.
 std::vector<float> Range(float start, int n) {

@@ -2,6 +2,8 @@
 // checks of Net::Build: every refusal names the file, line and column.
 #include <doctest/doctest.h>
 
+#include "test_util.h"
+
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -14,8 +16,6 @@
 
 namespace shoal {
 namespace {
-
-bool Contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 // The smallest complete job; tests splice layers or sections into it.
 std::string Job(const std::string& layers, const std::string& rest = "") {
@@ -37,15 +37,6 @@ Status ParseAndBuild(const std::string& text) {
   std::unique_ptr<Net> net;
   return Net::Build(job, &net);
 }
-
-struct TempDir {
-  std::string path;
-  TempDir() {
-    char tmpl[] = "/tmp/shoal-config-test-XXXXXX";
-    path = mkdtemp(tmpl);
-  }
-  ~TempDir() { std::filesystem::remove_all(path); }
-};
 
 TEST_CASE("a valid job parses, with every unset field at its documented default") {
   JobConfig job;

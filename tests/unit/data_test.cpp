@@ -1,5 +1,7 @@
 // Tests for lib/data: idx parsing, shard writing and reading, the manifest.
 #include <doctest/doctest.h>
+
+#include "test_util.h"
 #include <zlib.h>
 
 #include <nlohmann/json.hpp>
@@ -18,16 +20,6 @@
 
 namespace shoal {
 namespace {
-
-// A fresh directory under /tmp, removed when the test ends.
-struct TempDir {
-  std::string path;
-  TempDir() {
-    char tmpl[] = "/tmp/shoal-data-test-XXXXXX";
-    path = mkdtemp(tmpl);
-  }
-  ~TempDir() { std::filesystem::remove_all(path); }
-};
 
 void WriteGz(const std::string& path, const std::string& bytes) {
   gzFile f = gzopen(path.c_str(), "wb");

@@ -2,6 +2,8 @@
 // lib/ps/param_init (initial values, the same on every server).
 #include <doctest/doctest.h>
 
+#include "test_util.h"
+
 #include <algorithm>
 #include <cmath>
 #include <set>
@@ -16,8 +18,6 @@ namespace shoal {
 namespace {
 
 using nlohmann::json;
-
-bool Contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 // configs/fashion-mlp.yaml's model; `cluster` replaces its cluster section.
 std::string MlpJob(const std::string& cluster = "{nworker_groups: 1, nworkers_per_group: 2, consistency: bsp}") {

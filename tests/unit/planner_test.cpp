@@ -3,6 +3,8 @@
 // costs of a uniform net follow SINGA's closed forms, and bad input is refused.
 #include <doctest/doctest.h>
 
+#include "test_util.h"
+
 #include <cmath>
 #include <string>
 #include <vector>
@@ -13,8 +15,6 @@
 
 namespace shoal {
 namespace {
-
-bool Contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 std::string Source(const std::string& path) { return std::string(SHOAL_SOURCE_DIR) + "/" + path; }
 

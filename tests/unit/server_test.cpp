@@ -2,6 +2,8 @@
 // ParameterServer and several clients in one process over inproc://. Every
 // wait is bounded: clients time out after at most 2 s, and so does the server.
 #include <doctest/doctest.h>
+
+#include "test_util.h"
 #include <nng/nng.h>
 #include <nng/protocol/reqrep0/req.h>
 
@@ -28,8 +30,6 @@ namespace shoal {
 namespace {
 
 using std::chrono::milliseconds;
-
-bool Contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 constexpr int kTimeoutMs = 2000;
 constexpr float kLr = 0.1f, kMomentum = 0.9f;
