@@ -91,11 +91,14 @@ trap 'stop_all; exit 130' INT TERM
 prepare_resume() {
   local dir=$run_dir/resume-$1
   compgen -G "$run_dir/ckpt/*.ckpt" >/dev/null || return 0
-  if "$bin/dl-ckpt" prepare-resume "$run_dir/ckpt" -o "$dir" >"$dir.json" 2>>"$run_dir/resume.log"; then
+  local ok=yes
+  "$bin/dl-ckpt" prepare-resume "$run_dir/ckpt" -o "$dir" >"$dir.json" 2>"$dir.log" || ok=""
+  sed 's/^/train-local: /' "$dir.log" >&2  # e.g. a corrupt newest checkpoint passed over, and why
+  if [[ -n "$ok" ]]; then
     log "resuming at step $(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["step"])' "$dir.json")"
     echo "$dir"
   else
-    log "no checkpoint to resume from: $(tail -n 1 "$run_dir/resume.log")"
+    log "no checkpoint to resume from; starting over"
   fi
 }
 
