@@ -3,6 +3,7 @@
 # links); the server listens on host 1's address, the workers run on hosts 2
 # and 3 and reach it over tcp://; plain and TLS. Needs root (ip, tc).
 . "$(dirname "$0")/lib.sh"
+require_root
 
 cluster=m$$
 cluster=${cluster:0:8}

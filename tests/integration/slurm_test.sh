@@ -4,6 +4,7 @@
 # accuracy; a job with a failing worker fails; and no daemon or job process is
 # left afterwards. Needs root and Debian's slurm-wlm and munge.
 . "$(dirname "$0")/lib.sh"
+require_root
 
 cluster=$tmp/slurm
 stop_cluster() { "$root/scripts/slurm/local-cluster.sh" stop "$cluster" || true; cleanup; }
