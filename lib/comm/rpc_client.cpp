@@ -30,11 +30,9 @@ Status RpcClient::Dial(const std::string& endpoint, int timeout_ms, const TlsIde
   nng_dialer dialer;
   rv = nng_dialer_create(&dialer, socket_, endpoint.c_str());
   if (rv != 0) return Status::InvalidArgument("cannot dial '" + endpoint + "': " + nng_strerror(rv));
-  if (IsTlsEndpoint(endpoint)) {
-    if (!tls.enabled())
-      return Status::InvalidArgument("'" + endpoint + "' is a TLS endpoint: the job needs cluster.tls");
-    nng_tls_config* config = nullptr;
-    SHOAL_RETURN_IF_ERROR(NewTlsConfig(tls, false, &config));
+  nng_tls_config* config = nullptr;
+  SHOAL_RETURN_IF_ERROR(TlsConfigFor(endpoint, tls, false, &config));
+  if (config) {
     rv = nng_dialer_set_ptr(dialer, NNG_OPT_TLS_CONFIG, config);
     nng_tls_config_free(config);  // the dialer holds its own reference
     if (rv != 0) return Status::IOError("cannot use TLS on '" + endpoint + "': " + nng_strerror(rv));

@@ -18,11 +18,9 @@ Status RpcServer::Listen(const std::string& endpoint, int slots, Handler handler
   nng_pipe_notify(socket_, NNG_PIPE_EV_REM_POST, OnPipe, this);
   nng_listener listener;
   rv = nng_listener_create(&listener, socket_, endpoint.c_str());
-  if (rv == 0 && IsTlsEndpoint(endpoint)) {
-    if (!tls.enabled())
-      return Status::InvalidArgument("'" + endpoint + "' is a TLS endpoint: the job needs cluster.tls");
-    nng_tls_config* config = nullptr;
-    SHOAL_RETURN_IF_ERROR(NewTlsConfig(tls, true, &config));
+  nng_tls_config* config = nullptr;
+  if (rv == 0) SHOAL_RETURN_IF_ERROR(TlsConfigFor(endpoint, tls, true, &config));
+  if (config) {
     rv = nng_listener_set_ptr(listener, NNG_OPT_TLS_CONFIG, config);
     nng_tls_config_free(config);  // the listener holds its own reference
   }

@@ -14,7 +14,12 @@ std::string ServerCertificateName(int id) { return "server-" + std::to_string(id
 
 bool IsTlsEndpoint(const std::string& endpoint) { return endpoint.rfind("tls+tcp://", 0) == 0; }
 
-Status NewTlsConfig(const TlsIdentity& id, bool server, nng_tls_config** config) {
+Status TlsConfigFor(const std::string& endpoint, const TlsIdentity& id, bool server,
+                    nng_tls_config** config) {
+  *config = nullptr;
+  if (!IsTlsEndpoint(endpoint)) return Status::Ok();
+  if (!id.enabled())
+    return Status::InvalidArgument("'" + endpoint + "' is a TLS endpoint: the job needs cluster.tls_dir");
   std::string ca, cert, key;
   SHOAL_RETURN_IF_ERROR(ReadFile(id.ca_file, &ca));
   SHOAL_RETURN_IF_ERROR(ReadFile(id.cert_file, &cert));

@@ -29,7 +29,10 @@ std::string ServerCertificateName(int id);
 
 bool IsTlsEndpoint(const std::string& endpoint);
 
-// A TLS configuration for a dialer (server = false) or a listener.
-Status NewTlsConfig(const TlsIdentity& identity, bool server, nng_tls_config** config);
+// The TLS configuration `endpoint` needs, for a dialer (server = false) or a
+// listener: null for an endpoint that is not tls+tcp://, an error for one
+// that is when this process has no identity. The caller frees it.
+Status TlsConfigFor(const std::string& endpoint, const TlsIdentity& identity, bool server,
+                    nng_tls_config** config);
 
 }  // namespace shoal

@@ -41,6 +41,16 @@ shards_for() {
   echo "$dir"
 }
 
+# validate_plan FILE: FILE validates against schemas/plan.schema.json.
+validate_plan() {
+  python3 - "$root/schemas/plan.schema.json" "$1" <<'PY'
+import json, sys, jsonschema
+schema = json.load(open(sys.argv[1]))
+jsonschema.Draft202012Validator.check_schema(schema)
+jsonschema.validate(json.load(open(sys.argv[2])), schema, cls=jsonschema.Draft202012Validator)
+PY
+}
+
 # field FILE EXPR: evaluates a Python expression over the last JSON line of
 # FILE whose "event" is the one named, e.g. field w.jsonl done "r['test_accuracy']".
 field() {

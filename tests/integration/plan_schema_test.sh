@@ -3,24 +3,15 @@
 # schema is strict enough to refuse a plan that is wrong.
 . "$(dirname "$0")/lib.sh"
 
-validate() {
-  python3 - "$root/schemas/plan.schema.json" "$1" <<'PY'
-import json, sys, jsonschema
-schema = json.load(open(sys.argv[1]))
-jsonschema.Draft202012Validator.check_schema(schema)
-jsonschema.validate(json.load(open(sys.argv[2])), schema, cls=jsonschema.Draft202012Validator)
-PY
-}
-
 for job in fashion-mlp fashion-cnn; do
   "$bin/dl-plan" "$root/configs/$job.yaml" -o "$tmp/$job.json" || fail "dl-plan $job"
-  validate "$tmp/$job.json" || fail "$job's plan does not validate"
+  validate_plan "$tmp/$job.json" || fail "$job's plan does not validate"
   ok "the $job plan validates against the schema"
 done
 "$bin/dl-plan" "$root/configs/fashion-cnn.yaml" --set cluster.nservers_per_group=3 --set cluster.slice_floats=100000 \
   --set cluster.consistency=async --endpoints tcp://127.0.0.1:7001,tcp://127.0.0.1:7002,ipc:///tmp/shoal-s3 \
   -o "$tmp/sliced.json" || fail "dl-plan with endpoints"
-validate "$tmp/sliced.json" || fail "the sliced plan does not validate"
+validate_plan "$tmp/sliced.json" || fail "the sliced plan does not validate"
 python3 - "$tmp/sliced.json" <<'PY' || fail "the sliced plan is inconsistent"
 import json, sys
 p = json.load(open(sys.argv[1]))
@@ -39,7 +30,7 @@ python3 -c "
 import json, sys
 p = json.load(open(sys.argv[1])); p['layers'][0]['partition_dim'] = 2
 json.dump(p, open(sys.argv[2], 'w'))" "$tmp/fashion-mlp.json" "$tmp/bad.json"
-! validate "$tmp/bad.json" 2>/dev/null || fail "the schema accepts partition_dim 2"
+! validate_plan "$tmp/bad.json" 2>/dev/null || fail "the schema accepts partition_dim 2"
 ok "the schema refuses a layer with partition_dim 2"
 
 expect_failure 1 "the job has 1 servers but 2 endpoints were given" \

@@ -4,19 +4,11 @@
 # `dl-plan calibrate` writes a profile dl-plan loads, and bad input is refused.
 . "$(dirname "$0")/lib.sh"
 
-validate() {
-  python3 - "$root/schemas/plan.schema.json" "$1" <<'PY'
-import json, sys, jsonschema
-schema = json.load(open(sys.argv[1]))
-jsonschema.Draft202012Validator.check_schema(schema)
-jsonschema.validate(json.load(open(sys.argv[2])), schema, cls=jsonschema.Draft202012Validator)
-PY
-}
 gbe=$root/configs/clusters/1gbe-8node.yaml
 
 for model in alexnet vgg16 googlenet-style char-rnn; do
   "$bin/dl-plan" "$root/configs/models/$model.yaml" --cluster "$gbe" -o "$tmp/$model.json" || fail "dl-plan $model"
-  validate "$tmp/$model.json" || fail "$model's plan does not validate"
+  validate_plan "$tmp/$model.json" || fail "$model's plan does not validate"
 done
 ok "the plan-only models plan on the 1 Gbit/s profile and validate"
 
@@ -42,7 +34,7 @@ ok "--explain prints a table with each layer's choice and the totals"
 
 "$bin/dl-plan" "$root/configs/models/alexnet.yaml" --cluster "$gbe" --strategy data -o "$tmp/data.json" ||
   fail "dl-plan --strategy data"
-validate "$tmp/data.json" || fail "the data-parallel plan does not validate"
+validate_plan "$tmp/data.json" || fail "the data-parallel plan does not validate"
 python3 -c "
 import json, sys
 p = json.load(open(sys.argv[1]))
