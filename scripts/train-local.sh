@@ -120,6 +120,13 @@ while ((${#name_of[@]} > 0)); do
   ((status == 0)) && continue
   if ((status >= 128 || status == 3)) && ((attempt < retries)); then
     attempt=$((attempt + 1))
+    # A worker that gave up on a server that has died is that server's failure:
+    # restarting the worker alone would only spend a retry.
+    if [[ "$name" == worker* ]]; then
+      for pid in "${!name_of[@]}"; do
+        [[ "${name_of[$pid]}" == server* ]] && ! kill -0 "$pid" 2>/dev/null && name=${name_of[$pid]}
+      done
+    fi
     if [[ "$name" == server* ]]; then
       log "$name died (exit $status); restarting every server from the newest checkpoint they all have, and the workers (retry $attempt of $retries)"
       stop_all

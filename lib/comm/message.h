@@ -17,7 +17,7 @@
 namespace shoal {
 
 enum class MsgType : uint16_t {
-  kGet = 1,       // step = the parameter version needed; kFinalVersion: after all workers are done
+  kGet = 1,       // step = the parameter version needed (the final ones come with done)
   kUpdate = 2,    // gradients of step `step`
   kPut = 3,       // overwrite values
   kStats = 4,     // reply carries JSON text
@@ -34,7 +34,6 @@ const char* MsgTypeName(MsgType type);
 constexpr uint32_t kMsgMagic = 0x4C4F4853;  // "SHOL" read as little-endian
 constexpr uint16_t kProtocolVersion = 1;
 constexpr size_t kHeaderBytes = 40;
-constexpr uint64_t kFinalVersion = ~0ull;
 constexpr uint32_t kToolSender = ~0u;  // dl-ckpt, tests: not a worker
 
 struct MsgHeader {

@@ -66,8 +66,7 @@ Status RpcClient::Send(const MsgHeader& header, const std::vector<EntryRef>& ent
 Status RpcClient::Receive(Reply* reply) {
   reply->Reset();
   std::string what = std::string("'") + MsgTypeName(pending_.type) + "' (step " +
-                     (pending_.step == kFinalVersion ? std::string("final")
-                                                     : std::to_string(pending_.step)) + ")";
+                     std::to_string(pending_.step) + ")";
   int rv = nng_recvmsg(socket_, &reply->msg_, 0);
   if (rv == NNG_ETIMEDOUT)
     return Status::Timeout("server '" + endpoint_ + "' did not answer " + what + " within " +

@@ -79,6 +79,9 @@ Status ParameterServer::Run() {
     }
   }
   Status written = Checkpoint();
+  // Nobody waits out a timeout for a server that has stopped.
+  for (const auto& p : parked_) ReplyError(p.slot, "server " + std::to_string(options_.id) + " is stopping");
+  parked_.clear();
   lock.unlock();
   // Let the last replies (the workers' final parameters) reach the workers
   // before the socket closes; they hang up once they have them.
@@ -175,7 +178,9 @@ void ParameterServer::HandleUpdate(int slot, const MessageView& req) {
       return;
     }
   }
-  const bool repeated = bsp_ && (step < stats_.version || contributed_[sender]);
+  // BSP: the step is counted or applied already. Async: a worker's step k is
+  // its (k+1)-th update, so one below its count was taken in already.
+  const bool repeated = bsp_ ? (step < stats_.version || contributed_[sender]) : step < updates_from_[sender];
   if (repeated) {
     ++stats_.updates_repeated;
   } else {
@@ -354,7 +359,11 @@ Status ParameterServer::Checkpoint() {
   SHOAL_RETURN_IF_ERROR(WriteCheckpoint(path, ckpt));
   ++stats_.checkpoints;
   std::vector<std::string> all = ListCheckpoints(options_.checkpoint_dir, options_.id);
-  for (size_t i = 0; i + options_.keep_checkpoints < all.size(); ++i) std::filesystem::remove(all[i]);
+  for (size_t i = 0; i + options_.keep_checkpoints < all.size(); ++i) {
+    std::error_code ec;  // runs on an NNG thread: report, never throw
+    if (!std::filesystem::remove(all[i], ec) && ec)
+      std::fprintf(stderr, "dl-server: cannot prune '%s': %s\n", all[i].c_str(), ec.message().c_str());
+  }
   return Status::Ok();
 }
 

@@ -50,6 +50,8 @@ struct ServerStats {
 class ParameterServer {
  public:
   ParameterServer(const Plan& plan, ServerOptions options);
+  // Stops the NNG callbacks before the state they use goes away.
+  ~ParameterServer() { rpc_.Close(); }
 
   // Initialises this server's slices and listens on its endpoint.
   Status Start();

@@ -113,13 +113,14 @@ Status Worker::Run(WorkerResult* result) {
     FeedBatch(b, net_.get());
     net_->Forward(Phase::kTrain);
     net_->Backward();
+    // A diverged step's gradients never reach the servers (nor their checkpoints).
+    if (!std::isfinite(net_->loss_layer().loss()))
+      return Status::InvalidArgument("the loss diverged at step " + std::to_string(step) +
+                                     " (lower train.learning_rate)");
     SHOAL_RETURN_IF_ERROR(table->Push(step));
     step_ms.push_back(1000.0 * SecondsSince(t0));
     window_loss += net_->loss_layer().loss();
     ++window;
-    if (!std::isfinite(net_->loss_layer().loss()))
-      return Status::InvalidArgument("the loss diverged at step " + std::to_string(step) +
-                                     " (lower train.learning_rate)");
     const bool last = step + 1 == steps;
     if ((step + 1) % job.train.display_every == 0 || last) {
       double span = std::chrono::duration<double>(Clock::now() - last_display).count();

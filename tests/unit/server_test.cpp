@@ -308,6 +308,33 @@ TEST_CASE("bsp: a repeated update is dropped and answered; one for a future step
   CHECK(f.Stop().ok());
 }
 
+TEST_CASE("async: an update a worker repeats after rejoining is dropped, not applied twice") {
+  ServerFixture f("async");
+  auto worker0 = Connect(f);
+  Reply reply;
+  REQUIRE(Update(worker0.get(), f, 0, 0, MakeGrads(0, 0), &reply).ok());
+  REQUIRE(worker0->Call(f.Header(MsgType::kJoin, 0, 0), {}, &reply).ok());
+  CHECK(reply.view().header.step == 1);  // its next step
+  REQUIRE(Update(worker0.get(), f, 0, 0, MakeGrads(0, 0), &reply).ok());
+  ServerStats stats = f.server->stats();
+  CHECK(stats.version == 1);
+  CHECK(stats.updates_repeated == 1);
+  CHECK(f.Stop().ok());
+}
+
+TEST_CASE("a server that stops answers the requests still waiting, naming why") {
+  ServerFixture f("bsp");
+  auto waiting = Connect(f);
+  REQUIRE(waiting->Send(f.Header(MsgType::kGet, 5, 0), {}).ok());
+  Reply reply;
+  auto answer = std::async(std::launch::async, [&] { return waiting->Receive(&reply); });
+  std::this_thread::sleep_for(milliseconds(50));
+  CHECK(f.Stop().ok());
+  Status s = answer.get();
+  INFO(s.ToString());
+  CHECK(Contains(s.message(), "server 0 is stopping"));
+}
+
 TEST_CASE("join answers with the values and the step to train next; a metric goes into the checkpoint") {
   const std::string dir = TempDirPath();
   ServerFixture f("bsp", dir);
@@ -461,13 +488,13 @@ TEST_CASE("done: the first worker's done waits for the last; both get the final 
 
   Reply reply0;
   auto done0 = std::async(std::launch::async, [&] {
-    return worker0->Call(f.Header(MsgType::kDone, kFinalVersion, 0), {}, &reply0);
+    return worker0->Call(f.Header(MsgType::kDone, ~0ull, 0), {}, &reply0);
   });
   CHECK(done0.wait_for(milliseconds(200)) == std::future_status::timeout);
   CHECK(f.run.wait_for(milliseconds(0)) == std::future_status::timeout);  // still serving
 
   Reply reply1;
-  Status s1 = worker1->Call(f.Header(MsgType::kDone, kFinalVersion, 1), {}, &reply1);
+  Status s1 = worker1->Call(f.Header(MsgType::kDone, ~0ull, 1), {}, &reply1);
   INFO(s1.ToString());
   REQUIRE(s1.ok());
   REQUIRE(done0.wait_for(milliseconds(kTimeoutMs)) == std::future_status::ready);
