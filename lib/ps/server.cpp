@@ -170,13 +170,10 @@ void ParameterServer::HandleUpdate(int slot, const MessageView& req) {
                          std::to_string(slices_.size()));
     return;
   }
-  for (const auto& e : req.entries) {
-    auto it = slices_.find(e.key);
-    if (it == slices_.end() || it->second.value.size() != e.count) {
-      ReplyError(slot, "update slice " + std::to_string(e.key) + " of " + std::to_string(e.count) +
-                           " floats does not match this server's table");
-      return;
-    }
+  std::string mismatch = MismatchedSlice(req);
+  if (!mismatch.empty()) {
+    ReplyError(slot, "update " + mismatch);
+    return;
   }
   // BSP: the step is counted or applied already. Async: a worker's step k is
   // its (k+1)-th update, so one below its count was taken in already.
@@ -242,13 +239,21 @@ void ParameterServer::ApplyUpdates(float scale) {
   }
 }
 
-void ParameterServer::HandlePut(int slot, const MessageView& req) {
+std::string ParameterServer::MismatchedSlice(const MessageView& req) const {
   for (const auto& e : req.entries) {
     auto it = slices_.find(e.key);
-    if (it == slices_.end() || it->second.value.size() != e.count) {
-      ReplyError(slot, "put slice " + std::to_string(e.key) + " does not match this server's table");
-      return;
-    }
+    if (it == slices_.end() || it->second.value.size() != e.count)
+      return "slice " + std::to_string(e.key) + " of " + std::to_string(e.count) +
+             " floats does not match this server's table";
+  }
+  return "";
+}
+
+void ParameterServer::HandlePut(int slot, const MessageView& req) {
+  std::string mismatch = MismatchedSlice(req);
+  if (!mismatch.empty()) {
+    ReplyError(slot, "put " + mismatch);
+    return;
   }
   for (const auto& e : req.entries) std::memcpy(slices_[e.key].value.data(), e.data, 4ull * e.count);
   ReplyOk(slot);

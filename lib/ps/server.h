@@ -77,6 +77,8 @@ class ParameterServer {
   void HandlePut(int slot, const MessageView& request);
   void HandleDone(int slot, const MessageView& request);
   void HandleJoin(int slot, const MessageView& request);
+  // Why an update's or put's slices do not fit this server's table; empty if they do.
+  std::string MismatchedSlice(const MessageView& request) const;
   Status Resume();
   void ApplyUpdates(float scale);
   // Answers with every slice; `step` defaults to the table's version.

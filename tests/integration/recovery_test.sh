@@ -22,6 +22,7 @@ wait_for_step() {  # wait_for_step NAME STEP: until worker 0 reports STEP
   fail "$1 never reached step $2"
 }
 accuracy() { field "$tmp/$1/worker-0.jsonl" done "r['test_accuracy']"; }
+close_to() { python3 -c "import sys; sys.exit(0 if abs(float(sys.argv[1]) - float(sys.argv[2])) <= 0.01 else 1)" "$1" "$2"; }
 
 train calm
 wait $! || fail "the undisturbed run failed: $(cat "$tmp/calm.err")"
@@ -36,8 +37,7 @@ wait "$runner" || fail "the run did not survive its server's death: $(cat "$tmp/
 grep -q "server 0 died (exit 137); restarting every server" "$tmp/server-killed.err" || fail "no restart logged"
 grep -q "resuming at step 200" "$tmp/server-killed.err" || fail "did not resume from step 200: $(cat "$tmp/server-killed.err")"
 got=$(accuracy server-killed)
-python3 -c "import sys; sys.exit(0 if abs(float(sys.argv[1]) - float(sys.argv[2])) <= 0.01 else 1)" "$got" "$calm" ||
-  fail "after a server kill: accuracy $got, undisturbed $calm"
+close_to "$got" "$calm" || fail "after a server kill: accuracy $got, undisturbed $calm"
 "$bin/dl-ckpt" diff "$(ls "$tmp"/calm/ckpt/*-0000000600.ckpt)" "$(ls "$tmp"/server-killed/ckpt/*-0000000600.ckpt)" \
   >"$tmp/diff.json"
 python3 -c "import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if d['max_rel'] <= 1e-6 else 1)" "$tmp/diff.json" ||
@@ -52,8 +52,7 @@ wait "$runner" || fail "the run did not survive a worker's death: $(cat "$tmp/wo
 grep -q "worker 1 died (exit 137); restarting it: it rejoins" "$tmp/worker-killed.err" || fail "no restart logged"
 grep -q "rejoins at step" "$tmp/worker-killed/worker-1.log" || fail "worker 1 did not rejoin"
 got=$(accuracy worker-killed)
-python3 -c "import sys; sys.exit(0 if abs(float(sys.argv[1]) - float(sys.argv[2])) <= 0.01 else 1)" "$got" "$calm" ||
-  fail "after a worker kill: accuracy $got, undisturbed $calm"
+close_to "$got" "$calm" || fail "after a worker kill: accuracy $got, undisturbed $calm"
 ok "kill -9 of worker 1 at step ~300: it rejoined, the run completed, accuracy $got"
 
 # A whole run stopped at step ~350 and resumed with --resume goes on from
