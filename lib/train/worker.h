@@ -4,7 +4,6 @@
 #include <memory>
 #include <string>
 
-#include "data/shard.h"
 #include "net/net.h"
 #include "plan/plan.h"
 #include "train/param_table.h"
