@@ -38,6 +38,11 @@ int main(int argc, char** argv) {
   app.add_option("-o,--out", out_path, "where to write plan.json (default: standard output)");
   app.add_option("--set", overrides, "override a job field: section.field=value (repeatable)");
   app.add_option("--endpoints", options.endpoints, "server endpoints, one per server")->delimiter(',');
+  app.add_option("--worker-endpoints", options.worker_endpoints,
+                 "worker endpoints, one per worker, for groups of more than one (features between workers)")
+      ->delimiter(',');
+  app.add_option("--group-size", planner.group_size, "workers per group M (default: the planner chooses)")
+      ->check(CLI::PositiveNumber);
   app.add_option("--base-port", options.base_port, "first loopback port when no endpoints are given")
       ->check(CLI::Range(1, 65535));
   app.add_option("--cluster", cluster_path, "cluster profile (YAML; default: loopback, 10 Gbit/s)");
@@ -90,11 +95,16 @@ int main(int argc, char** argv) {
   PartitionReport report;
   if (s.ok()) s = PlanJob(job, planner, &report);
   Plan plan;
-  if (s.ok()) s = MakeDataParallelPlan(job, options, &plan);
   if (s.ok()) {
-    std::vector<int> dims;
-    for (Choice c : report.choices) dims.push_back(PartitionDim(c));
-    s = ApplyPartition(dims, strategy, ReportToJson(report), &plan);
+    Partition partition;
+    partition.group_size = report.grouping.group_size;
+    for (size_t i = 0; i < report.choices.size(); ++i) {
+      partition.dims.push_back(PartitionDim(report.choices[i]));
+      partition.locations.push_back(report.choices[i] == Choice::kNone ? report.ranks[i] : 0);
+    }
+    partition.strategy = strategy;
+    partition.report = ReportToJson(report);
+    s = MakePlan(job, options, partition, &plan);
   }
   if (!s.ok()) return ReportFailure("dl-plan", s);
   if (explain) std::fputs(ExplainReport(report).c_str(), stderr);

@@ -24,7 +24,7 @@ nlohmann::json DiffCheckpoints(const Checkpoint& a, const Checkpoint& b) {
   std::map<std::string, const CheckpointTensor*> in_b;
   for (const auto& t : b.tensors) in_b[t.name] = &t;
   nlohmann::json tensors = nlohmann::json::array(), only_a = nlohmann::json::array();
-  double worst_abs = 0.0, worst_rel = 0.0;
+  double worst_abs = 0.0, worst_rel = 0.0, worst_l2 = 0.0;
   for (const auto& ta : a.tensors) {
     auto it = in_b.find(ta.name);
     if (it == in_b.end() || it->second->data.size() != ta.data.size()) {
@@ -32,21 +32,28 @@ nlohmann::json DiffCheckpoints(const Checkpoint& a, const Checkpoint& b) {
       continue;
     }
     const auto& tb = *it->second;
-    double max_abs = 0.0, scale = 0.0;
+    double max_abs = 0.0, scale = 0.0, diff_sq = 0.0, norm_sq = 0.0;
     for (size_t i = 0; i < ta.data.size(); ++i) {
-      max_abs = std::max(max_abs, std::fabs(static_cast<double>(ta.data[i]) - tb.data[i]));
+      const double d = static_cast<double>(ta.data[i]) - tb.data[i];
+      max_abs = std::max(max_abs, std::fabs(d));
       scale = std::max({scale, std::fabs(static_cast<double>(ta.data[i])), std::fabs(static_cast<double>(tb.data[i]))});
+      diff_sq += d * d;
+      norm_sq += static_cast<double>(ta.data[i]) * ta.data[i];
     }
     double max_rel = scale > 0 ? max_abs / scale : 0.0;
+    // The whole tensor's relative change: one element that a ReLU or a max
+    // pooling routed otherwise (a rounding-level tie) moves max_rel, not this.
+    double rel_l2 = norm_sq > 0 ? std::sqrt(diff_sq / norm_sq) : std::sqrt(diff_sq);
     worst_abs = std::max(worst_abs, max_abs);
     worst_rel = std::max(worst_rel, max_rel);
-    tensors.push_back({{"name", ta.name}, {"max_abs", max_abs}, {"max_rel", max_rel}});
+    worst_l2 = std::max(worst_l2, rel_l2);
+    tensors.push_back({{"name", ta.name}, {"max_abs", max_abs}, {"max_rel", max_rel}, {"rel_l2", rel_l2}});
     in_b.erase(it);
   }
   nlohmann::json only_b = nlohmann::json::array();
   for (const auto& [name, t] : in_b) only_b.push_back(name);
   return {{"step_a", a.step}, {"step_b", b.step}, {"max_abs", worst_abs}, {"max_rel", worst_rel},
-          {"tensors", tensors}, {"only_in_a", only_a}, {"only_in_b", only_b}};
+          {"rel_l2", worst_l2},   {"tensors", tensors}, {"only_in_a", only_a}, {"only_in_b", only_b}};
 }
 
 }  // namespace shoal

@@ -40,6 +40,7 @@ class ConvolutionLayer : public Layer {
                         grad_.data(), dx, params_[0].grad.data(), params_[1].grad.data(), &col_);
   }
 
+  bool SplitsOutputs() const override { return true; }
   double ForwardFlopsPerRecord() const override {
     return 2.0 * g_.filters * g_.col_rows() * g_.col_cols();
   }

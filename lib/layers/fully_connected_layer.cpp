@@ -33,6 +33,7 @@ class FullyConnectedLayer : public Layer {
                            params_[1].grad.data());
   }
 
+  bool SplitsOutputs() const override { return true; }
   double ForwardFlopsPerRecord() const override { return 2.0 * in_ * out_; }
 
  private:

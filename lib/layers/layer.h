@@ -57,6 +57,9 @@ class Layer {
   virtual double BackwardFlopsPerRecord() const { return 2.0 * ForwardFlopsPerRecord(); }
   // How this layer's feature depends on source `src`'s; full unless a layer says less.
   virtual Dependency SourceDependency(size_t src) const { return Dependency::kFull; }
+  // Whether num_output can be cut into ranges of units computed by different
+  // workers (model parallelism: a fully connected layer's columns, a convolution's filters).
+  virtual bool SplitsOutputs() const { return false; }
   // Whether gradients flow into this layer (not into data, say).
   virtual bool WantsGrad() const { return true; }
 

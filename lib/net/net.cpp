@@ -4,6 +4,23 @@
 
 namespace shoal {
 
+Status BuildLayer(const JobConfig& job, const LayerConfig& cfg, const YAML::Node& node,
+                  const std::vector<const Layer*>& srcs, bool allocate_params, std::unique_ptr<Layer>* out) {
+  Fields fields(node, job.source, "layer '" + cfg.name + "'");
+  for (const char* common : {"name", "type", "srclayers", "partition_dim", "location"}) fields.Has(common);
+  auto layer = CreateLayer(cfg.type);
+  if (!layer) {
+    std::string known;
+    for (const auto& t : LayerTypes()) known += (known.empty() ? "" : ", ") + t;
+    return fields.FieldError("type", "is '" + cfg.type + "', not a layer type (known: " + known + ")");
+  }
+  layer->Init(cfg.name, cfg.type, allocate_params);
+  SHOAL_RETURN_IF_ERROR(layer->Setup(fields, srcs));
+  SHOAL_RETURN_IF_ERROR(fields.CheckNoUnknown());
+  *out = std::move(layer);
+  return Status::Ok();
+}
+
 Status Net::Build(const JobConfig& job, std::unique_ptr<Net>* out, bool allocate_params) {
   auto net = std::unique_ptr<Net>(new Net());
   const auto& configs = job.layers;
@@ -34,23 +51,14 @@ Status Net::Build(const JobConfig& job, std::unique_ptr<Net>* out, bool allocate
     }
     const LayerConfig& cfg = configs[next];
     Fields fields(cfg.node, job.source, "layer '" + cfg.name + "'");
-    for (const char* common : {"name", "type", "srclayers", "partition_dim", "location"})
-      fields.Has(common);
-    auto layer = CreateLayer(cfg.type);
-    if (!layer) {
-      std::string known;
-      for (const auto& t : LayerTypes()) known += (known.empty() ? "" : ", ") + t;
-      return fields.FieldError("type", "is '" + cfg.type + "', not a layer type (known: " + known + ")");
-    }
-    layer->Init(cfg.name, cfg.type, allocate_params);
     std::vector<const Layer*> const_srcs;
     std::vector<Layer*> srcs;
     for (const auto& s : cfg.srclayers) {
       srcs.push_back(built.at(s));
       const_srcs.push_back(built.at(s));
     }
-    SHOAL_RETURN_IF_ERROR(layer->Setup(fields, const_srcs));
-    SHOAL_RETURN_IF_ERROR(fields.CheckNoUnknown());
+    std::unique_ptr<Layer> layer;
+    SHOAL_RETURN_IF_ERROR(BuildLayer(job, cfg, cfg.node, const_srcs, allocate_params, &layer));
     if (auto* d = dynamic_cast<DataLayer*>(layer.get())) {
       if (net->data_) return fields.Error("a net has one data layer; '" + net->data_->name() + "' is the first");
       net->data_ = d;

@@ -13,6 +13,11 @@
 
 namespace shoal {
 
+// Builds one layer of a job from `node` (its mapping in the job, or a copy
+// with fields changed) and its sources: known type, setup, no unknown field.
+Status BuildLayer(const JobConfig& job, const LayerConfig& config, const YAML::Node& node,
+                  const std::vector<const Layer*>& srcs, bool allocate_params, std::unique_ptr<Layer>* layer);
+
 class Net {
  public:
   // Sets every layer up (shapes, parameters) and checks the graph: known
@@ -31,6 +36,7 @@ class Net {
   DataLayer& data_layer() { return *data_; }
   SoftmaxLossLayer& loss_layer() { return *loss_; }
   const std::vector<std::unique_ptr<Layer>>& layers() const { return layers_; }
+  const std::vector<Layer*>& sources(size_t layer) const { return srcs_[layer]; }
   // Every parameter, in layer order.
   std::vector<Param*> params();
 

@@ -16,9 +16,16 @@ namespace {
 // thread and at two, where each thread has its own columns).
 constexpr size_t kColumnBudget = 1 << 18;
 
+// A power of two: a record's arithmetic (which sgemm column it is) must not
+// depend on where a batch is split. Workers × batch b then compute exactly
+// what one worker × the whole batch does whenever b is a multiple of the
+// group; otherwise rounding-level differences make max pooling choose other
+// near-tied maxima, and the runs drift apart.
 int GroupSize(const ConvGeometry& g, int batch) {
   size_t per_image = static_cast<size_t>(g.col_rows()) * g.col_cols();
-  return static_cast<int>(std::clamp<size_t>(kColumnBudget / per_image, 1, batch));
+  size_t group = 1;
+  while (group * 2 * per_image <= kColumnBudget) group *= 2;
+  return static_cast<int>(std::min<size_t>(group, batch));
 }
 
 // The output columns j whose input column j·stride − pad + kj falls inside

@@ -1,5 +1,6 @@
 #include "plan/cost_model.h"
 
+#include <cmath>
 #include <map>
 
 #include "config/job.h"
@@ -18,6 +19,16 @@ enum class Layout {
   kReplicated,  // every worker holds everything (what a model-parallel layer with a full dependency reads)
 };
 
+// The largest and smallest share of a feature (or of parameters) a rank of a
+// group holds when `units` are dealt out as evenly as they go (SplitRange).
+struct Shares {
+  double min, max;
+};
+Shares SplitShares(double units, int m) {
+  if (units <= 0.0) return {1.0 / m, 1.0 / m};
+  return {std::floor(units / m) / units, std::ceil(units / m) / units};
+}
+
 Layout Holds(Choice c) {
   return c == Choice::kData ? Layout::kRows : c == Choice::kModel ? Layout::kColumns : Layout::kOne;
 }
@@ -35,7 +46,8 @@ struct Move {
   double busiest = 0.0, group_total = 0.0, steps = 0.0;
 };
 
-Move Relayout(Layout have, Layout need, bool same_rank, double x, int m) {
+// `shares`: of the columns, when either side is columns.
+Move Relayout(Layout have, Layout need, bool same_rank, double x, int m, Shares shares) {
   const double others = (m - 1.0) / m;
   if (m == 1 || have == need) {
     if (have == Layout::kOne && need == Layout::kOne && !same_rank) return {x, x, 1.0};
@@ -43,10 +55,15 @@ Move Relayout(Layout have, Layout need, bool same_rank, double x, int m) {
   }
   if (need == Layout::kReplicated) {
     if (have == Layout::kOne) return {x, x * (m - 1.0), m - 1.0};  // broadcast, pipelined
-    return {x * others, x * (m - 1.0), m - 1.0};                    // all-gather
+    // All-gather: the rank holding least receives most.
+    const double missing = have == Layout::kColumns ? 1.0 - shares.min : others;
+    return {x * missing, x * (m - 1.0), m - 1.0};
   }
   if (have == Layout::kOne || need == Layout::kOne) return {x * others, x * others, m - 1.0};  // scatter, gather
-  return {x * others / m, x * others, m - 1.0};  // rows <-> columns: all-to-all
+  // All-to-all: rows -> columns, a rank receives its columns of the others'
+  // records; columns -> rows, the others' columns of its records.
+  const double busiest = have == Layout::kRows ? x * others * shares.max : x / m * (1.0 - shares.min);
+  return {busiest, x * others, m - 1.0};
 }
 
 }  // namespace
@@ -77,11 +94,16 @@ std::vector<LayerFacts> CollectLayerFacts(const JobConfig& job, const Net& net) 
     f.flops = layer->ForwardFlopsPerRecord() + layer->BackwardFlopsPerRecord();
     f.wants_grad = layer->WantsGrad();
     f.is_input = dynamic_cast<const DataLayer*>(layer.get()) != nullptr;
+    f.rows_only = f.is_input || dynamic_cast<const SoftmaxLossLayer*>(layer.get()) != nullptr;
     const auto& srcs = config.at(f.name)->srclayers;
     for (size_t k = 0; k < srcs.size(); ++k) {
       f.srcs.push_back(index.at(srcs[k]));
       f.deps.push_back(layer->SourceDependency(k));
     }
+    const bool follower = f.deps.size() == 1 && f.deps[0] == Dependency::kElementwise;
+    f.splittable = !f.rows_only && (layer->SplitsOutputs() || follower);
+    // A follower is split as its source is (lib/net/placement.h).
+    f.units = follower && !layer->SplitsOutputs() ? facts[f.srcs[0]].units : layer->out_shape()[0];
     index[f.name] = static_cast<int>(facts.size());
     facts.push_back(f);
   }
@@ -92,14 +114,15 @@ LayerCost NodeCost(const LayerFacts& layer, Choice choice, const Grouping& g, co
   LayerCost cost;
   const int m = g.group_size;
   const double records = g.records_per_group();
-  const double share = choice == Choice::kNone ? 1.0 : 1.0 / m;
+  const double share = choice == Choice::kNone ? 1.0
+                       : choice == Choice::kModel ? SplitShares(layer.units, m).max
+                                                  : 1.0 / m;
   cost.compute_s = layer.flops * records * share / p.flops_per_second();
   if (layer.params == 0.0) return cost;
-  // Replicas of the parameters that the servers keep consistent; a single
-  // replica (partitioned or not) is updated where it lives.
+  // Replicas of the parameters that the servers keep consistent; every
+  // replica's gradients go to the servers and its values come back.
   const int replicas = choice == Choice::kData ? g.workers : g.groups();
-  if (replicas == 1) return cost;
-  const double per_worker = choice == Choice::kModel ? layer.params / m : layer.params;
+  const double per_worker = choice == Choice::kModel ? layer.params * share : layer.params;
   const double total = layer.params * replicas;  // each direction
   const double busiest = g.servers > 0 && total / g.servers > per_worker ? total / g.servers : per_worker;
   cost.param_bytes_out = cost.param_bytes_in = per_worker * kBytesPerFloat;
@@ -113,7 +136,8 @@ LayerCost EdgeCost(const LayerFacts& src, Choice cs, int src_rank, Dependency de
   LayerCost cost;
   if (dep == Dependency::kNone) return cost;
   const double x = g.records_per_group() * src.feature;
-  const Move move = Relayout(Holds(cs), Needs(cd, dep), src_rank == dst_rank, x, g.group_size);
+  const Move move = Relayout(Holds(cs), Needs(cd, dep), src_rank == dst_rank, x, g.group_size,
+                             SplitShares(src.units, g.group_size));
   if (move.busiest == 0.0) return cost;
   // Forward: the feature; backward: its gradient, the same volume the other way.
   const int directions = src.wants_grad ? 2 : 1;

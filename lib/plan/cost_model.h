@@ -7,7 +7,7 @@
 // mini-batch B. Data parallelism on a layer splits the group's records over
 // its M workers, each holding a replica of the parameters (N replicas, traffic
 // 2·P each); model parallelism splits the features, one replica per group
-// (2·P/M per worker, none when there is one group: the owner updates in place);
+// (2·P/M per worker: the servers hold every parameter, even a single replica's);
 // none puts the whole layer on one worker of the group. Feature traffic is
 // the relayout of each source's feature into what the consumer needs.
 #pragma once
@@ -32,6 +32,9 @@ struct LayerFacts {
   double flops = 0.0;         // forward + backward, per record
   bool wants_grad = true;     // gradients flow back into this layer's feature
   bool is_input = false;      // read from the shards by records: data parallel only
+  bool rows_only = false;     // data parallel only: the input, and the loss (it reads the records' labels)
+  bool splittable = false;    // may be model parallel: splits its outputs, or follows one source elementwise
+  double units = 0.0;         // what model parallelism deals out (outputs, channels); 0: divides evenly
   std::vector<int> srcs;      // indices of source layers (earlier in the list)
   std::vector<Dependency> deps;  // per source
 };

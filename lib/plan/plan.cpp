@@ -5,6 +5,7 @@
 #include "core/file_util.h"
 #include "core/hash.h"
 #include "net/net.h"
+#include "plan/partition.h"
 
 namespace shoal {
 namespace {
@@ -29,10 +30,13 @@ json ContentToJson(const Plan& plan) {
                   {"timeout_ms", c.timeout_ms}};
   j["data"] = {{"dataset", plan.job.data.dataset}, {"shards", plan.job.data.shards}};
   j["layers"] = json::array();
-  for (const auto& l : plan.layers)
-    j["layers"].push_back({{"name", l.name}, {"type", l.type}, {"partition_dim", l.partition_dim},
-                           {"params", l.params}, {"feature_size", l.feature_size},
-                           {"forward_flops", l.forward_flops}});
+  for (const auto& l : plan.layers) {
+    json layer = {{"name", l.name},     {"type", l.type},
+                  {"partition_dim", l.partition_dim}, {"params", l.params},
+                  {"feature_size", l.feature_size},   {"forward_flops", l.forward_flops}};
+    if (l.partition_dim == -1) layer["location"] = l.location;
+    j["layers"].push_back(layer);
+  }
   j["params"] = json::array();
   for (const auto& p : plan.params)
     j["params"].push_back({{"name", p.name}, {"shape", p.shape},
@@ -43,8 +47,11 @@ json ContentToJson(const Plan& plan) {
     j["slices"].push_back({{"key", s.key}, {"param", s.param}, {"offset", s.offset},
                            {"count", s.count}, {"server", s.server}});
   j["workers"] = json::array();
-  for (const auto& w : plan.workers)
-    j["workers"].push_back({{"id", w.id}, {"group", w.group}, {"rank", w.rank}});
+  for (const auto& w : plan.workers) {
+    json worker = {{"id", w.id}, {"group", w.group}, {"rank", w.rank}};
+    if (!w.endpoint.empty()) worker["endpoint"] = w.endpoint;
+    j["workers"].push_back(worker);
+  }
   j["servers"] = json::array();
   for (const auto& s : plan.servers) j["servers"].push_back({{"id", s.id}, {"endpoint", s.endpoint}});
   if (!plan.planner.is_null()) j["planner"] = plan.planner;
@@ -61,66 +68,98 @@ const ParamPlan* Plan::FindParam(const std::string& name) const {
   return nullptr;
 }
 
-Status MakeDataParallelPlan(const JobConfig& job, const PlanOptions& options, Plan* plan) {
+namespace {
+
+std::string Loopback(const ClusterConfig& c, int port) {
+  return (c.tls_dir.empty() ? "tcp://" : "tls+tcp://") + std::string("127.0.0.1:") + std::to_string(port);
+}
+
+// Where the slices of `param` may be cut: every rank's held range starts a
+// slice, so each worker pushes whole slices.
+std::vector<size_t> RankBoundaries(const Plan& plan, const ParamPlan& param, int group_size) {
+  std::vector<size_t> cuts;
+  for (int r = 0; r < group_size; ++r) {
+    Range held = HeldFloats(plan, param, r);
+    if (!held.empty()) cuts.push_back(held.begin);
+  }
+  cuts.push_back(NumElements(param.shape));
+  return cuts;
+}
+
+}  // namespace
+
+Status MakePlan(const JobConfig& job, const PlanOptions& options, const Partition& partition, Plan* plan) {
   std::unique_ptr<Net> net;
   SHOAL_RETURN_IF_ERROR(Net::Build(job, &net, /*allocate_params=*/false));
   *plan = Plan();
   plan->job = job;
+  plan->strategy = partition.strategy;
+  plan->planner = partition.report;
   const ClusterConfig& c = job.cluster;
-  for (const auto& layer : net->layers()) {
+  const int m = partition.group_size;
+  if (m < 1 || c.workers() % m != 0)
+    return Status::InvalidArgument("groups of " + std::to_string(m) + " do not divide the job's " +
+                                   std::to_string(c.workers()) + " workers");
+  const size_t n_layers = net->layers().size();
+  if ((!partition.dims.empty() && partition.dims.size() != n_layers) ||
+      (!partition.locations.empty() && partition.locations.size() != n_layers))
+    return Status::InvalidArgument("a partition of " + std::to_string(partition.dims.size()) +
+                                   " layers for a net of " + std::to_string(n_layers));
+  for (size_t i = 0; i < n_layers; ++i) {
+    const Layer& layer = *net->layers()[i];
     LayerPlan l;
-    l.name = layer->name();
-    l.type = layer->type();
-    l.partition_dim = 0;
-    l.params = layer->param_count();
-    l.feature_size = layer->feature_size();
-    l.forward_flops = layer->ForwardFlopsPerRecord();
+    l.name = layer.name();
+    l.type = layer.type();
+    l.partition_dim = partition.dims.empty() ? 0 : partition.dims[i];
+    l.location = partition.locations.empty() ? 0 : partition.locations[i];
+    if (l.location < 0 || l.location >= m)
+      return Status::InvalidArgument("layer '" + l.name + "': location " + std::to_string(l.location) +
+                                     " is not a rank of a group of " + std::to_string(m));
+    l.params = layer.param_count();
+    l.feature_size = layer.feature_size();
+    l.forward_flops = layer.ForwardFlopsPerRecord();
     plan->layers.push_back(l);
   }
+  for (int w = 0; w < c.workers(); ++w) plan->workers.push_back({w, w / m, w % m, ""});
   int next_server = 0;
   for (Param* p : net->params()) {
     ParamPlan pp{p->name, p->shape, p->init, {}};
-    size_t total = NumElements(p->shape);
-    for (size_t offset = 0; offset < total; offset += c.slice_floats) {
-      SlicePlan s;
-      s.key = static_cast<uint32_t>(plan->slices.size());
-      s.param = p->name;
-      s.offset = offset;
-      s.count = std::min<size_t>(c.slice_floats, total - offset);
-      s.server = next_server;
-      next_server = (next_server + 1) % c.servers();
-      pp.slices.push_back(s.key);
-      plan->slices.push_back(s);
+    size_t begin = 0;
+    for (size_t end : RankBoundaries(*plan, pp, m)) {
+      for (size_t offset = begin; offset < end; offset += c.slice_floats) {
+        SlicePlan s;
+        s.key = static_cast<uint32_t>(plan->slices.size());
+        s.param = p->name;
+        s.offset = offset;
+        s.count = std::min<size_t>(c.slice_floats, end - offset);
+        s.server = next_server;
+        next_server = (next_server + 1) % c.servers();
+        pp.slices.push_back(s.key);
+        plan->slices.push_back(s);
+      }
+      begin = end;
     }
     plan->params.push_back(pp);
   }
-  for (int g = 0; g < c.nworker_groups; ++g)
-    for (int r = 0; r < c.nworkers_per_group; ++r)
-      plan->workers.push_back({g * c.nworkers_per_group + r, g, r});
   if (!options.endpoints.empty() && static_cast<int>(options.endpoints.size()) != c.servers())
     return Status::InvalidArgument("the job has " + std::to_string(c.servers()) + " servers but " +
                                    std::to_string(options.endpoints.size()) + " endpoints were given");
-  for (int i = 0; i < c.servers(); ++i) {
-    std::string ep = options.endpoints.empty()
-                         ? (c.tls_dir.empty() ? "tcp://" : "tls+tcp://") + std::string("127.0.0.1:") +
-                               std::to_string(options.base_port + i)
-                         : options.endpoints[i];
-    plan->servers.push_back({i, ep});
+  for (int i = 0; i < c.servers(); ++i)
+    plan->servers.push_back({i, options.endpoints.empty() ? Loopback(c, options.base_port + i) : options.endpoints[i]});
+  if (m > 1) {
+    if (!options.worker_endpoints.empty() && static_cast<int>(options.worker_endpoints.size()) != c.workers())
+      return Status::InvalidArgument("the job has " + std::to_string(c.workers()) + " workers but " +
+                                     std::to_string(options.worker_endpoints.size()) + " worker endpoints were given");
+    for (auto& w : plan->workers)
+      w.endpoint = options.worker_endpoints.empty() ? Loopback(c, options.base_port + c.servers() + w.id)
+                                                    : options.worker_endpoints[w.id];
   }
   plan->hash = HexU64(Fnv1a64(ContentToJson(*plan).dump()));
   return Status::Ok();
 }
 
-Status ApplyPartition(const std::vector<int>& partition_dims, const std::string& strategy,
-                      const json& report, Plan* plan) {
-  if (partition_dims.size() != plan->layers.size())
-    return Status::InvalidArgument("a partition of " + std::to_string(partition_dims.size()) +
-                                   " layers for a plan of " + std::to_string(plan->layers.size()));
-  for (size_t i = 0; i < partition_dims.size(); ++i) plan->layers[i].partition_dim = partition_dims[i];
-  plan->strategy = strategy;
-  plan->planner = report;
-  plan->hash = HexU64(Fnv1a64(ContentToJson(*plan).dump()));
-  return Status::Ok();
+Status MakeDataParallelPlan(const JobConfig& job, const PlanOptions& options, Plan* plan) {
+  return MakePlan(job, options, Partition(), plan);
 }
 
 json PlanToJson(const Plan& plan) {
@@ -143,8 +182,8 @@ Status PlanFromJson(const json& j, const std::string& source, Plan* plan) {
     SHOAL_RETURN_IF_ERROR(ParseJob(job_text, source + " (job)", &plan->job));
     plan->job.yaml_text = job_text;  // hash over the bytes as written
     for (const auto& l : j.at("layers"))
-      plan->layers.push_back({l.at("name"), l.at("type"), l.at("partition_dim"), l.at("params"),
-                              l.at("feature_size"), l.at("forward_flops")});
+      plan->layers.push_back({l.at("name"), l.at("type"), l.at("partition_dim"), l.value("location", 0),
+                              l.at("params"), l.at("feature_size"), l.at("forward_flops")});
     for (const auto& p : j.at("params")) {
       ParamPlan pp;
       pp.name = p.at("name");
@@ -157,7 +196,8 @@ Status PlanFromJson(const json& j, const std::string& source, Plan* plan) {
     }
     for (const auto& s : j.at("slices"))
       plan->slices.push_back({s.at("key"), s.at("param"), s.at("offset"), s.at("count"), s.at("server")});
-    for (const auto& w : j.at("workers")) plan->workers.push_back({w.at("id"), w.at("group"), w.at("rank")});
+    for (const auto& w : j.at("workers"))
+      plan->workers.push_back({w.at("id"), w.at("group"), w.at("rank"), w.value("endpoint", "")});
     for (const auto& s : j.at("servers")) plan->servers.push_back({s.at("id"), s.at("endpoint")});
   } catch (const json::exception& e) {
     return Status::InvalidArgument(source + ": malformed plan: " + e.what());
@@ -176,6 +216,18 @@ Status PlanFromJson(const json& j, const std::string& source, Plan* plan) {
   if (computed != plan->hash)
     return Status::Corruption(source + ": content hash " + computed + " does not match the recorded " +
                               plan->hash + " (the plan was edited after dl-plan wrote it)");
+  const int m = GroupSize(*plan);
+  for (size_t i = 0; i < plan->workers.size(); ++i) {
+    const WorkerPlan& w = plan->workers[i];
+    if (w.id != static_cast<int>(i) || w.id != w.group * m + w.rank || (m > 1 && w.endpoint.empty()))
+      return Status::InvalidArgument(source + ": worker " + std::to_string(i) + " is inconsistent with groups of " +
+                                     std::to_string(m));
+  }
+  for (const auto& l : plan->layers)
+    if (l.partition_dim < -1 || l.partition_dim > 1 || l.location < 0 || l.location >= m)
+      return Status::InvalidArgument(source + ": layer '" + l.name + "' has partition_dim " +
+                                     std::to_string(l.partition_dim) + " and location " + std::to_string(l.location) +
+                                     " (groups of " + std::to_string(m) + ")");
   return Status::Ok();
 }
 

@@ -17,7 +17,8 @@ namespace shoal {
 struct LayerPlan {
   std::string name;
   std::string type;
-  int partition_dim = 0;
+  int partition_dim = 0;     // 0 batch, 1 features, -1 none (lib/plan/partition.h)
+  int location = 0;          // partition_dim -1: the rank of each group that holds the layer
   size_t params = 0;        // parameter count
   size_t feature_size = 0;  // floats per record
   double forward_flops = 0; // per record
@@ -43,6 +44,7 @@ struct WorkerPlan {
   int id = 0;  // global
   int group = 0;
   int rank = 0;
+  std::string endpoint;  // where its group's peers send it features; empty in groups of one
 };
 
 struct ServerPlan {
@@ -66,19 +68,26 @@ struct Plan {
 };
 
 struct PlanOptions {
-  std::vector<std::string> endpoints;  // one per server; empty: tcp://127.0.0.1:base_port+i
+  std::vector<std::string> endpoints;         // one per server; empty: tcp://127.0.0.1:base_port+i
+  std::vector<std::string> worker_endpoints;  // one per worker (groups of M > 1); empty: the ports after the servers'
   int base_port = 5555;
 };
 
-// The data-parallel plan: every layer on partition_dim 0, parameters cut into
-// slices of at most cluster.slice_floats, dealt to servers in turn.
-// (The cost-based hybrid search replaces the partitioning step here.)
-Status MakeDataParallelPlan(const JobConfig& job, const PlanOptions& options, Plan* plan);
+// How the layers are spread over the workers: the planner's result.
+struct Partition {
+  int group_size = 1;              // M; the job's workers form groups of M
+  std::vector<int> dims;           // per layer, in the net's order: 0, 1 or -1; empty: all 0
+  std::vector<int> locations;      // per layer: the rank holding an unpartitioned layer
+  std::string strategy = "data";   // optimal | data | model
+  nlohmann::json report;           // the planner's cost report; null: none
+};
 
-// Records the planner's result: each layer's partition_dim (in layer order),
-// the strategy and the cost report; recomputes the hash.
-Status ApplyPartition(const std::vector<int>& partition_dims, const std::string& strategy,
-                      const nlohmann::json& report, Plan* plan);
+// The plan for a partition: parameters cut into slices of at most
+// cluster.slice_floats (and where a partitioned layer's ranks divide them),
+// dealt to servers in turn; the workers in groups with their endpoints.
+Status MakePlan(const JobConfig& job, const PlanOptions& options, const Partition& partition, Plan* plan);
+// Every layer on partition_dim 0, in groups of one.
+Status MakeDataParallelPlan(const JobConfig& job, const PlanOptions& options, Plan* plan);
 
 nlohmann::json PlanToJson(const Plan& plan);
 Status PlanFromJson(const nlohmann::json& json, const std::string& source, Plan* plan);

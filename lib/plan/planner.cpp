@@ -17,6 +17,12 @@ using nlohmann::json;
 constexpr uint8_t kAll = 0b111;
 uint8_t Only(Choice c) { return static_cast<uint8_t>(1u << static_cast<int>(c)); }
 
+// The choices a layer may take: what the workers can execute.
+uint8_t Allowed(const LayerFacts& l) {
+  if (l.rows_only) return Only(Choice::kData);
+  return l.splittable ? kAll : static_cast<uint8_t>(kAll & ~Only(Choice::kModel));
+}
+
 std::string Int(double v) { return std::to_string(static_cast<long long>(v)); }
 
 // Reads partition_dim and location where the user wrote them (a default
@@ -56,10 +62,15 @@ Status CheckOverrides(const std::vector<LayerFacts>& layers, const std::vector<L
     const LayerOverride& o = overrides[i];
     if (!o.has_partition) continue;
     const std::string layer = where + ": layer '" + layers[i].name + "'";
-    if (layers[i].is_input && o.choice != Choice::kData)
+    if (layers[i].rows_only && o.choice != Choice::kData)
       return Status::InvalidArgument(layer + ": partition_dim " + std::to_string(PartitionDim(o.choice)) +
-                                     " cannot be honoured: the data layer is read from the shards by records "
-                                     "(partition_dim 0)");
+                                     " cannot be honoured: " +
+                                     (layers[i].is_input ? "the data layer is read from the shards by records"
+                                                         : "the loss is computed where its records' labels are") +
+                                     " (partition_dim 0)");
+    if (o.choice == Choice::kModel && !layers[i].splittable)
+      return Status::InvalidArgument(layer + ": partition_dim 1 cannot be honoured: a " + layers[i].type +
+                                     " layer cannot split its features over workers (partition_dim 0 or -1)");
     if (o.rank >= workers)
       return Status::InvalidArgument(layer + ": location " + std::to_string(o.rank) +
                                      " cannot be honoured: a group of " + std::to_string(workers) +
@@ -67,7 +78,7 @@ Status CheckOverrides(const std::vector<LayerFacts>& layers, const std::vector<L
     if (options.strategy == Strategy::kData && o.choice != Choice::kData)
       return Status::InvalidArgument(layer + ": partition_dim " + std::to_string(PartitionDim(o.choice)) +
                                      " cannot be honoured with --strategy data (every layer on 0)");
-    if (options.strategy == Strategy::kModel && o.choice != Choice::kModel && !layers[i].is_input)
+    if (options.strategy == Strategy::kModel && o.choice != Choice::kModel && layers[i].splittable)
       return Status::InvalidArgument(layer + ": partition_dim " + std::to_string(PartitionDim(o.choice)) +
                                      " cannot be honoured with --strategy model (every layer on 1)");
   }
@@ -147,7 +158,7 @@ Status PlanLayers(const std::vector<LayerFacts>& layers, const std::vector<Layer
   std::vector<uint8_t> free_mask, honoured_mask;
   std::vector<int> ranks;
   for (size_t i = 0; i < layers.size(); ++i) {
-    free_mask.push_back(layers[i].is_input ? Only(Choice::kData) : kAll);
+    free_mask.push_back(Allowed(layers[i]));
     honoured_mask.push_back(overrides[i].has_partition ? Only(overrides[i].choice) : free_mask.back());
     ranks.push_back(std::max(overrides[i].rank, 0));
     report->has_overrides |= overrides[i].has_partition;
@@ -158,11 +169,15 @@ Status PlanLayers(const std::vector<LayerFacts>& layers, const std::vector<Layer
   base.workers = n;
   base.batch = batch;
   base.servers = options.servers;
+  // Every layer that can take `c` takes it; the others are data parallel.
   auto fixed = [&](Choice c) {
     std::vector<Choice> v;
-    for (const auto& l : layers) v.push_back(l.is_input ? Choice::kData : c);
+    for (const auto& l : layers) v.push_back(Allowed(l) & Only(c) ? c : Choice::kData);
     return v;
   };
+  if (options.group_size < 0 || (options.group_size > 0 && n % options.group_size != 0))
+    return Status::InvalidArgument(where + ": groups of " + std::to_string(options.group_size) +
+                                   " do not divide " + std::to_string(n) + " workers");
   Grouping one_group = base, singletons = base;
   one_group.group_size = n;
   report->all_data = EvaluateChoices(layers, fixed(Choice::kData), ranks, singletons, p);
@@ -170,15 +185,17 @@ Status PlanLayers(const std::vector<LayerFacts>& layers, const std::vector<Layer
 
   Grouping chosen = base;
   if (options.strategy == Strategy::kData) {
+    chosen.group_size = std::max(options.group_size, 1);
     report->choices = fixed(Choice::kData);
-    report->optimum = report->all_data;
+    report->optimum = EvaluateChoices(layers, report->choices, ranks, chosen, p);
   } else if (options.strategy == Strategy::kModel) {
-    chosen = one_group;
+    chosen.group_size = options.group_size > 0 ? options.group_size : n;
     report->choices = fixed(Choice::kModel);
-    report->optimum = report->all_model;
+    report->optimum = EvaluateChoices(layers, report->choices, ranks, chosen, p);
   } else {
     double best_free = INFINITY, best_honoured = INFINITY;
-    for (int m : Divisors(n)) {
+    const std::vector<int> sizes = options.group_size > 0 ? std::vector<int>{options.group_size} : Divisors(n);
+    for (int m : sizes) {
       Grouping g = base;
       g.group_size = m;
       bool ranks_fit = true;

@@ -23,6 +23,7 @@ struct PlannerOptions {
   Strategy strategy = Strategy::kOptimal;
   int workers = 0;  // N; 0: the job's workers
   int servers = 0;  // S; 0: the planner chooses
+  int group_size = 0;  // M; 0: the planner chooses (optimal), 1 (data), N (model)
   ClusterProfile profile;
 };
 

@@ -10,6 +10,7 @@
 
 #include "ckpt/checkpoint.h"
 #include "core/hash.h"
+#include "plan/partition.h"
 #include "ps/param_init.h"
 
 namespace shoal {
@@ -22,6 +23,7 @@ ParameterServer::ParameterServer(const Plan& plan, ServerOptions options)
       workers_(static_cast<int>(plan.workers.size())),
       bsp_(plan.job.cluster.consistency == "bsp"),
       contributed_(workers_, false),
+      waiting_(workers_),
       updates_from_(workers_, 0),
       done_(workers_, false) {}
 
@@ -44,6 +46,12 @@ Status ParameterServer::Start() {
       s.grad_sum.assign(sp.count, 0.0f);
       slices_.emplace(key, std::move(s));
     }
+  }
+  holders_ = HoldersPerKey(plan_);
+  for (const auto& w : plan_.workers) {
+    held_.emplace_back();
+    for (uint32_t key : KeysHeldBy(plan_, w.id))
+      if (slices_.count(key)) held_.back().push_back(key);
   }
   if (!options_.resume_dir.empty()) SHOAL_RETURN_IF_ERROR(Resume());
   if (!options_.checkpoint_dir.empty()) {
@@ -151,10 +159,10 @@ void ParameterServer::HandleGet(int slot, const MessageView& req) {
   ++stats_.gets;
   if (bsp_ && req.header.step > stats_.version) {
     ++stats_.gets_waited;
-    parked_.push_back({slot, req.header.step, false});
+    parked_.push_back({slot, req.header.step, false, -1});
     return;
   }
-  ReplyParams(slot);
+  ReplyParams(slot, -1);
 }
 
 void ParameterServer::HandleUpdate(int slot, const MessageView& req) {
@@ -165,12 +173,8 @@ void ParameterServer::HandleUpdate(int slot, const MessageView& req) {
                          std::to_string(stats_.version));
     return;
   }
-  if (req.entries.size() != slices_.size()) {
-    ReplyError(slot, "update carries " + std::to_string(req.entries.size()) + " slices, this server holds " +
-                         std::to_string(slices_.size()));
-    return;
-  }
   std::string mismatch = MismatchedSlice(req);
+  if (mismatch.empty()) mismatch = MisheldSlices(req);
   if (!mismatch.empty()) {
     ReplyError(slot, "update " + mismatch);
     return;
@@ -181,27 +185,37 @@ void ParameterServer::HandleUpdate(int slot, const MessageView& req) {
   if (repeated) {
     ++stats_.updates_repeated;
   } else {
-    for (const auto& e : req.entries) {
-      std::vector<float>& sum = slices_[e.key].grad_sum;
-      if (!bsp_) {
-        std::memcpy(sum.data(), e.data, 4ull * e.count);
-        continue;
-      }
-      for (uint32_t i = 0; i < e.count; ++i) {
-        float g;
-        std::memcpy(&g, e.data + 4ull * i, 4);
-        sum[i] += g;
-      }
-    }
     ++stats_.updates_received;
     ++updates_from_[sender];
     if (!bsp_) {
-      ApplyUpdates(1.0f);
+      // Applied at once, as one worker's share of the average.
+      AddGradients(req.entries);
+      for (const auto& e : req.entries) ApplySlice(slices_[e.key], static_cast<float>(holders_[e.key]) / workers_);
+      AdvanceVersion();
     } else {
       contributed_[sender] = true;
-      if (++contributors_ == workers_) {
-        ApplyUpdates(1.0f / workers_);
+      ++contributors_;
+      if (static_cast<int>(sender) == next_to_sum_) {
+        AddGradients(req.entries);
+        ++next_to_sum_;
+      } else {
+        for (const auto& e : req.entries) {
+          waiting_[sender].emplace_back(e.key, std::vector<float>(e.count));
+          std::memcpy(waiting_[sender].back().second.data(), e.data, 4ull * e.count);
+        }
+      }
+      for (; next_to_sum_ < workers_ && contributed_[next_to_sum_]; ++next_to_sum_) {
+        for (const auto& [key, grad] : waiting_[next_to_sum_]) {
+          std::vector<float>& sum = slices_[key].grad_sum;
+          for (size_t i = 0; i < grad.size(); ++i) sum[i] += grad[i];
+        }
+        waiting_[next_to_sum_].clear();
+      }
+      if (contributors_ == workers_) {
+        for (auto& [key, s] : slices_) ApplySlice(s, 1.0f / workers_);
+        AdvanceVersion();
         contributors_ = 0;
+        next_to_sum_ = 0;
         contributed_.assign(workers_, false);
       }
     }
@@ -209,8 +223,8 @@ void ParameterServer::HandleUpdate(int slot, const MessageView& req) {
   if (req.header.type == MsgType::kUpdateGet) {
     // One round trip per step: the reply carries the next step's parameters
     // (under BSP, once every worker's gradient of this step is in).
-    if (bsp_ && step + 1 > stats_.version) parked_.push_back({slot, step + 1, false});
-    else ReplyParams(slot);
+    if (bsp_ && step + 1 > stats_.version) parked_.push_back({slot, step + 1, false, static_cast<int>(sender)});
+    else ReplyParams(slot, static_cast<int>(sender));
   } else {
     ReplyOk(slot);
   }
@@ -220,16 +234,28 @@ void ParameterServer::HandleUpdate(int slot, const MessageView& req) {
 void ParameterServer::HandleJoin(int slot, const MessageView& req) {
   // BSP: every worker trains the table's current step; async: a worker goes
   // on after the last of its updates the table took in.
-  ReplyParams(slot, bsp_ ? stats_.version : updates_from_[req.header.sender]);
+  const uint32_t sender = req.header.sender;
+  ReplyParams(slot, static_cast<int>(sender), bsp_ ? stats_.version : updates_from_[sender]);
 }
 
-void ParameterServer::ApplyUpdates(float scale) {
-  for (auto& [key, s] : slices_) {
-    if (scale != 1.0f)
-      for (float& g : s.grad_sum) g *= scale;
-    ApplyUpdate(updater_, stats_.version, s.value.size(), s.grad_sum.data(), s.value.data(), s.velocity.data());
-    std::fill(s.grad_sum.begin(), s.grad_sum.end(), 0.0f);
+void ParameterServer::AddGradients(const std::vector<EntryView>& entries) {
+  for (const auto& e : entries) {
+    std::vector<float>& sum = slices_[e.key].grad_sum;
+    for (uint32_t i = 0; i < e.count; ++i) {
+      float g;
+      std::memcpy(&g, e.data + 4ull * i, 4);
+      sum[i] += g;
+    }
   }
+}
+
+void ParameterServer::ApplySlice(Slice& s, float scale) {
+  for (float& g : s.grad_sum) g *= scale;
+  ApplyUpdate(updater_, stats_.version, s.value.size(), s.grad_sum.data(), s.value.data(), s.velocity.data());
+  std::fill(s.grad_sum.begin(), s.grad_sum.end(), 0.0f);
+}
+
+void ParameterServer::AdvanceVersion() {
   ++stats_.version;
   ++stats_.updates_applied;
   int every = plan_.job.train.checkpoint_every;
@@ -237,6 +263,15 @@ void ParameterServer::ApplyUpdates(float scale) {
     Status s = Checkpoint();
     if (!s.ok()) std::fprintf(stderr, "dl-server: %s\n", s.ToString().c_str());
   }
+}
+
+std::string ParameterServer::MisheldSlices(const MessageView& req) const {
+  const std::vector<uint32_t>& held = held_[req.header.sender];
+  bool same = req.entries.size() == held.size();
+  for (size_t i = 0; same && i < held.size(); ++i) same = req.entries[i].key == held[i];
+  if (same) return "";
+  return "from worker " + std::to_string(req.header.sender) + " carries " + std::to_string(req.entries.size()) +
+         " slices; the plan gives it " + std::to_string(held.size()) + " on this server";
 }
 
 std::string ParameterServer::MismatchedSlice(const MessageView& req) const {
@@ -264,7 +299,7 @@ void ParameterServer::HandleDone(int slot, const MessageView& req) {
     done_[req.header.sender] = true;
     ++done_count_;
   }
-  parked_.push_back({slot, 0, true});
+  parked_.push_back({slot, 0, true, static_cast<int>(req.header.sender)});
   ServeParked();
 }
 
@@ -278,7 +313,7 @@ void ParameterServer::ServeParked() {
       still.push_back(p);
       continue;
     }
-    ReplyParams(p.slot);
+    ReplyParams(p.slot, p.sender);
     if (p.done) ++answered_done;
   }
   parked_.swap(still);
@@ -288,11 +323,16 @@ void ParameterServer::ServeParked() {
   }
 }
 
-void ParameterServer::ReplyParams(int slot, uint64_t step) {
+void ParameterServer::ReplyParams(int slot, int worker, uint64_t step) {
   std::vector<EntryRef> entries;
-  entries.reserve(slices_.size());
-  for (const auto& [key, s] : slices_)
+  auto add = [&](uint32_t key) {
+    const Slice& s = slices_.at(key);
     entries.push_back({key, s.value.data(), static_cast<uint32_t>(s.value.size())});
+  };
+  if (worker < 0)
+    for (const auto& [key, s] : slices_) add(key);
+  else
+    for (uint32_t key : held_[worker]) add(key);
   MsgHeader h{MsgType::kReply, plan_hash_, step == ~0ull ? stats_.version : step,
               static_cast<uint32_t>(options_.id)};
   rpc_.Reply(slot, h, entries);

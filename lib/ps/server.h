@@ -6,6 +6,11 @@
 //    waits until the table reaches it. With gradients averaged over workers,
 //    W workers × batch B step exactly as one worker × batch W·B.
 //  - async (Downpour): each update is applied as it arrives; gets answer at once.
+// In a hybrid plan a worker holds only some slices (lib/plan/partition.h):
+// it sends their gradients and receives their values. Gradients are summed
+// per slice and divided by the number of workers: a partitioned layer's
+// gradient is computed over its whole group's records, so this is the
+// average over every record either way.
 // A worker that rejoins after a crash asks where to go on (join) and repeats
 // the step it was in: an update of a step already counted or applied is
 // dropped and answered as the first one was, so nothing is applied twice.
@@ -68,7 +73,8 @@ class ParameterServer {
   struct Parked {
     int slot;
     uint64_t version;
-    bool done;  // a worker's done: answered when every worker is done
+    bool done;   // a worker's done: answered when every worker is done
+    int sender;  // answered with this worker's slices
   };
 
   void Handle(int slot, const MessageView& request);
@@ -80,9 +86,15 @@ class ParameterServer {
   // Why an update's or put's slices do not fit this server's table; empty if they do.
   std::string MismatchedSlice(const MessageView& request) const;
   Status Resume();
-  void ApplyUpdates(float scale);
-  // Answers with every slice; `step` defaults to the table's version.
-  void ReplyParams(int slot, uint64_t step = ~0ull);
+  // Why an update does not carry exactly the slices its sender holds here; empty if it does.
+  std::string MisheldSlices(const MessageView& request) const;
+  void AddGradients(const std::vector<EntryView>& entries);
+  void ApplySlice(Slice& slice, float scale);
+  // The table has a new version: count it, checkpoint when it is time.
+  void AdvanceVersion();
+  // Answers with worker `worker`'s slices (-1: every slice); `step`
+  // defaults to the table's version.
+  void ReplyParams(int slot, int worker, uint64_t step = ~0ull);
   void ReplyOk(int slot);
   void ReplyError(int slot, const std::string& why);
   void ServeParked();
@@ -100,8 +112,14 @@ class ParameterServer {
   std::mutex mu_;
   std::condition_variable changed_;
   std::map<uint32_t, Slice> slices_;
+  std::vector<std::vector<uint32_t>> held_;  // per worker: the keys of this server it holds, increasing
+  std::vector<int> holders_;                 // per key of the plan: how many workers hold it
   std::vector<bool> contributed_;  // bsp: whose update of the current step arrived
   int contributors_ = 0;
+  // bsp: gradients are summed in worker order, whatever order they arrive
+  // in, so a run's result does not depend on timing. Early arrivals wait here.
+  int next_to_sum_ = 0;
+  std::vector<std::vector<std::pair<uint32_t, std::vector<float>>>> waiting_;  // per worker
   std::vector<uint64_t> updates_from_;  // per worker: updates taken in (async rejoin point)
   nlohmann::json metric_;              // the last evaluation a worker reported
   std::vector<bool> done_;

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <map>
 
+#include "plan/partition.h"
 #include "ps/param_init.h"
 
 namespace shoal {
@@ -25,11 +26,22 @@ Status LocalTable::Push(uint64_t step) {
   return Status::Ok();
 }
 
+Status LocalTable::FetchAll(const std::vector<Param*>& whole) {
+  for (size_t i = 0; i < params_.size(); ++i) whole.at(i)->value = params_[i]->value;
+  return Status::Ok();
+}
+
 RemoteTable::RemoteTable(const Plan& plan, int worker, std::vector<Param*> params, int timeout_ms)
     : plan_(plan), worker_(worker), timeout_ms_(timeout_ms), plan_hash_(plan.hash_value()), pieces_(plan.servers.size()) {
   std::map<std::string, Param*> by_name;
   for (Param* p : params) by_name[p->name] = p;
-  for (const auto& s : plan.slices) pieces_[s.server].push_back({s.key, by_name.at(s.param), s.offset, s.count});
+  const int rank = plan.workers.at(worker).rank;
+  // Keys increase, as the servers list them.
+  for (uint32_t key : KeysHeldBy(plan, worker)) {
+    const SlicePlan& s = plan.slices[key];
+    const size_t held_from = HeldFloats(plan, *plan.FindParam(s.param), rank).begin;
+    pieces_[s.server].push_back({s.key, by_name.at(s.param), s.offset - held_from, s.count});
+  }
 }
 
 Status RemoteTable::Connect() {
@@ -48,22 +60,25 @@ Status RemoteTable::RoundTrip(MsgType type, uint64_t step, bool with_grads, bool
   for (size_t s = 0; s < clients_.size(); ++s) {
     std::vector<EntryRef> entries;
     if (with_grads)
-      for (const auto& p : pieces_[s])
+      for (const auto& p : pieces_[s]) {
         entries.push_back({p.key, p.param->grad.data() + p.offset, static_cast<uint32_t>(p.count)});
-    bytes_sent_ += EncodedSize(entries, text);
+        bytes_sent_ += 4ull * p.count;
+      }
     SHOAL_RETURN_IF_ERROR(clients_[s]->Send(h, entries, text));
   }
   for (size_t s = 0; s < clients_.size(); ++s) {
     Reply reply;
     SHOAL_RETURN_IF_ERROR(clients_[s]->Receive(&reply));
-    if (fill) SHOAL_RETURN_IF_ERROR(Absorb(static_cast<int>(s), reply.view()));
+    if (fill) {
+      SHOAL_RETURN_IF_ERROR(Absorb(static_cast<int>(s), reply.view(), pieces_[s]));
+      for (const auto& p : pieces_[s]) bytes_received_ += 4ull * p.count;
+    }
     if (steps) steps->push_back(reply.view().header.step);
   }
   return Status::Ok();
 }
 
-Status RemoteTable::Absorb(int server, const MessageView& reply) {
-  const auto& pieces = pieces_[server];
+Status RemoteTable::Absorb(int server, const MessageView& reply, const std::vector<Piece>& pieces) {
   const std::string& endpoint = plan_.servers[server].endpoint;
   if (reply.header.plan_hash != plan_hash_)
     return Status::InvalidArgument("server '" + endpoint + "' answered for another plan");
@@ -77,9 +92,7 @@ Status RemoteTable::Absorb(int server, const MessageView& reply) {
       return Status::Corruption("server '" + endpoint + "' sent slice " + std::to_string(e.key) +
                                 " where the plan has slice " + std::to_string(pieces[i].key));
     std::memcpy(pieces[i].param->value.data() + pieces[i].offset, e.data, 4ull * e.count);
-    bytes_received_ += 8 + 4ull * e.count;
   }
-  bytes_received_ += kHeaderBytes;
   return Status::Ok();
 }
 
@@ -94,6 +107,22 @@ Status RemoteTable::Join(uint64_t* step) {
 
 Status RemoteTable::Report(const std::string& metric) {
   return RoundTrip(MsgType::kMetric, 0, false, false, metric);
+}
+
+Status RemoteTable::FetchAll(const std::vector<Param*>& whole) {
+  std::map<std::string, Param*> by_name;
+  for (Param* p : whole) by_name[p->name] = p;
+  MsgHeader h{MsgType::kGet, plan_hash_, 0, static_cast<uint32_t>(worker_)};
+  for (size_t s = 0; s < clients_.size(); ++s) SHOAL_RETURN_IF_ERROR(clients_[s]->Send(h, {}, ""));
+  for (size_t s = 0; s < clients_.size(); ++s) {
+    std::vector<Piece> all;
+    for (const auto& slice : plan_.slices)
+      if (slice.server == static_cast<int>(s)) all.push_back({slice.key, by_name.at(slice.param), slice.offset, slice.count});
+    Reply reply;
+    SHOAL_RETURN_IF_ERROR(clients_[s]->Receive(&reply));
+    SHOAL_RETURN_IF_ERROR(Absorb(static_cast<int>(s), reply.view(), all));
+  }
+  return Status::Ok();
 }
 
 Status RemoteTable::Push(uint64_t step) { return RoundTrip(MsgType::kUpdateGet, step, true); }

@@ -27,6 +27,9 @@ class ParamTable {
   virtual Status Finish() = 0;
   // Hands an evaluation (JSON object) to the servers for their checkpoints.
   virtual Status Report(const std::string& metric) = 0;
+  // Fills a whole net's params with the current values of every parameter
+  // (a worker that holds only some evaluates the whole net).
+  virtual Status FetchAll(const std::vector<Param*>& whole) = 0;
 };
 
 class LocalTable : public ParamTable {
@@ -39,6 +42,7 @@ class LocalTable : public ParamTable {
   Status Push(uint64_t step) override;
   Status Finish() override { return Status::Ok(); }
   Status Report(const std::string&) override { return Status::Ok(); }
+  Status FetchAll(const std::vector<Param*>& whole) override;
 
  private:
   UpdaterConfig updater_;
@@ -48,13 +52,16 @@ class LocalTable : public ParamTable {
 
 class RemoteTable : public ParamTable {
  public:
-  // Every wait gives up after `timeout_ms`.
+  // `params`: what worker `worker` holds (lib/plan/partition.h), named as the
+  // plan's parameters. Every wait gives up after `timeout_ms`.
   RemoteTable(const Plan& plan, int worker, std::vector<Param*> params, int timeout_ms);
   Status Connect();
   Status Join(uint64_t* step) override;
   Status Push(uint64_t step) override;
   Status Finish() override;
   Status Report(const std::string& metric) override;
+  Status FetchAll(const std::vector<Param*>& whole) override;
+  // Parameter bytes of training (gradients out, values in), payload only.
   uint64_t bytes_sent() const { return bytes_sent_; }
   uint64_t bytes_received() const { return bytes_received_; }
 
@@ -68,7 +75,8 @@ class RemoteTable : public ParamTable {
   // when `fill` is set. `steps` (if given) receives each reply's step.
   Status RoundTrip(MsgType type, uint64_t step, bool with_grads, bool fill = true,
                    const std::string& text = "", std::vector<uint64_t>* steps = nullptr);
-  Status Absorb(int server, const MessageView& reply);
+  // Copies a reply's slices into `pieces`, which it must match one for one.
+  Status Absorb(int server, const MessageView& reply, const std::vector<Piece>& pieces);
 
   const Plan& plan_;
   int worker_;

@@ -8,6 +8,7 @@
 
 #include "data/shard.h"
 #include "ops/blas.h"
+#include "plan/partition.h"
 #include "train/batch_loader.h"
 #include "train/evaluate.h"
 
@@ -20,6 +21,10 @@ double SecondsSince(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
+struct ByteCounts {
+  uint64_t params_out = 0, params_in = 0, features_in = 0, features_out = 0;
+};
+
 }  // namespace
 
 Worker::Worker(const Plan& plan, WorkerOptions options, Progress* progress)
@@ -31,19 +36,26 @@ Status Worker::Run(WorkerResult* result) {
   if (options_.id < 0 || options_.id >= workers)
     return Status::InvalidArgument("worker id " + std::to_string(options_.id) + " is not in the plan (it has " +
                                    std::to_string(workers) + " workers)");
-  for (const auto& layer : plan_.layers)
-    if (layer.partition_dim != 0)
-      return Status::InvalidArgument("layer '" + layer.name + "' is planned with partition_dim " +
-                                     std::to_string(layer.partition_dim) +
-                                     "; workers run data-parallel plans only so far (dl-plan --strategy data)");
+  const int group_size = GroupSize(plan_);
+  if (options_.standalone && group_size > 1)
+    return Status::InvalidArgument("the plan runs groups of " + std::to_string(group_size) +
+                                   " workers: it cannot run standalone");
+  const int timeout_ms = options_.timeout_ms > 0 ? options_.timeout_ms : job.cluster.timeout_ms;
   SetComputeThreads(options_.threads);
-  SHOAL_RETURN_IF_ERROR(Net::Build(job, &net_));
+  std::unique_ptr<GroupChannel> channel;
+  if (group_size > 1) {
+    channel = std::make_unique<GroupChannel>();
+    SHOAL_RETURN_IF_ERROR(channel->Open(plan_, options_.id, timeout_ms));
+  }
+  SHOAL_RETURN_IF_ERROR(PartitionedNet::Build(plan_, options_.id, channel.get(), &net_));
+  const bool evaluates = options_.evaluate && options_.id == 0;
+  SHOAL_RETURN_IF_ERROR(Net::Build(job, &whole_, /*allocate_params=*/evaluates));
 
   std::string dir = options_.shard_dir.empty() ? job.data.shards : options_.shard_dir;
   if (dir.empty()) return Status::InvalidArgument("no shard directory: set data.shards in the job or pass --shards");
   Manifest manifest;
   SHOAL_RETURN_IF_ERROR(LoadManifest(dir, &manifest));
-  SHOAL_RETURN_IF_ERROR(CheckShardsFitNet(manifest, dir, net_.get()));
+  SHOAL_RETURN_IF_ERROR(CheckShardsFitNet(manifest, dir, whole_.get()));
   if (static_cast<int>(manifest.train.size()) < workers)
     return Status::InvalidArgument("'" + dir + "' has " + std::to_string(manifest.train.size()) +
                                    " shards for " + std::to_string(workers) +
@@ -69,13 +81,11 @@ Status Worker::Run(WorkerResult* result) {
   if (options_.standalone) {
     table = std::make_unique<LocalTable>(plan_, params);
   } else {
-    int timeout_ms = options_.timeout_ms > 0 ? options_.timeout_ms : job.cluster.timeout_ms;
     auto r = std::make_unique<RemoteTable>(plan_, options_.id, params, timeout_ms);
     SHOAL_RETURN_IF_ERROR(r->Connect());
     remote = r.get();
     table = std::move(r);
   }
-  const bool evaluates = options_.evaluate && options_.id == 0;
   std::unique_ptr<ShardReader> test;
   if (evaluates) {
     test = std::make_unique<ShardReader>();
@@ -89,6 +99,9 @@ Status Worker::Run(WorkerResult* result) {
   if (first_step > 0)
     std::fprintf(stderr, "dl-worker: worker %d rejoins at step %llu\n", options_.id,
                  static_cast<unsigned long long>(first_step));
+  net_->Allocate(batch);
+  for (const auto& line : net_->DescribeConnections())
+    std::fprintf(stderr, "dl-worker: worker %d: %s\n", options_.id, line.c_str());
   BatchLoader loader(std::move(mine), batch, job.train.seed * 7919 + options_.id, first_step * batch);
   std::vector<double> step_ms;
   step_ms.reserve(steps);
@@ -97,9 +110,18 @@ Status Worker::Run(WorkerResult* result) {
   int window = 0;
   auto last_display = start;
   long long last_display_step = static_cast<long long>(first_step);
+  auto counts = [&] {
+    ByteCounts c;
+    if (remote) c.params_out = remote->bytes_sent(), c.params_in = remote->bytes_received();
+    c.features_in = net_->feature_bytes_in();
+    c.features_out = net_->feature_bytes_out();
+    return c;
+  };
+  ByteCounts window_bytes = counts();
   auto evaluate = [&](long long step, nlohmann::json* record) -> Status {
     EvalResult eval;
-    SHOAL_RETURN_IF_ERROR(EvaluateOnShard(net_.get(), test.get(), batch, &eval));
+    SHOAL_RETURN_IF_ERROR(table->FetchAll(whole_->params()));
+    SHOAL_RETURN_IF_ERROR(EvaluateOnShard(whole_.get(), test.get(), 0, &eval));
     nlohmann::json metric = {{"step", step}, {"test_accuracy", eval.accuracy}, {"test_loss", eval.loss}};
     SHOAL_RETURN_IF_ERROR(table->Report(metric.dump()));
     record->update(metric);
@@ -110,9 +132,11 @@ Status Worker::Run(WorkerResult* result) {
     Batch b;
     SHOAL_RETURN_IF_ERROR(loader.Next(&b));
     const auto t0 = Clock::now();
-    FeedBatch(b, net_.get());
-    net_->Forward(Phase::kTrain);
-    net_->Backward();
+    net_->Allocate(b.size);
+    std::memcpy(net_->data_layer().data().data(), b.pixels.data(), 4 * b.pixels.size());
+    net_->data_layer().labels() = b.labels;
+    SHOAL_RETURN_IF_ERROR(net_->Forward(Phase::kTrain, step));
+    SHOAL_RETURN_IF_ERROR(net_->Backward(step));
     // A diverged step's gradients never reach the servers (nor their checkpoints).
     if (!std::isfinite(net_->loss_layer().loss()))
       return Status::InvalidArgument("the loss diverged at step " + std::to_string(step) +
@@ -128,10 +152,16 @@ Status Worker::Run(WorkerResult* result) {
                           {"loss", window_loss / window},
                           {"records_per_s", span > 0 ? (step + 1 - last_display_step) * batch / span : 0.0},
                           {"elapsed_s", SecondsSince(start)}};
-      if (remote) {
-        r["bytes_sent"] = remote->bytes_sent();
-        r["bytes_received"] = remote->bytes_received();
-      }
+      // Per step over the window, payload only, as dl-plan predicts them
+      // (plan.json's planner.layers): gradients out and values in;
+      // features received forward and their gradients sent backward.
+      const ByteCounts now = counts();
+      const double n = static_cast<double>(step + 1 - last_display_step);
+      r["bytes_per_step"] = {{"param_bytes_out", (now.params_out - window_bytes.params_out) / n},
+                             {"param_bytes_in", (now.params_in - window_bytes.params_in) / n},
+                             {"feature_bytes_in", (now.features_in - window_bytes.features_in) / n},
+                             {"feature_bytes_out", (now.features_out - window_bytes.features_out) / n}};
+      window_bytes = now;
       progress_->Step(r);
       result->final_loss = window_loss / window;
       window_loss = 0.0;

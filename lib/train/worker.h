@@ -5,6 +5,7 @@
 #include <string>
 
 #include "net/net.h"
+#include "net/partitioned_net.h"
 #include "plan/plan.h"
 #include "train/param_table.h"
 #include "train/progress.h"
@@ -34,11 +35,11 @@ class Worker {
   Status Run(WorkerResult* result);
 
  private:
-
   const Plan& plan_;
   WorkerOptions options_;
   Progress* progress_;
-  std::unique_ptr<Net> net_;
+  std::unique_ptr<PartitionedNet> net_;  // what this worker computes
+  std::unique_ptr<Net> whole_;           // the whole net, for evaluation
 };
 
 }  // namespace shoal

@@ -40,11 +40,15 @@ sed 's/"count": 200704/"count": 200703/' "$tmp/plan.json" >"$tmp/edited.json"
 expect_failure 1 "does not match the recorded" "$bin/dl-worker" --plan "$tmp/edited.json" --shards "$(shards_for 1)"
 ok "an edited plan is refused by its content hash"
 
-# A plan with feature (model) partitioning is refused until workers can run it.
-"$bin/dl-plan" "$mlp" --strategy model --set cluster.nworkers_per_group=1 -o "$tmp/model.json"
-expect_failure 1 "layer 'fc1' is planned with partition_dim 1; workers run data-parallel plans only" \
+# A plan whose groups share layers needs all of a group's workers.
+"$bin/dl-plan" "$mlp" --strategy model --group-size 2 -o "$tmp/model.json"
+expect_failure 1 "the plan runs groups of 2 workers: it cannot run standalone" \
   "$bin/dl-worker" --plan "$tmp/model.json" --standalone --shards "$(shards_for 1)"
-ok "a plan that model-partitions a layer is refused naming the layer"
+# A layer that cannot split its features is refused naming it.
+sed 's/{name: loss, type: softmax_loss,/{name: loss, type: softmax_loss, partition_dim: 1,/' "$mlp" >"$tmp/loss-split.yaml"
+expect_failure 1 "layer 'loss': partition_dim 1 cannot be honoured: the loss is computed where its records' labels are" \
+  "$bin/dl-plan" "$tmp/loss-split.yaml"
+ok "a model-parallel plan needs its group; a loss split over features is refused"
 
 # Shards: a corrupted record is refused naming the file and the record.
 cp -r "$(shards_for 1)" "$tmp/shards"

@@ -29,8 +29,9 @@ expect_failure() {
   grep -qE -- "$pattern" "$tmp/err" || fail "$*: stderr lacks /$pattern/: $(cat "$tmp/err")"
 }
 
-# A loopback port range nobody else in this test run is likely to use.
-fresh_port() { echo $((20000 + (RANDOM * 32768 + RANDOM + $$) % 40000)); }
+# A loopback port range nobody else in this test run is likely to use: below
+# Linux's ephemeral ports (32768-60999), which outgoing connections take.
+fresh_port() { echo $((10000 + (RANDOM * 32768 + RANDOM + $$) % 22000)); }
 
 # shards_for N: a shard directory of Fashion-MNIST dealt N ways, shared by the
 # tests of one build (dl-shard writes atomically, so concurrent tests agree).

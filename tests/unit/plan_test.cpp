@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "config/job.h"
+#include "plan/partition.h"
 #include "plan/plan.h"
 #include "ps/param_init.h"
 
@@ -117,10 +118,12 @@ TEST_CASE("with the default slice size every parameter is one slice on the one s
   REQUIRE(plan.servers.size() == 1);
   CHECK(plan.servers[0].id == 0);
   CHECK(plan.servers[0].endpoint == "tcp://127.0.0.1:5555");
+  // Data parallel: groups of one, no feature endpoints.
   REQUIRE(plan.workers.size() == 2);
   CHECK(plan.workers[1].id == 1);
-  CHECK(plan.workers[1].group == 0);
-  CHECK(plan.workers[1].rank == 1);
+  CHECK(plan.workers[1].group == 1);
+  CHECK(plan.workers[1].rank == 0);
+  CHECK(plan.workers[1].endpoint.empty());
 }
 
 TEST_CASE("a small slice_floats cuts parameters and deals slices to servers in turn") {
@@ -159,14 +162,51 @@ TEST_CASE("server endpoints come from base_port, or from the options, which must
   CHECK(s.message() == "the job has 3 servers but 1 endpoints were given");
 }
 
-TEST_CASE("workers are numbered globally across groups") {
-  Plan plan = MakePlan(MlpJob("{nworker_groups: 2, nworkers_per_group: 3, consistency: async}"));
+TEST_CASE("workers are numbered globally across groups, with endpoints for their features") {
+  JobConfig job;
+  REQUIRE(ParseJob(MlpJob("{nworker_groups: 2, nworkers_per_group: 3, consistency: async}"), "mlp.yaml", &job).ok());
+  Partition partition;
+  partition.group_size = 3;
+  Plan plan;
+  REQUIRE(MakePlan(job, PlanOptions(), partition, &plan).ok());
   REQUIRE(plan.workers.size() == 6);
   for (int i = 0; i < 6; ++i) {
     CHECK(plan.workers[i].id == i);
     CHECK(plan.workers[i].group == i / 3);
     CHECK(plan.workers[i].rank == i % 3);
+    CHECK(plan.workers[i].endpoint == "tcp://127.0.0.1:" + std::to_string(5555 + 1 + i));
   }
+  partition.group_size = 4;
+  Status s = MakePlan(job, PlanOptions(), partition, &plan);
+  CHECK(s.message() == "groups of 4 do not divide the job's 6 workers");
+}
+
+TEST_CASE("a feature-partitioned layer's parameters are cut where each rank's rows begin") {
+  JobConfig job;
+  REQUIRE(ParseJob(MlpJob(), "mlp.yaml", &job).ok());  // fc1 784->256, fc2 256->128, fc3 128->10
+  Partition partition;
+  partition.group_size = 2;
+  partition.dims.assign(7, 0);
+  partition.dims[1] = 1;  // fc1
+  partition.locations.assign(7, 0);
+  partition.dims[5] = -1;  // fc3 on rank 1
+  partition.locations[5] = 1;
+  Plan plan;
+  REQUIRE(MakePlan(job, PlanOptions(), partition, &plan).ok());
+  const ParamPlan& w1 = *plan.FindParam("fc1.weight");
+  REQUIRE(w1.slices.size() == 2);
+  CHECK(plan.slices[w1.slices[1]].offset == 128 * 784);
+  CHECK(HeldFloats(plan, w1, 1).begin == 128 * 784);
+  CHECK(HeldFloats(plan, *plan.FindParam("fc3.bias"), 0).empty());
+  CHECK(HeldFloats(plan, *plan.FindParam("fc3.bias"), 1).size() == 10);
+  CHECK(HeldFloats(plan, *plan.FindParam("fc2.weight"), 0).size() == 256 * 128);
+  // Worker 0 holds half of fc1, fc2 whole, none of fc3; fc2's keys are held by both.
+  std::vector<int> holders = HoldersPerKey(plan);
+  CHECK(holders[w1.slices[0]] == 1);
+  CHECK(holders[plan.FindParam("fc2.weight")->slices[0]] == 2);
+  CHECK(holders[plan.FindParam("fc3.weight")->slices[0]] == 1);
+  std::vector<uint32_t> keys = KeysHeldBy(plan, 0);
+  CHECK(keys.size() == 4);  // fc1 weight and bias halves, fc2 weight and bias
 }
 
 TEST_CASE("a job that does not build gives no plan") {
@@ -235,7 +275,7 @@ TEST_CASE("editing any field of plan.json makes PlanFromJson refuse it, naming t
       {"a param's init value", [](json* j) { (*j)["params"][0]["init"]["value"] = 0.5; }},
       {"a param's shape", [](json* j) { (*j)["params"][1]["shape"] = {128}; }},
       {"a server's endpoint", [](json* j) { (*j)["servers"][1]["endpoint"] = "tcp://10.0.0.1:5556"; }},
-      {"a worker's rank", [](json* j) { (*j)["workers"][1]["rank"] = 0; }},
+      {"a worker's group", [](json* j) { (*j)["workers"][1]["group"] = 0; }},
       {"the job text", [](json* j) { (*j)["job"] = j->at("job").get<std::string>() + "# edited\n"; }},
       {"the cluster summary", [](json* j) { (*j)["cluster"]["workers"] = 4; }},
       {"the data summary", [](json* j) { (*j)["data"]["shards"] = "elsewhere"; }},

@@ -434,7 +434,7 @@ TEST_CASE("updates from a sender that is not a worker, or not matching the table
 
   // One slice missing; a slice of the wrong size; an unknown key.
   s = client->Call(f.Header(MsgType::kUpdate, 0, 0), {g.Entries()[0]}, &reply);
-  CHECK(Contains(s.message(), "update carries 1 slices, this server holds 2"));
+  CHECK(Contains(s.message(), "update from worker 0 carries 1 slices; the plan gives it 2 on this server"));
   std::vector<EntryRef> wrong = g.Entries();
   wrong[1].count = 2;
   s = client->Call(f.Header(MsgType::kUpdate, 0, 0), wrong, &reply);

@@ -1,0 +1,56 @@
+// The part of a plan's net that one worker runs (SINGA §5.3): its layers as
+// the plan partitions them within its group — whole on its own records, a
+// range of the outputs on the group's records, or nothing — joined by the
+// connection layers that move features between the group's workers.
+// In a group of one it is the whole net.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "comm/group_channel.h"
+#include "layers/data_layer.h"
+#include "layers/softmax_loss_layer.h"
+#include "net/connection_layer.h"
+#include "net/placement.h"
+#include "plan/plan.h"
+
+namespace shoal {
+
+class PartitionedNet {
+ public:
+  // `channel`: open, to worker `worker`'s group; unused (may be null) in groups of one.
+  static Status Build(const Plan& plan, int worker, GroupChannel* channel, std::unique_ptr<PartitionedNet>* net);
+
+  // Shapes every feature for `batch` records per worker.
+  void Allocate(int batch);
+  // Both passes of step `step`; they fail when a peer's part never comes.
+  Status Forward(Phase phase, uint64_t step);
+  Status Backward(uint64_t step);
+
+  DataLayer& data_layer() { return *data_; }
+  SoftmaxLossLayer& loss_layer() { return *loss_; }
+  // The parameters this worker holds (lib/plan/partition.h), named as the plan's.
+  std::vector<Param*> params();
+  // Feature bytes so far, summed over the connection layers (ConnectionLayer::bytes_in/out).
+  uint64_t feature_bytes_in() const;
+  uint64_t feature_bytes_out() const;
+  // One line per connection layer.
+  std::vector<std::string> DescribeConnections() const;
+
+ private:
+  struct Node {
+    std::unique_ptr<Layer> layer;
+    std::vector<Layer*> srcs;
+    ConnectionLayer* connection = nullptr;  // when the layer is one
+    Placement placement;                    // of its feature: how many records this rank holds
+  };
+
+  std::vector<Node> nodes_;  // in the order they run forward
+  DataLayer* data_ = nullptr;
+  SoftmaxLossLayer* loss_ = nullptr;
+  int group_size_ = 1, rank_ = 0;
+};
+
+}  // namespace shoal

@@ -1,0 +1,60 @@
+#include "plan/partition.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace shoal {
+
+Range SplitRange(size_t units, int parts, int index) {
+  return {units * index / parts, units * (index + 1) / parts};
+}
+
+int GroupSize(const Plan& plan) {
+  int m = 1;
+  for (const auto& w : plan.workers) m = std::max(m, w.rank + 1);
+  return m;
+}
+
+const LayerPlan& LayerOfParam(const Plan& plan, const std::string& param) {
+  const std::string layer = param.substr(0, param.rfind('.'));
+  for (const auto& l : plan.layers)
+    if (l.name == layer) return l;
+  throw std::logic_error("parameter '" + param + "' belongs to no layer of the plan");
+}
+
+Range HeldRows(const Plan& plan, const ParamPlan& param, int rank) {
+  const LayerPlan& layer = LayerOfParam(plan, param.name);
+  const size_t rows = param.shape.empty() ? 1 : static_cast<size_t>(param.shape[0]);
+  if (layer.partition_dim == 1) return SplitRange(rows, GroupSize(plan), rank);
+  if (layer.partition_dim == -1 && layer.location != rank) return {};
+  return {0, rows};
+}
+
+Range HeldFloats(const Plan& plan, const ParamPlan& param, int rank) {
+  const Range rows = HeldRows(plan, param, rank);
+  const size_t row = NumElements(param.shape) / (param.shape.empty() ? 1 : param.shape[0]);
+  return {rows.begin * row, rows.end * row};
+}
+
+std::vector<uint32_t> KeysHeldBy(const Plan& plan, int worker) {
+  const int rank = plan.workers.at(worker).rank;
+  std::vector<uint32_t> keys;
+  for (const auto& param : plan.params) {
+    const Range held = HeldFloats(plan, param, rank);
+    for (uint32_t key : param.slices) {
+      const SlicePlan& s = plan.slices[key];
+      if (s.offset >= held.begin && s.offset + s.count <= held.end) keys.push_back(key);
+    }
+  }
+  std::sort(keys.begin(), keys.end());
+  return keys;
+}
+
+std::vector<int> HoldersPerKey(const Plan& plan) {
+  std::vector<int> holders(plan.slices.size(), 0);
+  for (const auto& w : plan.workers)
+    for (uint32_t key : KeysHeldBy(plan, w.id)) ++holders[key];
+  return holders;
+}
+
+}  // namespace shoal
