@@ -1,5 +1,6 @@
 #include "config/job.h"
 
+#include <iterator>
 #include <set>
 #include <sstream>
 
@@ -77,6 +78,27 @@ Status ParseSchedule(const YAML::Node& node, const std::string& source, LrSchedu
   return f.CheckNoUnknown();
 }
 
+// Below 1, as PyTorch requires: beta 1 would never let a gradient in.
+Status Beta(const Fields& f, const std::string& key, double default_value, double* out) {
+  SHOAL_RETURN_IF_ERROR(f.Float(key, default_value, out, 0.0, 1.0));
+  if (*out >= 1.0) return f.FieldError(key, "must be below 1, got " + std::to_string(*out));
+  return Status::Ok();
+}
+
+// The fields of the updaters beyond momentum (read whatever the updater, so
+// that --set train.updater=... works on a file written for another one).
+Status UpdaterHyperParameters(const Fields& f, TrainConfig* t) {
+  SHOAL_RETURN_IF_ERROR(Beta(f, "beta1", t->beta1, &t->beta1));
+  SHOAL_RETURN_IF_ERROR(Beta(f, "beta2", t->beta2, &t->beta2));
+  SHOAL_RETURN_IF_ERROR(f.Float("rmsprop_alpha", t->rmsprop_alpha, &t->rmsprop_alpha, 0.0, 1.0));
+  SHOAL_RETURN_IF_ERROR(f.Float("epsilon", t->updater == "adagrad" ? 1e-10 : 1e-8, &t->epsilon, 0.0, 1.0));
+  // Above 0: an element whose gradients were all 0 so far would divide 0 by 0.
+  if (t->epsilon <= 0.0) return f.FieldError("epsilon", "must be greater than 0");
+  if (t->updater == "nesterov" && t->momentum <= 0.0)
+    return f.FieldError("momentum", "must be greater than 0 for updater 'nesterov'");
+  return Status::Ok();
+}
+
 Status ParseTrain(const YAML::Node& node, const std::string& source, TrainConfig* t) {
   SHOAL_RETURN_IF_ERROR(CheckMapping(node, source, "section 'train'"));
   Fields f(node, source, "section 'train'");
@@ -85,11 +107,13 @@ Status ParseTrain(const YAML::Node& node, const std::string& source, TrainConfig
   SHOAL_RETURN_IF_ERROR(f.Int("batch_size", t->batch_size, &t->batch_size, 1));
   SHOAL_RETURN_IF_ERROR(f.Int("steps", t->steps, &t->steps, 0));
   SHOAL_RETURN_IF_ERROR(f.Float("epochs", t->epochs, &t->epochs, 0.0, 1e6));
-  SHOAL_RETURN_IF_ERROR(f.Choice("updater", t->updater, {"sgd", "momentum"}, &t->updater));
+  SHOAL_RETURN_IF_ERROR(f.Choice("updater", t->updater, {std::begin(kUpdaterNames), std::end(kUpdaterNames)},
+                                 &t->updater));
   SHOAL_RETURN_IF_ERROR(f.Float("learning_rate", t->learning_rate, &t->learning_rate, 0.0, 1e3));
   if (f.Has("lr_schedule")) SHOAL_RETURN_IF_ERROR(ParseSchedule(node["lr_schedule"], source, &t->lr_schedule));
   SHOAL_RETURN_IF_ERROR(f.Float("momentum", t->momentum, &t->momentum, 0.0, 1.0));
   SHOAL_RETURN_IF_ERROR(f.Float("weight_decay", t->weight_decay, &t->weight_decay, 0.0, 1.0));
+  SHOAL_RETURN_IF_ERROR(UpdaterHyperParameters(f, t));
   SHOAL_RETURN_IF_ERROR(f.Int("eval_every", t->eval_every, &t->eval_every, 0));
   SHOAL_RETURN_IF_ERROR(f.Int("checkpoint_every", t->checkpoint_every, &t->checkpoint_every, 0));
   SHOAL_RETURN_IF_ERROR(f.Int("display_every", t->display_every, &t->display_every, 1));

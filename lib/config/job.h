@@ -26,15 +26,22 @@ struct LrSchedule {
   double gamma = 0.1;
 };
 
+// What train.updater may name, in lib/ps/updater.h's UpdateRule order.
+inline constexpr const char* kUpdaterNames[] = {"sgd", "momentum", "nesterov", "adagrad", "rmsprop", "adam"};
+
 struct TrainConfig {
   int batch_size = 64;          // records per worker per step
   int steps = 0;                // 0: derive from epochs
   double epochs = 1.0;
-  std::string updater = "momentum";
+  std::string updater = "momentum";  // one of kUpdaterNames
   double learning_rate = 0.05;
   LrSchedule lr_schedule;
-  double momentum = 0.9;
+  double momentum = 0.9;        // momentum, nesterov
   double weight_decay = 0.0;
+  double beta1 = 0.9;           // adam
+  double beta2 = 0.999;         // adam
+  double rmsprop_alpha = 0.99;  // rmsprop: the decay of its average of squared gradients
+  double epsilon = 1e-8;        // adagrad, rmsprop, adam; ParseJob's default is 1e-10 for adagrad (PyTorch's)
   int eval_every = 0;           // steps between evaluations; 0: only at the end
   int checkpoint_every = 0;     // server updates between checkpoints; 0: only at the end
   int display_every = 50;       // steps between progress records

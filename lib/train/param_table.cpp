@@ -14,14 +14,14 @@ LocalTable::LocalTable(const Plan& plan, std::vector<Param*> params)
     std::vector<float> values;
     InitializeParam(*plan.FindParam(p->name), plan.job.train.seed, &values);
     std::memcpy(p->value.data(), values.data(), 4 * values.size());
-    velocity_.emplace_back(values.size(), 0.0f);
+    state_.push_back(NewUpdaterState(updater_, values.size()));
   }
 }
 
 Status LocalTable::Push(uint64_t step) {
   for (size_t i = 0; i < params_.size(); ++i)
     ApplyUpdate(updater_, step, params_[i]->value.size(), params_[i]->grad.data(), params_[i]->value.data(),
-                velocity_[i].data());
+                &state_[i]);
   return Status::Ok();
 }
 

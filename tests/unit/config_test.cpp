@@ -61,6 +61,10 @@ TEST_CASE("a valid job parses, with every unset field at its documented default"
   CHECK(job.train.momentum == 0.9);
   CHECK(job.train.weight_decay == 0.0);
   CHECK(job.train.lr_schedule.kind == "constant");
+  CHECK(job.train.beta1 == 0.9);
+  CHECK(job.train.beta2 == 0.999);
+  CHECK(job.train.rmsprop_alpha == 0.99);
+  CHECK(job.train.epsilon == 1e-8);
   CHECK(job.train.display_every == 50);
   CHECK(job.train.seed == 1);
   CHECK(job.cluster.nworker_groups == 1);
@@ -100,6 +104,46 @@ TEST_CASE("explicit sections override the defaults, and sgd means momentum 0") {
   CHECK(job.cluster.slice_floats == 10);
   CHECK(job.data.dataset == "mnist");
   CHECK(job.data.shards == "runs/x");
+}
+
+TEST_CASE("the updaters' fields parse; epsilon defaults to 1e-10 for adagrad only") {
+  JobConfig job;
+  Status s = ParseJob(Job(kLayers,
+                          "train: {updater: adam, beta1: 0.8, beta2: 0.99, epsilon: 1e-6, rmsprop_alpha: 0.9}\n"),
+                      "job.yaml", &job);
+  INFO(s.ToString());
+  REQUIRE(s.ok());
+  CHECK(job.train.updater == "adam");
+  CHECK(job.train.beta1 == 0.8);
+  CHECK(job.train.beta2 == 0.99);
+  CHECK(job.train.epsilon == 1e-6);
+  CHECK(job.train.rmsprop_alpha == 0.9);
+  for (const char* updater : kUpdaterNames) {
+    INFO(updater);
+    REQUIRE(ParseJob(Job(kLayers, std::string("train: {updater: ") + updater + "}\n"), "job.yaml", &job).ok());
+    CHECK(job.train.epsilon == (std::string(updater) == "adagrad" ? 1e-10 : 1e-8));
+  }
+}
+
+TEST_CASE("an unknown updater is refused naming the field, where it is and the known updaters") {
+  Status s = ParseAndBuild(Job(kLayers, "train: {updater: adamw}\n"));
+  INFO(s.ToString());
+  CHECK(s.code() == Status::Code::kInvalidArgument);
+  CHECK(s.message() == "job.yaml:7:18: section 'train': field 'updater' is 'adamw', expected one of: "
+                       "sgd, momentum, nesterov, adagrad, rmsprop, adam");
+}
+
+TEST_CASE("bad updater fields are refused naming the field and where it is") {
+  Status s = ParseAndBuild(Job(kLayers, "train: {updater: adam, beta1: 1.0}\n"));
+  CHECK(s.message() == "job.yaml:7:31: section 'train': field 'beta1' must be below 1, got 1.000000");
+  s = ParseAndBuild(Job(kLayers, "train: {beta2: -0.5}\n"));
+  CHECK(s.message() == "job.yaml:7:16: section 'train': field 'beta2' must be in [0.000000, 1.000000], got -0.500000");
+  s = ParseAndBuild(Job(kLayers, "train: {epsilon: 0}\n"));
+  CHECK(s.message() == "job.yaml:7:18: section 'train': field 'epsilon' must be greater than 0");
+  s = ParseAndBuild(Job(kLayers, "train: {rmsprop_alpha: fast}\n"));
+  CHECK(s.message() == "job.yaml:7:24: section 'train': field 'rmsprop_alpha' must be a number");
+  s = ParseAndBuild(Job(kLayers, "train: {updater: nesterov, momentum: 0}\n"));
+  CHECK(s.message() == "job.yaml:7:38: section 'train': field 'momentum' must be greater than 0 for updater 'nesterov'");
 }
 
 TEST_CASE("malformed YAML is refused with the file, line and column of the fault") {
