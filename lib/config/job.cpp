@@ -71,10 +71,13 @@ Status ParseModel(const Fields& top, const YAML::Node& root, JobConfig* job) {
 Status ParseSchedule(const YAML::Node& node, const std::string& source, LrSchedule* s) {
   SHOAL_RETURN_IF_ERROR(CheckMapping(node, source, "section 'train.lr_schedule'"));
   Fields f(node, source, "section 'train.lr_schedule'");
-  SHOAL_RETURN_IF_ERROR(f.Choice("kind", s->kind, {"constant", "step"}, &s->kind));
-  SHOAL_RETURN_IF_ERROR(f.Int("every", s->every, &s->every, 0));
+  SHOAL_RETURN_IF_ERROR(f.Choice("kind", s->kind, {"constant", "step", "exponential"}, &s->kind));
+  // An exponential decay by gamma per update unless told otherwise.
+  SHOAL_RETURN_IF_ERROR(f.Int("every", s->kind == "exponential" ? 1 : s->every, &s->every, 0));
   SHOAL_RETURN_IF_ERROR(f.Float("gamma", s->gamma, &s->gamma, 0.0, 1.0));
-  if (s->kind == "step" && s->every < 1) return f.Error("a step schedule needs 'every' >= 1");
+  SHOAL_RETURN_IF_ERROR(f.Int("warmup_steps", s->warmup_steps, &s->warmup_steps, 0));
+  if (s->kind != "constant" && s->every < 1)
+    return f.FieldError("every", "must be at least 1 with kind '" + s->kind + "'");
   return f.CheckNoUnknown();
 }
 

@@ -19,11 +19,14 @@ struct LayerConfig {
   YAML::Node node;        // the whole mapping: type-specific fields are read by the layer
 };
 
-// The learning rate over steps: constant, or multiplied by `gamma` every `every` steps.
+// The learning rate over updates t = 0, 1, ... (lib/ps/lr_schedule.h has the
+// formulas): constant; step: × gamma every `every` updates; exponential:
+// × gamma^(t / every); each after a linear warm-up over `warmup_steps`.
 struct LrSchedule {
-  std::string kind = "constant";  // constant | step
-  int every = 0;
+  std::string kind = "constant";  // constant | step | exponential
+  int every = 0;                  // step: required; exponential: 1 when left out
   double gamma = 0.1;
+  int warmup_steps = 0;           // 0: none
 };
 
 // What train.updater may name, in lib/ps/updater.h's UpdateRule order.

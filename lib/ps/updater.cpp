@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "ps/lr_schedule.h"
+
 namespace shoal {
 namespace {
 
@@ -18,8 +20,7 @@ UpdateRule RuleNamed(const std::string& name) {
 
 // In double: Adam divides it by its bias correction before rounding to float, as PyTorch does.
 double ScheduledRate(const UpdaterConfig& c, uint64_t step) {
-  if (c.schedule.kind != "step") return c.learning_rate;
-  return c.learning_rate * std::pow(c.schedule.gamma, static_cast<double>(step / c.schedule.every));
+  return c.learning_rate * ScheduleFactor(c.schedule, step);
 }
 
 // The loops below follow torch.optim's single-tensor code operation by

@@ -484,17 +484,5 @@ TEST_CASE("a tiny net's loss decreases over a few momentum SGD steps") {
   CHECK(losses.back() < 0.5f * losses.front());
 }
 
-TEST_CASE("a step learning-rate schedule multiplies by gamma every 'every' steps") {
-  UpdaterConfig c;
-  c.learning_rate = 1.0f;
-  c.schedule.kind = "step";
-  c.schedule.every = 10;
-  c.schedule.gamma = 0.5;
-  CHECK(LearningRateAt(c, 0) == doctest::Approx(1.0f));
-  CHECK(LearningRateAt(c, 9) == doctest::Approx(1.0f));
-  CHECK(LearningRateAt(c, 10) == doctest::Approx(0.5f));
-  CHECK(LearningRateAt(c, 25) == doctest::Approx(0.25f));
-}
-
 }  // namespace
 }  // namespace shoal

@@ -1,6 +1,7 @@
 #!/usr/bin/python3
-# Reference values for tests/unit/updater_test.cpp, computed once with
-# PyTorch's own optimizers (torch 1.13) and pasted there as constants. Run with the Python that has torch:
+# Reference values for tests/unit/updater_test.cpp and lr_schedule_test.cpp,
+# computed once with PyTorch's own optimizers and schedulers (torch 1.13) and
+# pasted there as constants. Run with the Python that has torch:
 #   /usr/bin/python3 tests/unit/updater_reference.py
 import torch
 
@@ -48,3 +49,29 @@ for name, make, state_keys in CASES:
     for ours, theirs in state_keys.items():
         print("  state %s: %s" % (ours, floats(opt.state[w][theirs])))
 
+
+def lrs(make_scheduler, steps):
+    """The learning rate of each of `steps` updates (base 1.0), scheduler stepped after each update."""
+    opt = torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=1.0)
+    sched = make_scheduler(opt)
+    out = []
+    for _ in range(steps):
+        out.append(opt.param_groups[0]["lr"])
+        opt.step()
+        sched.step()
+    return out
+
+
+S = torch.optim.lr_scheduler
+SCHEDULES = [
+    ("step every 3 gamma 0.5", lambda o: S.StepLR(o, step_size=3, gamma=0.5)),
+    ("exponential every 1 gamma 0.9", lambda o: S.ExponentialLR(o, gamma=0.9)),
+    # warm-up over 4 updates: factor (t+1)/4 for t < 4, then 1
+    ("warmup 4", lambda o: S.LinearLR(o, start_factor=0.25, end_factor=1.0, total_iters=3)),
+    ("warmup 4, step every 3 gamma 0.5", lambda o: S.ChainedScheduler(
+        [S.LinearLR(o, start_factor=0.25, end_factor=1.0, total_iters=3), S.StepLR(o, step_size=3, gamma=0.5)])),
+    ("warmup 4, exponential gamma 0.9", lambda o: S.ChainedScheduler(
+        [S.LinearLR(o, start_factor=0.25, end_factor=1.0, total_iters=3), S.ExponentialLR(o, gamma=0.9)])),
+]
+for name, make in SCHEDULES:
+    print("// %s: %s" % (name, ", ".join("%.12g" % x for x in lrs(make, 8))))
