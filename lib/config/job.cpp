@@ -114,6 +114,7 @@ Status ParseTrain(const YAML::Node& node, const std::string& source, TrainConfig
                                  &t->updater));
   SHOAL_RETURN_IF_ERROR(f.Float("learning_rate", t->learning_rate, &t->learning_rate, 0.0, 1e3));
   if (f.Has("lr_schedule")) SHOAL_RETURN_IF_ERROR(ParseSchedule(node["lr_schedule"], source, &t->lr_schedule));
+  SHOAL_RETURN_IF_ERROR(f.Bool("scale_lr_with_workers", t->scale_lr_with_workers, &t->scale_lr_with_workers));
   SHOAL_RETURN_IF_ERROR(f.Float("momentum", t->momentum, &t->momentum, 0.0, 1.0));
   SHOAL_RETURN_IF_ERROR(f.Float("weight_decay", t->weight_decay, &t->weight_decay, 0.0, 1.0));
   SHOAL_RETURN_IF_ERROR(UpdaterHyperParameters(f, t));

@@ -39,6 +39,7 @@ struct TrainConfig {
   std::string updater = "momentum";  // one of kUpdaterNames
   double learning_rate = 0.05;
   LrSchedule lr_schedule;
+  bool scale_lr_with_workers = false;  // learning_rate × workers (Goyal et al.'s linear scaling rule)
   double momentum = 0.9;        // momentum, nesterov
   double weight_decay = 0.0;
   double beta1 = 0.9;           // adam

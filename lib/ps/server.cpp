@@ -29,7 +29,7 @@ std::string KeptState(const std::vector<std::string>& states) {
 ParameterServer::ParameterServer(const Plan& plan, ServerOptions options)
     : plan_(plan),
       options_(std::move(options)),
-      updater_(UpdaterFromTrain(plan.job.train)),
+      updater_(UpdaterFromTrain(plan.job.train, static_cast<int>(plan.workers.size()))),
       plan_hash_(plan.hash_value()),
       workers_(static_cast<int>(plan.workers.size())),
       bsp_(plan.job.cluster.consistency == "bsp"),

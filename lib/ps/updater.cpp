@@ -74,10 +74,10 @@ void Adam(const UpdaterConfig& c, double lr, uint64_t step, size_t n, const floa
 
 }  // namespace
 
-UpdaterConfig UpdaterFromTrain(const TrainConfig& train) {
+UpdaterConfig UpdaterFromTrain(const TrainConfig& train, int workers) {
   UpdaterConfig c;
   c.rule = RuleNamed(train.updater);
-  c.learning_rate = train.learning_rate;
+  c.learning_rate = train.learning_rate * (train.scale_lr_with_workers ? workers : 1);
   c.schedule = train.lr_schedule;
   c.momentum = train.momentum;
   c.weight_decay = train.weight_decay;

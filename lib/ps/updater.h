@@ -31,7 +31,7 @@ static_assert(std::size(kUpdaterNames) == kUpdateRuleCount, "a rule without a na
 
 struct UpdaterConfig {
   UpdateRule rule = UpdateRule::kMomentum;  // with momentum 0, plain SGD
-  double learning_rate = 0.05;  // at update 0, before the schedule
+  double learning_rate = 0.05;  // at update 0, before the schedule (after scaling for the workers)
   LrSchedule schedule;
   double momentum = 0.0;
   double weight_decay = 0.0;
@@ -40,7 +40,9 @@ struct UpdaterConfig {
   double epsilon = 1e-8;
 };
 
-UpdaterConfig UpdaterFromTrain(const TrainConfig& train);
+// The job's updater; with train.scale_lr_with_workers, learning_rate × `workers`
+// (the gradients one update averages).
+UpdaterConfig UpdaterFromTrain(const TrainConfig& train, int workers);
 
 // "adam" for UpdateRule::kAdam.
 const char* UpdateRuleName(UpdateRule rule);

@@ -8,8 +8,10 @@
 
 namespace shoal {
 
+// Each update here is one process's gradient, so the learning-rate scaling
+// rule (train.scale_lr_with_workers) counts one worker.
 LocalTable::LocalTable(const Plan& plan, std::vector<Param*> params)
-    : updater_(UpdaterFromTrain(plan.job.train)), params_(std::move(params)) {
+    : updater_(UpdaterFromTrain(plan.job.train, 1)), params_(std::move(params)) {
   for (Param* p : params_) {
     std::vector<float> values;
     InitializeParam(*plan.FindParam(p->name), plan.job.train.seed, &values);

@@ -62,6 +62,7 @@ TEST_CASE("a valid job parses, with every unset field at its documented default"
   CHECK(job.train.weight_decay == 0.0);
   CHECK(job.train.lr_schedule.kind == "constant");
   CHECK(job.train.lr_schedule.warmup_steps == 0);
+  CHECK(!job.train.scale_lr_with_workers);
   CHECK(job.train.beta1 == 0.9);
   CHECK(job.train.beta2 == 0.999);
   CHECK(job.train.rmsprop_alpha == 0.99);
@@ -111,6 +112,7 @@ TEST_CASE("the updaters' fields and the schedule's parse; epsilon defaults to 1e
   JobConfig job;
   Status s = ParseJob(Job(kLayers,
                           "train: {updater: adam, beta1: 0.8, beta2: 0.99, epsilon: 1e-6, rmsprop_alpha: 0.9,\n"
+                          "        scale_lr_with_workers: true,\n"
                           "        lr_schedule: {kind: exponential, gamma: 0.5, warmup_steps: 100}}\n"),
                       "job.yaml", &job);
   INFO(s.ToString());
@@ -120,6 +122,7 @@ TEST_CASE("the updaters' fields and the schedule's parse; epsilon defaults to 1e
   CHECK(job.train.beta2 == 0.99);
   CHECK(job.train.epsilon == 1e-6);
   CHECK(job.train.rmsprop_alpha == 0.9);
+  CHECK(job.train.scale_lr_with_workers);
   CHECK(job.train.lr_schedule.kind == "exponential");
   CHECK(job.train.lr_schedule.every == 1);  // exponential's default: × gamma per update
   CHECK(job.train.lr_schedule.warmup_steps == 100);
@@ -149,6 +152,8 @@ TEST_CASE("bad updater and schedule fields are refused naming the field and wher
   CHECK(s.message() == "job.yaml:7:24: section 'train': field 'rmsprop_alpha' must be a number");
   s = ParseAndBuild(Job(kLayers, "train: {updater: nesterov, momentum: 0}\n"));
   CHECK(s.message() == "job.yaml:7:38: section 'train': field 'momentum' must be greater than 0 for updater 'nesterov'");
+  s = ParseAndBuild(Job(kLayers, "train: {scale_lr_with_workers: maybe}\n"));
+  CHECK(s.message() == "job.yaml:7:32: section 'train': field 'scale_lr_with_workers' must be true or false");
   s = ParseAndBuild(Job(kLayers, "train: {lr_schedule: {kind: cosine}}\n"));
   CHECK(s.message() == "job.yaml:7:29: section 'train.lr_schedule': field 'kind' is 'cosine', expected one of: "
                        "constant, step, exponential");

@@ -37,13 +37,14 @@ constexpr float kLr = 0.1f, kMomentum = 0.9f;
 
 // data [1,2,2] → fully_connected 3 → softmax_loss: fc.weight (12 floats, key 0)
 // and fc.bias (3 floats, key 1), both on the one server; two workers.
-std::string TinyJob(const std::string& consistency, const std::string& updater = "momentum") {
+// `train` adds fields to the train section (or overrides the updater).
+std::string TinyJob(const std::string& consistency, const std::string& train = "updater: momentum") {
   return "model:\n"
          "  layers:\n"
          "    - {name: data, type: data, shape: [1, 2, 2]}\n"
          "    - {name: fc, type: fully_connected, srclayers: data, num_output: 3}\n"
          "    - {name: loss, type: softmax_loss, srclayers: [fc, data]}\n"
-         "train: {steps: 10, updater: " + updater + ", learning_rate: 0.1, momentum: 0.9, seed: 3}\n"
+         "train: {steps: 10, " + train + ", learning_rate: 0.1, momentum: 0.9, seed: 3}\n"
          "cluster: {nworkers_per_group: 2, nservers_per_group: 1, consistency: " +
          consistency + ", timeout_ms: " + std::to_string(kTimeoutMs) + "}\n";
 }
@@ -68,10 +69,10 @@ struct ServerFixture {
   std::string checkpoint_dir;
 
   explicit ServerFixture(const std::string& consistency, const std::string& ckpt_dir = "",
-                         const std::string& updater = "momentum") {
+                         const std::string& train = "updater: momentum") {
     checkpoint_dir = ckpt_dir;
     JobConfig job;
-    REQUIRE(ParseJob(TinyJob(consistency, updater), "tiny.yaml", &job).ok());
+    REQUIRE(ParseJob(TinyJob(consistency, train), "tiny.yaml", &job).ok());
     PlanOptions options;
     options.endpoints = {endpoint};
     REQUIRE(MakeDataParallelPlan(job, options, &plan).ok());
@@ -433,12 +434,12 @@ const CheckpointTensor* FindTensor(const Checkpoint& ckpt, const std::string& na
 
 TEST_CASE("adam: a checkpoint holds both of its buffers, and a resumed server goes on as if it never stopped") {
   const std::string dir = TempDirPath();
-  ServerFixture f("bsp", dir, "adam");
+  ServerFixture f("bsp", dir, "updater: adam");
   const std::vector<float> w1 = TrainStep(f, 0, 0);
   REQUIRE(f.Stop().ok());
 
   // What the server should hold: the same rule applied here to fc.weight.
-  const UpdaterConfig adam = UpdaterFromTrain(f.plan.job.train);
+  const UpdaterConfig adam = UpdaterFromTrain(f.plan.job.train, 2);
   REQUIRE(adam.rule == UpdateRule::kAdam);
   std::vector<float> w = f.Initial(0);
   UpdaterState state = NewUpdaterState(adam, w.size());
@@ -483,7 +484,7 @@ TEST_CASE("adam: a checkpoint holds both of its buffers, and a resumed server go
 
 TEST_CASE("resume refuses a checkpoint without one of its updater's buffers, with another's, or with one twice") {
   const std::string dir = TempDirPath(), edited = TempDirPath();
-  ServerFixture f("bsp", dir, "adam");
+  ServerFixture f("bsp", dir, "updater: adam");
   TrainStep(f, 0, 0);
   REQUIRE(f.Stop().ok());
   Checkpoint good;
@@ -517,6 +518,15 @@ TEST_CASE("resume refuses a checkpoint without one of its updater's buffers, wit
   CHECK(s.message() == "'" + path + "': tensor 'fc.bias@exp_avg' is there twice");
   std::filesystem::remove_all(dir);
   std::filesystem::remove_all(edited);
+}
+
+TEST_CASE("scale_lr_with_workers: the server's rate is learning_rate × the plan's 2 workers") {
+  ServerFixture f("bsp", "", "updater: sgd, scale_lr_with_workers: true");
+  const std::vector<float> w1 = TrainStep(f, 0, 0), w0 = f.Initial(0), g = MeanGrads(0, 0);
+  std::vector<float> want(w0.size());
+  for (size_t i = 0; i < w0.size(); ++i) want[i] = w0[i] - 2 * kLr * g[i];
+  CheckValues(w1, want);
+  CHECK(f.Stop().ok());
 }
 
 TEST_CASE("a request for another plan is refused naming both plan hashes") {

@@ -47,7 +47,7 @@ void CheckClose(const std::vector<float>& got, const float* want) {
 
 // Three updates (versions 0 → 3) from fresh state, checked after each.
 void CheckAgainstTorch(const TrainConfig& train, const Reference& ref) {
-  const UpdaterConfig c = UpdaterFromTrain(train);
+  const UpdaterConfig c = UpdaterFromTrain(train, 1);
   CHECK(std::string(UpdateRuleName(c.rule)) == train.updater);
   std::vector<float> w = kW0;
   UpdaterState state = NewUpdaterState(c, kN);
@@ -141,7 +141,7 @@ TEST_CASE("every name a job may give is a rule of that name, with fresh zero sta
     INFO(name);
     TrainConfig t;
     t.updater = name;
-    UpdaterConfig c = UpdaterFromTrain(t);
+    UpdaterConfig c = UpdaterFromTrain(t, 1);
     CHECK(std::string(UpdateRuleName(c.rule)) == name);
     UpdaterState s = NewUpdaterState(c, 5);
     CHECK(s.size() == UpdaterStateNames(c.rule).size());
@@ -158,7 +158,7 @@ TEST_CASE("adam's bias correction counts the version an update makes, not the up
   // 1 − 0.9^1001 ≈ 1 and 1 − 0.999^1001 ≈ 0.6326 instead.
   TrainConfig t = Train("adam");
   t.weight_decay = 0.0;
-  const UpdaterConfig c = UpdaterFromTrain(t);
+  const UpdaterConfig c = UpdaterFromTrain(t, 1);
   const float g = 0.5f;
   float early = 1.0f, late = 1.0f;
   UpdaterState a = NewUpdaterState(c, 1), b = NewUpdaterState(c, 1);
@@ -170,6 +170,15 @@ TEST_CASE("adam's bias correction counts the version an update makes, not the up
                        (std::sqrt(u) / std::sqrt(1.0 - std::pow(0.999, 1001.0)) + 1e-8);
   CHECK(late == doctest::Approx(1.0 - moved).epsilon(1e-6));
   CHECK(1.0 - late > 0.25);  // ≈ 0.2515: not the 0.1 of a first step
+}
+
+TEST_CASE("scale_lr_with_workers multiplies the learning rate by the workers one update averages") {
+  TrainConfig t = Train("momentum");
+  CHECK(UpdaterFromTrain(t, 8).learning_rate == doctest::Approx(0.1));
+  t.scale_lr_with_workers = true;
+  CHECK(UpdaterFromTrain(t, 8).learning_rate == doctest::Approx(0.8));
+  CHECK(UpdaterFromTrain(t, 1).learning_rate == doctest::Approx(0.1));
+  CHECK(LearningRateAt(UpdaterFromTrain(t, 8), 0) == doctest::Approx(0.8f));
 }
 
 TEST_CASE("momentum by hand: v = 0.9·v + g + wd·w; w −= lr·v (PyTorch's SGD rule)") {
