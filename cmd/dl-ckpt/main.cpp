@@ -69,7 +69,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> paths;
   std::string a, b, dir, out, format;
   int64_t step = -1;
-  bool with_velocity = false;
+  bool with_state = false;
 
   auto* ls = app.add_subcommand("ls", "every checkpoint in DIR: server, step, updates, metric, size; complete sets");
   ls->add_option("dir", dir, "checkpoint directory")->required();
@@ -91,7 +91,9 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"npz", "safetensors"}));
   exp->add_option("--step", step, "with a directory: this step (default: the newest complete)")
       ->check(CLI::NonNegativeNumber);
-  exp->add_flag("--with-velocity", with_velocity, "also the momentum buffers (\"<param>@velocity\")");
+  // --with-velocity: its name from when momentum's velocity was the only state.
+  exp->add_flag("--with-state,--with-velocity", with_state,
+                "also the updater's state (\"<param>@velocity\", \"<param>@exp_avg\", ...)");
   auto* best = app.add_subcommand("best", "the complete set of checkpoints with the highest test accuracy");
   best->add_option("dir", dir, "checkpoint directory")->required();
   auto* resume = app.add_subcommand(
@@ -126,7 +128,7 @@ int main(int argc, char** argv) {
     } else if (s.ok()) {
       ExportFormat f;
       s = ChooseExportFormat(format, out, &f);
-      if (s.ok()) s = ExportCheckpoint(merged, out, f, with_velocity, &report);
+      if (s.ok()) s = ExportCheckpoint(merged, out, f, with_state, &report);
     }
     if (!s.ok()) return Fail(s);
     report["from"] = files;

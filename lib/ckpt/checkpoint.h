@@ -20,9 +20,9 @@
 namespace shoal {
 
 struct CheckpointTensor {
-  std::string name;    // "<param>" or "<param>@velocity"
+  std::string name;    // "<param>", or "<param>@<state>" for the updater's state
   std::string param;
-  std::string role;    // "value" | "velocity"
+  std::string role;    // "value", or a state name of the updater (ps/updater.h): "velocity", "exp_avg", ...
   uint32_t key = 0;    // slice key in the plan
   uint64_t offset = 0; // floats into the parameter
   std::vector<int> shape;  // the whole parameter's

@@ -57,7 +57,7 @@ nlohmann::json CheckpointDirToJson(const CheckpointDir& scan);
 Status ResolveCheckpointSet(const std::vector<std::string>& paths, int64_t step, std::vector<std::string>* files);
 
 // Reads `files` (every checksum verified) and joins the servers' slices into
-// whole parameters (value and velocity), server = -1. Refuses mixed plans or
+// whole parameters (value and the updater's state), server = -1. Refuses mixed plans or
 // steps, a server twice, missing servers and uncovered parameter ranges.
 // A single merged file is returned as it is.
 Status MergeCheckpoints(const std::vector<std::string>& files, Checkpoint* merged);

@@ -42,13 +42,13 @@ Status ChooseExportFormat(const std::string& name, const std::string& path, Expo
   return Status::Ok();
 }
 
-Status ExportTensors(const Checkpoint& merged, bool with_velocity, std::vector<ExportTensor>* tensors) {
+Status ExportTensors(const Checkpoint& merged, bool with_state, std::vector<ExportTensor>* tensors) {
   tensors->clear();
   if (merged.server != -1)
     return Status::InvalidArgument("server " + std::to_string(merged.server) +
                                    "'s checkpoint holds slices: merge the servers' set first");
   for (const auto& t : merged.tensors) {
-    if (t.role != "value" && !(with_velocity && t.role == "velocity")) continue;
+    if (t.role != "value" && !with_state) continue;
     size_t size = 1;
     for (int d : t.shape) size *= d > 0 ? static_cast<size_t>(d) : 0;
     if (t.offset != 0 || t.data.size() != size)
@@ -155,10 +155,10 @@ Status EncodeSafetensors(const std::vector<ExportTensor>& tensors,
   return Status::Ok();
 }
 
-Status ExportCheckpoint(const Checkpoint& merged, const std::string& path, ExportFormat format, bool with_velocity,
+Status ExportCheckpoint(const Checkpoint& merged, const std::string& path, ExportFormat format, bool with_state,
                         nlohmann::json* report) {
   std::vector<ExportTensor> tensors;
-  SHOAL_RETURN_IF_ERROR(ExportTensors(merged, with_velocity, &tensors));
+  SHOAL_RETURN_IF_ERROR(ExportTensors(merged, with_state, &tensors));
   std::string bytes;
   if (format == ExportFormat::kNpz) {
     SHOAL_RETURN_IF_ERROR(EncodeNpz(tensors, &bytes).Within("'" + path + "'"));

@@ -1,7 +1,7 @@
 // Exporting a merged checkpoint for other tools: NumPy's .npz (a zip of .npy
 // files, stored uncompressed) or safetensors. Values only unless asked; each
-// tensor named by its parameter ("fc1.weight"; velocity "fc1.weight@velocity"),
-// float32, shaped as the parameter.
+// tensor named by its parameter ("fc1.weight"; the updater's state
+// "fc1.weight@velocity", "fc1.weight@exp_avg", ...), float32, shaped as the parameter.
 #pragma once
 
 #include <map>
@@ -27,7 +27,8 @@ struct ExportTensor {
 };
 
 // The tensors to export from a merged checkpoint (every tensor whole).
-Status ExportTensors(const Checkpoint& merged, bool with_velocity, std::vector<ExportTensor>* tensors);
+// `with_state`: the updater's state too.
+Status ExportTensors(const Checkpoint& merged, bool with_state, std::vector<ExportTensor>* tensors);
 
 // One .npy file (format 1.0): magic, version, header dict padded to 64 bytes, data.
 std::string EncodeNpy(const ExportTensor& tensor);
@@ -39,7 +40,7 @@ Status EncodeSafetensors(const std::vector<ExportTensor>& tensors,
                          const std::map<std::string, std::string>& metadata, std::string* out);
 
 // Writes `merged` to `path` atomically; `report` says what was written.
-Status ExportCheckpoint(const Checkpoint& merged, const std::string& path, ExportFormat format, bool with_velocity,
+Status ExportCheckpoint(const Checkpoint& merged, const std::string& path, ExportFormat format, bool with_state,
                         nlohmann::json* report);
 
 }  // namespace shoal

@@ -1,5 +1,6 @@
 #include "config/job.h"
 
+#include <iterator>
 #include <set>
 #include <sstream>
 
@@ -70,11 +71,35 @@ Status ParseModel(const Fields& top, const YAML::Node& root, JobConfig* job) {
 Status ParseSchedule(const YAML::Node& node, const std::string& source, LrSchedule* s) {
   SHOAL_RETURN_IF_ERROR(CheckMapping(node, source, "section 'train.lr_schedule'"));
   Fields f(node, source, "section 'train.lr_schedule'");
-  SHOAL_RETURN_IF_ERROR(f.Choice("kind", s->kind, {"constant", "step"}, &s->kind));
-  SHOAL_RETURN_IF_ERROR(f.Int("every", s->every, &s->every, 0));
+  SHOAL_RETURN_IF_ERROR(f.Choice("kind", s->kind, {"constant", "step", "exponential"}, &s->kind));
+  // An exponential decay by gamma per update unless told otherwise.
+  SHOAL_RETURN_IF_ERROR(f.Int("every", s->kind == "exponential" ? 1 : s->every, &s->every, 0));
   SHOAL_RETURN_IF_ERROR(f.Float("gamma", s->gamma, &s->gamma, 0.0, 1.0));
-  if (s->kind == "step" && s->every < 1) return f.Error("a step schedule needs 'every' >= 1");
+  SHOAL_RETURN_IF_ERROR(f.Int("warmup_steps", s->warmup_steps, &s->warmup_steps, 0));
+  if (s->kind != "constant" && s->every < 1)
+    return f.FieldError("every", "must be at least 1 with kind '" + s->kind + "'");
   return f.CheckNoUnknown();
+}
+
+// Below 1, as PyTorch requires: beta 1 would never let a gradient in.
+Status Beta(const Fields& f, const std::string& key, double default_value, double* out) {
+  SHOAL_RETURN_IF_ERROR(f.Float(key, default_value, out, 0.0, 1.0));
+  if (*out >= 1.0) return f.FieldError(key, "must be below 1, got " + std::to_string(*out));
+  return Status::Ok();
+}
+
+// The fields of the updaters beyond momentum (read whatever the updater, so
+// that --set train.updater=... works on a file written for another one).
+Status UpdaterHyperParameters(const Fields& f, TrainConfig* t) {
+  SHOAL_RETURN_IF_ERROR(Beta(f, "beta1", t->beta1, &t->beta1));
+  SHOAL_RETURN_IF_ERROR(Beta(f, "beta2", t->beta2, &t->beta2));
+  SHOAL_RETURN_IF_ERROR(f.Float("rmsprop_alpha", t->rmsprop_alpha, &t->rmsprop_alpha, 0.0, 1.0));
+  SHOAL_RETURN_IF_ERROR(f.Float("epsilon", t->updater == "adagrad" ? 1e-10 : 1e-8, &t->epsilon, 0.0, 1.0));
+  // Above 0: an element whose gradients were all 0 so far would divide 0 by 0.
+  if (t->epsilon <= 0.0) return f.FieldError("epsilon", "must be greater than 0");
+  if (t->updater == "nesterov" && t->momentum <= 0.0)
+    return f.FieldError("momentum", "must be greater than 0 for updater 'nesterov'");
+  return Status::Ok();
 }
 
 Status ParseTrain(const YAML::Node& node, const std::string& source, TrainConfig* t) {
@@ -85,11 +110,14 @@ Status ParseTrain(const YAML::Node& node, const std::string& source, TrainConfig
   SHOAL_RETURN_IF_ERROR(f.Int("batch_size", t->batch_size, &t->batch_size, 1));
   SHOAL_RETURN_IF_ERROR(f.Int("steps", t->steps, &t->steps, 0));
   SHOAL_RETURN_IF_ERROR(f.Float("epochs", t->epochs, &t->epochs, 0.0, 1e6));
-  SHOAL_RETURN_IF_ERROR(f.Choice("updater", t->updater, {"sgd", "momentum"}, &t->updater));
+  SHOAL_RETURN_IF_ERROR(f.Choice("updater", t->updater, {std::begin(kUpdaterNames), std::end(kUpdaterNames)},
+                                 &t->updater));
   SHOAL_RETURN_IF_ERROR(f.Float("learning_rate", t->learning_rate, &t->learning_rate, 0.0, 1e3));
   if (f.Has("lr_schedule")) SHOAL_RETURN_IF_ERROR(ParseSchedule(node["lr_schedule"], source, &t->lr_schedule));
+  SHOAL_RETURN_IF_ERROR(f.Bool("scale_lr_with_workers", t->scale_lr_with_workers, &t->scale_lr_with_workers));
   SHOAL_RETURN_IF_ERROR(f.Float("momentum", t->momentum, &t->momentum, 0.0, 1.0));
   SHOAL_RETURN_IF_ERROR(f.Float("weight_decay", t->weight_decay, &t->weight_decay, 0.0, 1.0));
+  SHOAL_RETURN_IF_ERROR(UpdaterHyperParameters(f, t));
   SHOAL_RETURN_IF_ERROR(f.Int("eval_every", t->eval_every, &t->eval_every, 0));
   SHOAL_RETURN_IF_ERROR(f.Int("checkpoint_every", t->checkpoint_every, &t->checkpoint_every, 0));
   SHOAL_RETURN_IF_ERROR(f.Int("display_every", t->display_every, &t->display_every, 1));

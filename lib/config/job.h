@@ -19,22 +19,33 @@ struct LayerConfig {
   YAML::Node node;        // the whole mapping: type-specific fields are read by the layer
 };
 
-// The learning rate over steps: constant, or multiplied by `gamma` every `every` steps.
+// The learning rate over updates t = 0, 1, ... (lib/ps/lr_schedule.h has the
+// formulas): constant; step: × gamma every `every` updates; exponential:
+// × gamma^(t / every); each after a linear warm-up over `warmup_steps`.
 struct LrSchedule {
-  std::string kind = "constant";  // constant | step
-  int every = 0;
+  std::string kind = "constant";  // constant | step | exponential
+  int every = 0;                  // step: required; exponential: 1 when left out
   double gamma = 0.1;
+  int warmup_steps = 0;           // 0: none
 };
+
+// What train.updater may name, in lib/ps/updater.h's UpdateRule order.
+inline constexpr const char* kUpdaterNames[] = {"sgd", "momentum", "nesterov", "adagrad", "rmsprop", "adam"};
 
 struct TrainConfig {
   int batch_size = 64;          // records per worker per step
   int steps = 0;                // 0: derive from epochs
   double epochs = 1.0;
-  std::string updater = "momentum";
+  std::string updater = "momentum";  // one of kUpdaterNames
   double learning_rate = 0.05;
   LrSchedule lr_schedule;
-  double momentum = 0.9;
+  bool scale_lr_with_workers = false;  // learning_rate × workers (Goyal et al.'s linear scaling rule)
+  double momentum = 0.9;        // momentum, nesterov
   double weight_decay = 0.0;
+  double beta1 = 0.9;           // adam
+  double beta2 = 0.999;         // adam
+  double rmsprop_alpha = 0.99;  // rmsprop: the decay of its average of squared gradients
+  double epsilon = 1e-8;        // adagrad, rmsprop, adam; ParseJob's default is 1e-10 for adagrad (PyTorch's)
   int eval_every = 0;           // steps between evaluations; 0: only at the end
   int checkpoint_every = 0;     // server updates between checkpoints; 0: only at the end
   int display_every = 50;       // steps between progress records

@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <set>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -14,11 +16,21 @@
 #include "ps/param_init.h"
 
 namespace shoal {
+namespace {
+
+// "exp_avg, exp_avg_sq", or "none" for an updater without state.
+std::string KeptState(const std::vector<std::string>& states) {
+  std::string out;
+  for (const auto& s : states) out += (out.empty() ? "" : ", ") + s;
+  return out.empty() ? "none" : out;
+}
+
+}  // namespace
 
 ParameterServer::ParameterServer(const Plan& plan, ServerOptions options)
     : plan_(plan),
       options_(std::move(options)),
-      updater_(UpdaterFromTrain(plan.job.train)),
+      updater_(UpdaterFromTrain(plan.job.train, static_cast<int>(plan.workers.size()))),
       plan_hash_(plan.hash_value()),
       workers_(static_cast<int>(plan.workers.size())),
       bsp_(plan.job.cluster.consistency == "bsp"),
@@ -42,7 +54,7 @@ Status ParameterServer::Start() {
       Slice s;
       s.key = key;
       s.value.assign(full.begin() + sp.offset, full.begin() + sp.offset + sp.count);
-      s.velocity.assign(sp.count, 0.0f);
+      s.state = NewUpdaterState(updater_, sp.count);
       s.grad_sum.assign(sp.count, 0.0f);
       slices_.emplace(key, std::move(s));
     }
@@ -251,7 +263,7 @@ void ParameterServer::AddGradients(const std::vector<EntryView>& entries) {
 
 void ParameterServer::ApplySlice(Slice& s, float scale) {
   for (float& g : s.grad_sum) g *= scale;
-  ApplyUpdate(updater_, stats_.version, s.value.size(), s.grad_sum.data(), s.value.data(), s.velocity.data());
+  ApplyUpdate(updater_, stats_.version, s.value.size(), s.grad_sum.data(), s.value.data(), &s.state);
   std::fill(s.grad_sum.begin(), s.grad_sum.end(), 0.0f);
 }
 
@@ -361,17 +373,27 @@ Status ParameterServer::Resume() {
   const std::string& path = found.back();
   if (ckpt.plan_hash != plan_.hash)
     return Status::InvalidArgument("'" + path + "' belongs to plan " + ckpt.plan_hash + ", not " + plan_.hash);
-  size_t loaded = 0;
+  // Every slice's value and each of the updater's buffers, once.
+  const std::vector<std::string>& states = UpdaterStateNames(updater_.rule);
+  std::set<std::pair<uint32_t, std::string>> loaded;
   for (const auto& t : ckpt.tensors) {
     auto it = slices_.find(t.key);
     if (it == slices_.end() || it->second.value.size() != t.data.size() || plan_.slices[t.key].param != t.param)
       return Status::InvalidArgument("'" + path + "': tensor '" + t.name + "' does not match this server's slices");
-    (t.role == "velocity" ? it->second.velocity : it->second.value) = t.data;
-    ++loaded;
+    auto state = std::find(states.begin(), states.end(), t.role);
+    if (t.role != "value" && state == states.end())
+      return Status::InvalidArgument("'" + path + "': tensor '" + t.name + "' is state '" + t.role +
+                                     "', which updater '" + UpdateRuleName(updater_.rule) + "' does not keep (" +
+                                     KeptState(states) + ")");
+    if (!loaded.insert({t.key, t.role}).second)
+      return Status::InvalidArgument("'" + path + "': tensor '" + t.name + "' is there twice");
+    (t.role == "value" ? it->second.value : it->second.state[state - states.begin()]) = t.data;
   }
-  if (loaded != 2 * slices_.size())
-    return Status::InvalidArgument("'" + path + "' holds " + std::to_string(loaded) + " tensors, this server needs " +
-                                   std::to_string(2 * slices_.size()));
+  const size_t needed = (1 + states.size()) * slices_.size();
+  if (loaded.size() != needed)
+    return Status::InvalidArgument("'" + path + "' holds " + std::to_string(loaded.size()) +
+                                   " tensors, this server needs " + std::to_string(needed) +
+                                   " (the value and the state of each slice: " + KeptState(states) + ")");
   stats_.version = ckpt.step;
   stats_.updates_received = ckpt.updates;
   if (ckpt.updates_from.size() == updates_from_.size()) updates_from_ = ckpt.updates_from;
@@ -391,6 +413,7 @@ Status ParameterServer::Checkpoint() {
   ckpt.servers = static_cast<int>(plan_.servers.size());
   ckpt.updates_from = updates_from_;
   ckpt.metric = metric_;
+  const std::vector<std::string>& states = UpdaterStateNames(updater_.rule);
   for (const auto& [key, s] : slices_) {
     const SlicePlan& sp = plan_.slices[key];
     // A parameter cut into slices names each piece by where it starts.
@@ -398,7 +421,8 @@ Status ParameterServer::Checkpoint() {
     if (plan_.FindParam(sp.param)->slices.size() > 1) name += "[" + std::to_string(sp.offset) + "]";
     const Shape& shape = plan_.FindParam(sp.param)->shape;
     ckpt.tensors.push_back({name, sp.param, "value", key, sp.offset, shape, s.value});
-    ckpt.tensors.push_back({name + "@velocity", sp.param, "velocity", key, sp.offset, shape, s.velocity});
+    for (size_t i = 0; i < states.size(); ++i)
+      ckpt.tensors.push_back({name + "@" + states[i], sp.param, states[i], key, sp.offset, shape, s.state[i]});
   }
   std::string path = CheckpointPath(options_.checkpoint_dir, options_.id, ckpt.step);
   SHOAL_RETURN_IF_ERROR(WriteCheckpoint(path, ckpt));

@@ -68,7 +68,8 @@ class ParameterServer {
  private:
   struct Slice {
     uint32_t key;
-    std::vector<float> value, velocity, grad_sum;
+    std::vector<float> value, grad_sum;
+    UpdaterState state;  // the updater's buffers, named by UpdaterStateNames
   };
   struct Parked {
     int slot;

@@ -1,34 +1,127 @@
 #include "ps/updater.h"
 
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
+
+#include "ps/lr_schedule.h"
 
 namespace shoal {
+namespace {
 
-UpdaterConfig UpdaterFromTrain(const TrainConfig& train) {
+UpdateRule RuleNamed(const std::string& name) {
+  for (size_t i = 0; i < kUpdateRuleCount; ++i)
+    if (name == kUpdaterNames[i]) return static_cast<UpdateRule>(i);
+  // ParseJob refuses every other name, and every job we run went through it:
+  // reaching this is a bug in the caller, not bad input.
+  std::fprintf(stderr, "shoal: updater '%s' did not come from ParseJob\n", name.c_str());
+  std::abort();
+}
+
+// In double: Adam divides it by its bias correction before rounding to float, as PyTorch does.
+double ScheduledRate(const UpdaterConfig& c, uint64_t step) {
+  return c.learning_rate * ScheduleFactor(c.schedule, step);
+}
+
+// The loops below follow torch.optim's single-tensor code operation by
+// operation, in float32, with its scalars (1 − beta, bias corrections)
+// computed in double as Python does, so that results agree to rounding.
+
+void Sgd(float lr, float wd, size_t n, const float* grad, float* w) {
+  for (size_t i = 0; i < n; ++i) w[i] -= lr * (grad[i] + wd * w[i]);
+}
+
+void Momentum(float lr, float wd, float mu, bool nesterov, size_t n, const float* grad, float* w, float* v) {
+  for (size_t i = 0; i < n; ++i) {
+    const float g = grad[i] + wd * w[i];
+    v[i] = v[i] * mu + g;
+    w[i] -= lr * (nesterov ? g + mu * v[i] : v[i]);
+  }
+}
+
+void Adagrad(float lr, float wd, float eps, size_t n, const float* grad, float* w, float* sum_sq) {
+  for (size_t i = 0; i < n; ++i) {
+    const float g = grad[i] + wd * w[i];
+    sum_sq[i] += g * g;
+    w[i] -= lr * g / (std::sqrt(sum_sq[i]) + eps);
+  }
+}
+
+void Rmsprop(float lr, float wd, double alpha, float eps, size_t n, const float* grad, float* w, float* avg) {
+  const float a = static_cast<float>(alpha), keep = static_cast<float>(1.0 - alpha);
+  for (size_t i = 0; i < n; ++i) {
+    const float g = grad[i] + wd * w[i];
+    avg[i] = avg[i] * a + keep * g * g;
+    w[i] -= lr * g / (std::sqrt(avg[i]) + eps);
+  }
+}
+
+void Adam(const UpdaterConfig& c, double lr, uint64_t step, size_t n, const float* grad, float* w, float* m,
+          float* u) {
+  const double k = static_cast<double>(step) + 1.0;  // Adam's step count: this update is its k-th
+  const float b1 = static_cast<float>(c.beta1), b2 = static_cast<float>(c.beta2);
+  const float one_minus_b1 = static_cast<float>(1.0 - c.beta1), one_minus_b2 = static_cast<float>(1.0 - c.beta2);
+  const float step_size = static_cast<float>(lr / (1.0 - std::pow(c.beta1, k)));
+  const float correction2_sqrt = static_cast<float>(std::sqrt(1.0 - std::pow(c.beta2, k)));
+  const float eps = static_cast<float>(c.epsilon), wd = static_cast<float>(c.weight_decay);
+  for (size_t i = 0; i < n; ++i) {
+    const float g = grad[i] + wd * w[i];
+    m[i] = m[i] * b1 + one_minus_b1 * g;
+    u[i] = u[i] * b2 + one_minus_b2 * g * g;
+    w[i] -= step_size * m[i] / (std::sqrt(u[i]) / correction2_sqrt + eps);
+  }
+}
+
+}  // namespace
+
+UpdaterConfig UpdaterFromTrain(const TrainConfig& train, int workers) {
   UpdaterConfig c;
-  c.learning_rate = static_cast<float>(train.learning_rate);
+  c.rule = RuleNamed(train.updater);
+  c.learning_rate = train.learning_rate * (train.scale_lr_with_workers ? workers : 1);
   c.schedule = train.lr_schedule;
-  c.momentum = train.updater == "sgd" ? 0.0f : static_cast<float>(train.momentum);
-  c.weight_decay = static_cast<float>(train.weight_decay);
+  c.momentum = train.momentum;
+  c.weight_decay = train.weight_decay;
+  c.beta1 = train.beta1;
+  c.beta2 = train.beta2;
+  c.rmsprop_alpha = train.rmsprop_alpha;
+  c.epsilon = train.epsilon;
   return c;
 }
 
-float LearningRateAt(const UpdaterConfig& c, uint64_t step) {
-  if (c.schedule.kind != "step") return c.learning_rate;
-  return c.learning_rate * static_cast<float>(std::pow(c.schedule.gamma, step / c.schedule.every));
+const char* UpdateRuleName(UpdateRule rule) { return kUpdaterNames[static_cast<size_t>(rule)]; }
+
+const std::vector<std::string>& UpdaterStateNames(UpdateRule rule) {
+  static const std::vector<std::string> kNone, kVelocity{"velocity"}, kSumSq{"sum_sq"},
+      kSquareAvg{"square_avg"}, kAdam{"exp_avg", "exp_avg_sq"};
+  switch (rule) {  // no default: the compiler names a rule left out
+    case UpdateRule::kSgd: return kNone;
+    case UpdateRule::kMomentum:
+    case UpdateRule::kNesterov: return kVelocity;
+    case UpdateRule::kAdagrad: return kSumSq;
+    case UpdateRule::kRmsprop: return kSquareAvg;
+    case UpdateRule::kAdam: return kAdam;
+  }
+  return kNone;
 }
 
+UpdaterState NewUpdaterState(const UpdaterConfig& config, size_t n) {
+  return UpdaterState(UpdaterStateNames(config.rule).size(), std::vector<float>(n, 0.0f));
+}
+
+float LearningRateAt(const UpdaterConfig& c, uint64_t step) { return static_cast<float>(ScheduledRate(c, step)); }
+
 void ApplyUpdate(const UpdaterConfig& c, uint64_t step, size_t n, const float* grad, float* value,
-                 float* velocity) {
-  const float lr = LearningRateAt(c, step), mu = c.momentum, wd = c.weight_decay;
-  if (mu == 0.0f) {
-    for (size_t i = 0; i < n; ++i) value[i] -= lr * (grad[i] + wd * value[i]);
-    return;
-  }
-  for (size_t i = 0; i < n; ++i) {
-    float g = grad[i] + wd * value[i];
-    velocity[i] = mu * velocity[i] + g;
-    value[i] -= lr * velocity[i];
+                 UpdaterState* state) {
+  const float lr = LearningRateAt(c, step), wd = static_cast<float>(c.weight_decay);
+  const float eps = static_cast<float>(c.epsilon), mu = static_cast<float>(c.momentum);
+  std::vector<std::vector<float>>& s = *state;
+  switch (c.rule) {
+    case UpdateRule::kSgd: return Sgd(lr, wd, n, grad, value);
+    case UpdateRule::kMomentum: return Momentum(lr, wd, mu, false, n, grad, value, s[0].data());
+    case UpdateRule::kNesterov: return Momentum(lr, wd, mu, true, n, grad, value, s[0].data());
+    case UpdateRule::kAdagrad: return Adagrad(lr, wd, eps, n, grad, value, s[0].data());
+    case UpdateRule::kRmsprop: return Rmsprop(lr, wd, c.rmsprop_alpha, eps, n, grad, value, s[0].data());
+    case UpdateRule::kAdam: return Adam(c, ScheduledRate(c, step), step, n, grad, value, s[0].data(), s[1].data());
   }
 }
 

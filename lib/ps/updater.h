@@ -1,29 +1,68 @@
-// Server-side updaters. Same rule as PyTorch's SGD so that runs compare:
-//   g += weight_decay · w;  v = momentum · v + g;  w -= lr · v
-// (plain SGD is momentum 0).
+// Server-side updaters: the rule that turns a step's gradient into new
+// values. Each is exactly torch.optim's, so that runs compare with PyTorch's;
+// weight decay is added to the gradient first, as PyTorch does
+// (g = grad + weight_decay·w), and lr is the scheduled rate of this update:
+//   sgd       w −= lr·g
+//   momentum  v = momentum·v + g;  w −= lr·v                     (SGD, momentum)
+//   nesterov  v = momentum·v + g;  w −= lr·(g + momentum·v)      (SGD, nesterov=True)
+//   adagrad   s += g²;  w −= lr·g / (√s + eps)                   (Adagrad, lr_decay 0)
+//   rmsprop   a = alpha·a + (1 − alpha)·g²;  w −= lr·g / (√a + eps)   (RMSprop, not centered)
+//   adam      m = beta1·m + (1 − beta1)·g;  u = beta2·u + (1 − beta2)·g²;
+//             w −= lr/(1 − beta1^k) · m / (√u / √(1 − beta2^k) + eps), where
+//             k = t + 1 for the update that makes version t + 1     (Adam, amsgrad off)
+// Every state buffer starts at 0, as PyTorch's do (its momentum buffer
+// starts as the first g, which is the same thing).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <iterator>
+#include <string>
+#include <vector>
 
 #include "config/job.h"
 
 namespace shoal {
 
+// In kUpdaterNames' order (the job's names for them).
+enum class UpdateRule { kSgd, kMomentum, kNesterov, kAdagrad, kRmsprop, kAdam };
+constexpr size_t kUpdateRuleCount = 6;
+static_assert(std::size(kUpdaterNames) == kUpdateRuleCount, "a rule without a name in the job, or a name without one");
+
 struct UpdaterConfig {
-  float learning_rate = 0.05f;  // at step 0
+  UpdateRule rule = UpdateRule::kMomentum;  // with momentum 0, plain SGD
+  double learning_rate = 0.05;  // at update 0, before the schedule (after scaling for the workers)
   LrSchedule schedule;
-  float momentum = 0.0f;
-  float weight_decay = 0.0f;
+  double momentum = 0.0;
+  double weight_decay = 0.0;
+  double beta1 = 0.9, beta2 = 0.999;
+  double rmsprop_alpha = 0.99;
+  double epsilon = 1e-8;
 };
 
-UpdaterConfig UpdaterFromTrain(const TrainConfig& train);
+// The job's updater; with train.scale_lr_with_workers, learning_rate × `workers`
+// (the gradients one update averages).
+UpdaterConfig UpdaterFromTrain(const TrainConfig& train, int workers);
+
+// "adam" for UpdateRule::kAdam.
+const char* UpdateRuleName(UpdateRule rule);
+
+// The state a rule keeps per value, by name: "velocity" (momentum, nesterov),
+// "sum_sq" (adagrad), "square_avg" (rmsprop), "exp_avg" and "exp_avg_sq"
+// (adam); none for sgd. Checkpoints store each as "<param>@<name>".
+const std::vector<std::string>& UpdaterStateNames(UpdateRule rule);
+
+// One buffer per state name, in that order, each as long as the values.
+using UpdaterState = std::vector<std::vector<float>>;
+// Zeros for `n` values: the state before the first update.
+UpdaterState NewUpdaterState(const UpdaterConfig& config, size_t n);
 
 // The learning rate for the update that makes version `step` + 1.
 float LearningRateAt(const UpdaterConfig& config, uint64_t step);
 
-// `velocity` is the updater's state for these values (ignored when momentum is 0).
+// The update that makes version `step` + 1: changes `value` and `state`
+// (NewUpdaterState's shape for these n values) by `grad`.
 void ApplyUpdate(const UpdaterConfig& config, uint64_t step, size_t n, const float* grad, float* value,
-                 float* velocity);
+                 UpdaterState* state);
 
 }  // namespace shoal

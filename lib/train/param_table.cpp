@@ -9,20 +9,22 @@
 
 namespace shoal {
 
+// Each update here is one process's gradient, so the learning-rate scaling
+// rule (train.scale_lr_with_workers) counts one worker.
 LocalTable::LocalTable(const Plan& plan, std::vector<Param*> params)
-    : updater_(UpdaterFromTrain(plan.job.train)), params_(std::move(params)) {
+    : updater_(UpdaterFromTrain(plan.job.train, 1)), params_(std::move(params)) {
   for (Param* p : params_) {
     std::vector<float> values;
     InitializeParam(*plan.FindParam(p->name), plan.job.train.seed, &values);
     std::memcpy(p->value.data(), values.data(), 4 * values.size());
-    velocity_.emplace_back(values.size(), 0.0f);
+    state_.push_back(NewUpdaterState(updater_, values.size()));
   }
 }
 
 Status LocalTable::Push(uint64_t step) {
   for (size_t i = 0; i < params_.size(); ++i)
     ApplyUpdate(updater_, step, params_[i]->value.size(), params_[i]->grad.data(), params_[i]->value.data(),
-                velocity_[i].data());
+                &state_[i]);
   return Status::Ok();
 }
 

@@ -47,7 +47,7 @@ class LocalTable : public ParamTable {
  private:
   UpdaterConfig updater_;
   std::vector<Param*> params_;
-  std::vector<std::vector<float>> velocity_;
+  std::vector<UpdaterState> state_;  // per param
 };
 
 class RemoteTable : public ParamTable {

@@ -285,7 +285,7 @@ TEST_CASE("safetensors: length, a space-padded JSON header with F32 offsets, the
   CHECK(Floats(out, 8 + n + 40, 3) == b);
 }
 
-TEST_CASE("export takes whole values (velocity on request) from a merged checkpoint only") {
+TEST_CASE("export takes whole values (the updater's state on request) from a merged checkpoint only") {
   Checkpoint m;
   std::vector<std::string> files;
   TempDir dir;
@@ -300,6 +300,20 @@ TEST_CASE("export takes whole values (velocity on request) from a merged checkpo
   CHECK(t.size() == 4);
   CHECK(t[1].name == "w@velocity");
   CHECK(Contains(ExportTensors(ServerCheckpoint(0, 1), false, &t).message(), "merge the servers' set first"));
+
+  // Whatever state the updater keeps: Adam's two buffers.
+  Checkpoint adam;
+  adam.server = -1;
+  const std::vector<float> data = {1, 2};
+  adam.tensors.push_back({"b", "b", "value", 0, 0, {2}, data});
+  adam.tensors.push_back({"b@exp_avg", "b", "exp_avg", 0, 0, {2}, data});
+  adam.tensors.push_back({"b@exp_avg_sq", "b", "exp_avg_sq", 0, 0, {2}, data});
+  REQUIRE(ExportTensors(adam, false, &t).ok());
+  CHECK(t.size() == 1);
+  REQUIRE(ExportTensors(adam, true, &t).ok());
+  REQUIRE(t.size() == 3);
+  CHECK(t[1].name == "b@exp_avg");
+  CHECK(t[2].name == "b@exp_avg_sq");
 
   ExportFormat f;
   CHECK(ChooseExportFormat("", "a.npz", &f).ok());

@@ -61,6 +61,12 @@ TEST_CASE("a valid job parses, with every unset field at its documented default"
   CHECK(job.train.momentum == 0.9);
   CHECK(job.train.weight_decay == 0.0);
   CHECK(job.train.lr_schedule.kind == "constant");
+  CHECK(job.train.lr_schedule.warmup_steps == 0);
+  CHECK(!job.train.scale_lr_with_workers);
+  CHECK(job.train.beta1 == 0.9);
+  CHECK(job.train.beta2 == 0.999);
+  CHECK(job.train.rmsprop_alpha == 0.99);
+  CHECK(job.train.epsilon == 1e-8);
   CHECK(job.train.display_every == 50);
   CHECK(job.train.seed == 1);
   CHECK(job.cluster.nworker_groups == 1);
@@ -100,6 +106,64 @@ TEST_CASE("explicit sections override the defaults, and sgd means momentum 0") {
   CHECK(job.cluster.slice_floats == 10);
   CHECK(job.data.dataset == "mnist");
   CHECK(job.data.shards == "runs/x");
+}
+
+TEST_CASE("the updaters' fields and the schedule's parse; epsilon defaults to 1e-10 for adagrad only") {
+  JobConfig job;
+  Status s = ParseJob(Job(kLayers,
+                          "train: {updater: adam, beta1: 0.8, beta2: 0.99, epsilon: 1e-6, rmsprop_alpha: 0.9,\n"
+                          "        scale_lr_with_workers: true,\n"
+                          "        lr_schedule: {kind: exponential, gamma: 0.5, warmup_steps: 100}}\n"),
+                      "job.yaml", &job);
+  INFO(s.ToString());
+  REQUIRE(s.ok());
+  CHECK(job.train.updater == "adam");
+  CHECK(job.train.beta1 == 0.8);
+  CHECK(job.train.beta2 == 0.99);
+  CHECK(job.train.epsilon == 1e-6);
+  CHECK(job.train.rmsprop_alpha == 0.9);
+  CHECK(job.train.scale_lr_with_workers);
+  CHECK(job.train.lr_schedule.kind == "exponential");
+  CHECK(job.train.lr_schedule.every == 1);  // exponential's default: × gamma per update
+  CHECK(job.train.lr_schedule.warmup_steps == 100);
+  for (const char* updater : kUpdaterNames) {
+    INFO(updater);
+    REQUIRE(ParseJob(Job(kLayers, std::string("train: {updater: ") + updater + "}\n"), "job.yaml", &job).ok());
+    CHECK(job.train.epsilon == (std::string(updater) == "adagrad" ? 1e-10 : 1e-8));
+  }
+}
+
+TEST_CASE("an unknown updater is refused naming the field, where it is and the known updaters") {
+  Status s = ParseAndBuild(Job(kLayers, "train: {updater: adamw}\n"));
+  INFO(s.ToString());
+  CHECK(s.code() == Status::Code::kInvalidArgument);
+  CHECK(s.message() == "job.yaml:7:18: section 'train': field 'updater' is 'adamw', expected one of: "
+                       "sgd, momentum, nesterov, adagrad, rmsprop, adam");
+}
+
+TEST_CASE("bad updater and schedule fields are refused naming the field and where it is") {
+  Status s = ParseAndBuild(Job(kLayers, "train: {updater: adam, beta1: 1.0}\n"));
+  CHECK(s.message() == "job.yaml:7:31: section 'train': field 'beta1' must be below 1, got 1.000000");
+  s = ParseAndBuild(Job(kLayers, "train: {beta2: -0.5}\n"));
+  CHECK(s.message() == "job.yaml:7:16: section 'train': field 'beta2' must be in [0.000000, 1.000000], got -0.500000");
+  s = ParseAndBuild(Job(kLayers, "train: {epsilon: 0}\n"));
+  CHECK(s.message() == "job.yaml:7:18: section 'train': field 'epsilon' must be greater than 0");
+  s = ParseAndBuild(Job(kLayers, "train: {rmsprop_alpha: fast}\n"));
+  CHECK(s.message() == "job.yaml:7:24: section 'train': field 'rmsprop_alpha' must be a number");
+  s = ParseAndBuild(Job(kLayers, "train: {updater: nesterov, momentum: 0}\n"));
+  CHECK(s.message() == "job.yaml:7:38: section 'train': field 'momentum' must be greater than 0 for updater 'nesterov'");
+  s = ParseAndBuild(Job(kLayers, "train: {scale_lr_with_workers: maybe}\n"));
+  CHECK(s.message() == "job.yaml:7:32: section 'train': field 'scale_lr_with_workers' must be true or false");
+  s = ParseAndBuild(Job(kLayers, "train: {lr_schedule: {kind: cosine}}\n"));
+  CHECK(s.message() == "job.yaml:7:29: section 'train.lr_schedule': field 'kind' is 'cosine', expected one of: "
+                       "constant, step, exponential");
+  s = ParseAndBuild(Job(kLayers, "train: {lr_schedule: {kind: step, gamma: 0.5}}\n"));
+  CHECK(s.message() == "job.yaml:7:22: section 'train.lr_schedule': field 'every' must be at least 1 with kind 'step'");
+  s = ParseAndBuild(Job(kLayers, "train: {lr_schedule: {kind: exponential, every: 0}}\n"));
+  CHECK(s.message() == "job.yaml:7:49: section 'train.lr_schedule': field 'every' must be at least 1 with "
+                       "kind 'exponential'");
+  s = ParseAndBuild(Job(kLayers, "train: {lr_schedule: {warmup_steps: -1}}\n"));
+  CHECK(s.message() == "job.yaml:7:37: section 'train.lr_schedule': field 'warmup_steps' must be at least 0, got -1");
 }
 
 TEST_CASE("malformed YAML is refused with the file, line and column of the fault") {

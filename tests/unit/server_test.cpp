@@ -8,6 +8,7 @@
 #include <nng/protocol/reqrep0/req.h>
 
 #include <atomic>
+#include <cmath>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -36,13 +37,14 @@ constexpr float kLr = 0.1f, kMomentum = 0.9f;
 
 // data [1,2,2] → fully_connected 3 → softmax_loss: fc.weight (12 floats, key 0)
 // and fc.bias (3 floats, key 1), both on the one server; two workers.
-std::string TinyJob(const std::string& consistency) {
+// `train` adds fields to the train section (or overrides the updater).
+std::string TinyJob(const std::string& consistency, const std::string& train = "updater: momentum") {
   return "model:\n"
          "  layers:\n"
          "    - {name: data, type: data, shape: [1, 2, 2]}\n"
          "    - {name: fc, type: fully_connected, srclayers: data, num_output: 3}\n"
          "    - {name: loss, type: softmax_loss, srclayers: [fc, data]}\n"
-         "train: {steps: 10, learning_rate: 0.1, momentum: 0.9, seed: 3}\n"
+         "train: {steps: 10, " + train + ", learning_rate: 0.1, momentum: 0.9, seed: 3}\n"
          "cluster: {nworkers_per_group: 2, nservers_per_group: 1, consistency: " +
          consistency + ", timeout_ms: " + std::to_string(kTimeoutMs) + "}\n";
 }
@@ -66,10 +68,11 @@ struct ServerFixture {
   std::string endpoint = UniqueEndpoint();
   std::string checkpoint_dir;
 
-  explicit ServerFixture(const std::string& consistency, const std::string& ckpt_dir = "") {
+  explicit ServerFixture(const std::string& consistency, const std::string& ckpt_dir = "",
+                         const std::string& train = "updater: momentum") {
     checkpoint_dir = ckpt_dir;
     JobConfig job;
-    REQUIRE(ParseJob(TinyJob(consistency), "tiny.yaml", &job).ok());
+    REQUIRE(ParseJob(TinyJob(consistency, train), "tiny.yaml", &job).ok());
     PlanOptions options;
     options.endpoints = {endpoint};
     REQUIRE(MakeDataParallelPlan(job, options, &plan).ok());
@@ -398,6 +401,132 @@ TEST_CASE("a server resumed from a checkpoint serves its values and version; ano
   s = other.Start();
   CHECK(Contains(s.message(), "belongs to plan " + f.plan.hash));
   std::filesystem::remove_all(dir);
+}
+
+// Both workers' step-`step` gradients, averaged as the server does, for one slice.
+std::vector<float> MeanGrads(uint32_t key, int step) {
+  const Grads g0 = MakeGrads(0, step), g1 = MakeGrads(1, step);
+  const std::vector<float>& a = key == 0 ? g0.weight : g0.bias;
+  const std::vector<float>& b = key == 0 ? g1.weight : g1.bias;
+  std::vector<float> mean(a.size());
+  for (size_t i = 0; i < a.size(); ++i) mean[i] = (0.0f + a[i] + b[i]) * 0.5f;
+  return mean;
+}
+
+// Runs step `step` of both workers on whichever server listens at
+// `f.endpoint` and returns version step + 1 of `key`.
+std::vector<float> TrainStep(const ServerFixture& f, int step, uint32_t key) {
+  auto worker0 = Connect(f), worker1 = Connect(f);
+  Reply reply;
+  REQUIRE(Update(worker0.get(), f, step, 0, MakeGrads(0, step), &reply).ok());
+  REQUIRE(Update(worker1.get(), f, step, 1, MakeGrads(1, step), &reply).ok());
+  REQUIRE(worker0->Call(f.Header(MsgType::kGet, step + 1, 0), {}, &reply).ok());
+  CHECK(reply.view().header.step == static_cast<uint64_t>(step) + 1);
+  return EntryValues(reply, key);
+}
+
+const CheckpointTensor* FindTensor(const Checkpoint& ckpt, const std::string& name) {
+  for (const auto& t : ckpt.tensors)
+    if (t.name == name) return &t;
+  FAIL("the checkpoint has no tensor '" << name << "'");
+  return nullptr;
+}
+
+TEST_CASE("adam: a checkpoint holds both of its buffers, and a resumed server goes on as if it never stopped") {
+  const std::string dir = TempDirPath();
+  ServerFixture f("bsp", dir, "updater: adam");
+  const std::vector<float> w1 = TrainStep(f, 0, 0);
+  REQUIRE(f.Stop().ok());
+
+  // What the server should hold: the same rule applied here to fc.weight.
+  const UpdaterConfig adam = UpdaterFromTrain(f.plan.job.train, 2);
+  REQUIRE(adam.rule == UpdateRule::kAdam);
+  std::vector<float> w = f.Initial(0);
+  UpdaterState state = NewUpdaterState(adam, w.size());
+  ApplyUpdate(adam, 0, w.size(), MeanGrads(0, 0).data(), w.data(), &state);
+  CheckValues(w1, w);
+
+  Checkpoint ckpt;
+  REQUIRE(ReadCheckpoint(ListCheckpoints(dir, 0).back(), &ckpt).ok());
+  REQUIRE(ckpt.tensors.size() == 6);  // value, exp_avg and exp_avg_sq of each slice
+  const CheckpointTensor* m = FindTensor(ckpt, "fc.weight@exp_avg");
+  const CheckpointTensor* u = FindTensor(ckpt, "fc.weight@exp_avg_sq");
+  REQUIRE((m && u));
+  CHECK(m->role == "exp_avg");
+  CHECK(u->role == "exp_avg_sq");
+  CHECK(m->param == "fc.weight");
+  CheckValues(m->data, state[0]);
+  CheckValues(u->data, state[1]);
+  CHECK(FindTensor(ckpt, "fc.bias@exp_avg_sq") != nullptr);
+
+  // Resumed, step 1 continues from both buffers (and bias-corrects as Adam's step 2).
+  ServerOptions resume;
+  resume.resume_dir = dir;
+  ParameterServer again(f.plan, resume);
+  Status s = again.Start();
+  INFO(s.ToString());
+  REQUIRE(s.ok());
+  auto run = std::async(std::launch::async, [&] { return again.Run(); });
+  const std::vector<float> w2 = TrainStep(f, 1, 0);
+  auto tool = Connect(f);
+  Reply reply;
+  REQUIRE(tool->Call({MsgType::kShutdown, f.plan.hash_value(), 0, kToolSender}, {}, &reply).ok());
+  REQUIRE(run.wait_for(milliseconds(3000)) == std::future_status::ready);
+  CHECK(run.get().ok());
+  std::vector<float> fresh = w;  // what forgetting the buffers would give
+  UpdaterState zeros = NewUpdaterState(adam, w.size());
+  ApplyUpdate(adam, 1, w.size(), MeanGrads(0, 1).data(), fresh.data(), &zeros);
+  ApplyUpdate(adam, 1, w.size(), MeanGrads(0, 1).data(), w.data(), &state);
+  CheckValues(w2, w);
+  CHECK(std::fabs(fresh[0] - w[0]) > 1e-3f);  // so the comparison above tells them apart
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("resume refuses a checkpoint without one of its updater's buffers, with another's, or with one twice") {
+  const std::string dir = TempDirPath(), edited = TempDirPath();
+  ServerFixture f("bsp", dir, "updater: adam");
+  TrainStep(f, 0, 0);
+  REQUIRE(f.Stop().ok());
+  Checkpoint good;
+  REQUIRE(ReadCheckpoint(ListCheckpoints(dir, 0).back(), &good).ok());
+  const std::string path = CheckpointPath(edited, 0, good.step);
+  auto resume_from = [&](const Checkpoint& ckpt) {
+    REQUIRE(WriteCheckpoint(path, ckpt).ok());
+    ServerOptions options;
+    options.resume_dir = edited;
+    ParameterServer server(f.plan, options);
+    return server.Start();
+  };
+  REQUIRE(resume_from(good).ok());
+
+  Checkpoint missing = good;
+  missing.tensors.pop_back();  // fc.bias@exp_avg_sq
+  Status s = resume_from(missing);
+  CHECK(s.message() == "'" + path + "' holds 5 tensors, this server needs 6 (the value and the state of each "
+                                    "slice: exp_avg, exp_avg_sq)");
+
+  Checkpoint other = good;
+  other.tensors.back().role = "velocity";
+  other.tensors.back().name = "fc.bias@velocity";
+  s = resume_from(other);
+  CHECK(s.message() == "'" + path + "': tensor 'fc.bias@velocity' is state 'velocity', which updater 'adam' "
+                                    "does not keep (exp_avg, exp_avg_sq)");
+
+  Checkpoint twice = good;
+  twice.tensors.back() = twice.tensors[twice.tensors.size() - 2];  // fc.bias@exp_avg in place of exp_avg_sq
+  s = resume_from(twice);
+  CHECK(s.message() == "'" + path + "': tensor 'fc.bias@exp_avg' is there twice");
+  std::filesystem::remove_all(dir);
+  std::filesystem::remove_all(edited);
+}
+
+TEST_CASE("scale_lr_with_workers: the server's rate is learning_rate × the plan's 2 workers") {
+  ServerFixture f("bsp", "", "updater: sgd, scale_lr_with_workers: true");
+  const std::vector<float> w1 = TrainStep(f, 0, 0), w0 = f.Initial(0), g = MeanGrads(0, 0);
+  std::vector<float> want(w0.size());
+  for (size_t i = 0; i < w0.size(); ++i) want[i] = w0[i] - 2 * kLr * g[i];
+  CheckValues(w1, want);
+  CHECK(f.Stop().ok());
 }
 
 TEST_CASE("a request for another plan is refused naming both plan hashes") {

@@ -1,0 +1,25 @@
+#include "ps/lr_schedule.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace shoal {
+namespace {
+
+double Decay(const LrSchedule& s, uint64_t t) {
+  const int every = std::max(1, s.every);  // ParseJob refuses 0; a schedule built in code must not divide by it
+  if (s.kind == "step") return std::pow(s.gamma, static_cast<double>(t / every));
+  if (s.kind == "exponential") return std::pow(s.gamma, static_cast<double>(t) / every);
+  return 1.0;
+}
+
+double Warmup(const LrSchedule& s, uint64_t t) {
+  if (s.warmup_steps <= 0) return 1.0;
+  return std::min(1.0, static_cast<double>(t + 1) / s.warmup_steps);
+}
+
+}  // namespace
+
+double ScheduleFactor(const LrSchedule& schedule, uint64_t t) { return Warmup(schedule, t) * Decay(schedule, t); }
+
+}  // namespace shoal
