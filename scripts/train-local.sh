@@ -9,7 +9,11 @@
 #
 # Environment: RUN_DIR (default runs/<job>-<time>), BASE_PORT (first server
 # port; default picked from the process id), SHOAL_BIN (default build/),
-# RETRIES (restarts allowed, default 3).
+# RETRIES (restarts allowed, default 3); for dl-plan: STRATEGY (data, the
+# default; model; optimal), GROUP_SIZE (workers per group), PROFILE (cluster
+# profile YAML); EVALUATE=no: worker 0 does not evaluate at the end; CLUSTER: the name of emulated hosts from
+# scripts/netns-cluster.sh up — workers run on its hosts in turn, servers on
+# its head (needs root).
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -31,7 +35,24 @@ else
   base_port=${BASE_PORT:-$((20000 + $$ % 20000))}
   mkdir -p "$run_dir"
   plan=$run_dir/plan.json
-  "$bin/dl-plan" "$job" "${sets[@]}" --strategy data --base-port "$base_port" -o "$plan"
+  options=(--strategy "${STRATEGY:-data}" --base-port "$base_port")
+  [[ -z "${GROUP_SIZE:-}" ]] || options+=(--group-size "$GROUP_SIZE")
+  [[ -z "${PROFILE:-}" ]] || options+=(--cluster "$PROFILE")
+  if [[ -n "${CLUSTER:-}" ]]; then
+    # Servers on the head, worker w on host w mod N: every endpoint on its host's address.
+    mapfile -t cluster_hosts < <("$root/scripts/netns-cluster.sh" hosts "$CLUSTER" | grep -v '^head ')
+    head=$("$root/scripts/netns-cluster.sh" hosts "$CLUSTER" | awk '$1 == "head" {print $2}')
+    read -r n_workers n_servers < <("$bin/dl-plan" "$job" "${sets[@]}" --strategy data |
+      python3 -c 'import json,sys; c = json.load(sys.stdin)["cluster"]; print(c["workers"], c["servers"])')
+    endpoints="" worker_endpoints=""
+    for ((i = 0; i < n_servers; i++)); do endpoints+="${endpoints:+,}tcp://$head:$((base_port + i))"; done
+    for ((w = 0; w < n_workers; w++)); do
+      host=${cluster_hosts[w % ${#cluster_hosts[@]}]}
+      worker_endpoints+="${worker_endpoints:+,}tcp://${host#* }:$((base_port + n_servers + w))"
+    done
+    options+=(--endpoints "$endpoints" --worker-endpoints "$worker_endpoints")
+  fi
+  "$bin/dl-plan" "$job" "${sets[@]}" "${options[@]}" -o "$plan"
 fi
 field() { python3 -c "import json,sys; print(json.load(open(sys.argv[1]))$1)" "$plan"; }
 workers=$(field '["cluster"]["workers"]')
@@ -62,13 +83,27 @@ start_server() {  # start_server I [RESUME_DIR]
     >>"$run_dir/server-$1.jsonl" 2>>"$run_dir/server-$1.log" &
   name_of[$!]="server $1"
 }
+# Where worker W runs: on the host its plan endpoint names (emulated hosts), or here.
+on_host() {  # on_host W CMD...
+  local w=$1 address
+  shift
+  address=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['workers'][int(sys.argv[2])].get('endpoint', ''))" "$plan" "$w")
+  address=${address#*://}
+  address=${address%:*}
+  if [[ -n "${CLUSTER:-}" && -n "$address" ]]; then
+    exec ip netns exec "$("$root/scripts/netns-cluster.sh" hosts "$CLUSTER" | awk -v a="$address" '$2 == a {print $1}')" "$@"
+  fi
+  exec "$@"
+}
 start_worker() {  # start_worker W
   if (($1 == 0)); then
     # Worker 0 reports to us: a live line on a terminal, JSON lines otherwise.
-    "$bin/dl-worker" --plan "$plan" --id 0 --shards "$shards" --metrics "$run_dir/worker-0.jsonl" \
-      2>>"$run_dir/worker-0.log" &
+    local evaluate=()
+    [[ "${EVALUATE:-yes}" == yes ]] || evaluate=(--no-eval)
+    on_host 0 "$bin/dl-worker" --plan "$plan" --id 0 --shards "$shards" --metrics "$run_dir/worker-0.jsonl" \
+      "${evaluate[@]}" 2>>"$run_dir/worker-0.log" &
   else
-    "$bin/dl-worker" --plan "$plan" --id "$1" --shards "$shards" --no-eval \
+    on_host "$1" "$bin/dl-worker" --plan "$plan" --id "$1" --shards "$shards" --no-eval \
       >>"$run_dir/worker-$1.jsonl" 2>>"$run_dir/worker-$1.log" &
   fi
   name_of[$!]="worker $1"
@@ -152,4 +187,4 @@ import json, sys
 for line in open(sys.argv[1]):
     r = json.loads(line) if line.startswith('{') else {}
     if r.get('event') == 'done': print(r.get('test_accuracy', ''))" "$run_dir/worker-0.jsonl")
-log "done: test accuracy $accuracy; checkpoints in $run_dir/ckpt (verified)"
+log "done: ${accuracy:+test accuracy $accuracy; }checkpoints in $run_dir/ckpt (verified)"

@@ -146,7 +146,8 @@ Status MakePlan(const JobConfig& job, const PlanOptions& options, const Partitio
                                    std::to_string(options.endpoints.size()) + " endpoints were given");
   for (int i = 0; i < c.servers(); ++i)
     plan->servers.push_back({i, options.endpoints.empty() ? Loopback(c, options.base_port + i) : options.endpoints[i]});
-  if (m > 1) {
+  // Groups of one need no endpoints; given, they say where the workers run.
+  if (m > 1 || !options.worker_endpoints.empty()) {
     if (!options.worker_endpoints.empty() && static_cast<int>(options.worker_endpoints.size()) != c.workers())
       return Status::InvalidArgument("the job has " + std::to_string(c.workers()) + " workers but " +
                                      std::to_string(options.worker_endpoints.size()) + " worker endpoints were given");

@@ -44,7 +44,7 @@ struct WorkerPlan {
   int id = 0;  // global
   int group = 0;
   int rank = 0;
-  std::string endpoint;  // where its group's peers send it features; empty in groups of one
+  std::string endpoint;  // where its group's peers send it features; may be empty in groups of one
 };
 
 struct ServerPlan {

@@ -12,7 +12,7 @@ run() {  # run NAME WORKERS BATCH SHARDS [OVERRIDE...]
   for o in "$@"; do sets+=(--set "$o"); done
   port=$(fresh_port)
   mkdir -p "$dir"
-  "$bin/dl-plan" "$root/configs/fashion-mlp.yaml" --base-port "$port" -o "$dir/plan.json" "${sets[@]}" \
+  "$bin/dl-plan" "$root/configs/fashion-mlp.yaml" --strategy data --base-port "$port" -o "$dir/plan.json" "${sets[@]}" \
     --set cluster.nworkers_per_group="$workers" --set train.batch_size="$batch" --set train.steps=40
   "$bin/dl-server" --plan "$dir/plan.json" --checkpoint-dir "$dir/ckpt" >"$dir/server.jsonl" 2>"$dir/server.log" &
   local server=$! pids=()

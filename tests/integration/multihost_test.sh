@@ -21,7 +21,7 @@ run() {
   for o in "$@"; do sets+=(--set "$o"); done
   port=$(fresh_port)
   mkdir -p "$dir"
-  "$bin/dl-plan" "$root/configs/fashion-mlp.yaml" --endpoints "$scheme://$server_addr:$port" \
+  "$bin/dl-plan" "$root/configs/fashion-mlp.yaml" --strategy data --endpoints "$scheme://$server_addr:$port" \
     --set train.steps=100 --set cluster.timeout_ms=20000 "${sets[@]}" -o "$dir/plan.json"
   "$root/scripts/netns-cluster.sh" exec "$cluster" 1 "$bin/dl-server" --plan "$dir/plan.json" \
     >"$dir/server.jsonl" 2>"$dir/server.log" &
@@ -51,3 +51,18 @@ port=$(fresh_port)
 expect_failure 3 "did not take 'join'" "$root/scripts/netns-cluster.sh" exec "$cluster" 2 \
   "$bin/dl-worker" --plan "$tmp/loopback.json" --shards "$(shards_for 1)" --timeout-ms 1500
 ok "a server's default loopback address is not reachable from another host"
+
+# train-local places a hybrid plan's workers on the hosts (features between
+# them over the hosts' links) and its servers on the head.
+SHOAL_BIN=$bin RUN_DIR=$tmp/placed BASE_PORT=$(fresh_port) CLUSTER=$cluster STRATEGY=model GROUP_SIZE=2 \
+  "$root/scripts/train-local.sh" "$root/configs/fashion-mlp.yaml" train.steps=200 cluster.timeout_ms=20000 \
+  2>"$tmp/placed.log" || fail "train-local on the hosts failed: $(tail -n 5 "$tmp/placed.log")"
+grep -q "tcp://10\.250\.[0-9]*\.254:" "$tmp/placed/plan.json" || fail "the servers are not on the head"
+python3 - "$tmp/placed/plan.json" <<'PY' || fail "the workers are not on hosts 1 and 2"
+import json, sys
+plan = json.load(open(sys.argv[1]))
+hosts = [w["endpoint"].split("//")[1].split(":")[0].split(".")[-1] for w in plan["workers"]]
+assert hosts == ["1", "2"], hosts
+PY
+grep -q "test accuracy 0\.[6-9]" "$tmp/placed.log" || fail "no accuracy: $(tail -n 3 "$tmp/placed.log")"
+ok "train-local runs a model-parallel group on two hosts, servers on the head: $(grep -o 'test accuracy [0-9.]*' "$tmp/placed.log")"

@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# Hybrid partitioning on emulated hosts (SINGA §5.3): configs/models/fc-heavy.yaml
+# trained by 4 workers on 4 hosts with 1 Gbit/s links (scripts/netns-cluster.sh;
+# servers on the head, whose link is not limited) under the all-data, the
+# all-model and dl-plan's optimal (hybrid) plan. For each: the measured step
+# time (median over the steps, the slowest worker's) beside dl-plan's
+# prediction. Writes bench/out/hybrid_netns.json. Needs root.
+#
+#   bench/hybrid_netns.sh [STEPS]
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+bin=${SHOAL_BIN:-$root/build}
+steps=${1:-15}
+((EUID == 0)) || { echo "hybrid_netns: needs root (network namespaces)" >&2; exit 2; }
+out=$root/bench/out
+work=$(mktemp -d)
+cluster=hyb$$
+cluster=${cluster:0:8}
+trap '"$root/scripts/netns-cluster.sh" down "$cluster"; rm -rf "$work"' EXIT
+mkdir -p "$out"
+"$root/scripts/netns-cluster.sh" up "$cluster" 4 1gbit >/dev/null
+
+# The profile, measured as the runs will use the cluster: the four hosts
+# calibrate at once (dl-plan calibrate), each against its own echo server on
+# the head, so the figures include what they share — this machine's cores,
+# which compute for every worker and move every host's packets.
+head=$("$root/scripts/netns-cluster.sh" hosts "$cluster" | awk '$1 == "head" {print $2}')
+echoes=() peers=()
+for i in 1 2 3 4; do
+  "$bin/dl-plan" calibrate --serve "tcp://$head:$((11000 + i))" --serve-seconds 120 &
+  echoes+=($!)
+done
+sleep 0.5
+for i in 1 2 3 4; do
+  "$root/scripts/netns-cluster.sh" exec "$cluster" "$i" "$bin/dl-plan" calibrate --peer "tcp://$head:$((11000 + i))" \
+    --seconds 1 --nodes 4 --name netns-4x1gbit -o "$work/calibrated-$i.yaml" &
+  peers+=($!)
+done
+for p in "${peers[@]}"; do wait "$p"; done
+kill "${echoes[@]}" 2>/dev/null || true
+python3 - "$work"/calibrated-*.yaml >"$work/profile.yaml" <<'PY'
+import sys
+values = {}
+for path in sys.argv[1:]:
+    for line in open(path):
+        if ":" in line and not line.startswith("#"):
+            k, v = (x.strip() for x in line.split(":", 1))
+            values.setdefault(k, []).append(v)
+print("# bench/hybrid_netns.sh: the mean of four hosts calibrating at once")
+for k, vs in values.items():
+    try:
+        print(f"{k}: {sum(float(v) for v in vs) / len(vs):.4g}")
+    except ValueError:
+        print(f"{k}: {vs[0]}")
+PY
+cat "$work/profile.yaml" >&2
+
+results=()
+for strategy in data model optimal; do
+  run=$work/$strategy
+  echo "hybrid_netns: $strategy" >&2
+  CLUSTER=$cluster STRATEGY=$strategy PROFILE=$work/profile.yaml EVALUATE=no RUN_DIR=$run SHOAL_BIN=$bin \
+    BASE_PORT=$((12000 + RANDOM % 8000)) "$root/scripts/train-local.sh" "$root/configs/models/fc-heavy.yaml" \
+    train.steps="$steps" train.display_every="$steps" 2>"$work/$strategy.log" ||
+    { cat "$work/$strategy.log" >&2; exit 1; }
+  results+=("$run")
+done
+
+python3 - "$out/hybrid_netns.json" "$work/profile.yaml" "${results[@]}" <<'PY'
+import glob, json, os, sys
+out, profile, runs = sys.argv[1], open(sys.argv[2]).read(), sys.argv[3:]
+rows = []
+for run in runs:
+    plan = json.load(open(run + "/plan.json"))
+    done = [json.loads(l) for p in glob.glob(run + "/worker-*.jsonl") for l in open(p) if '"event":"done"' in l]
+    measured = max(d["ms_per_step_median"] for d in done)
+    chosen = plan["planner"]["totals"]["chosen"]
+    rows.append({"strategy": plan["strategy"], "group_size": chosen["group_size"],
+                 "choices": {l["name"]: l["choice"] for l in plan["planner"]["layers"]},
+                 "measured_ms": measured, "predicted_ms": 1e3 * chosen["seconds"],
+                 "prediction_error": 1e3 * chosen["seconds"] / measured - 1,
+                 "param_bytes": chosen["param_bytes"], "feature_bytes": chosen["feature_bytes"]})
+data = next(r for r in rows if r["strategy"] == "data")
+for r in rows:
+    r["speedup_over_all_data"] = data["measured_ms"] / r["measured_ms"]
+json.dump({"bench": "hybrid_netns", "model": "configs/models/fc-heavy.yaml", "hosts": 4, "link": "1gbit",
+           "profile": profile, "runs": rows}, open(out, "w"), indent=2)
+print(f"{'plan':10} {'M':>3} {'measured ms':>12} {'predicted ms':>13} {'error':>7} {'vs all-data':>12}")
+for r in rows:
+    print(f"{r['strategy']:10} {r['group_size']:>3} {r['measured_ms']:>12.1f} {r['predicted_ms']:>13.1f} "
+          f"{100 * r['prediction_error']:>6.1f}% {r['speedup_over_all_data']:>11.2f}x")
+print("wrote", out)
+PY

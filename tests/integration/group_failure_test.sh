@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# A model-parallel group cannot go on without one of its workers: when one is
+# killed, its peers stop within the timeout (exit 3), naming the worker they
+# waited for — they never hang.
+. "$(dirname "$0")/lib.sh"
+
+port=$(fresh_port)
+"$bin/dl-plan" "$root/configs/fashion-mlp.yaml" --strategy model --group-size 3 --base-port "$port" \
+  --set cluster.nworkers_per_group=3 --set train.steps=100000 --set train.display_every=10 \
+  --set cluster.timeout_ms=3000 -o "$tmp/plan.json"
+"$bin/dl-server" --plan "$tmp/plan.json" >"$tmp/server.jsonl" 2>"$tmp/server.log" &
+for w in 0 1 2; do
+  "$bin/dl-worker" --plan "$tmp/plan.json" --id "$w" --shards "$(shards_for 3)" --no-eval \
+    >"$tmp/w$w.jsonl" 2>"$tmp/w$w.log" &
+  pids[w]=$!
+done
+for ((i = 0; i < 200; i++)); do  # until the group is training
+  grep -q '"event":"step"' "$tmp/w0.jsonl" 2>/dev/null && break
+  sleep 0.1
+done
+grep -q '"event":"step"' "$tmp/w0.jsonl" || fail "the group did not start training: $(cat "$tmp"/w*.log)"
+kill -9 "${pids[1]}"
+killed_at=$SECONDS
+for w in 0 2; do
+  rc=0
+  wait "${pids[w]}" || rc=$?
+  ((rc == 3)) || fail "worker $w exited $rc, want 3: $(cat "$tmp/w$w.log")"
+  grep -Eq "waited 3000 ms for (features|gradients) of layer '[a-z0-9]+'.* \(step [0-9]+\) from worker 1 at 'tcp://127.0.0.1:[0-9]+'" \
+    "$tmp/w$w.log" || fail "worker $w did not name worker 1: $(cat "$tmp/w$w.log")"
+done
+((SECONDS - killed_at <= 10)) || fail "the peers took $((SECONDS - killed_at)) s to give up (timeout 3 s)"
+ok "worker 1 of a model-parallel group killed: workers 0 and 2 exit 3 within the timeout, naming worker 1"
