@@ -42,13 +42,18 @@ else
     # Servers on the head, worker w on host w mod N: every endpoint on its host's address.
     mapfile -t cluster_hosts < <("$root/scripts/netns-cluster.sh" hosts "$CLUSTER" | grep -v '^head ')
     head=$("$root/scripts/netns-cluster.sh" hosts "$CLUSTER" | awk '$1 == "head" {print $2}')
-    read -r n_workers n_servers < <("$bin/dl-plan" "$job" "${sets[@]}" --strategy data |
-      python3 -c 'import json,sys; c = json.load(sys.stdin)["cluster"]; print(c["workers"], c["servers"])')
+    read -r n_workers n_servers separate < <("$bin/dl-plan" "$job" "${sets[@]}" --strategy data |
+      python3 -c 'import json,sys; c = json.load(sys.stdin)["cluster"]; print(c["workers"], c["servers"], c["server_worker_separate"])')
     endpoints="" worker_endpoints=""
-    for ((i = 0; i < n_servers; i++)); do endpoints+="${endpoints:+,}tcp://$head:$((base_port + i))"; done
     for ((w = 0; w < n_workers; w++)); do
       host=${cluster_hosts[w % ${#cluster_hosts[@]}]}
       worker_endpoints+="${worker_endpoints:+,}tcp://${host#* }:$((base_port + n_servers + w))"
+    done
+    # Separate servers on the head; servers bound to workers (AllReduce) with theirs.
+    for ((i = 0; i < n_servers; i++)); do
+      host=$head
+      [[ "$separate" == True ]] || { host=${cluster_hosts[i % ${#cluster_hosts[@]}]}; host=${host#* }; }
+      endpoints+="${endpoints:+,}tcp://$host:$((base_port + i))"
     done
     options+=(--endpoints "$endpoints" --worker-endpoints "$worker_endpoints")
   fi
@@ -79,20 +84,21 @@ log() { echo "train-local: $*" >&2; }
 start_server() {  # start_server I [RESUME_DIR]
   local resume=()
   [[ -z "${2:-}" ]] || resume=(--resume "$2")
-  "$bin/dl-server" --plan "$plan" --id "$1" --checkpoint-dir "$run_dir/ckpt" "${resume[@]}" \
+  on_host servers "$1" "$bin/dl-server" --plan "$plan" --id "$1" --checkpoint-dir "$run_dir/ckpt" "${resume[@]}" \
     >>"$run_dir/server-$1.jsonl" 2>>"$run_dir/server-$1.log" &
   name_of[$!]="server $1"
 }
-# Where worker W runs: on the host its plan endpoint names (emulated hosts), or here.
-on_host() {  # on_host W CMD...
-  local w=$1 address
-  shift
-  address=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['workers'][int(sys.argv[2])].get('endpoint', ''))" "$plan" "$w")
+# Where a process runs: on the host its plan endpoint names (emulated hosts), or here.
+on_host() {  # on_host workers|servers I CMD...
+  local role=$1 i=$2 address
+  shift 2
+  address=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]][int(sys.argv[3])].get('endpoint', ''))" "$plan" "$role" "$i")
   address=${address#*://}
   address=${address%:*}
-  if [[ -n "${CLUSTER:-}" && -n "$address" ]]; then
-    exec ip netns exec "$("$root/scripts/netns-cluster.sh" hosts "$CLUSTER" | awk -v a="$address" '$2 == a {print $1}')" "$@"
-  fi
+  local host=""
+  [[ -z "${CLUSTER:-}" || -z "$address" ]] ||
+    host=$("$root/scripts/netns-cluster.sh" hosts "$CLUSTER" | awk -v a="$address" '$2 == a && $1 != "head" {print $1}')
+  [[ -z "$host" ]] || exec ip netns exec "$host" "$@"
   exec "$@"
 }
 start_worker() {  # start_worker W
@@ -100,10 +106,10 @@ start_worker() {  # start_worker W
     # Worker 0 reports to us: a live line on a terminal, JSON lines otherwise.
     local evaluate=()
     [[ "${EVALUATE:-yes}" == yes ]] || evaluate=(--no-eval)
-    on_host 0 "$bin/dl-worker" --plan "$plan" --id 0 --shards "$shards" --metrics "$run_dir/worker-0.jsonl" \
+    on_host workers 0 "$bin/dl-worker" --plan "$plan" --id 0 --shards "$shards" --metrics "$run_dir/worker-0.jsonl" \
       "${evaluate[@]}" 2>>"$run_dir/worker-0.log" &
   else
-    on_host "$1" "$bin/dl-worker" --plan "$plan" --id "$1" --shards "$shards" --no-eval \
+    on_host workers "$1" "$bin/dl-worker" --plan "$plan" --id "$1" --shards "$shards" --no-eval \
       >>"$run_dir/worker-$1.jsonl" 2>>"$run_dir/worker-$1.log" &
   fi
   name_of[$!]="worker $1"

@@ -27,6 +27,7 @@ enum class MsgType : uint16_t {
   kMetric = 8,    // text: an evaluation (JSON) to record in the next checkpoint
   kJoin = 9,      // answered with the parameters and, as step, the step the sender is to train next
   kFeature = 10,  // between the workers of a group: one entry, a block of a feature or its gradient
+  kSync = 11,     // between server groups: a server's values, which the receiver averages with its own
   kReply = 100,   // success; entries for a get
   kError = 101,   // failure; text says why
 };

@@ -138,8 +138,23 @@ Status ParseCluster(const YAML::Node& node, const std::string& source, ClusterCo
   SHOAL_RETURN_IF_ERROR(f.Int("slice_floats", c->slice_floats, &c->slice_floats, 1));
   SHOAL_RETURN_IF_ERROR(f.Int("timeout_ms", c->timeout_ms, &c->timeout_ms, 1));
   SHOAL_RETURN_IF_ERROR(f.String("tls_dir", c->tls_dir, &c->tls_dir));
-  if (c->nserver_groups != 1)
-    return f.FieldError("nserver_groups", "must be 1 (several server groups are not supported yet)");
+  SHOAL_RETURN_IF_ERROR(f.Bool("server_worker_separate", c->server_worker_separate, &c->server_worker_separate));
+  SHOAL_RETURN_IF_ERROR(f.Int("sync_freq", c->sync_freq, &c->sync_freq, 0));
+  SHOAL_RETURN_IF_ERROR(f.Choice("sync_topology", c->sync_topology, {"all", "ring"}, &c->sync_topology));
+  if (!c->server_worker_separate && c->servers() != c->workers())
+    return f.FieldError("server_worker_separate", "is false: every worker has its server, so " +
+                                                      std::to_string(c->workers()) + " servers are needed, not " +
+                                                      std::to_string(c->servers()));
+  if (c->nserver_groups > 1) {
+    // Distributed Hogwild: each server group serves its worker groups on its own.
+    if (c->consistency == "bsp")
+      return f.FieldError("nserver_groups", "must be 1 with consistency 'bsp' (server groups update on their own)");
+    if (c->nworker_groups % c->nserver_groups != 0)
+      return f.FieldError("nserver_groups", "must divide nworker_groups (" + std::to_string(c->nworker_groups) +
+                                                "): each server group serves the same number of worker groups");
+    if (c->sync_freq < 1)
+      return f.FieldError("sync_freq", "must be at least 1 with several server groups (updates between syncs)");
+  }
   if (c->consistency == "bsp" && c->nworker_groups != 1)
     return f.FieldError("nworker_groups", "must be 1 with consistency 'bsp' (groups run "
                                           "asynchronously to each other: use 'async')");

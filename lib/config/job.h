@@ -58,6 +58,11 @@ struct ClusterConfig {
   int nserver_groups = 1;
   int nservers_per_group = 1;
   std::string consistency = "bsp";  // bsp | async
+  // SINGA's topology (journal paper §5.2): false puts server i with worker i
+  // (AllReduce: one server per worker, each owning 1/N of every parameter).
+  bool server_worker_separate = true;
+  int sync_freq = 0;                  // several server groups: updates between syncs with the neighbours
+  std::string sync_topology = "all";  // which server groups sync: all (all-to-all) | ring
   int slice_floats = 1 << 20;       // parameters larger than this are cut into slices
   int timeout_ms = 60000;           // every wait for a peer gives up after this long
   std::string tls_dir;              // certificates from scripts/make-certs.sh: TLS with mutual authentication

@@ -36,18 +36,29 @@ Range HeldFloats(const Plan& plan, const ParamPlan& param, int rank) {
   return {rows.begin * row, rows.end * row};
 }
 
+int ServerGroupOf(const Plan& plan, int worker) {
+  return plan.workers.at(worker).group % plan.job.cluster.nserver_groups;
+}
+
+int ServerGroupOfServer(const Plan& plan, int server) { return server / plan.job.cluster.nservers_per_group; }
+
+std::vector<int> ServersOf(const Plan& plan, int worker) {
+  std::vector<int> servers;
+  const int group = ServerGroupOf(plan, worker);
+  for (const auto& s : plan.servers)
+    if (ServerGroupOfServer(plan, s.id) == group) servers.push_back(s.id);
+  return servers;
+}
+
 std::vector<uint32_t> KeysHeldBy(const Plan& plan, int worker) {
-  const int rank = plan.workers.at(worker).rank;
+  const int rank = plan.workers.at(worker).rank, group = ServerGroupOf(plan, worker);
   std::vector<uint32_t> keys;
-  for (const auto& param : plan.params) {
-    const Range held = HeldFloats(plan, param, rank);
-    for (uint32_t key : param.slices) {
-      const SlicePlan& s = plan.slices[key];
-      if (s.offset >= held.begin && s.offset + s.count <= held.end) keys.push_back(key);
-    }
+  for (const auto& s : plan.slices) {
+    if (ServerGroupOfServer(plan, s.server) != group) continue;
+    const Range held = HeldFloats(plan, *plan.FindParam(s.param), rank);
+    if (s.offset >= held.begin && s.offset + s.count <= held.end) keys.push_back(s.key);
   }
-  std::sort(keys.begin(), keys.end());
-  return keys;
+  return keys;  // slices are listed by key
 }
 
 std::vector<int> HoldersPerKey(const Plan& plan) {

@@ -36,6 +36,13 @@ const LayerPlan& LayerOfParam(const Plan& plan, const std::string& param);
 Range HeldRows(const Plan& plan, const ParamPlan& param, int rank);
 Range HeldFloats(const Plan& plan, const ParamPlan& param, int rank);
 
+// Several server groups (distributed Hogwild): worker group g is served by
+// server group g mod nserver_groups, each holding a whole copy of the table.
+int ServerGroupOf(const Plan& plan, int worker);
+int ServerGroupOfServer(const Plan& plan, int server);
+// The servers a worker talks to: its server group's, in id order.
+std::vector<int> ServersOf(const Plan& plan, int worker);
+
 // The keys worker `worker` pushes and receives, in increasing order.
 std::vector<uint32_t> KeysHeldBy(const Plan& plan, int worker);
 

@@ -27,7 +27,7 @@ json ContentToJson(const Plan& plan) {
   // What scripts need without parsing the job: the topology and the data.
   const ClusterConfig& c = plan.job.cluster;
   j["cluster"] = {{"workers", c.workers()}, {"servers", c.servers()}, {"consistency", c.consistency},
-                  {"timeout_ms", c.timeout_ms}};
+                  {"timeout_ms", c.timeout_ms}, {"server_worker_separate", c.server_worker_separate}};
   j["data"] = {{"dataset", plan.job.data.dataset}, {"shards", plan.job.data.shards}};
   j["layers"] = json::array();
   for (const auto& l : plan.layers) {
@@ -121,25 +121,35 @@ Status MakePlan(const JobConfig& job, const PlanOptions& options, const Partitio
     plan->layers.push_back(l);
   }
   for (int w = 0; w < c.workers(); ++w) plan->workers.push_back({w, w / m, w % m, ""});
-  int next_server = 0;
-  for (Param* p : net->params()) {
-    ParamPlan pp{p->name, p->shape, p->init, {}};
-    size_t begin = 0;
-    for (size_t end : RankBoundaries(*plan, pp, m)) {
-      for (size_t offset = begin; offset < end; offset += c.slice_floats) {
-        SlicePlan s;
-        s.key = static_cast<uint32_t>(plan->slices.size());
-        s.param = p->name;
-        s.offset = offset;
-        s.count = std::min<size_t>(c.slice_floats, end - offset);
-        s.server = next_server;
-        next_server = (next_server + 1) % c.servers();
-        pp.slices.push_back(s.key);
-        plan->slices.push_back(s);
+  for (Param* p : net->params()) plan->params.push_back({p->name, p->shape, p->init, {}});
+  // Each server group holds a whole copy; the first group's slices are the
+  // ones a parameter lists (and the ones checkpoints hold).
+  const int per_group = c.nservers_per_group;
+  for (int group = 0; group < c.nserver_groups; ++group) {
+    int next_server = 0;
+    for (ParamPlan& pp : plan->params) {
+      size_t begin = 0;
+      for (size_t end : RankBoundaries(*plan, pp, m)) {
+        // Servers with their workers (AllReduce): each owns 1/S of every
+        // range; separate servers: slices of at most slice_floats, dealt in turn.
+        const size_t pieces = c.server_worker_separate ? 1 : per_group;
+        for (size_t piece = 0; piece < pieces; ++piece) {
+          const Range part = SplitRange(end - begin, static_cast<int>(pieces), static_cast<int>(piece));
+          for (size_t offset = begin + part.begin; offset < begin + part.end; offset += c.slice_floats) {
+            SlicePlan s;
+            s.key = static_cast<uint32_t>(plan->slices.size());
+            s.param = pp.name;
+            s.offset = offset;
+            s.count = std::min<size_t>(c.slice_floats, begin + part.end - offset);
+            s.server = group * per_group + (c.server_worker_separate ? next_server : static_cast<int>(piece));
+            if (c.server_worker_separate) next_server = (next_server + 1) % per_group;
+            if (group == 0) pp.slices.push_back(s.key);
+            plan->slices.push_back(s);
+          }
+        }
+        begin = end;
       }
-      begin = end;
     }
-    plan->params.push_back(pp);
   }
   if (!options.endpoints.empty() && static_cast<int>(options.endpoints.size()) != c.servers())
     return Status::InvalidArgument("the job has " + std::to_string(c.servers()) + " servers but " +

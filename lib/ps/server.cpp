@@ -33,6 +33,8 @@ ParameterServer::ParameterServer(const Plan& plan, ServerOptions options)
       updater_(UpdaterFromTrain(plan.job.train, static_cast<int>(plan.workers.size()))),
       plan_hash_(plan.hash_value()),
       workers_(static_cast<int>(plan.workers.size())),
+      served_(0),
+      group_(ServerGroupOfServer(plan, options_.id)),
       bsp_(plan.job.cluster.consistency == "bsp"),
       contributed_(workers_, false),
       waiting_(workers_),
@@ -46,9 +48,9 @@ Status ParameterServer::Start() {
   for (const auto& param : plan_.params) {
     std::vector<float> full;
     bool initialised = false;
-    for (uint32_t key : param.slices) {
-      const SlicePlan& sp = plan_.slices[key];
-      if (sp.server != options_.id) continue;
+    for (const SlicePlan& sp : plan_.slices) {  // every server group's, not only the listed first one's
+      const uint32_t key = sp.key;
+      if (sp.server != options_.id || sp.param != param.name) continue;
       if (!initialised) InitializeParam(param, plan_.job.train.seed, &full);
       initialised = true;
       Slice s;
@@ -60,6 +62,15 @@ Status ParameterServer::Start() {
     }
   }
   holders_ = HoldersPerKey(plan_);
+  for (const auto& w : plan_.workers) served_ += ServerGroupOf(plan_, w.id) == group_;
+  if (plan_.job.cluster.nserver_groups > 1) {
+    sync_ = std::make_unique<ServerSync>(plan_, options_.id, [this](auto* values) {
+      std::lock_guard<std::mutex> lock(mu_);
+      values->clear();
+      for (const auto& [key, s] : slices_) values->emplace_back(key, s.value);
+    });
+    sync_->Start();
+  }
   for (const auto& w : plan_.workers) {
     held_.emplace_back();
     for (uint32_t key : KeysHeldBy(plan_, w.id))
@@ -94,7 +105,7 @@ Status ParameterServer::Run() {
       failure_ = Status::Timeout("no request from any worker for " +
                                  std::to_string(plan_.job.cluster.timeout_ms) + " ms (at version " +
                                  std::to_string(stats_.version) + ", " + std::to_string(done_count_) +
-                                 " of " + std::to_string(workers_) + " workers done)");
+                                 " of " + std::to_string(served_) + " workers done)");
       break;
     }
   }
@@ -103,6 +114,7 @@ Status ParameterServer::Run() {
   for (const auto& p : parked_) ReplyError(p.slot, "server " + std::to_string(options_.id) + " is stopping");
   parked_.clear();
   lock.unlock();
+  if (sync_) sync_->Stop();
   // Let the last replies (the workers' final parameters) reach the workers
   // before the socket closes; they hang up once they have them.
   rpc_.Drain(plan_.job.cluster.timeout_ms, 1000);
@@ -131,7 +143,7 @@ void ParameterServer::Handle(int slot, const MessageView& req) {
     case MsgType::kPut: HandlePut(slot, req); return;
     case MsgType::kStats: {
       MsgHeader h{MsgType::kStats, plan_hash_, stats_.version, static_cast<uint32_t>(options_.id)};
-      rpc_.Reply(slot, h, {}, StatsJson());
+      rpc_.Reply(slot, h, {}, StatsJson().dump());
       return;
     }
     case MsgType::kShutdown:
@@ -139,6 +151,7 @@ void ParameterServer::Handle(int slot, const MessageView& req) {
       changed_.notify_all();
       ReplyOk(slot);
       return;
+    case MsgType::kSync: HandleSync(slot, req); return;
     case MsgType::kMetric: {
       nlohmann::json metric = nlohmann::json::parse(req.text, nullptr, false);
       if (metric.is_discarded() || !metric.is_object()) {
@@ -156,6 +169,12 @@ void ParameterServer::Handle(int slot, const MessageView& req) {
       if (!from_worker) {
         ReplyError(slot, "sender " + std::to_string(req.header.sender) + " is not a worker of the plan (it has " +
                              std::to_string(workers_) + ")");
+        return;
+      }
+      if (ServerGroupOf(plan_, static_cast<int>(req.header.sender)) != group_) {
+        ReplyError(slot, "worker " + std::to_string(req.header.sender) + " is served by server group " +
+                             std::to_string(ServerGroupOf(plan_, static_cast<int>(req.header.sender))) +
+                             ", this server is in group " + std::to_string(group_));
         return;
       }
       if (req.header.type == MsgType::kDone) HandleDone(slot, req);
@@ -202,7 +221,7 @@ void ParameterServer::HandleUpdate(int slot, const MessageView& req) {
     if (!bsp_) {
       // Applied at once, as one worker's share of the average.
       AddGradients(req.entries);
-      for (const auto& e : req.entries) ApplySlice(slices_[e.key], static_cast<float>(holders_[e.key]) / workers_);
+      for (const auto& e : req.entries) ApplySlice(slices_[e.key], static_cast<float>(holders_[e.key]) / served_);
       AdvanceVersion();
     } else {
       contributed_[sender] = true;
@@ -223,8 +242,8 @@ void ParameterServer::HandleUpdate(int slot, const MessageView& req) {
         }
         waiting_[next_to_sum_].clear();
       }
-      if (contributors_ == workers_) {
-        for (auto& [key, s] : slices_) ApplySlice(s, 1.0f / workers_);
+      if (contributors_ == served_) {
+        for (auto& [key, s] : slices_) ApplySlice(s, 1.0f / served_);
         AdvanceVersion();
         contributors_ = 0;
         next_to_sum_ = 0;
@@ -241,6 +260,29 @@ void ParameterServer::HandleUpdate(int slot, const MessageView& req) {
     ReplyOk(slot);
   }
   ServeParked();
+}
+
+void ParameterServer::HandleSync(int slot, const MessageView& req) {
+  const uint32_t from = req.header.sender - kServerSenderBase;
+  std::string mismatch = MismatchedSlice(req);
+  if (req.header.sender < kServerSenderBase || from >= plan_.servers.size() ||
+      ServerGroupOfServer(plan_, static_cast<int>(from)) == group_)
+    mismatch = "from sender " + std::to_string(req.header.sender) + ", not a server of another group";
+  if (!mismatch.empty()) {
+    ReplyError(slot, "sync " + mismatch);
+    return;
+  }
+  // Halfway toward the neighbour's copy: repeated, copies meet at their mean.
+  for (const auto& e : req.entries) {
+    std::vector<float>& value = slices_[e.key].value;
+    for (uint32_t i = 0; i < e.count; ++i) {
+      float v;
+      std::memcpy(&v, e.data + 4ull * i, 4);
+      value[i] = 0.5f * (value[i] + v);
+    }
+  }
+  ++stats_.syncs_received;
+  ReplyOk(slot);
 }
 
 void ParameterServer::HandleJoin(int slot, const MessageView& req) {
@@ -270,6 +312,7 @@ void ParameterServer::ApplySlice(Slice& s, float scale) {
 void ParameterServer::AdvanceVersion() {
   ++stats_.version;
   ++stats_.updates_applied;
+  if (sync_ && stats_.version % plan_.job.cluster.sync_freq == 0) sync_->Trigger();
   int every = plan_.job.train.checkpoint_every;
   if (every > 0 && stats_.version % every == 0) {
     Status s = Checkpoint();
@@ -317,7 +360,7 @@ void ParameterServer::HandleDone(int slot, const MessageView& req) {
 
 void ParameterServer::ServeParked() {
   std::vector<Parked> still;
-  bool all_done = done_count_ == workers_;
+  bool all_done = done_count_ == served_;
   int answered_done = 0;
   for (const auto& p : parked_) {
     bool ready = p.done ? all_done : p.version <= stats_.version;
@@ -404,13 +447,14 @@ Status ParameterServer::Resume() {
 }
 
 Status ParameterServer::Checkpoint() {
-  if (options_.checkpoint_dir.empty()) return Status::Ok();
+  // Server groups hold copies of one table: the first group's are the checkpoints.
+  if (options_.checkpoint_dir.empty() || group_ != 0) return Status::Ok();
   shoal::Checkpoint ckpt;
   ckpt.plan_hash = plan_.hash;
   ckpt.server = options_.id;
   ckpt.step = stats_.version;
   ckpt.updates = stats_.updates_received;
-  ckpt.servers = static_cast<int>(plan_.servers.size());
+  ckpt.servers = plan_.job.cluster.nservers_per_group;
   ckpt.updates_from = updates_from_;
   ckpt.metric = metric_;
   const std::vector<std::string>& states = UpdaterStateNames(updater_.rule);
@@ -436,7 +480,12 @@ Status ParameterServer::Checkpoint() {
   return Status::Ok();
 }
 
-std::string ParameterServer::StatsJson() {
+nlohmann::json ParameterServer::Report() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return StatsJson();
+}
+
+nlohmann::json ParameterServer::StatsJson() {
   nlohmann::json j = {{"server", options_.id},
                       {"version", stats_.version},
                       {"updates_received", stats_.updates_received},
@@ -446,8 +495,11 @@ std::string ParameterServer::StatsJson() {
                       {"gets_waited", stats_.gets_waited},
                       {"bad_requests", stats_.bad_requests},
                       {"checkpoints", stats_.checkpoints},
+                      {"syncs_sent", sync_ ? sync_->sent() : 0},
+                      {"syncs_failed", sync_ ? sync_->failed() : 0},
+                      {"syncs_received", stats_.syncs_received},
                       {"workers_done", done_count_}};
-  return j.dump();
+  return j;
 }
 
 }  // namespace shoal

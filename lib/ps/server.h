@@ -30,6 +30,7 @@
 
 #include "comm/rpc_server.h"
 #include "plan/plan.h"
+#include "ps/server_sync.h"
 #include "ps/updater.h"
 
 namespace shoal {
@@ -50,6 +51,7 @@ struct ServerStats {
   uint64_t gets_waited = 0;
   uint64_t bad_requests = 0;
   uint64_t checkpoints = 0;
+  uint64_t syncs_received = 0;  // several server groups: neighbours' copies averaged in
 };
 
 class ParameterServer {
@@ -64,6 +66,8 @@ class ParameterServer {
   // when no request arrives for the plan's timeout. Writes a final checkpoint.
   Status Run();
   ServerStats stats();
+  // The counters as dl-server prints them and kStats answers them.
+  nlohmann::json Report();
 
  private:
   struct Slice {
@@ -84,6 +88,7 @@ class ParameterServer {
   void HandlePut(int slot, const MessageView& request);
   void HandleDone(int slot, const MessageView& request);
   void HandleJoin(int slot, const MessageView& request);
+  void HandleSync(int slot, const MessageView& request);
   // Why an update's or put's slices do not fit this server's table; empty if they do.
   std::string MismatchedSlice(const MessageView& request) const;
   Status Resume();
@@ -100,14 +105,17 @@ class ParameterServer {
   void ReplyError(int slot, const std::string& why);
   void ServeParked();
   Status Checkpoint();
-  std::string StatsJson();
+  nlohmann::json StatsJson();
 
   const Plan& plan_;
   ServerOptions options_;
   UpdaterConfig updater_;
   uint64_t plan_hash_;
-  int workers_;
+  int workers_;  // of the plan
+  int served_;   // the workers of this server's group (all of them with one server group)
+  int group_;    // this server's group
   bool bsp_;
+  std::unique_ptr<ServerSync> sync_;  // several server groups
   RpcServer rpc_;
 
   std::mutex mu_;

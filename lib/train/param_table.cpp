@@ -34,7 +34,12 @@ Status LocalTable::FetchAll(const std::vector<Param*>& whole) {
 }
 
 RemoteTable::RemoteTable(const Plan& plan, int worker, std::vector<Param*> params, int timeout_ms)
-    : plan_(plan), worker_(worker), timeout_ms_(timeout_ms), plan_hash_(plan.hash_value()), pieces_(plan.servers.size()) {
+    : plan_(plan),
+      worker_(worker),
+      timeout_ms_(timeout_ms),
+      plan_hash_(plan.hash_value()),
+      servers_(ServersOf(plan, worker)),
+      pieces_(servers_.size()) {
   std::map<std::string, Param*> by_name;
   for (Param* p : params) by_name[p->name] = p;
   const int rank = plan.workers.at(worker).rank;
@@ -42,12 +47,14 @@ RemoteTable::RemoteTable(const Plan& plan, int worker, std::vector<Param*> param
   for (uint32_t key : KeysHeldBy(plan, worker)) {
     const SlicePlan& s = plan.slices[key];
     const size_t held_from = HeldFloats(plan, *plan.FindParam(s.param), rank).begin;
-    pieces_[s.server].push_back({s.key, by_name.at(s.param), s.offset - held_from, s.count});
+    const size_t local = std::find(servers_.begin(), servers_.end(), s.server) - servers_.begin();
+    pieces_[local].push_back({s.key, by_name.at(s.param), s.offset - held_from, s.count});
   }
 }
 
 Status RemoteTable::Connect() {
-  for (const auto& server : plan_.servers) {
+  for (int id : servers_) {
+    const ServerPlan& server = plan_.servers[id];
     TlsIdentity tls = TlsIdentityFor(plan_.job.cluster.tls_dir, "worker", worker_);
     tls.server_name = ServerCertificateName(server.id);
     clients_.push_back(std::make_unique<RpcClient>());
@@ -81,7 +88,7 @@ Status RemoteTable::RoundTrip(MsgType type, uint64_t step, bool with_grads, bool
 }
 
 Status RemoteTable::Absorb(int server, const MessageView& reply, const std::vector<Piece>& pieces) {
-  const std::string& endpoint = plan_.servers[server].endpoint;
+  const std::string& endpoint = plan_.servers[servers_[server]].endpoint;
   if (reply.header.plan_hash != plan_hash_)
     return Status::InvalidArgument("server '" + endpoint + "' answered for another plan");
   if (reply.entries.size() != pieces.size())
@@ -119,7 +126,7 @@ Status RemoteTable::FetchAll(const std::vector<Param*>& whole) {
   for (size_t s = 0; s < clients_.size(); ++s) {
     std::vector<Piece> all;
     for (const auto& slice : plan_.slices)
-      if (slice.server == static_cast<int>(s)) all.push_back({slice.key, by_name.at(slice.param), slice.offset, slice.count});
+      if (slice.server == servers_[s]) all.push_back({slice.key, by_name.at(slice.param), slice.offset, slice.count});
     Reply reply;
     SHOAL_RETURN_IF_ERROR(clients_[s]->Receive(&reply));
     SHOAL_RETURN_IF_ERROR(Absorb(static_cast<int>(s), reply.view(), all));

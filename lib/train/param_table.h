@@ -83,7 +83,8 @@ class RemoteTable : public ParamTable {
   int timeout_ms_;
   uint64_t plan_hash_;
   std::vector<std::unique_ptr<RpcClient>> clients_;
-  std::vector<std::vector<Piece>> pieces_;  // per server
+  std::vector<int> servers_;                // the ones this worker talks to (its server group)
+  std::vector<std::vector<Piece>> pieces_;  // per server of servers_
   uint64_t bytes_sent_ = 0, bytes_received_ = 0;
 };
 

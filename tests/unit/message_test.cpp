@@ -132,7 +132,7 @@ TEST_CASE("Decode refuses another protocol version, naming both") {
 
 TEST_CASE("Decode refuses an unknown message type, naming it") {
   MessageView view;
-  for (uint16_t type : {0, 11, 99, 102, 65535}) {
+  for (uint16_t type : {0, 12, 99, 102, 65535}) {
     auto bytes = TwoEntryUpdate();
     PutAt<uint16_t>(&bytes, kTypeAt, type);
     Status s = DecodeBytes(bytes, &view);
@@ -215,7 +215,8 @@ TEST_CASE("every message type has a name") {
   CHECK(std::string(MsgTypeName(MsgType::kMetric)) == "metric");
   CHECK(std::string(MsgTypeName(MsgType::kJoin)) == "join");
   CHECK(std::string(MsgTypeName(MsgType::kFeature)) == "feature");
-  CHECK(std::string(MsgTypeName(static_cast<MsgType>(11))) == "unknown");
+  CHECK(std::string(MsgTypeName(MsgType::kSync)) == "sync");
+  CHECK(std::string(MsgTypeName(static_cast<MsgType>(12))) == "unknown");
 }
 
 }  // namespace

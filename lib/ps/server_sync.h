@@ -1,0 +1,57 @@
+// Distributed Hogwild (SINGA journal paper §5.2): several server groups, each
+// a whole copy of the table updated by its own worker groups, bring their
+// copies together every `sync_freq` updates. Server i of a group sends its
+// slices to server i of each neighbouring group (all-to-all, or a ring),
+// which moves its copy halfway toward them. The sending runs on a thread of
+// its own, so a slow or finished neighbour never holds up the updates; a
+// neighbour that does not answer is counted and passed over.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "comm/message.h"
+#include "plan/plan.h"
+
+namespace shoal {
+
+// The server ids that server `server` syncs with.
+std::vector<int> SyncNeighbours(const Plan& plan, int server);
+
+class ServerSync {
+ public:
+  // Fills `values` with this server's slices: (key, values), in key order.
+  using Snapshot = std::function<void(std::vector<std::pair<uint32_t, std::vector<float>>>* values)>;
+
+  ServerSync(const Plan& plan, int server, Snapshot snapshot);
+  ~ServerSync() { Stop(); }
+  void Start();
+  // A sync is due (called under the server's lock: it only sets a flag).
+  void Trigger();
+  void Stop();
+
+  uint64_t sent() const { return sent_; }
+  uint64_t failed() const { return failed_; }
+
+ private:
+  void Loop();
+
+  const Plan& plan_;
+  int server_;
+  Snapshot snapshot_;
+  std::vector<int> neighbours_;
+  std::mutex mu_;
+  std::condition_variable due_;
+  bool pending_ = false, stopping_ = false;
+  std::thread thread_;
+  std::atomic<uint64_t> sent_{0}, failed_{0};
+};
+
+// The sender id a server's sync carries (workers are 0..N-1).
+constexpr uint32_t kServerSenderBase = 0x80000000u;
+
+}  // namespace shoal
