@@ -1,16 +1,17 @@
 #!/usr/bin/env bash
 # Installs the Debian packages shoal needs. Idempotent: installs only what is missing.
 #   scripts/install-deps.sh          build, run and test
-#   scripts/install-deps.sh --bench  also what the benchmarks need (the same today)
+#   scripts/install-deps.sh --bench  also what the benchmarks need (matplotlib for their plots)
 set -euo pipefail
 
 packages=(build-essential cmake pkg-config git libcli11-dev nlohmann-json3-dev libyaml-cpp-dev
           libnng-dev libopenblas-dev doctest-dev zlib1g-dev dataset-fashion-mnist
           python3 python3-jsonschema python3-numpy python3-torch openssl iproute2 slurm-wlm munge)
-# --bench (bench/run.sh) adds nothing today: the PyTorch peers need python3-torch
-# and python3-numpy, which the tests need too (tests/integration/torch_export_check.py).
+# The PyTorch peers need python3-torch and python3-numpy, which the tests need
+# too (tests/integration/torch_export_check.py); --bench adds the plotting.
 case "${1:-}" in
-  "" | --bench) ;;
+  "") ;;
+  --bench) packages+=(python3-matplotlib) ;;
   *) echo "usage: $0 [--bench]" >&2; exit 2 ;;
 esac
 
