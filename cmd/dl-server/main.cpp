@@ -4,11 +4,13 @@
 
 #include "core/build_info.h"
 #include "core/exit_codes.h"
+#include "core/memory_tuning.h"
 #include "core/slurm_env.h"
 #include "plan/plan.h"
 #include "ps/server.h"
 
 int main(int argc, char** argv) {
+  shoal::KeepLargeAllocations();
   using namespace shoal;
   CLI::App app{"dl-server: serve one shard of a plan's parameter table"};
   std::string plan_path;

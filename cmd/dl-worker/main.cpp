@@ -4,12 +4,14 @@
 #include "parse_command_line.h"
 
 #include "core/exit_codes.h"
+#include "core/memory_tuning.h"
 #include "core/slurm_env.h"
 #include "plan/plan.h"
 #include "train/evaluate.h"
 #include "train/worker.h"
 
 int main(int argc, char** argv) {
+  shoal::KeepLargeAllocations();
   using namespace shoal;
   CLI::App app{"dl-worker: train a plan's model on this worker's shard"};
   std::string plan_path;

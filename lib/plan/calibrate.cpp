@@ -35,17 +35,17 @@ double SgemmGflops(double seconds) {
 }
 
 // An echo server on `socket` until `stop` (polled between receive timeouts).
+// It answers with what it received, as a server answers gradients with
+// values: the bandwidth measured is that of an exchange, both ways at once.
 void EchoLoop(nng_socket socket, const std::atomic<bool>* stop, Clock::time_point deadline) {
   while (!stop->load() && Clock::now() < deadline) {
     nng_msg* msg = nullptr;
     if (nng_recvmsg(socket, &msg, 0) != 0) continue;  // timed out: check stop
-    nng_msg_clear(msg);
-    nng_msg_append(msg, "k", 1);
     if (nng_sendmsg(socket, msg, 0) != 0) nng_msg_free(msg);
   }
 }
 
-// Seconds per round trip of a `bytes` request and a one-byte reply.
+// Seconds per round trip of a `bytes` request and its echo.
 Status RoundTrip(nng_socket socket, size_t bytes, double seconds, double* per_trip) {
   std::vector<char> payload(bytes, 'x');
   int trips = 0;
@@ -132,8 +132,9 @@ Status Calibrate(const CalibrateOptions& options, ClusterProfile* profile) {
   cleanup();
   if (!s.ok()) return s.Within("peer '" + endpoint + "'");
   profile->latency_us = small / 2.0 * 1e6;
+  // The payload went there and back: the cost model charges each direction.
   const double transfer = std::max(large - small, 1e-9);
-  profile->bandwidth_gbps = kLarge * 8.0 / transfer / 1e9;
+  profile->bandwidth_gbps = 2.0 * kLarge * 8.0 / transfer / 1e9;
   return Status::Ok();
 }
 
