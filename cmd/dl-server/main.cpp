@@ -33,12 +33,13 @@ int main(int argc, char** argv) {
   std::fprintf(stderr, "dl-server: server %d serving plan %s on %s\n", options.id, plan.hash.c_str(),
                plan.servers[options.id].endpoint.c_str());
   s = server.Run();
-  ServerStats st = server.stats();
-  nlohmann::json record = {{"event", "server_done"}, {"server", options.id}, {"version", st.version},
-                           {"updates_received", st.updates_received}, {"updates_applied", st.updates_applied},
-                           {"gets", st.gets}, {"gets_waited", st.gets_waited},
-                           {"bad_requests", st.bad_requests}, {"checkpoints", st.checkpoints},
-                           {"ok", s.ok()}, {"commit", BuildCommit()}};
+  // The counters a stats request answers with, as of the end.
+  nlohmann::json record = StatsToJson(server.stats());
+  record["event"] = "server_done";
+  record["server"] = options.id;
+  record["consistency"] = plan.job.cluster.consistency;
+  record["ok"] = s.ok();
+  record["commit"] = BuildCommit();
   std::printf("%s\n", record.dump().c_str());
   return s.ok() ? kExitOk : ReportFailure("dl-server", s);
 }

@@ -37,7 +37,9 @@ ParameterServer::ParameterServer(const Plan& plan, ServerOptions options)
       contributed_(workers_, false),
       waiting_(workers_),
       updates_from_(workers_, 0),
-      done_(workers_, false) {}
+      done_(workers_, false) {
+  stats_.updates_from.assign(workers_, 0);
+}
 
 Status ParameterServer::Start() {
   if (options_.id < 0 || options_.id >= static_cast<int>(plan_.servers.size()))
@@ -198,6 +200,7 @@ void ParameterServer::HandleUpdate(int slot, const MessageView& req) {
     ++stats_.updates_repeated;
   } else {
     ++stats_.updates_received;
+    ++stats_.updates_from[sender];
     ++updates_from_[sender];
     if (!bsp_) {
       // Applied at once, as one worker's share of the average.
@@ -309,7 +312,7 @@ void ParameterServer::HandlePut(int slot, const MessageView& req) {
 void ParameterServer::HandleDone(int slot, const MessageView& req) {
   if (!done_[req.header.sender]) {
     done_[req.header.sender] = true;
-    ++done_count_;
+    stats_.workers_done = ++done_count_;
   }
   parked_.push_back({slot, 0, true, static_cast<int>(req.header.sender)});
   ServeParked();
@@ -437,16 +440,9 @@ Status ParameterServer::Checkpoint() {
 }
 
 std::string ParameterServer::StatsJson() {
-  nlohmann::json j = {{"server", options_.id},
-                      {"version", stats_.version},
-                      {"updates_received", stats_.updates_received},
-                      {"updates_applied", stats_.updates_applied},
-                      {"updates_repeated", stats_.updates_repeated},
-                      {"gets", stats_.gets},
-                      {"gets_waited", stats_.gets_waited},
-                      {"bad_requests", stats_.bad_requests},
-                      {"checkpoints", stats_.checkpoints},
-                      {"workers_done", done_count_}};
+  nlohmann::json j = StatsToJson(stats_);
+  j["server"] = options_.id;
+  j["consistency"] = plan_.job.cluster.consistency;
   return j.dump();
 }
 

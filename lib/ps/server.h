@@ -30,6 +30,7 @@
 
 #include "comm/rpc_server.h"
 #include "plan/plan.h"
+#include "ps/server_stats.h"
 #include "ps/updater.h"
 
 namespace shoal {
@@ -39,17 +40,6 @@ struct ServerOptions {
   std::string checkpoint_dir;  // empty: no checkpoints
   std::string resume_dir;      // start from this server's checkpoint there (dl-ckpt prepare-resume)
   int keep_checkpoints = 3;
-};
-
-struct ServerStats {
-  uint64_t version = 0;
-  uint64_t updates_received = 0;
-  uint64_t updates_repeated = 0;  // from rejoined workers, dropped
-  uint64_t updates_applied = 0;
-  uint64_t gets = 0;
-  uint64_t gets_waited = 0;
-  uint64_t bad_requests = 0;
-  uint64_t checkpoints = 0;
 };
 
 class ParameterServer {

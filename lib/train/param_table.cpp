@@ -127,7 +127,11 @@ Status RemoteTable::FetchAll(const std::vector<Param*>& whole) {
   return Status::Ok();
 }
 
-Status RemoteTable::Push(uint64_t step) { return RoundTrip(MsgType::kUpdateGet, step, true); }
+Status RemoteTable::Push(uint64_t step) {
+  SHOAL_RETURN_IF_ERROR(RoundTrip(MsgType::kUpdateGet, step, true));
+  ++updates_sent_;
+  return Status::Ok();
+}
 
 Status RemoteTable::Finish() {
   SHOAL_RETURN_IF_ERROR(RoundTrip(MsgType::kDone, 0, false));

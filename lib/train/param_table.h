@@ -64,6 +64,9 @@ class RemoteTable : public ParamTable {
   // Parameter bytes of training (gradients out, values in), payload only.
   uint64_t bytes_sent() const { return bytes_sent_; }
   uint64_t bytes_received() const { return bytes_received_; }
+  // Updates sent, each to every server: what the servers' updates_from
+  // should count for this worker.
+  uint64_t updates_sent() const { return updates_sent_; }
 
  private:
   struct Piece {
@@ -85,6 +88,7 @@ class RemoteTable : public ParamTable {
   std::vector<std::unique_ptr<RpcClient>> clients_;
   std::vector<std::vector<Piece>> pieces_;  // per server
   uint64_t bytes_sent_ = 0, bytes_received_ = 0;
+  uint64_t updates_sent_ = 0;
 };
 
 }  // namespace shoal

@@ -183,6 +183,8 @@ Status Worker::Run(WorkerResult* result) {
   nlohmann::json done = {{"event", "done"}, {"worker", options_.id}, {"steps", steps},
                          {"train_seconds", train_seconds}, {"ms_per_step_median", result->ms_per_step_median},
                          {"final_loss", result->final_loss}};
+  // What the servers' updates_from should count for this worker (async: no update lost).
+  if (remote) done["updates_sent"] = remote->updates_sent();
   // Worker 0 evaluates the parameters its last step produced (under BSP, the
   // final ones) before it says it is done, so the servers' final checkpoints
   // record the result.

@@ -705,6 +705,8 @@ TEST_CASE("a stats request is answered with JSON and a shutdown ends Run") {
   nlohmann::json j = nlohmann::json::parse(reply.view().text);
   CHECK(j["version"] == 0);
   CHECK(j["workers_done"] == 0);
+  CHECK(j["consistency"] == "bsp");
+  CHECK(j["updates_from"] == nlohmann::json::array({0, 0}));
   REQUIRE(tool->Call(f.Header(MsgType::kShutdown, 0, kToolSender), {}, &reply).ok());
   REQUIRE(f.run.wait_for(milliseconds(3000)) == std::future_status::ready);
   CHECK(f.run.get().ok());
