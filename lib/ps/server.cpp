@@ -14,6 +14,7 @@
 #include "core/hash.h"
 #include "plan/partition.h"
 #include "ps/param_init.h"
+#include "ps/stale_sync.h"
 
 namespace shoal {
 namespace {
@@ -33,12 +34,19 @@ ParameterServer::ParameterServer(const Plan& plan, ServerOptions options)
       updater_(UpdaterFromTrain(plan.job.train, static_cast<int>(plan.workers.size()))),
       plan_hash_(plan.hash_value()),
       workers_(static_cast<int>(plan.workers.size())),
-      bsp_(plan.job.cluster.consistency == "bsp"),
+      consistency_(ConsistencyNamed(plan.job.cluster.consistency)),
+      bsp_(consistency_ == Consistency::kBsp),
       contributed_(workers_, false),
       waiting_(workers_),
       updates_from_(workers_, 0),
       done_(workers_, false) {
   stats_.updates_from.assign(workers_, 0);
+}
+
+ParameterServer::Consistency ParameterServer::ConsistencyNamed(const std::string& name) {
+  if (name == "async") return Consistency::kAsync;
+  if (name == "ssp") return Consistency::kSsp;
+  return Consistency::kBsp;
 }
 
 Status ParameterServer::Start() {
@@ -171,6 +179,10 @@ void ParameterServer::Handle(int slot, const MessageView& req) {
 
 void ParameterServer::HandleGet(int slot, const MessageView& req) {
   ++stats_.gets;
+  if (consistency_ == Consistency::kSsp) {
+    ReadAtClock(slot, -1, req.header.step);
+    return;
+  }
   if (bsp_ && req.header.step > stats_.version) {
     ++stats_.gets_waited;
     parked_.push_back({slot, req.header.step, false, -1});
@@ -179,12 +191,43 @@ void ParameterServer::HandleGet(int slot, const MessageView& req) {
   ReplyParams(slot, -1);
 }
 
+void ParameterServer::ReadAtClock(int slot, int worker, uint64_t clock) {
+  const Parked read{slot, clock, false, worker};
+  if (Ready(read)) {
+    Answer(read);
+    return;
+  }
+  ++stats_.ssp_waits;
+  parked_.push_back(read);
+}
+
+void ParameterServer::Answer(const Parked& p) {
+  if (consistency_ == Consistency::kSsp && !p.done)
+    stats_.max_staleness_served =
+        std::max(stats_.max_staleness_served, SspStaleness(p.version, SlowestClock(updates_from_, done_)));
+  ReplyParams(p.slot, p.sender);
+}
+
+bool ParameterServer::Ready(const Parked& p) const {
+  if (p.done) return done_count_ == workers_;
+  if (consistency_ == Consistency::kSsp)
+    return SspReadable(p.version, SlowestClock(updates_from_, done_),
+                       static_cast<uint64_t>(plan_.job.cluster.staleness));
+  return p.version <= stats_.version;
+}
+
 void ParameterServer::HandleUpdate(int slot, const MessageView& req) {
   const uint32_t sender = req.header.sender;
   const uint64_t step = req.header.step;
   if (bsp_ && step > stats_.version) {
     ReplyError(slot, "update for step " + std::to_string(step) + " but the table is at version " +
                          std::to_string(stats_.version));
+    return;
+  }
+  // A worker's clock counts its updates: one past it would skip a clock.
+  if (consistency_ == Consistency::kSsp && step > updates_from_[sender]) {
+    ReplyError(slot, "update for step " + std::to_string(step) + " but worker " + std::to_string(sender) +
+                         "'s clock here is " + std::to_string(updates_from_[sender]));
     return;
   }
   std::string mismatch = MismatchedSlice(req);
@@ -238,7 +281,8 @@ void ParameterServer::HandleUpdate(int slot, const MessageView& req) {
   if (req.header.type == MsgType::kUpdateGet) {
     // One round trip per step: the reply carries the next step's parameters
     // (under BSP, once every worker's gradient of this step is in).
-    if (bsp_ && step + 1 > stats_.version) parked_.push_back({slot, step + 1, false, static_cast<int>(sender)});
+    if (consistency_ == Consistency::kSsp) ReadAtClock(slot, static_cast<int>(sender), step + 1);
+    else if (bsp_ && step + 1 > stats_.version) parked_.push_back({slot, step + 1, false, static_cast<int>(sender)});
     else ReplyParams(slot, static_cast<int>(sender));
   } else {
     ReplyOk(slot);
@@ -247,8 +291,8 @@ void ParameterServer::HandleUpdate(int slot, const MessageView& req) {
 }
 
 void ParameterServer::HandleJoin(int slot, const MessageView& req) {
-  // BSP: every worker trains the table's current step; async: a worker goes
-  // on after the last of its updates the table took in.
+  // BSP: every worker trains the table's current step; otherwise a worker
+  // goes on after the last of its updates the table took in.
   const uint32_t sender = req.header.sender;
   ReplyParams(slot, static_cast<int>(sender), bsp_ ? stats_.version : updates_from_[sender]);
 }
@@ -323,12 +367,11 @@ void ParameterServer::ServeParked() {
   bool all_done = done_count_ == workers_;
   int answered_done = 0;
   for (const auto& p : parked_) {
-    bool ready = p.done ? all_done : p.version <= stats_.version;
-    if (!ready) {
+    if (!Ready(p)) {
       still.push_back(p);
       continue;
     }
-    ReplyParams(p.slot, p.sender);
+    Answer(p);
     if (p.done) ++answered_done;
   }
   parked_.swap(still);

@@ -6,6 +6,9 @@
 //    waits until the table reaches it. With gradients averaged over workers,
 //    W workers × batch B step exactly as one worker × batch W·B.
 //  - async (Downpour): each update is applied as it arrives; gets answer at once.
+//  - ssp (stale synchronous, GeePS): updates are applied as in async; a read
+//    at clock c (an update-get of step c-1, or a get for c) waits until every
+//    worker's clock is at least c − staleness (lib/ps/stale_sync.h).
 // In a hybrid plan a worker holds only some slices (lib/plan/partition.h):
 // it sends their gradients and receives their values. Gradients are summed
 // per slice and divided by the number of workers: a partitioned layer's
@@ -56,6 +59,7 @@ class ParameterServer {
   ServerStats stats();
 
  private:
+  enum class Consistency { kBsp, kAsync, kSsp };
   struct Slice {
     uint32_t key;
     std::vector<float> value, grad_sum;
@@ -63,9 +67,9 @@ class ParameterServer {
   };
   struct Parked {
     int slot;
-    uint64_t version;
-    bool done;   // a worker's done: answered when every worker is done
-    int sender;  // answered with this worker's slices
+    uint64_t version;  // bsp: the version it waits for; ssp: the clock it reads at
+    bool done;         // a worker's done: answered when every worker is done
+    int sender;        // answered with this worker's slices
   };
 
   void Handle(int slot, const MessageView& request);
@@ -74,6 +78,14 @@ class ParameterServer {
   void HandlePut(int slot, const MessageView& request);
   void HandleDone(int slot, const MessageView& request);
   void HandleJoin(int slot, const MessageView& request);
+  // The job's cluster.consistency; ParseJob has checked the name.
+  static Consistency ConsistencyNamed(const std::string& name);
+  // ssp: answers a read at `clock` now if the slack allows, else parks it.
+  void ReadAtClock(int slot, int worker, uint64_t clock);
+  // Whether a parked request can be answered now; Answer answers one that can
+  // (ssp: counting how stale the answer is).
+  bool Ready(const Parked& parked) const;
+  void Answer(const Parked& parked);
   // Why an update's or put's slices do not fit this server's table; empty if they do.
   std::string MismatchedSlice(const MessageView& request) const;
   Status Resume();
@@ -97,7 +109,8 @@ class ParameterServer {
   UpdaterConfig updater_;
   uint64_t plan_hash_;
   int workers_;
-  bool bsp_;
+  Consistency consistency_;
+  bool bsp_;  // consistency_ == kBsp, which most paths ask
   RpcServer rpc_;
 
   std::mutex mu_;
@@ -111,7 +124,9 @@ class ParameterServer {
   // in, so a run's result does not depend on timing. Early arrivals wait here.
   int next_to_sum_ = 0;
   std::vector<std::vector<std::pair<uint32_t, std::vector<float>>>> waiting_;  // per worker
-  std::vector<uint64_t> updates_from_;  // per worker: updates taken in (async rejoin point)
+  // Per worker: its updates taken in, checkpointed: where it goes on when it
+  // rejoins under async and ssp, and ssp's clock (bsp rejoins at the version).
+  std::vector<uint64_t> updates_from_;
   nlohmann::json metric_;              // the last evaluation a worker reported
   std::vector<bool> done_;
   int done_count_ = 0;

@@ -10,6 +10,8 @@ nlohmann::json StatsToJson(const ServerStats& s) {
           {"updates_from", s.updates_from},
           {"gets", s.gets},
           {"gets_waited", s.gets_waited},
+          {"ssp_waits", s.ssp_waits},
+          {"max_staleness_served", s.max_staleness_served},
           {"bad_requests", s.bad_requests},
           {"checkpoints", s.checkpoints},
           {"workers_done", s.workers_done}};

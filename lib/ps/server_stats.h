@@ -20,6 +20,12 @@ struct ServerStats {
   std::vector<uint64_t> updates_from;
   uint64_t gets = 0;
   uint64_t gets_waited = 0;
+  // ssp: reads parked until the slowest worker caught up to within the slack.
+  uint64_t ssp_waits = 0;
+  // ssp: the most, over every read answered, of its clock − the slowest
+  // worker's clock when it was answered: the steps of the slowest worker the
+  // reader had to go without. Never above cluster.staleness.
+  uint64_t max_staleness_served = 0;
   uint64_t bad_requests = 0;
   uint64_t checkpoints = 0;
   int workers_done = 0;

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <thread>
 
 #include "data/shard.h"
 #include "ops/blas.h"
@@ -141,6 +142,7 @@ Status Worker::Run(WorkerResult* result) {
     if (!std::isfinite(net_->loss_layer().loss()))
       return Status::InvalidArgument("the loss diverged at step " + std::to_string(step) +
                                      " (lower train.learning_rate)");
+    if (options_.slow_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(options_.slow_ms));
     SHOAL_RETURN_IF_ERROR(table->Push(step));
     step_ms.push_back(1000.0 * SecondsSince(t0));
     window_loss += net_->loss_layer().loss();

@@ -696,6 +696,79 @@ TEST_CASE("async: each update is applied as it arrives and gets answer at once")
   CHECK(f.Stop().ok());
 }
 
+// The cluster fields of ssp with slack `s`, for ServerFixture.
+std::string Ssp(int s) { return "ssp, staleness: " + std::to_string(s); }
+
+TEST_CASE("ssp: a worker ahead parks exactly when the slowest clock is below its clock minus the slack") {
+  ServerFixture f(Ssp(2));
+  auto fast = Connect(f), slow = Connect(f);
+  Reply reply;
+  // The fast worker's steps 0 and 1 read at clocks 1 and 2 while the slow
+  // worker is at 0: within the slack, answered at once (the second exactly at it).
+  for (int step = 0; step < 2; ++step) {
+    REQUIRE(fast->Call(f.Header(MsgType::kUpdateGet, step, 0), MakeGrads(0, step).Entries(), &reply).ok());
+    CHECK(reply.view().header.step == static_cast<uint64_t>(step) + 1);
+  }
+  CHECK(f.server->stats().ssp_waits == 0);
+  CHECK(f.server->stats().max_staleness_served == 2);
+
+  // Step 2 reads at clock 3: 3 − 0 > 2, so it parks, its update applied all the same.
+  REQUIRE(fast->Send(f.Header(MsgType::kUpdateGet, 2, 0), MakeGrads(0, 2).Entries()).ok());
+  Reply parked;
+  auto answer = std::async(std::launch::async, [&] { return fast->Receive(&parked); });
+  CHECK(answer.wait_for(milliseconds(200)) == std::future_status::timeout);
+  ServerStats stats = f.server->stats();
+  CHECK(stats.ssp_waits == 1);
+  CHECK(stats.version == 3);
+
+  // The slow worker's step 0 brings the slowest clock to 1, and 3 − 1 <= 2:
+  // both are answered, with every update so far.
+  REQUIRE(slow->Call(f.Header(MsgType::kUpdateGet, 0, 1), MakeGrads(1, 0).Entries(), &reply).ok());
+  REQUIRE(answer.wait_for(milliseconds(kTimeoutMs)) == std::future_status::ready);
+  Status s = answer.get();
+  INFO(s.ToString());
+  REQUIRE(s.ok());
+  CHECK(reply.view().header.step == 4);
+  CHECK(parked.view().header.step == 4);
+  CheckValues(EntryValues(parked, 0), EntryValues(reply, 0));
+  stats = f.server->stats();
+  CHECK(stats.ssp_waits == 1);
+  CHECK(stats.max_staleness_served == 2);
+  CHECK(stats.updates_from == std::vector<uint64_t>{3, 1});
+  CHECK(f.Stop().ok());
+}
+
+TEST_CASE("ssp: slack 0 reads what bsp would, a done worker holds nobody back, a skipped clock is refused") {
+  ServerFixture f(Ssp(0));
+  auto worker0 = Connect(f), worker1 = Connect(f);
+  Reply reply0, reply1;
+  // Worker 0's read at clock 1 waits for worker 1's update of step 0.
+  REQUIRE(worker0->Send(f.Header(MsgType::kUpdateGet, 0, 0), MakeGrads(0, 0).Entries()).ok());
+  auto answer = std::async(std::launch::async, [&] { return worker0->Receive(&reply0); });
+  CHECK(answer.wait_for(milliseconds(200)) == std::future_status::timeout);
+  REQUIRE(worker1->Call(f.Header(MsgType::kUpdateGet, 0, 1), MakeGrads(1, 0).Entries(), &reply1).ok());
+  REQUIRE(answer.wait_for(milliseconds(kTimeoutMs)) == std::future_status::ready);
+  REQUIRE(answer.get().ok());
+  CheckValues(EntryValues(reply0, 0), EntryValues(reply1, 0));
+  CHECK(f.server->stats().max_staleness_served == 0);
+
+  Status s = Update(worker0.get(), f, 5, 0, MakeGrads(0, 5), &reply0);
+  CHECK(Contains(s.message(), "update for step 5 but worker 0's clock here is 1"));
+
+  // Worker 1 is done at clock 1; worker 0 reads at clock 2 at once.
+  REQUIRE(worker1->Send(f.Header(MsgType::kDone, 0, 1), {}).ok());
+  auto done1 = std::async(std::launch::async, [&] { return worker1->Receive(&reply1); });
+  std::this_thread::sleep_for(milliseconds(50));
+  REQUIRE(worker0->Call(f.Header(MsgType::kUpdateGet, 1, 0), MakeGrads(0, 1).Entries(), &reply0).ok());
+  CHECK(reply0.view().header.step == 3);
+  CHECK(f.server->stats().ssp_waits == 1);
+  REQUIRE(worker0->Call(f.Header(MsgType::kDone, 0, 0), {}, &reply0).ok());
+  REQUIRE(done1.wait_for(milliseconds(kTimeoutMs)) == std::future_status::ready);
+  CHECK(done1.get().ok());
+  REQUIRE(f.run.wait_for(milliseconds(3000)) == std::future_status::ready);
+  CHECK(f.run.get().ok());
+}
+
 TEST_CASE("a stats request is answered with JSON and a shutdown ends Run") {
   ServerFixture f("bsp");
   auto tool = Connect(f);
@@ -707,6 +780,8 @@ TEST_CASE("a stats request is answered with JSON and a shutdown ends Run") {
   CHECK(j["workers_done"] == 0);
   CHECK(j["consistency"] == "bsp");
   CHECK(j["updates_from"] == nlohmann::json::array({0, 0}));
+  CHECK(j["ssp_waits"] == 0);
+  CHECK(j["max_staleness_served"] == 0);
   REQUIRE(tool->Call(f.Header(MsgType::kShutdown, 0, kToolSender), {}, &reply).ok());
   REQUIRE(f.run.wait_for(milliseconds(3000)) == std::future_status::ready);
   CHECK(f.run.get().ok());
