@@ -21,7 +21,7 @@ T Get(const unsigned char*& p) {
 }
 
 bool IsKnownType(uint16_t t) {
-  return (t >= 1 && t <= 10) || t == 100 || t == 101;
+  return (t >= 1 && t <= 11) || t == 100 || t == 101;
 }
 
 bool CarriesText(MsgType t) {
@@ -42,6 +42,7 @@ const char* MsgTypeName(MsgType type) {
     case MsgType::kMetric: return "metric";
     case MsgType::kJoin: return "join";
     case MsgType::kFeature: return "feature";
+    case MsgType::kExchange: return "exchange";
     case MsgType::kReply: return "reply";
     case MsgType::kError: return "error";
   }

@@ -13,6 +13,7 @@
 #include "ckpt/checkpoint.h"
 #include "core/hash.h"
 #include "plan/partition.h"
+#include "ps/elastic.h"
 #include "ps/param_init.h"
 #include "ps/stale_sync.h"
 
@@ -46,7 +47,13 @@ ParameterServer::ParameterServer(const Plan& plan, ServerOptions options)
 ParameterServer::Consistency ParameterServer::ConsistencyNamed(const std::string& name) {
   if (name == "async") return Consistency::kAsync;
   if (name == "ssp") return Consistency::kSsp;
+  if (name == "easgd") return Consistency::kEasgd;
   return Consistency::kBsp;
+}
+
+const std::vector<std::string>& ParameterServer::StateNames() const {
+  static const std::vector<std::string> kNone;
+  return consistency_ == Consistency::kEasgd ? kNone : UpdaterStateNames(updater_.rule);
 }
 
 Status ParameterServer::Start() {
@@ -64,8 +71,11 @@ Status ParameterServer::Start() {
       Slice s;
       s.key = key;
       s.value.assign(full.begin() + sp.offset, full.begin() + sp.offset + sp.count);
-      s.state = NewUpdaterState(updater_, sp.count);
-      s.grad_sum.assign(sp.count, 0.0f);
+      // The centre of easgd takes no gradients: it needs no sum and no state.
+      if (consistency_ != Consistency::kEasgd) {
+        s.state = NewUpdaterState(updater_, sp.count);
+        s.grad_sum.assign(sp.count, 0.0f);
+      }
       slices_.emplace(key, std::move(s));
     }
   }
@@ -163,6 +173,7 @@ void ParameterServer::Handle(int slot, const MessageView& req) {
     case MsgType::kUpdateGet:
     case MsgType::kJoin:
     case MsgType::kDone:
+    case MsgType::kExchange:
       if (!from_worker) {
         ReplyError(slot, "sender " + std::to_string(req.header.sender) + " is not a worker of the plan (it has " +
                              std::to_string(workers_) + ")");
@@ -170,6 +181,7 @@ void ParameterServer::Handle(int slot, const MessageView& req) {
       }
       if (req.header.type == MsgType::kDone) HandleDone(slot, req);
       else if (req.header.type == MsgType::kJoin) HandleJoin(slot, req);
+      else if (req.header.type == MsgType::kExchange) HandleExchange(slot, req);
       else HandleUpdate(slot, req);
       return;
     default:
@@ -219,6 +231,11 @@ bool ParameterServer::Ready(const Parked& p) const {
 void ParameterServer::HandleUpdate(int slot, const MessageView& req) {
   const uint32_t sender = req.header.sender;
   const uint64_t step = req.header.step;
+  if (consistency_ == Consistency::kEasgd) {
+    ReplyError(slot, std::string(MsgTypeName(req.header.type)) +
+                         " under consistency 'easgd': its workers send their parameters in an exchange");
+    return;
+  }
   if (bsp_ && step > stats_.version) {
     ReplyError(slot, "update for step " + std::to_string(step) + " but the table is at version " +
                          std::to_string(stats_.version));
@@ -292,9 +309,48 @@ void ParameterServer::HandleUpdate(int slot, const MessageView& req) {
 
 void ParameterServer::HandleJoin(int slot, const MessageView& req) {
   // BSP: every worker trains the table's current step; otherwise a worker
-  // goes on after the last of its updates the table took in.
+  // goes on after the last of its updates (easgd: exchanges) taken in.
   const uint32_t sender = req.header.sender;
   ReplyParams(slot, static_cast<int>(sender), bsp_ ? stats_.version : updates_from_[sender]);
+}
+
+void ParameterServer::HandleExchange(int slot, const MessageView& req) {
+  if (consistency_ != Consistency::kEasgd) {
+    ReplyError(slot, "an exchange needs consistency 'easgd'; this server runs '" +
+                         plan_.job.cluster.consistency + "'");
+    return;
+  }
+  std::string mismatch = MismatchedSlice(req);
+  if (mismatch.empty()) mismatch = MisheldSlices(req);
+  if (!mismatch.empty()) {
+    ReplyError(slot, "exchange " + mismatch);
+    return;
+  }
+  const uint32_t sender = req.header.sender;
+  const uint64_t step = req.header.step;
+  // A rejoined worker repeating a step whose exchange was taken in gets a
+  // difference of 0: it keeps its values and the centre is not pulled twice.
+  const bool repeated = step < updates_from_[sender];
+  std::vector<std::vector<float>> diffs;
+  for (const auto& e : req.entries) {
+    diffs.emplace_back(e.count, 0.0f);
+    if (repeated) continue;
+    std::memcpy(diffs.back().data(), e.data, 4ull * e.count);
+    ElasticExchange(static_cast<float>(plan_.job.cluster.easgd_alpha), &diffs.back(), &slices_[e.key].value);
+  }
+  if (repeated) {
+    ++stats_.updates_repeated;
+  } else {
+    ++stats_.updates_received;
+    ++stats_.updates_from[sender];
+    updates_from_[sender] = step + 1;
+    AdvanceVersion();
+  }
+  std::vector<EntryRef> entries;
+  for (size_t i = 0; i < diffs.size(); ++i)
+    entries.push_back({req.entries[i].key, diffs[i].data(), static_cast<uint32_t>(diffs[i].size())});
+  MsgHeader h{MsgType::kReply, plan_hash_, stats_.version, static_cast<uint32_t>(options_.id)};
+  rpc_.Reply(slot, h, entries);
 }
 
 void ParameterServer::AddGradients(const std::vector<EntryView>& entries) {
@@ -420,7 +476,10 @@ Status ParameterServer::Resume() {
   if (ckpt.plan_hash != plan_.hash)
     return Status::InvalidArgument("'" + path + "' belongs to plan " + ckpt.plan_hash + ", not " + plan_.hash);
   // Every slice's value and each of the updater's buffers, once.
-  const std::vector<std::string>& states = UpdaterStateNames(updater_.rule);
+  const std::vector<std::string>& states = StateNames();
+  const std::string keeper = consistency_ == Consistency::kEasgd
+                                 ? "an easgd server (it keeps the centre's values only)"
+                                 : "updater '" + std::string(UpdateRuleName(updater_.rule)) + "'";
   std::set<std::pair<uint32_t, std::string>> loaded;
   for (const auto& t : ckpt.tensors) {
     auto it = slices_.find(t.key);
@@ -428,9 +487,8 @@ Status ParameterServer::Resume() {
       return Status::InvalidArgument("'" + path + "': tensor '" + t.name + "' does not match this server's slices");
     auto state = std::find(states.begin(), states.end(), t.role);
     if (t.role != "value" && state == states.end())
-      return Status::InvalidArgument("'" + path + "': tensor '" + t.name + "' is state '" + t.role +
-                                     "', which updater '" + UpdateRuleName(updater_.rule) + "' does not keep (" +
-                                     KeptState(states) + ")");
+      return Status::InvalidArgument("'" + path + "': tensor '" + t.name + "' is state '" + t.role + "', which " +
+                                     keeper + " does not keep (" + KeptState(states) + ")");
     if (!loaded.insert({t.key, t.role}).second)
       return Status::InvalidArgument("'" + path + "': tensor '" + t.name + "' is there twice");
     (t.role == "value" ? it->second.value : it->second.state[state - states.begin()]) = t.data;
@@ -459,7 +517,7 @@ Status ParameterServer::Checkpoint() {
   ckpt.servers = static_cast<int>(plan_.servers.size());
   ckpt.updates_from = updates_from_;
   ckpt.metric = metric_;
-  const std::vector<std::string>& states = UpdaterStateNames(updater_.rule);
+  const std::vector<std::string>& states = StateNames();
   for (const auto& [key, s] : slices_) {
     const SlicePlan& sp = plan_.slices[key];
     // A parameter cut into slices names each piece by where it starts.

@@ -9,6 +9,9 @@
 //  - ssp (stale synchronous, GeePS): updates are applied as in async; a read
 //    at clock c (an update-get of step c-1, or a get for c) waits until every
 //    worker's clock is at least c − staleness (lib/ps/stale_sync.h).
+//  - easgd (elastic averaging): the table is the centre; workers train
+//    replicas of their own and now and then exchange (lib/ps/elastic.h):
+//    no gradients and no updater here.
 // In a hybrid plan a worker holds only some slices (lib/plan/partition.h):
 // it sends their gradients and receives their values. Gradients are summed
 // per slice and divided by the number of workers: a partitioned layer's
@@ -59,11 +62,11 @@ class ParameterServer {
   ServerStats stats();
 
  private:
-  enum class Consistency { kBsp, kAsync, kSsp };
+  enum class Consistency { kBsp, kAsync, kSsp, kEasgd };
   struct Slice {
     uint32_t key;
     std::vector<float> value, grad_sum;
-    UpdaterState state;  // the updater's buffers, named by UpdaterStateNames
+    UpdaterState state;  // the updater's buffers, named by StateNames(); none under easgd
   };
   struct Parked {
     int slot;
@@ -78,6 +81,7 @@ class ParameterServer {
   void HandlePut(int slot, const MessageView& request);
   void HandleDone(int slot, const MessageView& request);
   void HandleJoin(int slot, const MessageView& request);
+  void HandleExchange(int slot, const MessageView& request);
   // The job's cluster.consistency; ParseJob has checked the name.
   static Consistency ConsistencyNamed(const std::string& name);
   // ssp: answers a read at `clock` now if the slack allows, else parks it.
@@ -86,6 +90,8 @@ class ParameterServer {
   // (ssp: counting how stale the answer is).
   bool Ready(const Parked& parked) const;
   void Answer(const Parked& parked);
+  // The state each slice keeps: the updater's, or none for easgd's centre.
+  const std::vector<std::string>& StateNames() const;
   // Why an update's or put's slices do not fit this server's table; empty if they do.
   std::string MismatchedSlice(const MessageView& request) const;
   Status Resume();
@@ -124,8 +130,9 @@ class ParameterServer {
   // in, so a run's result does not depend on timing. Early arrivals wait here.
   int next_to_sum_ = 0;
   std::vector<std::vector<std::pair<uint32_t, std::vector<float>>>> waiting_;  // per worker
-  // Per worker: its updates taken in, checkpointed: where it goes on when it
-  // rejoins under async and ssp, and ssp's clock (bsp rejoins at the version).
+  // Per worker: the step it goes on at when it rejoins, checkpointed. async
+  // and ssp: its updates taken in (ssp: its clock); easgd: the step after its
+  // last exchange; bsp: its updates taken in (it rejoins at the version).
   std::vector<uint64_t> updates_from_;
   nlohmann::json metric_;              // the last evaluation a worker reported
   std::vector<bool> done_;

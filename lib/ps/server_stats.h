@@ -14,7 +14,7 @@ struct ServerStats {
   uint64_t updates_received = 0;
   uint64_t updates_repeated = 0;  // from rejoined workers, dropped
   uint64_t updates_applied = 0;
-  // Per worker: the updates this server took in from it
+  // Per worker: the updates (easgd: exchanges) this server took in from it
   // since it started, repeats not counted; under async each is applied alone,
   // so they add up to updates_applied and a worker's updates_sent meets its own.
   std::vector<uint64_t> updates_from;

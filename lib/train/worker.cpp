@@ -11,6 +11,7 @@
 #include "ops/blas.h"
 #include "plan/partition.h"
 #include "train/batch_loader.h"
+#include "train/elastic_table.h"
 #include "train/evaluate.h"
 
 namespace shoal {
@@ -85,7 +86,11 @@ Status Worker::Run(WorkerResult* result) {
     auto r = std::make_unique<RemoteTable>(plan_, options_.id, params, timeout_ms);
     SHOAL_RETURN_IF_ERROR(r->Connect());
     remote = r.get();
-    table = std::move(r);
+    // easgd trains a local replica that exchanges with the servers' centre.
+    if (job.cluster.consistency == "easgd")
+      table = std::make_unique<ElasticTable>(plan_, options_.id, params, std::move(r));
+    else
+      table = std::move(r);
   }
   std::unique_ptr<ShardReader> test;
   if (evaluates) {
@@ -143,7 +148,7 @@ Status Worker::Run(WorkerResult* result) {
       return Status::InvalidArgument("the loss diverged at step " + std::to_string(step) +
                                      " (lower train.learning_rate)");
     if (options_.slow_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(options_.slow_ms));
-    SHOAL_RETURN_IF_ERROR(table->Push(step));
+    SHOAL_RETURN_IF_ERROR(table->Push(step, net_->loss_layer().loss()));
     step_ms.push_back(1000.0 * SecondsSince(t0));
     window_loss += net_->loss_layer().loss();
     ++window;
