@@ -29,6 +29,10 @@ int main(int argc, char** argv) {
   app.add_option("--timeout-ms", options.timeout_ms, "give up on a server after this long (default: the job's)")
       ->check(CLI::PositiveNumber);
   app.add_flag("--standalone", options.standalone, "update parameters in this process; no servers");
+  app.add_option("--slow-ms", options.slow_ms,
+                 "sleep this long every step: a slow worker on purpose, for tests and experiments "
+                 "(ssp's waits, stragglers)")
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--metrics", metrics_path, "also append every record to this file as JSON lines");
   auto* no_eval_flag = app.add_flag("--no-eval", no_eval, "skip the evaluation on the test shard");
   EvalOptions eval;

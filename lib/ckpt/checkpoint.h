@@ -33,9 +33,11 @@ struct Checkpoint {
   std::string plan_hash;
   int server = 0;         // -1: a merged checkpoint (whole parameters, dl-ckpt merge)
   int servers = 0;        // servers in the plan; 0: unknown (written before it was recorded)
-  uint64_t step = 0;     // parameter version: updates applied so far (BSP: steps)
-  uint64_t updates = 0;  // worker updates received
-  std::vector<uint64_t> updates_from;  // per worker: where each resumes (async)
+  uint64_t step = 0;     // parameter version: updates applied so far (BSP: steps; EASGD: exchanges)
+  uint64_t updates = 0;  // worker updates (EASGD: exchanges) received
+  // Per worker: the step each resumes at (async, SSP: its updates taken in,
+  // which is also SSP's clock; EASGD: the step after its last exchange).
+  std::vector<uint64_t> updates_from;
   // The last evaluation reported to the server before this checkpoint, e.g.
   // {"step": 1800, "test_accuracy": 0.86, "test_loss": 0.39}; null if none.
   nlohmann::json metric;

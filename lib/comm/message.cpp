@@ -21,7 +21,7 @@ T Get(const unsigned char*& p) {
 }
 
 bool IsKnownType(uint16_t t) {
-  return (t >= 1 && t <= 11) || t == 100 || t == 101;
+  return (t >= 1 && t <= 12) || t == 100 || t == 101;
 }
 
 bool CarriesText(MsgType t) {
@@ -43,6 +43,7 @@ const char* MsgTypeName(MsgType type) {
     case MsgType::kJoin: return "join";
     case MsgType::kFeature: return "feature";
     case MsgType::kSync: return "sync";
+    case MsgType::kExchange: return "exchange";
     case MsgType::kReply: return "reply";
     case MsgType::kError: return "error";
   }

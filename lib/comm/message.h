@@ -4,7 +4,7 @@
 //   u32 magic "SHOL" | u16 protocol version | u16 type | u64 plan hash |
 //   u64 step (version or clock) | u32 sender | u32 entry count | u64 payload bytes
 //   payload: `entry count` × (u32 key | u32 float count | floats), or, for
-//   kError and kStats replies, UTF-8 text.
+//   kError, kStats and kMetric, UTF-8 text.
 #pragma once
 
 #include <cstddef>
@@ -27,7 +27,9 @@ enum class MsgType : uint16_t {
   kMetric = 8,    // text: an evaluation (JSON) to record in the next checkpoint
   kJoin = 9,      // answered with the parameters and, as step, the step the sender is to train next
   kFeature = 10,  // between the workers of a group: one entry, a block of a feature or its gradient
-  kSync = 11,     // between server groups: a server's values, which the receiver averages with its own
+  kExchange = 11, // easgd: the sender's parameters after step `step`; answered with the elastic
+                  // difference alpha·(x − centre) that the centre moved by (the sender subtracts it)
+  kSync = 12,     // between server groups: a server's values, which the receiver averages with its own
   kReply = 100,   // success; entries for a get
   kError = 101,   // failure; text says why
 };

@@ -127,6 +127,53 @@ Status ParseTrain(const YAML::Node& node, const std::string& source, TrainConfig
   return f.CheckNoUnknown();
 }
 
+// Strictly between 0 and 1 (Fields::Float's bounds are inclusive).
+Status OpenUnitInterval(const Fields& f, const std::string& key, double default_value, double* out) {
+  SHOAL_RETURN_IF_ERROR(f.Float(key, default_value, out, 0.0, 1.0));
+  if (*out <= 0.0 || *out >= 1.0)
+    return f.FieldError(key, "must be strictly between 0 and 1, got " + std::to_string(*out));
+  return Status::Ok();
+}
+
+// consistency and the fields of each model. A model's field under another
+// model is refused, not ignored: a slack or a period written in the job but
+// never used would mislead whoever reads it.
+Status ParseConsistency(const Fields& f, ClusterConfig* c) {
+  SHOAL_RETURN_IF_ERROR(f.Choice("consistency", c->consistency, {"bsp", "async", "ssp", "easgd"}, &c->consistency));
+  const bool ssp = c->consistency == "ssp", easgd = c->consistency == "easgd";
+  auto only_with = [&](const std::string& key, bool applies, const std::string& with) {
+    if (applies || !f.Has(key)) return Status::Ok();
+    return f.FieldError(key, "applies only with " + with + ", not with consistency '" + c->consistency + "'");
+  };
+  SHOAL_RETURN_IF_ERROR(only_with("staleness", ssp, "consistency 'ssp'"));
+  for (const char* key : {"easgd_tau", "easgd_alpha", "easgd_adaptive", "easgd_loss_threshold"})
+    SHOAL_RETURN_IF_ERROR(only_with(key, easgd, "consistency 'easgd'"));
+  if (ssp) {
+    if (!f.Has("staleness"))
+      return f.Error("consistency 'ssp' needs field 'staleness' (the slack s >= 0: a worker about to train "
+                     "step t sees every update of steps up to t-1-s)");
+    SHOAL_RETURN_IF_ERROR(f.Int("staleness", 0, &c->staleness, 0));
+  }
+  if (!easgd) return Status::Ok();
+  SHOAL_RETURN_IF_ERROR(OpenUnitInterval(f, "easgd_alpha", c->easgd_alpha, &c->easgd_alpha));
+  SHOAL_RETURN_IF_ERROR(f.Bool("easgd_adaptive", c->easgd_adaptive, &c->easgd_adaptive));
+  if (!c->easgd_adaptive) {
+    SHOAL_RETURN_IF_ERROR(only_with("easgd_loss_threshold", false, "easgd_adaptive: true"));
+    return f.Int("easgd_tau", c->easgd_tau, &c->easgd_tau, 1);
+  }
+  // DeepSpark's Algorithm 1 takes a period among its inputs but its loop
+  // never reads it: the accumulated loss alone decides.
+  if (f.Has("easgd_tau"))
+    return f.FieldError("easgd_tau", "is not used with easgd_adaptive: true (a worker exchanges when its "
+                                     "loss summed since the last exchange passes easgd_loss_threshold)");
+  if (!f.Has("easgd_loss_threshold"))
+    return f.Error("easgd_adaptive: true needs field 'easgd_loss_threshold' (DeepSpark's L_cut: a worker "
+                   "exchanges when its loss summed since the last exchange passes it)");
+  SHOAL_RETURN_IF_ERROR(f.Float("easgd_loss_threshold", 0.0, &c->easgd_loss_threshold, 0.0, 1e9));
+  if (c->easgd_loss_threshold <= 0.0) return f.FieldError("easgd_loss_threshold", "must be greater than 0");
+  return Status::Ok();
+}
+
 Status ParseCluster(const YAML::Node& node, const std::string& source, ClusterConfig* c) {
   SHOAL_RETURN_IF_ERROR(CheckMapping(node, source, "section 'cluster'"));
   Fields f(node, source, "section 'cluster'");
@@ -134,7 +181,7 @@ Status ParseCluster(const YAML::Node& node, const std::string& source, ClusterCo
   SHOAL_RETURN_IF_ERROR(f.Int("nworkers_per_group", c->nworkers_per_group, &c->nworkers_per_group, 1));
   SHOAL_RETURN_IF_ERROR(f.Int("nserver_groups", c->nserver_groups, &c->nserver_groups, 1));
   SHOAL_RETURN_IF_ERROR(f.Int("nservers_per_group", c->nservers_per_group, &c->nservers_per_group, 1));
-  SHOAL_RETURN_IF_ERROR(f.Choice("consistency", c->consistency, {"bsp", "async"}, &c->consistency));
+  SHOAL_RETURN_IF_ERROR(ParseConsistency(f, c));
   SHOAL_RETURN_IF_ERROR(f.Int("slice_floats", c->slice_floats, &c->slice_floats, 1));
   SHOAL_RETURN_IF_ERROR(f.Int("timeout_ms", c->timeout_ms, &c->timeout_ms, 1));
   SHOAL_RETURN_IF_ERROR(f.String("tls_dir", c->tls_dir, &c->tls_dir));
@@ -147,8 +194,9 @@ Status ParseCluster(const YAML::Node& node, const std::string& source, ClusterCo
                                                       std::to_string(c->servers()));
   if (c->nserver_groups > 1) {
     // Distributed Hogwild: each server group serves its worker groups on its own.
-    if (c->consistency == "bsp")
-      return f.FieldError("nserver_groups", "must be 1 with consistency 'bsp' (server groups update on their own)");
+    if (c->consistency != "async")
+      return f.FieldError("nserver_groups", "must be 1 unless consistency is 'async' (server groups update on "
+                                            "their own, each from its worker groups)");
     if (c->nworker_groups % c->nserver_groups != 0)
       return f.FieldError("nserver_groups", "must divide nworker_groups (" + std::to_string(c->nworker_groups) +
                                                 "): each server group serves the same number of worker groups");
@@ -157,7 +205,7 @@ Status ParseCluster(const YAML::Node& node, const std::string& source, ClusterCo
   }
   if (c->consistency == "bsp" && c->nworker_groups != 1)
     return f.FieldError("nworker_groups", "must be 1 with consistency 'bsp' (groups run "
-                                          "asynchronously to each other: use 'async')");
+                                          "asynchronously to each other: use 'async', 'ssp' or 'easgd')");
   return f.CheckNoUnknown();
 }
 

@@ -57,7 +57,12 @@ struct ClusterConfig {
   int nworkers_per_group = 1;
   int nserver_groups = 1;
   int nservers_per_group = 1;
-  std::string consistency = "bsp";  // bsp | async
+  std::string consistency = "bsp";  // bsp | async | ssp | easgd (docs/job-file.md)
+  int staleness = 0;                // ssp: the slack s (required with ssp)
+  int easgd_tau = 1;                // easgd: steps between a worker's exchanges with the centre
+  double easgd_alpha = 0.1;         // easgd: the moving rate, in (0, 1)
+  bool easgd_adaptive = false;      // easgd: exchange by accumulated loss (DeepSpark's Algorithm 1), not every tau
+  double easgd_loss_threshold = 0;  // easgd_adaptive: Algorithm 1's L_cut (required with it)
   // SINGA's topology (journal paper §5.2): false puts server i with worker i
   // (AllReduce: one server per worker, each owning 1/N of every parameter).
   bool server_worker_separate = true;

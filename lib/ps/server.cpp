@@ -13,7 +13,9 @@
 #include "ckpt/checkpoint.h"
 #include "core/hash.h"
 #include "plan/partition.h"
+#include "ps/elastic.h"
 #include "ps/param_init.h"
+#include "ps/stale_sync.h"
 
 namespace shoal {
 namespace {
@@ -35,11 +37,26 @@ ParameterServer::ParameterServer(const Plan& plan, ServerOptions options)
       workers_(static_cast<int>(plan.workers.size())),
       served_(0),
       group_(ServerGroupOfServer(plan, options_.id)),
-      bsp_(plan.job.cluster.consistency == "bsp"),
+      consistency_(ConsistencyNamed(plan.job.cluster.consistency)),
+      bsp_(consistency_ == Consistency::kBsp),
       contributed_(workers_, false),
       waiting_(workers_),
       updates_from_(workers_, 0),
-      done_(workers_, false) {}
+      done_(workers_, false) {
+  stats_.updates_from.assign(workers_, 0);
+}
+
+ParameterServer::Consistency ParameterServer::ConsistencyNamed(const std::string& name) {
+  if (name == "async") return Consistency::kAsync;
+  if (name == "ssp") return Consistency::kSsp;
+  if (name == "easgd") return Consistency::kEasgd;
+  return Consistency::kBsp;
+}
+
+const std::vector<std::string>& ParameterServer::StateNames() const {
+  static const std::vector<std::string> kNone;
+  return consistency_ == Consistency::kEasgd ? kNone : UpdaterStateNames(updater_.rule);
+}
 
 Status ParameterServer::Start() {
   if (options_.id < 0 || options_.id >= static_cast<int>(plan_.servers.size()))
@@ -56,8 +73,11 @@ Status ParameterServer::Start() {
       Slice s;
       s.key = key;
       s.value.assign(full.begin() + sp.offset, full.begin() + sp.offset + sp.count);
-      s.state = NewUpdaterState(updater_, sp.count);
-      s.grad_sum.assign(sp.count, 0.0f);
+      // The centre of easgd takes no gradients: it needs no sum and no state.
+      if (consistency_ != Consistency::kEasgd) {
+        s.state = NewUpdaterState(updater_, sp.count);
+        s.grad_sum.assign(sp.count, 0.0f);
+      }
       slices_.emplace(key, std::move(s));
     }
   }
@@ -166,6 +186,7 @@ void ParameterServer::Handle(int slot, const MessageView& req) {
     case MsgType::kUpdateGet:
     case MsgType::kJoin:
     case MsgType::kDone:
+    case MsgType::kExchange:
       if (!from_worker) {
         ReplyError(slot, "sender " + std::to_string(req.header.sender) + " is not a worker of the plan (it has " +
                              std::to_string(workers_) + ")");
@@ -179,6 +200,7 @@ void ParameterServer::Handle(int slot, const MessageView& req) {
       }
       if (req.header.type == MsgType::kDone) HandleDone(slot, req);
       else if (req.header.type == MsgType::kJoin) HandleJoin(slot, req);
+      else if (req.header.type == MsgType::kExchange) HandleExchange(slot, req);
       else HandleUpdate(slot, req);
       return;
     default:
@@ -188,6 +210,10 @@ void ParameterServer::Handle(int slot, const MessageView& req) {
 
 void ParameterServer::HandleGet(int slot, const MessageView& req) {
   ++stats_.gets;
+  if (consistency_ == Consistency::kSsp) {
+    ReadAtClock(slot, -1, req.header.step);
+    return;
+  }
   if (bsp_ && req.header.step > stats_.version) {
     ++stats_.gets_waited;
     parked_.push_back({slot, req.header.step, false, -1});
@@ -196,12 +222,48 @@ void ParameterServer::HandleGet(int slot, const MessageView& req) {
   ReplyParams(slot, -1);
 }
 
+void ParameterServer::ReadAtClock(int slot, int worker, uint64_t clock) {
+  const Parked read{slot, clock, false, worker};
+  if (Ready(read)) {
+    Answer(read);
+    return;
+  }
+  ++stats_.ssp_waits;
+  parked_.push_back(read);
+}
+
+void ParameterServer::Answer(const Parked& p) {
+  if (consistency_ == Consistency::kSsp && !p.done)
+    stats_.max_staleness_served =
+        std::max(stats_.max_staleness_served, SspStaleness(p.version, SlowestClock(updates_from_, done_)));
+  ReplyParams(p.slot, p.sender);
+}
+
+bool ParameterServer::Ready(const Parked& p) const {
+  if (p.done) return done_count_ == served_;
+  if (consistency_ == Consistency::kSsp)
+    return SspReadable(p.version, SlowestClock(updates_from_, done_),
+                       static_cast<uint64_t>(plan_.job.cluster.staleness));
+  return p.version <= stats_.version;
+}
+
 void ParameterServer::HandleUpdate(int slot, const MessageView& req) {
   const uint32_t sender = req.header.sender;
   const uint64_t step = req.header.step;
+  if (consistency_ == Consistency::kEasgd) {
+    ReplyError(slot, std::string(MsgTypeName(req.header.type)) +
+                         " under consistency 'easgd': its workers send their parameters in an exchange");
+    return;
+  }
   if (bsp_ && step > stats_.version) {
     ReplyError(slot, "update for step " + std::to_string(step) + " but the table is at version " +
                          std::to_string(stats_.version));
+    return;
+  }
+  // A worker's clock counts its updates: one past it would skip a clock.
+  if (consistency_ == Consistency::kSsp && step > updates_from_[sender]) {
+    ReplyError(slot, "update for step " + std::to_string(step) + " but worker " + std::to_string(sender) +
+                         "'s clock here is " + std::to_string(updates_from_[sender]));
     return;
   }
   std::string mismatch = MismatchedSlice(req);
@@ -217,6 +279,7 @@ void ParameterServer::HandleUpdate(int slot, const MessageView& req) {
     ++stats_.updates_repeated;
   } else {
     ++stats_.updates_received;
+    ++stats_.updates_from[sender];
     ++updates_from_[sender];
     if (!bsp_) {
       // Applied at once, as one worker's share of the average.
@@ -254,7 +317,8 @@ void ParameterServer::HandleUpdate(int slot, const MessageView& req) {
   if (req.header.type == MsgType::kUpdateGet) {
     // One round trip per step: the reply carries the next step's parameters
     // (under BSP, once every worker's gradient of this step is in).
-    if (bsp_ && step + 1 > stats_.version) parked_.push_back({slot, step + 1, false, static_cast<int>(sender)});
+    if (consistency_ == Consistency::kSsp) ReadAtClock(slot, static_cast<int>(sender), step + 1);
+    else if (bsp_ && step + 1 > stats_.version) parked_.push_back({slot, step + 1, false, static_cast<int>(sender)});
     else ReplyParams(slot, static_cast<int>(sender));
   } else {
     ReplyOk(slot);
@@ -286,10 +350,49 @@ void ParameterServer::HandleSync(int slot, const MessageView& req) {
 }
 
 void ParameterServer::HandleJoin(int slot, const MessageView& req) {
-  // BSP: every worker trains the table's current step; async: a worker goes
-  // on after the last of its updates the table took in.
+  // BSP: every worker trains the table's current step; otherwise a worker
+  // goes on after the last of its updates (easgd: exchanges) taken in.
   const uint32_t sender = req.header.sender;
   ReplyParams(slot, static_cast<int>(sender), bsp_ ? stats_.version : updates_from_[sender]);
+}
+
+void ParameterServer::HandleExchange(int slot, const MessageView& req) {
+  if (consistency_ != Consistency::kEasgd) {
+    ReplyError(slot, "an exchange needs consistency 'easgd'; this server runs '" +
+                         plan_.job.cluster.consistency + "'");
+    return;
+  }
+  std::string mismatch = MismatchedSlice(req);
+  if (mismatch.empty()) mismatch = MisheldSlices(req);
+  if (!mismatch.empty()) {
+    ReplyError(slot, "exchange " + mismatch);
+    return;
+  }
+  const uint32_t sender = req.header.sender;
+  const uint64_t step = req.header.step;
+  // A rejoined worker repeating a step whose exchange was taken in gets a
+  // difference of 0: it keeps its values and the centre is not pulled twice.
+  const bool repeated = step < updates_from_[sender];
+  std::vector<std::vector<float>> diffs;
+  for (const auto& e : req.entries) {
+    diffs.emplace_back(e.count, 0.0f);
+    if (repeated) continue;
+    std::memcpy(diffs.back().data(), e.data, 4ull * e.count);
+    ElasticExchange(static_cast<float>(plan_.job.cluster.easgd_alpha), &diffs.back(), &slices_[e.key].value);
+  }
+  if (repeated) {
+    ++stats_.updates_repeated;
+  } else {
+    ++stats_.updates_received;
+    ++stats_.updates_from[sender];
+    updates_from_[sender] = step + 1;
+    AdvanceVersion();
+  }
+  std::vector<EntryRef> entries;
+  for (size_t i = 0; i < diffs.size(); ++i)
+    entries.push_back({req.entries[i].key, diffs[i].data(), static_cast<uint32_t>(diffs[i].size())});
+  MsgHeader h{MsgType::kReply, plan_hash_, stats_.version, static_cast<uint32_t>(options_.id)};
+  rpc_.Reply(slot, h, entries);
 }
 
 void ParameterServer::AddGradients(const std::vector<EntryView>& entries) {
@@ -352,7 +455,7 @@ void ParameterServer::HandlePut(int slot, const MessageView& req) {
 void ParameterServer::HandleDone(int slot, const MessageView& req) {
   if (!done_[req.header.sender]) {
     done_[req.header.sender] = true;
-    ++done_count_;
+    stats_.workers_done = ++done_count_;
   }
   parked_.push_back({slot, 0, true, static_cast<int>(req.header.sender)});
   ServeParked();
@@ -363,12 +466,11 @@ void ParameterServer::ServeParked() {
   bool all_done = done_count_ == served_;
   int answered_done = 0;
   for (const auto& p : parked_) {
-    bool ready = p.done ? all_done : p.version <= stats_.version;
-    if (!ready) {
+    if (!Ready(p)) {
       still.push_back(p);
       continue;
     }
-    ReplyParams(p.slot, p.sender);
+    Answer(p);
     if (p.done) ++answered_done;
   }
   parked_.swap(still);
@@ -417,7 +519,10 @@ Status ParameterServer::Resume() {
   if (ckpt.plan_hash != plan_.hash)
     return Status::InvalidArgument("'" + path + "' belongs to plan " + ckpt.plan_hash + ", not " + plan_.hash);
   // Every slice's value and each of the updater's buffers, once.
-  const std::vector<std::string>& states = UpdaterStateNames(updater_.rule);
+  const std::vector<std::string>& states = StateNames();
+  const std::string keeper = consistency_ == Consistency::kEasgd
+                                 ? "an easgd server (it keeps the centre's values only)"
+                                 : "updater '" + std::string(UpdateRuleName(updater_.rule)) + "'";
   std::set<std::pair<uint32_t, std::string>> loaded;
   for (const auto& t : ckpt.tensors) {
     auto it = slices_.find(t.key);
@@ -425,9 +530,8 @@ Status ParameterServer::Resume() {
       return Status::InvalidArgument("'" + path + "': tensor '" + t.name + "' does not match this server's slices");
     auto state = std::find(states.begin(), states.end(), t.role);
     if (t.role != "value" && state == states.end())
-      return Status::InvalidArgument("'" + path + "': tensor '" + t.name + "' is state '" + t.role +
-                                     "', which updater '" + UpdateRuleName(updater_.rule) + "' does not keep (" +
-                                     KeptState(states) + ")");
+      return Status::InvalidArgument("'" + path + "': tensor '" + t.name + "' is state '" + t.role + "', which " +
+                                     keeper + " does not keep (" + KeptState(states) + ")");
     if (!loaded.insert({t.key, t.role}).second)
       return Status::InvalidArgument("'" + path + "': tensor '" + t.name + "' is there twice");
     (t.role == "value" ? it->second.value : it->second.state[state - states.begin()]) = t.data;
@@ -457,7 +561,7 @@ Status ParameterServer::Checkpoint() {
   ckpt.servers = plan_.job.cluster.nservers_per_group;
   ckpt.updates_from = updates_from_;
   ckpt.metric = metric_;
-  const std::vector<std::string>& states = UpdaterStateNames(updater_.rule);
+  const std::vector<std::string>& states = StateNames();
   for (const auto& [key, s] : slices_) {
     const SlicePlan& sp = plan_.slices[key];
     // A parameter cut into slices names each piece by where it starts.
@@ -486,19 +590,11 @@ nlohmann::json ParameterServer::Report() {
 }
 
 nlohmann::json ParameterServer::StatsJson() {
-  nlohmann::json j = {{"server", options_.id},
-                      {"version", stats_.version},
-                      {"updates_received", stats_.updates_received},
-                      {"updates_applied", stats_.updates_applied},
-                      {"updates_repeated", stats_.updates_repeated},
-                      {"gets", stats_.gets},
-                      {"gets_waited", stats_.gets_waited},
-                      {"bad_requests", stats_.bad_requests},
-                      {"checkpoints", stats_.checkpoints},
-                      {"syncs_sent", sync_ ? sync_->sent() : 0},
-                      {"syncs_failed", sync_ ? sync_->failed() : 0},
-                      {"syncs_received", stats_.syncs_received},
-                      {"workers_done", done_count_}};
+  nlohmann::json j = StatsToJson(stats_);
+  j["server"] = options_.id;
+  j["consistency"] = plan_.job.cluster.consistency;
+  j["syncs_sent"] = sync_ ? sync_->sent() : 0;
+  j["syncs_failed"] = sync_ ? sync_->failed() : 0;
   return j;
 }
 

@@ -6,6 +6,12 @@
 //    waits until the table reaches it. With gradients averaged over workers,
 //    W workers × batch B step exactly as one worker × batch W·B.
 //  - async (Downpour): each update is applied as it arrives; gets answer at once.
+//  - ssp (stale synchronous, GeePS): updates are applied as in async; a read
+//    at clock c (an update-get of step c-1, or a get for c) waits until every
+//    worker's clock is at least c − staleness (lib/ps/stale_sync.h).
+//  - easgd (elastic averaging): the table is the centre; workers train
+//    replicas of their own and now and then exchange (lib/ps/elastic.h):
+//    no gradients and no updater here.
 // In a hybrid plan a worker holds only some slices (lib/plan/partition.h):
 // it sends their gradients and receives their values. Gradients are summed
 // per slice and divided by the number of workers: a partitioned layer's
@@ -31,6 +37,7 @@
 #include "comm/rpc_server.h"
 #include "plan/plan.h"
 #include "ps/server_sync.h"
+#include "ps/server_stats.h"
 #include "ps/updater.h"
 
 namespace shoal {
@@ -40,18 +47,6 @@ struct ServerOptions {
   std::string checkpoint_dir;  // empty: no checkpoints
   std::string resume_dir;      // start from this server's checkpoint there (dl-ckpt prepare-resume)
   int keep_checkpoints = 3;
-};
-
-struct ServerStats {
-  uint64_t version = 0;
-  uint64_t updates_received = 0;
-  uint64_t updates_repeated = 0;  // from rejoined workers, dropped
-  uint64_t updates_applied = 0;
-  uint64_t gets = 0;
-  uint64_t gets_waited = 0;
-  uint64_t bad_requests = 0;
-  uint64_t checkpoints = 0;
-  uint64_t syncs_received = 0;  // several server groups: neighbours' copies averaged in
 };
 
 class ParameterServer {
@@ -70,16 +65,17 @@ class ParameterServer {
   nlohmann::json Report();
 
  private:
+  enum class Consistency { kBsp, kAsync, kSsp, kEasgd };
   struct Slice {
     uint32_t key;
     std::vector<float> value, grad_sum;
-    UpdaterState state;  // the updater's buffers, named by UpdaterStateNames
+    UpdaterState state;  // the updater's buffers, named by StateNames(); none under easgd
   };
   struct Parked {
     int slot;
-    uint64_t version;
-    bool done;   // a worker's done: answered when every worker is done
-    int sender;  // answered with this worker's slices
+    uint64_t version;  // bsp: the version it waits for; ssp: the clock it reads at
+    bool done;         // a worker's done: answered when every worker is done
+    int sender;        // answered with this worker's slices
   };
 
   void Handle(int slot, const MessageView& request);
@@ -89,6 +85,17 @@ class ParameterServer {
   void HandleDone(int slot, const MessageView& request);
   void HandleJoin(int slot, const MessageView& request);
   void HandleSync(int slot, const MessageView& request);
+  void HandleExchange(int slot, const MessageView& request);
+  // The job's cluster.consistency; ParseJob has checked the name.
+  static Consistency ConsistencyNamed(const std::string& name);
+  // ssp: answers a read at `clock` now if the slack allows, else parks it.
+  void ReadAtClock(int slot, int worker, uint64_t clock);
+  // Whether a parked request can be answered now; Answer answers one that can
+  // (ssp: counting how stale the answer is).
+  bool Ready(const Parked& parked) const;
+  void Answer(const Parked& parked);
+  // The state each slice keeps: the updater's, or none for easgd's centre.
+  const std::vector<std::string>& StateNames() const;
   // Why an update's or put's slices do not fit this server's table; empty if they do.
   std::string MismatchedSlice(const MessageView& request) const;
   Status Resume();
@@ -114,7 +121,8 @@ class ParameterServer {
   int workers_;  // of the plan
   int served_;   // the workers of this server's group (all of them with one server group)
   int group_;    // this server's group
-  bool bsp_;
+  Consistency consistency_;
+  bool bsp_;  // consistency_ == kBsp, which most paths ask
   std::unique_ptr<ServerSync> sync_;  // several server groups
   RpcServer rpc_;
 
@@ -129,7 +137,10 @@ class ParameterServer {
   // in, so a run's result does not depend on timing. Early arrivals wait here.
   int next_to_sum_ = 0;
   std::vector<std::vector<std::pair<uint32_t, std::vector<float>>>> waiting_;  // per worker
-  std::vector<uint64_t> updates_from_;  // per worker: updates taken in (async rejoin point)
+  // Per worker: the step it goes on at when it rejoins, checkpointed. async
+  // and ssp: its updates taken in (ssp: its clock); easgd: the step after its
+  // last exchange; bsp: its updates taken in (it rejoins at the version).
+  std::vector<uint64_t> updates_from_;
   nlohmann::json metric_;              // the last evaluation a worker reported
   std::vector<bool> done_;
   int done_count_ = 0;

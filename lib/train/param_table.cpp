@@ -9,22 +9,18 @@
 
 namespace shoal {
 
-// Each update here is one process's gradient, so the learning-rate scaling
-// rule (train.scale_lr_with_workers) counts one worker.
+// A standalone run has no groups: every gradient is the whole step's.
 LocalTable::LocalTable(const Plan& plan, std::vector<Param*> params)
-    : updater_(UpdaterFromTrain(plan.job.train, 1)), params_(std::move(params)) {
+    : params_(std::move(params)), updater_(plan, params_, std::vector<float>(params_.size(), 1.0f)) {
   for (Param* p : params_) {
     std::vector<float> values;
     InitializeParam(*plan.FindParam(p->name), plan.job.train.seed, &values);
     std::memcpy(p->value.data(), values.data(), 4 * values.size());
-    state_.push_back(NewUpdaterState(updater_, values.size()));
   }
 }
 
-Status LocalTable::Push(uint64_t step) {
-  for (size_t i = 0; i < params_.size(); ++i)
-    ApplyUpdate(updater_, step, params_[i]->value.size(), params_[i]->grad.data(), params_[i]->value.data(),
-                &state_[i]);
+Status LocalTable::Push(uint64_t step, double) {
+  updater_.Apply(step);
   return Status::Ok();
 }
 
@@ -63,14 +59,15 @@ Status RemoteTable::Connect() {
   return Status::Ok();
 }
 
-Status RemoteTable::RoundTrip(MsgType type, uint64_t step, bool with_grads, bool fill,
-                              const std::string& text, std::vector<uint64_t>* steps) {
+Status RemoteTable::RoundTrip(MsgType type, uint64_t step, Send send, Take take, const std::string& text,
+                              std::vector<uint64_t>* steps) {
   MsgHeader h{type, plan_hash_, step, static_cast<uint32_t>(worker_)};
   for (size_t s = 0; s < clients_.size(); ++s) {
     std::vector<EntryRef> entries;
-    if (with_grads)
+    if (send != Send::kNothing)
       for (const auto& p : pieces_[s]) {
-        entries.push_back({p.key, p.param->grad.data() + p.offset, static_cast<uint32_t>(p.count)});
+        const Tensor& from = send == Send::kGrads ? p.param->grad : p.param->value;
+        entries.push_back({p.key, from.data() + p.offset, static_cast<uint32_t>(p.count)});
         bytes_sent_ += 4ull * p.count;
       }
     SHOAL_RETURN_IF_ERROR(clients_[s]->Send(h, entries, text));
@@ -78,8 +75,8 @@ Status RemoteTable::RoundTrip(MsgType type, uint64_t step, bool with_grads, bool
   for (size_t s = 0; s < clients_.size(); ++s) {
     Reply reply;
     SHOAL_RETURN_IF_ERROR(clients_[s]->Receive(&reply));
-    if (fill) {
-      SHOAL_RETURN_IF_ERROR(Absorb(static_cast<int>(s), reply.view(), pieces_[s]));
+    if (take != Take::kNothing) {
+      SHOAL_RETURN_IF_ERROR(Absorb(static_cast<int>(s), reply.view(), pieces_[s], take));
       for (const auto& p : pieces_[s]) bytes_received_ += 4ull * p.count;
     }
     if (steps) steps->push_back(reply.view().header.step);
@@ -87,7 +84,7 @@ Status RemoteTable::RoundTrip(MsgType type, uint64_t step, bool with_grads, bool
   return Status::Ok();
 }
 
-Status RemoteTable::Absorb(int server, const MessageView& reply, const std::vector<Piece>& pieces) {
+Status RemoteTable::Absorb(int server, const MessageView& reply, const std::vector<Piece>& pieces, Take take) {
   const std::string& endpoint = plan_.servers[servers_[server]].endpoint;
   if (reply.header.plan_hash != plan_hash_)
     return Status::InvalidArgument("server '" + endpoint + "' answered for another plan");
@@ -100,14 +97,23 @@ Status RemoteTable::Absorb(int server, const MessageView& reply, const std::vect
     if (e.key != pieces[i].key || e.count != pieces[i].count)
       return Status::Corruption("server '" + endpoint + "' sent slice " + std::to_string(e.key) +
                                 " where the plan has slice " + std::to_string(pieces[i].key));
-    std::memcpy(pieces[i].param->value.data() + pieces[i].offset, e.data, 4ull * e.count);
+    float* values = pieces[i].param->value.data() + pieces[i].offset;
+    if (take == Take::kValues) {
+      std::memcpy(values, e.data, 4ull * e.count);
+      continue;
+    }
+    for (uint32_t j = 0; j < e.count; ++j) {
+      float d;
+      std::memcpy(&d, e.data + 4ull * j, 4);  // unaligned in the buffer
+      values[j] -= d;
+    }
   }
   return Status::Ok();
 }
 
 Status RemoteTable::Join(uint64_t* step) {
   std::vector<uint64_t> steps;
-  SHOAL_RETURN_IF_ERROR(RoundTrip(MsgType::kJoin, 0, false, true, "", &steps));
+  SHOAL_RETURN_IF_ERROR(RoundTrip(MsgType::kJoin, 0, Send::kNothing, Take::kValues, "", &steps));
   // Servers agree unless this worker died between its sends to them; then
   // the earliest step is repeated, and the servers past it drop the repeat.
   *step = *std::min_element(steps.begin(), steps.end());
@@ -115,7 +121,7 @@ Status RemoteTable::Join(uint64_t* step) {
 }
 
 Status RemoteTable::Report(const std::string& metric) {
-  return RoundTrip(MsgType::kMetric, 0, false, false, metric);
+  return RoundTrip(MsgType::kMetric, 0, Send::kNothing, Take::kNothing, metric);
 }
 
 Status RemoteTable::FetchAll(const std::vector<Param*>& whole) {
@@ -129,15 +135,25 @@ Status RemoteTable::FetchAll(const std::vector<Param*>& whole) {
       if (slice.server == servers_[s]) all.push_back({slice.key, by_name.at(slice.param), slice.offset, slice.count});
     Reply reply;
     SHOAL_RETURN_IF_ERROR(clients_[s]->Receive(&reply));
-    SHOAL_RETURN_IF_ERROR(Absorb(static_cast<int>(s), reply.view(), all));
+    SHOAL_RETURN_IF_ERROR(Absorb(static_cast<int>(s), reply.view(), all, Take::kValues));
   }
   return Status::Ok();
 }
 
-Status RemoteTable::Push(uint64_t step) { return RoundTrip(MsgType::kUpdateGet, step, true); }
+Status RemoteTable::Push(uint64_t step, double) {
+  SHOAL_RETURN_IF_ERROR(RoundTrip(MsgType::kUpdateGet, step, Send::kGrads, Take::kValues));
+  ++updates_sent_;
+  return Status::Ok();
+}
+
+Status RemoteTable::Exchange(uint64_t step) {
+  SHOAL_RETURN_IF_ERROR(RoundTrip(MsgType::kExchange, step, Send::kValues, Take::kDifference));
+  ++updates_sent_;
+  return Status::Ok();
+}
 
 Status RemoteTable::Finish() {
-  SHOAL_RETURN_IF_ERROR(RoundTrip(MsgType::kDone, 0, false));
+  SHOAL_RETURN_IF_ERROR(RoundTrip(MsgType::kDone, 0, Send::kNothing, Take::kValues));
   clients_.clear();  // hang up now: the servers wait for it before they exit
   return Status::Ok();
 }

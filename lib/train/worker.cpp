@@ -5,11 +5,13 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <thread>
 
 #include "data/shard.h"
 #include "ops/blas.h"
 #include "plan/partition.h"
 #include "train/batch_loader.h"
+#include "train/elastic_table.h"
 #include "train/evaluate.h"
 
 namespace shoal {
@@ -84,7 +86,11 @@ Status Worker::Run(WorkerResult* result) {
     auto r = std::make_unique<RemoteTable>(plan_, options_.id, params, timeout_ms);
     SHOAL_RETURN_IF_ERROR(r->Connect());
     remote = r.get();
-    table = std::move(r);
+    // easgd trains a local replica that exchanges with the servers' centre.
+    if (job.cluster.consistency == "easgd")
+      table = std::make_unique<ElasticTable>(plan_, options_.id, params, std::move(r));
+    else
+      table = std::move(r);
   }
   std::unique_ptr<ShardReader> test;
   if (evaluates) {
@@ -148,7 +154,8 @@ Status Worker::Run(WorkerResult* result) {
     if (!std::isfinite(net_->loss_layer().loss()))
       return Status::InvalidArgument("the loss diverged at step " + std::to_string(step) +
                                      " (lower train.learning_rate)");
-    SHOAL_RETURN_IF_ERROR(table->Push(step));
+    if (options_.slow_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(options_.slow_ms));
+    SHOAL_RETURN_IF_ERROR(table->Push(step, net_->loss_layer().loss()));
     step_ms.push_back(1000.0 * SecondsSince(t0));
     window_loss += net_->loss_layer().loss();
     ++window;
@@ -190,6 +197,8 @@ Status Worker::Run(WorkerResult* result) {
   nlohmann::json done = {{"event", "done"}, {"worker", options_.id}, {"steps", steps},
                          {"train_seconds", train_seconds}, {"ms_per_step_median", result->ms_per_step_median},
                          {"final_loss", result->final_loss}};
+  // What the servers' updates_from should count for this worker (async: no update lost).
+  if (remote) done["updates_sent"] = remote->updates_sent();
   // Worker 0 evaluates the parameters its last step produced (under BSP, the
   // final ones) before it says it is done, so the servers' final checkpoints
   // record the result.

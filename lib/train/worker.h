@@ -20,6 +20,7 @@ struct WorkerOptions {
   bool evaluate = true;      // evaluate on the test shard at the end (worker 0 only by default)
   int steps = 0;             // overrides the job's steps when > 0
   int timeout_ms = 0;        // overrides the job's cluster.timeout_ms when > 0
+  int slow_ms = 0;           // sleeps this long each step: a slow worker on purpose (tests, experiments)
 };
 
 struct WorkerResult {

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Asynchronous (Downpour) training through scripts/train-local.sh: each update
-# is applied as it arrives; the MLP reaches 0.80 and no update is lost. Each
-# worker takes the peers' batch of 64 for 2 epochs (1874 updates) at lr 0.02:
+# is applied as it arrives; the MLP reaches 0.80 and no update is lost (the
+# workers' updates_sent against the server's updates_from and
+# updates_applied). Each worker takes the peers' batch of 64 for 2 epochs
+# (1874 updates) at lr 0.02:
 # stale updates act as extra momentum (Mitliagkas et al., "Asynchrony begets
 # momentum"), so at the synchronous lr 0.05 with momentum 0.9 the result
 # wanders between 0.79 and 0.84; at 0.02 it is about 0.85, as with one worker.
@@ -17,9 +19,20 @@ python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) >= 0.80 else 1)" "$accu
   fail "async test accuracy $accuracy < 0.80"
 ok "async 2 workers reach test accuracy $accuracy (>= 0.80)"
 
-sent=$(($(field "$run/worker-0.jsonl" done "r['steps']") + $(field "$run/worker-1.jsonl" done "r['steps']")))
+# Every update a worker sent was applied, once: per worker, what it reports
+# sending is what the server counted from it, and under async each is
+# applied alone, so together they are the server's applied updates.
+sent=0
+for w in 0 1; do
+  sent_w=$(field "$run/worker-$w.jsonl" done "r['updates_sent']")
+  steps_w=$(field "$run/worker-$w.jsonl" done "r['steps']")
+  taken_w=$(field "$run/server-0.jsonl" server_done "r['updates_from'][$w]")
+  [[ "$sent_w" -eq "$steps_w" ]] || fail "worker $w trained $steps_w steps but sent $sent_w updates"
+  [[ "$sent_w" -eq "$taken_w" ]] || fail "worker $w sent $sent_w updates, the server took in $taken_w from it"
+  sent=$((sent + sent_w))
+done
 applied=$(field "$run/server-0.jsonl" server_done "r['updates_applied']")
 [[ "$sent" -eq "$applied" ]] || fail "workers sent $sent updates, the server applied $applied"
-ok "no update lost: workers sent $sent, the server applied $applied"
+ok "no update lost: workers sent $sent, the server took in each worker's and applied $applied"
 grep -q "test accuracy $accuracy" "$tmp/err" || fail "train-local did not print the outcome"
 ok "train-local prints the outcome"

@@ -29,6 +29,14 @@ expect_failure 1 "$tmp/typo.yaml:[0-9]+:[0-9]+: layer 'fc1': (missing field 'num
   "$bin/dl-plan" "$tmp/typo.yaml"
 ok "a misspelt field is refused"
 
+sed 's/consistency: bsp/consistency: bsp\n  staleness: 2/' "$mlp" >"$tmp/slack.yaml"
+line=$(grep -n 'staleness: 2' "$tmp/slack.yaml" | cut -d: -f1)
+expect_failure 1 "$tmp/slack.yaml:$line:[0-9]+: section 'cluster': field 'staleness' applies only with consistency 'ssp', not with consistency 'bsp'" \
+  "$bin/dl-plan" "$tmp/slack.yaml"
+expect_failure 1 "section 'cluster': field 'easgd_tau' must be at least 1, got 0" \
+  "$bin/dl-plan" "$mlp" --set cluster.consistency=easgd --set cluster.easgd_tau=0
+ok "a slack without ssp, or an easgd period below 1, is refused naming the field"
+
 expect_failure 2 "" "$bin/dl-plan"
 ok "no job file is a usage error (exit 2)"
 

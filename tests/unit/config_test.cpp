@@ -73,6 +73,10 @@ TEST_CASE("a valid job parses, with every unset field at its documented default"
   CHECK(job.cluster.nworkers_per_group == 1);
   CHECK(job.cluster.servers() == 1);
   CHECK(job.cluster.consistency == "bsp");
+  CHECK(job.cluster.staleness == 0);
+  CHECK(job.cluster.easgd_tau == 1);
+  CHECK(job.cluster.easgd_alpha == 0.1);
+  CHECK(!job.cluster.easgd_adaptive);
   CHECK(job.cluster.slice_floats == (1 << 20));
   CHECK(job.cluster.timeout_ms == 60000);
   CHECK(job.data.dataset == "fashion-mnist");
@@ -238,7 +242,7 @@ TEST_CASE("a field of the wrong type or out of range is refused naming it") {
   s = ParseAndBuild(Job(kLayers, "train: {momentum: 1.5}\n"));
   CHECK(Contains(s.message(), "field 'momentum' must be in [0.000000, 1.000000], got 1.500000"));
   s = ParseAndBuild(Job(kLayers, "cluster: {consistency: eventual}\n"));
-  CHECK(Contains(s.message(), "field 'consistency' is 'eventual', expected one of: bsp, async"));
+  CHECK(Contains(s.message(), "field 'consistency' is 'eventual', expected one of: bsp, async, ssp, easgd"));
 }
 
 TEST_CASE("a section that is not a mapping is refused, not thrown") {
@@ -336,14 +340,91 @@ TEST_CASE("two data layers or two loss layers are refused") {
   CHECK(Contains(s.message(), "layer 'loss2': a net has one loss layer; 'loss' is the first"));
 }
 
-TEST_CASE("bsp with several worker groups is refused; async allows it") {
+TEST_CASE("bsp with several worker groups is refused; async, ssp and easgd allow it") {
   Status s = ParseAndBuild(Job(kLayers, "cluster:\n  nworker_groups: 2\n"));
   INFO(s.ToString());
   CHECK(s.message().rfind("job.yaml:8:19: section 'cluster': field 'nworker_groups' must be 1 with "
                           "consistency 'bsp'", 0) == 0);
   CHECK(ParseAndBuild(Job(kLayers, "cluster: {nworker_groups: 2, consistency: async}\n")).ok());
+  CHECK(ParseAndBuild(Job(kLayers, "cluster: {nworker_groups: 2, consistency: ssp, staleness: 1}\n")).ok());
+  CHECK(ParseAndBuild(Job(kLayers, "cluster: {nworker_groups: 2, consistency: easgd}\n")).ok());
   s = ParseAndBuild(Job(kLayers, "cluster: {nserver_groups: 2}\n"));
   CHECK(Contains(s.message(), "field 'nserver_groups' must be 1"));
+}
+
+TEST_CASE("ssp takes a staleness of at least 0, and needs one") {
+  JobConfig job;
+  Status s = ParseJob(Job(kLayers, "cluster: {consistency: ssp, staleness: 3}\n"), "job.yaml", &job);
+  INFO(s.ToString());
+  REQUIRE(s.ok());
+  CHECK(job.cluster.consistency == "ssp");
+  CHECK(job.cluster.staleness == 3);
+  REQUIRE(ParseJob(Job(kLayers, "cluster: {consistency: ssp, staleness: 0}\n"), "job.yaml", &job).ok());
+  CHECK(job.cluster.staleness == 0);
+
+  s = ParseAndBuild(Job(kLayers, "cluster: {consistency: ssp}\n"));
+  CHECK(s.message() == "job.yaml:7:10: section 'cluster': consistency 'ssp' needs field 'staleness' (the slack "
+                       "s >= 0: a worker about to train step t sees every update of steps up to t-1-s)");
+  s = ParseAndBuild(Job(kLayers, "cluster: {consistency: ssp, staleness: -1}\n"));
+  CHECK(s.message() == "job.yaml:7:40: section 'cluster': field 'staleness' must be at least 0, got -1");
+}
+
+TEST_CASE("a consistency model's fields are refused under another model, naming where") {
+  Status s = ParseAndBuild(Job(kLayers, "cluster:\n  staleness: 2\n"));
+  CHECK(s.message() == "job.yaml:8:14: section 'cluster': field 'staleness' applies only with consistency "
+                       "'ssp', not with consistency 'bsp'");
+  s = ParseAndBuild(Job(kLayers, "cluster: {consistency: async, easgd_alpha: 0.2}\n"));
+  CHECK(s.message() == "job.yaml:7:44: section 'cluster': field 'easgd_alpha' applies only with consistency "
+                       "'easgd', not with consistency 'async'");
+  for (const char* key : {"easgd_tau: 2", "easgd_adaptive: true", "easgd_loss_threshold: 3"}) {
+    INFO(key);
+    s = ParseAndBuild(Job(kLayers, std::string("cluster: {consistency: ssp, staleness: 1, ") + key + "}\n"));
+    CHECK(Contains(s.message(), "applies only with consistency 'easgd', not with consistency 'ssp'"));
+  }
+}
+
+TEST_CASE("easgd: tau of at least 1, alpha strictly inside (0, 1)") {
+  JobConfig job;
+  Status s = ParseJob(Job(kLayers, "cluster: {consistency: easgd, easgd_tau: 8, easgd_alpha: 0.3}\n"),
+                      "job.yaml", &job);
+  INFO(s.ToString());
+  REQUIRE(s.ok());
+  CHECK(job.cluster.consistency == "easgd");
+  CHECK(job.cluster.easgd_tau == 8);
+  CHECK(job.cluster.easgd_alpha == 0.3);
+  CHECK(!job.cluster.easgd_adaptive);
+
+  s = ParseAndBuild(Job(kLayers, "cluster: {consistency: easgd, easgd_tau: 0}\n"));
+  CHECK(s.message() == "job.yaml:7:42: section 'cluster': field 'easgd_tau' must be at least 1, got 0");
+  for (const char* alpha : {"0", "1", "1.0", "-0.5"}) {
+    INFO(alpha);
+    s = ParseAndBuild(Job(kLayers, std::string("cluster: {consistency: easgd, easgd_alpha: ") + alpha + "}\n"));
+    CHECK(Contains(s.message(), "job.yaml:7:44: section 'cluster': field 'easgd_alpha' must"));
+  }
+  s = ParseAndBuild(Job(kLayers, "cluster: {consistency: easgd, easgd_alpha: 1}\n"));
+  CHECK(Contains(s.message(), "field 'easgd_alpha' must be strictly between 0 and 1, got 1.000000"));
+  s = ParseAndBuild(Job(kLayers, "cluster: {consistency: easgd, easgd_loss_threshold: 4}\n"));
+  CHECK(Contains(s.message(), "field 'easgd_loss_threshold' applies only with easgd_adaptive: true"));
+}
+
+TEST_CASE("easgd_adaptive exchanges by loss: it needs a positive threshold and refuses a period") {
+  JobConfig job;
+  Status s = ParseJob(Job(kLayers, "cluster: {consistency: easgd, easgd_adaptive: true, easgd_loss_threshold: 2.5}\n"),
+                      "job.yaml", &job);
+  INFO(s.ToString());
+  REQUIRE(s.ok());
+  CHECK(job.cluster.easgd_adaptive);
+  CHECK(job.cluster.easgd_loss_threshold == 2.5);
+
+  s = ParseAndBuild(Job(kLayers, "cluster: {consistency: easgd, easgd_adaptive: true}\n"));
+  CHECK(s.message() == "job.yaml:7:10: section 'cluster': easgd_adaptive: true needs field "
+                       "'easgd_loss_threshold' (DeepSpark's L_cut: a worker exchanges when its loss summed since "
+                       "the last exchange passes it)");
+  s = ParseAndBuild(Job(kLayers, "cluster: {consistency: easgd, easgd_adaptive: true, easgd_loss_threshold: 0}\n"));
+  CHECK(Contains(s.message(), "field 'easgd_loss_threshold' must be greater than 0"));
+  s = ParseAndBuild(
+      Job(kLayers, "cluster: {consistency: easgd, easgd_adaptive: true, easgd_loss_threshold: 1, easgd_tau: 4}\n"));
+  CHECK(Contains(s.message(), "field 'easgd_tau' is not used with easgd_adaptive: true"));
 }
 
 TEST_CASE("LoadJobFile applies section.field=value overrides before validating") {

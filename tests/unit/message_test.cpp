@@ -67,6 +67,26 @@ TEST_CASE("an update with several entries survives Encode and Decode unchanged")
   CHECK(Floats(view.entries[2]) == kB);
 }
 
+TEST_CASE("an exchange carries parameters as entries, type 11 on the wire, and round-trips") {
+  auto bytes = EncodeToBytes({MsgType::kExchange, 5, 40, 1}, {{2, kA.data(), 3}});
+  CHECK(bytes[kTypeAt] == 11);
+  MessageView view;
+  Status s = DecodeBytes(bytes, &view);
+  INFO(s.ToString());
+  REQUIRE(s.ok());
+  CHECK(view.header.type == MsgType::kExchange);
+  CHECK(view.header.step == 40);
+  CHECK(view.header.sender == 1);
+  REQUIRE(view.entries.size() == 1);
+  CHECK(view.entries[0].key == 2);
+  CHECK(Floats(view.entries[0]) == kA);
+  // It is no text message: text bytes after its entries are refused.
+  bytes = EncodeToBytes({MsgType::kExchange, 5, 40, 1}, {{2, kA.data(), 3}}, "x");
+  s = DecodeBytes(bytes, &view);
+  CHECK(s.code() == Status::Code::kCorruption);
+  CHECK(s.message() == "1 trailing bytes after the entries");
+}
+
 TEST_CASE("the header is little-endian with the documented magic, version and payload size") {
   auto bytes = TwoEntryUpdate();
   CHECK(std::string(bytes.begin(), bytes.begin() + 4) == "SHOL");
@@ -132,7 +152,7 @@ TEST_CASE("Decode refuses another protocol version, naming both") {
 
 TEST_CASE("Decode refuses an unknown message type, naming it") {
   MessageView view;
-  for (uint16_t type : {0, 12, 99, 102, 65535}) {
+  for (uint16_t type : {0, 13, 99, 102, 65535}) {
     auto bytes = TwoEntryUpdate();
     PutAt<uint16_t>(&bytes, kTypeAt, type);
     Status s = DecodeBytes(bytes, &view);
@@ -216,7 +236,8 @@ TEST_CASE("every message type has a name") {
   CHECK(std::string(MsgTypeName(MsgType::kJoin)) == "join");
   CHECK(std::string(MsgTypeName(MsgType::kFeature)) == "feature");
   CHECK(std::string(MsgTypeName(MsgType::kSync)) == "sync");
-  CHECK(std::string(MsgTypeName(static_cast<MsgType>(12))) == "unknown");
+  CHECK(std::string(MsgTypeName(MsgType::kExchange)) == "exchange");
+  CHECK(std::string(MsgTypeName(static_cast<MsgType>(13))) == "unknown");
 }
 
 }  // namespace

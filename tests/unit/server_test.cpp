@@ -26,105 +26,12 @@
 #include "plan/plan.h"
 #include "ps/param_init.h"
 #include "ps/server.h"
+#include "server_fixture.h"
 
 namespace shoal {
 namespace {
 
 using std::chrono::milliseconds;
-
-constexpr int kTimeoutMs = 2000;
-constexpr float kLr = 0.1f, kMomentum = 0.9f;
-
-// data [1,2,2] → fully_connected 3 → softmax_loss: fc.weight (12 floats, key 0)
-// and fc.bias (3 floats, key 1), both on the one server; two workers.
-// `train` adds fields to the train section (or overrides the updater).
-std::string TinyJob(const std::string& consistency, const std::string& train = "updater: momentum") {
-  return "model:\n"
-         "  layers:\n"
-         "    - {name: data, type: data, shape: [1, 2, 2]}\n"
-         "    - {name: fc, type: fully_connected, srclayers: data, num_output: 3}\n"
-         "    - {name: loss, type: softmax_loss, srclayers: [fc, data]}\n"
-         "train: {steps: 10, " + train + ", learning_rate: 0.1, momentum: 0.9, seed: 3}\n"
-         "cluster: {nworkers_per_group: 2, nservers_per_group: 1, consistency: " +
-         consistency + ", timeout_ms: " + std::to_string(kTimeoutMs) + "}\n";
-}
-
-std::string UniqueEndpoint() {
-  static std::atomic<int> next{0};
-  return "inproc://server-test-" + std::to_string(next++);
-}
-
-std::string TempDirPath() {
-  char tmpl[] = "/tmp/shoal-server-test-XXXXXX";
-  return mkdtemp(tmpl);
-}
-
-// A plan, and a server on a thread running Run() until done or shut down.
-// The plan is declared first: the server keeps a reference to it.
-struct ServerFixture {
-  Plan plan;
-  std::unique_ptr<ParameterServer> server;
-  std::future<Status> run;
-  std::string endpoint = UniqueEndpoint();
-  std::string checkpoint_dir;
-
-  explicit ServerFixture(const std::string& consistency, const std::string& ckpt_dir = "",
-                         const std::string& train = "updater: momentum") {
-    checkpoint_dir = ckpt_dir;
-    JobConfig job;
-    REQUIRE(ParseJob(TinyJob(consistency, train), "tiny.yaml", &job).ok());
-    PlanOptions options;
-    options.endpoints = {endpoint};
-    REQUIRE(MakeDataParallelPlan(job, options, &plan).ok());
-    REQUIRE(plan.slices.size() == 2);
-    ServerOptions server_options;
-    server_options.checkpoint_dir = ckpt_dir;
-    server = std::make_unique<ParameterServer>(plan, server_options);
-    Status s = server->Start();
-    INFO(s.ToString());
-    REQUIRE(s.ok());
-    run = std::async(std::launch::async, [this] { return server->Run(); });
-  }
-
-  // Asks the server to stop (unless it already has) and waits for Run().
-  Status Stop() {
-    if (!Shutdown()) return Status::Timeout("the server did not stop");
-    return run.get();
-  }
-
-  ~ServerFixture() {
-    if (run.valid()) Shutdown();
-    if (!checkpoint_dir.empty()) std::filesystem::remove_all(checkpoint_dir);
-  }
-
- private:
-  bool Shutdown() {
-    if (run.wait_for(milliseconds(0)) != std::future_status::ready) {
-      RpcClient tool;
-      Reply reply;
-      if (tool.Dial(endpoint, kTimeoutMs).ok())
-        (void)tool.Call({MsgType::kShutdown, plan.hash_value(), 0, kToolSender}, {}, &reply);
-    }
-    return run.wait_for(milliseconds(kTimeoutMs + 1000)) == std::future_status::ready;
-  }
-
- public:
-  std::vector<float> Initial(uint32_t key) const {
-    std::vector<float> full;
-    InitializeParam(*plan.FindParam(plan.slices[key].param), plan.job.train.seed, &full);
-    return full;
-  }
-
-  MsgHeader Header(MsgType type, uint64_t step, uint32_t sender) const {
-    return {type, plan.hash_value(), step, sender};
-  }
-};
-
-std::unique_ptr<RpcClient> Connect(const ServerFixture& f, int timeout_ms = kTimeoutMs) {
-  auto client = std::make_unique<RpcClient>();
-  REQUIRE(client->Dial(f.endpoint, timeout_ms).ok());
-  return client;
-}
 
 // A worker's gradients for both slices: distinct per worker and element.
 struct Grads {
@@ -696,6 +603,188 @@ TEST_CASE("async: each update is applied as it arrives and gets answer at once")
   CHECK(f.Stop().ok());
 }
 
+// The cluster fields of ssp with slack `s`, for ServerFixture.
+std::string Ssp(int s) { return "ssp, staleness: " + std::to_string(s); }
+
+TEST_CASE("ssp: a worker ahead parks exactly when the slowest clock is below its clock minus the slack") {
+  ServerFixture f(Ssp(2));
+  auto fast = Connect(f), slow = Connect(f);
+  Reply reply;
+  // The fast worker's steps 0 and 1 read at clocks 1 and 2 while the slow
+  // worker is at 0: within the slack, answered at once (the second exactly at it).
+  for (int step = 0; step < 2; ++step) {
+    REQUIRE(fast->Call(f.Header(MsgType::kUpdateGet, step, 0), MakeGrads(0, step).Entries(), &reply).ok());
+    CHECK(reply.view().header.step == static_cast<uint64_t>(step) + 1);
+  }
+  CHECK(f.server->stats().ssp_waits == 0);
+  CHECK(f.server->stats().max_staleness_served == 2);
+
+  // Step 2 reads at clock 3: 3 − 0 > 2, so it parks, its update applied all the same.
+  REQUIRE(fast->Send(f.Header(MsgType::kUpdateGet, 2, 0), MakeGrads(0, 2).Entries()).ok());
+  Reply parked;
+  auto answer = std::async(std::launch::async, [&] { return fast->Receive(&parked); });
+  CHECK(answer.wait_for(milliseconds(200)) == std::future_status::timeout);
+  ServerStats stats = f.server->stats();
+  CHECK(stats.ssp_waits == 1);
+  CHECK(stats.version == 3);
+
+  // The slow worker's step 0 brings the slowest clock to 1, and 3 − 1 <= 2:
+  // both are answered, with every update so far.
+  REQUIRE(slow->Call(f.Header(MsgType::kUpdateGet, 0, 1), MakeGrads(1, 0).Entries(), &reply).ok());
+  REQUIRE(answer.wait_for(milliseconds(kTimeoutMs)) == std::future_status::ready);
+  Status s = answer.get();
+  INFO(s.ToString());
+  REQUIRE(s.ok());
+  CHECK(reply.view().header.step == 4);
+  CHECK(parked.view().header.step == 4);
+  CheckValues(EntryValues(parked, 0), EntryValues(reply, 0));
+  stats = f.server->stats();
+  CHECK(stats.ssp_waits == 1);
+  CHECK(stats.max_staleness_served == 2);
+  CHECK(stats.updates_from == std::vector<uint64_t>{3, 1});
+  CHECK(f.Stop().ok());
+}
+
+TEST_CASE("ssp: slack 0 reads what bsp would, a done worker holds nobody back, a skipped clock is refused") {
+  ServerFixture f(Ssp(0));
+  auto worker0 = Connect(f), worker1 = Connect(f);
+  Reply reply0, reply1;
+  // Worker 0's read at clock 1 waits for worker 1's update of step 0.
+  REQUIRE(worker0->Send(f.Header(MsgType::kUpdateGet, 0, 0), MakeGrads(0, 0).Entries()).ok());
+  auto answer = std::async(std::launch::async, [&] { return worker0->Receive(&reply0); });
+  CHECK(answer.wait_for(milliseconds(200)) == std::future_status::timeout);
+  REQUIRE(worker1->Call(f.Header(MsgType::kUpdateGet, 0, 1), MakeGrads(1, 0).Entries(), &reply1).ok());
+  REQUIRE(answer.wait_for(milliseconds(kTimeoutMs)) == std::future_status::ready);
+  REQUIRE(answer.get().ok());
+  CheckValues(EntryValues(reply0, 0), EntryValues(reply1, 0));
+  CHECK(f.server->stats().max_staleness_served == 0);
+
+  Status s = Update(worker0.get(), f, 5, 0, MakeGrads(0, 5), &reply0);
+  CHECK(Contains(s.message(), "update for step 5 but worker 0's clock here is 1"));
+
+  // Worker 1 is done at clock 1; worker 0 reads at clock 2 at once.
+  REQUIRE(worker1->Send(f.Header(MsgType::kDone, 0, 1), {}).ok());
+  auto done1 = std::async(std::launch::async, [&] { return worker1->Receive(&reply1); });
+  std::this_thread::sleep_for(milliseconds(50));
+  REQUIRE(worker0->Call(f.Header(MsgType::kUpdateGet, 1, 0), MakeGrads(0, 1).Entries(), &reply0).ok());
+  CHECK(reply0.view().header.step == 3);
+  CHECK(f.server->stats().ssp_waits == 1);
+  REQUIRE(worker0->Call(f.Header(MsgType::kDone, 0, 0), {}, &reply0).ok());
+  REQUIRE(done1.wait_for(milliseconds(kTimeoutMs)) == std::future_status::ready);
+  CHECK(done1.get().ok());
+  REQUIRE(f.run.wait_for(milliseconds(3000)) == std::future_status::ready);
+  CHECK(f.run.get().ok());
+}
+
+// A worker's replica as it might be after some local steps: the centre
+// (cw, cb) moved by `offset` (+ i/10 for weight element i).
+Grads Replica(const std::vector<float>& cw, const std::vector<float>& cb, float offset) {
+  Grads x;
+  for (size_t i = 0; i < cw.size(); ++i) x.weight.push_back(cw[i] + offset + 0.1f * i);
+  for (size_t i = 0; i < cb.size(); ++i) x.bias.push_back(cb[i] - offset);
+  return x;
+}
+
+// alpha·(x − c), and c moved by it.
+void Pull(float alpha, const std::vector<float>& x, std::vector<float>* c, std::vector<float>* d) {
+  d->resize(x.size());
+  for (size_t i = 0; i < x.size(); ++i) {
+    (*d)[i] = alpha * (x[i] - (*c)[i]);
+    (*c)[i] += (*d)[i];
+  }
+}
+
+TEST_CASE("easgd: an exchange moves the centre by alpha·(x − centre) and answers with that difference") {
+  ServerFixture f("easgd, easgd_alpha: 0.25");
+  auto worker0 = Connect(f), worker1 = Connect(f);
+  Reply reply;
+  REQUIRE(worker0->Call(f.Header(MsgType::kJoin, 0, 0), {}, &reply).ok());
+  CHECK(reply.view().header.step == 0);
+  std::vector<float> cw = f.Initial(0), cb = f.Initial(1), dw, db;
+
+  const Grads x0 = Replica(cw, cb, 1.0f);
+  REQUIRE(worker0->Call(f.Header(MsgType::kExchange, 3, 0), x0.Entries(), &reply).ok());
+  CHECK(reply.view().header.step == 1);
+  Pull(0.25f, x0.weight, &cw, &dw);
+  Pull(0.25f, x0.bias, &cb, &db);
+  CheckValues(EntryValues(reply, 0), dw);
+  CheckValues(EntryValues(reply, 1), db);
+  REQUIRE(worker1->Call(f.Header(MsgType::kGet, 0, 1), {}, &reply).ok());
+  CheckValues(EntryValues(reply, 0), cw);
+
+  // Worker 1 pulls from where the centre is now.
+  const Grads x1 = Replica(f.Initial(0), f.Initial(1), -2.0f);
+  REQUIRE(worker1->Call(f.Header(MsgType::kExchange, 3, 1), x1.Entries(), &reply).ok());
+  Pull(0.25f, x1.weight, &cw, &dw);
+  CheckValues(EntryValues(reply, 0), dw);
+
+  // A rejoined worker goes on after its last exchange; repeating that step's
+  // exchange moves nothing and gets a difference of 0.
+  REQUIRE(worker0->Call(f.Header(MsgType::kJoin, 0, 0), {}, &reply).ok());
+  CHECK(reply.view().header.step == 4);
+  REQUIRE(worker0->Call(f.Header(MsgType::kExchange, 3, 0), x0.Entries(), &reply).ok());
+  CheckValues(EntryValues(reply, 0), std::vector<float>(12, 0.0f));
+  REQUIRE(worker0->Call(f.Header(MsgType::kGet, 0, 0), {}, &reply).ok());
+  CheckValues(EntryValues(reply, 0), cw);
+  ServerStats stats = f.server->stats();
+  CHECK(stats.version == 2);
+  CHECK(stats.updates_from == std::vector<uint64_t>{1, 1});
+  CHECK(stats.updates_repeated == 1);
+
+  // Gradients have no place at the centre.
+  Status s = worker0->Call(f.Header(MsgType::kUpdateGet, 4, 0), MakeGrads(0, 4).Entries(), &reply);
+  CHECK(Contains(s.message(), "update-get under consistency 'easgd': its workers send their parameters"));
+  CHECK(f.Stop().ok());
+}
+
+TEST_CASE("an exchange is refused under another consistency, and without the sender's slices") {
+  ServerFixture bsp("bsp"), easgd("easgd");
+  const Grads x = MakeGrads(0, 0);
+  Reply reply;
+  Status s = Connect(bsp)->Call(bsp.Header(MsgType::kExchange, 0, 0), x.Entries(), &reply);
+  CHECK(Contains(s.message(), "an exchange needs consistency 'easgd'; this server runs 'bsp'"));
+  s = Connect(easgd)->Call(easgd.Header(MsgType::kExchange, 0, 0), {x.Entries()[0]}, &reply);
+  CHECK(Contains(s.message(), "exchange from worker 0 carries 1 slices; the plan gives it 2 on this server"));
+  CHECK(easgd.server->stats().version == 0);
+  CHECK(bsp.Stop().ok());
+  CHECK(easgd.Stop().ok());
+}
+
+TEST_CASE("easgd: a checkpoint holds the centre's values and no updater state; a resumed server serves them") {
+  const std::string dir = TempDirPath();
+  ServerFixture f("easgd", dir);
+  auto worker0 = Connect(f);
+  Reply reply;
+  REQUIRE(worker0->Call(f.Header(MsgType::kExchange, 6, 0), Replica(f.Initial(0), f.Initial(1), 0.5f).Entries(),
+                        &reply).ok());
+  REQUIRE(worker0->Call(f.Header(MsgType::kGet, 0, 0), {}, &reply).ok());
+  const std::vector<float> centre = EntryValues(reply, 0);
+  REQUIRE(f.Stop().ok());
+
+  Checkpoint ckpt;
+  REQUIRE(ReadCheckpoint(ListCheckpoints(dir, 0).back(), &ckpt).ok());
+  REQUIRE(ckpt.tensors.size() == 2);  // fc.weight and fc.bias: no velocity though the updater is momentum
+  CHECK(ckpt.tensors[0].name == "fc.weight");
+  CHECK(ckpt.tensors[0].data == centre);
+  CHECK(ckpt.updates_from == std::vector<uint64_t>{7, 0});
+
+  ServerOptions resume;
+  resume.resume_dir = dir;
+  ParameterServer again(f.plan, resume);
+  Status s = again.Start();
+  INFO(s.ToString());
+  REQUIRE(s.ok());
+  auto run = std::async(std::launch::async, [&] { return again.Run(); });
+  auto rejoined = Connect(f);
+  REQUIRE(rejoined->Call(f.Header(MsgType::kJoin, 0, 0), {}, &reply).ok());
+  CHECK(reply.view().header.step == 7);
+  CheckValues(EntryValues(reply, 0), centre);
+  REQUIRE(rejoined->Call({MsgType::kShutdown, f.plan.hash_value(), 0, kToolSender}, {}, &reply).ok());
+  REQUIRE(run.wait_for(milliseconds(3000)) == std::future_status::ready);
+  CHECK(run.get().ok());
+  std::filesystem::remove_all(dir);
+}
+
 TEST_CASE("a stats request is answered with JSON and a shutdown ends Run") {
   ServerFixture f("bsp");
   auto tool = Connect(f);
@@ -705,6 +794,10 @@ TEST_CASE("a stats request is answered with JSON and a shutdown ends Run") {
   nlohmann::json j = nlohmann::json::parse(reply.view().text);
   CHECK(j["version"] == 0);
   CHECK(j["workers_done"] == 0);
+  CHECK(j["consistency"] == "bsp");
+  CHECK(j["updates_from"] == nlohmann::json::array({0, 0}));
+  CHECK(j["ssp_waits"] == 0);
+  CHECK(j["max_staleness_served"] == 0);
   REQUIRE(tool->Call(f.Header(MsgType::kShutdown, 0, kToolSender), {}, &reply).ok());
   REQUIRE(f.run.wait_for(milliseconds(3000)) == std::future_status::ready);
   CHECK(f.run.get().ok());

@@ -1,0 +1,21 @@
+#include "ps/server_stats.h"
+
+namespace shoal {
+
+nlohmann::json StatsToJson(const ServerStats& s) {
+  return {{"version", s.version},
+          {"updates_received", s.updates_received},
+          {"updates_applied", s.updates_applied},
+          {"updates_repeated", s.updates_repeated},
+          {"updates_from", s.updates_from},
+          {"gets", s.gets},
+          {"gets_waited", s.gets_waited},
+          {"ssp_waits", s.ssp_waits},
+          {"max_staleness_served", s.max_staleness_served},
+          {"bad_requests", s.bad_requests},
+          {"checkpoints", s.checkpoints},
+          {"syncs_received", s.syncs_received},
+          {"workers_done", s.workers_done}};
+}
+
+}  // namespace shoal

@@ -1,0 +1,37 @@
+// What a parameter server counts: answered to a stats request and printed
+// by dl-server when it exits, from this one definition.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace shoal {
+
+struct ServerStats {
+  uint64_t version = 0;
+  uint64_t updates_received = 0;
+  uint64_t updates_repeated = 0;  // from rejoined workers, dropped
+  uint64_t updates_applied = 0;
+  // Per worker: the updates (easgd: exchanges) this server took in from it
+  // since it started, repeats not counted; under async each is applied alone,
+  // so they add up to updates_applied and a worker's updates_sent meets its own.
+  std::vector<uint64_t> updates_from;
+  uint64_t gets = 0;
+  uint64_t gets_waited = 0;
+  // ssp: reads parked until the slowest worker caught up to within the slack.
+  uint64_t ssp_waits = 0;
+  // ssp: the most, over every read answered, of its clock − the slowest
+  // worker's clock when it was answered: the steps of the slowest worker the
+  // reader had to go without. Never above cluster.staleness.
+  uint64_t max_staleness_served = 0;
+  uint64_t bad_requests = 0;
+  uint64_t checkpoints = 0;
+  uint64_t syncs_received = 0;  // several server groups: neighbours' copies averaged in
+  int workers_done = 0;
+};
+
+nlohmann::json StatsToJson(const ServerStats& stats);
+
+}  // namespace shoal
