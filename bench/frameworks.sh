@@ -24,6 +24,9 @@ frameworks=(
   "allreduce: cluster.nworker_groups=1 cluster.nworkers_per_group=4 cluster.nservers_per_group=4 cluster.server_worker_separate=false cluster.consistency=bsp"
   "downpour: cluster.nworker_groups=4 cluster.nworkers_per_group=1 cluster.consistency=async train.learning_rate=0.02"
   "hogwild: cluster.nworker_groups=4 cluster.nworkers_per_group=1 cluster.nserver_groups=2 cluster.consistency=async cluster.sync_freq=20 train.learning_rate=0.02"
+  "ssp: cluster.nworker_groups=4 cluster.nworkers_per_group=1 cluster.consistency=ssp cluster.staleness=2 train.learning_rate=0.02"
+  "easgd: cluster.nworker_groups=4 cluster.nworkers_per_group=1 cluster.consistency=easgd cluster.easgd_tau=4"
+  "easgd-adaptive: cluster.nworker_groups=4 cluster.nworkers_per_group=1 cluster.consistency=easgd cluster.easgd_adaptive=true cluster.easgd_loss_threshold=4"
 )
 for entry in "${frameworks[@]}"; do
   name=${entry%%:*}
