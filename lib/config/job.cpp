@@ -138,6 +138,7 @@ Status ParseCluster(const YAML::Node& node, const std::string& source, ClusterCo
   SHOAL_RETURN_IF_ERROR(f.Int("slice_floats", c->slice_floats, &c->slice_floats, 1));
   SHOAL_RETURN_IF_ERROR(f.Int("timeout_ms", c->timeout_ms, &c->timeout_ms, 1));
   SHOAL_RETURN_IF_ERROR(f.String("tls_dir", c->tls_dir, &c->tls_dir));
+  SHOAL_RETURN_IF_ERROR(f.Choice("wire", c->wire, {"fp32", "fp16"}, &c->wire));
   if (c->nserver_groups != 1)
     return f.FieldError("nserver_groups", "must be 1 (several server groups are not supported yet)");
   if (c->consistency == "bsp" && c->nworker_groups != 1)

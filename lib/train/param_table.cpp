@@ -47,6 +47,7 @@ RemoteTable::RemoteTable(const Plan& plan, int worker, std::vector<Param*> param
 }
 
 Status RemoteTable::Connect() {
+  SHOAL_RETURN_IF_ERROR(EncodingNamed(plan_.job.cluster.wire, &wire_));
   for (const auto& server : plan_.servers) {
     TlsIdentity tls = TlsIdentityFor(plan_.job.cluster.tls_dir, "worker", worker_);
     tls.server_name = ServerCertificateName(server.id);
@@ -63,8 +64,8 @@ Status RemoteTable::RoundTrip(MsgType type, uint64_t step, bool with_grads, bool
     std::vector<EntryRef> entries;
     if (with_grads)
       for (const auto& p : pieces_[s]) {
-        entries.push_back({p.key, p.param->grad.data() + p.offset, static_cast<uint32_t>(p.count)});
-        bytes_sent_ += 4ull * p.count;
+        entries.push_back({p.key, p.param->grad.data() + p.offset, static_cast<uint32_t>(p.count), wire_});
+        bytes_sent_ += p.count * BytesPerValue(wire_);
       }
     SHOAL_RETURN_IF_ERROR(clients_[s]->Send(h, entries, text));
   }
@@ -73,7 +74,7 @@ Status RemoteTable::RoundTrip(MsgType type, uint64_t step, bool with_grads, bool
     SHOAL_RETURN_IF_ERROR(clients_[s]->Receive(&reply));
     if (fill) {
       SHOAL_RETURN_IF_ERROR(Absorb(static_cast<int>(s), reply.view(), pieces_[s]));
-      for (const auto& p : pieces_[s]) bytes_received_ += 4ull * p.count;
+      for (const auto& e : reply.view().entries) bytes_received_ += e.value_bytes();
     }
     if (steps) steps->push_back(reply.view().header.step);
   }
@@ -93,7 +94,7 @@ Status RemoteTable::Absorb(int server, const MessageView& reply, const std::vect
     if (e.key != pieces[i].key || e.count != pieces[i].count)
       return Status::Corruption("server '" + endpoint + "' sent slice " + std::to_string(e.key) +
                                 " where the plan has slice " + std::to_string(pieces[i].key));
-    std::memcpy(pieces[i].param->value.data() + pieces[i].offset, e.data, 4ull * e.count);
+    CopyValues(e, pieces[i].param->value.data() + pieces[i].offset);
   }
   return Status::Ok();
 }

@@ -61,7 +61,8 @@ class RemoteTable : public ParamTable {
   Status Finish() override;
   Status Report(const std::string& metric) override;
   Status FetchAll(const std::vector<Param*>& whole) override;
-  // Parameter bytes of training (gradients out, values in), payload only.
+  // Parameter bytes of training (gradients out, values in): the values'
+  // bytes as encoded on the wire (half of fp32's with cluster.wire: fp16).
   uint64_t bytes_sent() const { return bytes_sent_; }
   uint64_t bytes_received() const { return bytes_received_; }
 
@@ -82,6 +83,7 @@ class RemoteTable : public ParamTable {
   int worker_;
   int timeout_ms_;
   uint64_t plan_hash_;
+  ValueEncoding wire_ = ValueEncoding::kF32;  // cluster.wire: how gradients go and values come back
   std::vector<std::unique_ptr<RpcClient>> clients_;
   std::vector<std::vector<Piece>> pieces_;  // per server
   uint64_t bytes_sent_ = 0, bytes_received_ = 0;
