@@ -4,7 +4,6 @@
 #include <nng/protocol/pipeline0/push.h>
 
 #include <chrono>
-#include <cstring>
 
 #include "comm/message.h"
 #include "comm/tls.h"
@@ -154,7 +153,7 @@ Status GroupChannel::Receive(int rank, uint32_t tag, uint64_t step, float* data,
     s = Status::InvalidArgument("worker " + std::to_string(peer) + " sent " + std::to_string(view.entries[0].count) +
                                 " floats of " + what + " (step " + std::to_string(step) + "), " +
                                 std::to_string(count) + " were expected");
-  if (s.ok()) std::memcpy(data, view.entries[0].data, 4ull * count);
+  if (s.ok()) CopyValues(view.entries[0], data);
   nng_msg_free(msg);
   return s;
 }

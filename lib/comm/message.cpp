@@ -2,6 +2,8 @@
 
 #include <cstring>
 
+#include "comm/half.h"
+
 namespace shoal {
 namespace {
 
@@ -28,7 +30,33 @@ bool CarriesText(MsgType t) {
   return t == MsgType::kError || t == MsgType::kStats || t == MsgType::kMetric;
 }
 
+bool IsKnownEncoding(uint16_t e) { return e == 0 || e == 1; }
+
 }  // namespace
+
+const char* EncodingName(ValueEncoding encoding) {
+  switch (encoding) {
+    case ValueEncoding::kF32: return "fp32";
+    case ValueEncoding::kF16: return "fp16";
+  }
+  return "unknown";
+}
+
+size_t BytesPerValue(ValueEncoding encoding) { return encoding == ValueEncoding::kF16 ? 2 : 4; }
+
+Status EncodingNamed(const std::string& name, ValueEncoding* encoding) {
+  for (ValueEncoding e : {ValueEncoding::kF32, ValueEncoding::kF16})
+    if (name == EncodingName(e)) {
+      *encoding = e;
+      return Status::Ok();
+    }
+  return Status::InvalidArgument("no value encoding is called '" + name + "' (fp32, fp16)");
+}
+
+void CopyValues(const EntryView& e, float* out) {
+  if (e.encoding == ValueEncoding::kF16) HalvesToFloats(e.data, e.count, out);
+  else std::memcpy(out, e.data, 4ull * e.count);
+}
 
 const char* MsgTypeName(MsgType type) {
   switch (type) {
@@ -52,7 +80,7 @@ const char* MsgTypeName(MsgType type) {
 
 size_t EncodedSize(const std::vector<EntryRef>& entries, const std::string& text) {
   size_t n = kHeaderBytes + text.size();
-  for (const auto& e : entries) n += 8 + 4ull * e.count;
+  for (const auto& e : entries) n += kEntryHeaderBytes + e.count * BytesPerValue(e.encoding);
   return n;
 }
 
@@ -69,9 +97,12 @@ void Encode(const MsgHeader& h, const std::vector<EntryRef>& entries, const std:
   Put<uint64_t>(p, EncodedSize(entries, text) - kHeaderBytes);
   for (const auto& e : entries) {
     Put<uint32_t>(p, e.key);
+    Put<uint16_t>(p, static_cast<uint16_t>(e.encoding));
+    Put<uint16_t>(p, 0);
     Put<uint32_t>(p, e.count);
-    std::memcpy(p, e.data, 4ull * e.count);
-    p += 4ull * e.count;
+    if (e.encoding == ValueEncoding::kF16) FloatsToHalves(e.data, e.count, p);
+    else std::memcpy(p, e.data, 4ull * e.count);
+    p += e.count * BytesPerValue(e.encoding);
   }
   std::memcpy(p, text.data(), text.size());
 }
@@ -107,15 +138,23 @@ Status Decode(const unsigned char* data, size_t size, MessageView* out) {
   }
   out->entries.reserve(count);
   for (uint32_t i = 0; i < count; ++i) {
-    if (end - p < 8) return Status::Corruption("entry " + std::to_string(i) + " is cut short");
+    if (static_cast<size_t>(end - p) < kEntryHeaderBytes)
+      return Status::Corruption("entry " + std::to_string(i) + " is cut short");
     EntryView e;
     e.key = Get<uint32_t>(p);
+    const uint16_t encoding = Get<uint16_t>(p);
+    const uint16_t zero = Get<uint16_t>(p);
     e.count = Get<uint32_t>(p);
-    if (static_cast<uint64_t>(end - p) < 4ull * e.count)
-      return Status::Corruption("entry " + std::to_string(i) + " (key " + std::to_string(e.key) +
-                                ") announces " + std::to_string(e.count) + " floats past the end");
+    const std::string entry = "entry " + std::to_string(i) + " (key " + std::to_string(e.key) + ")";
+    if (!IsKnownEncoding(encoding))
+      return Status::Corruption(entry + " has unknown value encoding " + std::to_string(encoding));
+    if (zero != 0) return Status::Corruption(entry + " has " + std::to_string(zero) + " where 0 belongs");
+    e.encoding = static_cast<ValueEncoding>(encoding);
+    if (static_cast<uint64_t>(end - p) < e.value_bytes())
+      return Status::Corruption(entry + " announces " + std::to_string(e.count) + " " + EncodingName(e.encoding) +
+                                " values past the end");
     e.data = p;
-    p += 4ull * e.count;
+    p += e.value_bytes();
     out->entries.push_back(e);
   }
   if (p != end) return Status::Corruption(std::to_string(end - p) + " trailing bytes after the entries");

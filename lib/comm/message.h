@@ -3,8 +3,11 @@
 //
 //   u32 magic "SHOL" | u16 protocol version | u16 type | u64 plan hash |
 //   u64 step (version or clock) | u32 sender | u32 entry count | u64 payload bytes
-//   payload: `entry count` × (u32 key | u32 float count | floats), or, for
-//   kError, kStats and kMetric, UTF-8 text.
+//   payload: `entry count` entries, or, for kError, kStats and kMetric, UTF-8 text.
+//   entry: u32 key | u16 encoding | u16 zero | u32 value count | values
+// Each entry says how its values are encoded (ValueEncoding): fp32, or IEEE
+// half for parameters and gradients under cluster.wire: fp16. Version 1 had
+// 8-byte entries of fp32 only; a peer of the other version is refused.
 #pragma once
 
 #include <cstddef>
@@ -36,8 +39,9 @@ enum class MsgType : uint16_t {
 const char* MsgTypeName(MsgType type);
 
 constexpr uint32_t kMsgMagic = 0x4C4F4853;  // "SHOL" read as little-endian
-constexpr uint16_t kProtocolVersion = 1;
+constexpr uint16_t kProtocolVersion = 2;
 constexpr size_t kHeaderBytes = 40;
+constexpr size_t kEntryHeaderBytes = 12;
 constexpr uint32_t kToolSender = ~0u;  // dl-ckpt, tests: not a worker
 
 struct MsgHeader {
@@ -47,20 +51,38 @@ struct MsgHeader {
   uint32_t sender = 0;
 };
 
-// A tensor slice to send: the bytes stay where they are until encoded.
+// How an entry's values travel.
+enum class ValueEncoding : uint16_t {
+  kF32 = 0,  // IEEE single, as computed
+  kF16 = 1,  // IEEE half (lib/comm/half.h): half the bytes, about 3 significant digits
+};
+const char* EncodingName(ValueEncoding encoding);
+size_t BytesPerValue(ValueEncoding encoding);
+// The encoding EncodingName calls `name` (as cluster.wire names them).
+Status EncodingNamed(const std::string& name, ValueEncoding* encoding);
+
+// A tensor slice to send: the floats stay where they are until encoded,
+// converted to `encoding` then.
 struct EntryRef {
   uint32_t key;
   const float* data;
   uint32_t count;
+  ValueEncoding encoding = ValueEncoding::kF32;
 };
 
 // A decoded entry: points into the received buffer, valid while it lives.
-// The data may be unaligned for float: copy it out with std::memcpy.
+// The values may be unaligned and either encoding: read them with CopyValues.
 struct EntryView {
   uint32_t key;
   const unsigned char* data;
   uint32_t count;
+  ValueEncoding encoding;
+  // The values' bytes on the wire: what the byte counters count.
+  size_t value_bytes() const { return count * BytesPerValue(encoding); }
 };
+
+// Writes the entry's `count` values, as floats, to `out`.
+void CopyValues(const EntryView& entry, float* out);
 
 struct MessageView {
   MsgHeader header;

@@ -71,6 +71,7 @@ struct ClusterConfig {
   int slice_floats = 1 << 20;       // parameters larger than this are cut into slices
   int timeout_ms = 60000;           // every wait for a peer gives up after this long
   std::string tls_dir;              // certificates from scripts/make-certs.sh: TLS with mutual authentication
+  std::string wire = "fp32";        // fp32 | fp16: how gradients and parameter values travel (servers keep fp32)
 
   int workers() const { return nworker_groups * nworkers_per_group; }
   int servers() const { return nserver_groups * nservers_per_group; }

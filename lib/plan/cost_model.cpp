@@ -125,9 +125,9 @@ LayerCost NodeCost(const LayerFacts& layer, Choice choice, const Grouping& g, co
   const double per_worker = choice == Choice::kModel ? layer.params * share : layer.params;
   const double total = layer.params * replicas;  // each direction
   const double busiest = g.servers > 0 && total / g.servers > per_worker ? total / g.servers : per_worker;
-  cost.param_bytes_out = cost.param_bytes_in = per_worker * kBytesPerFloat;
+  cost.param_bytes_out = cost.param_bytes_in = per_worker * g.param_value_bytes;
   cost.param_floats_total = 2.0 * total;
-  cost.param_s = 2.0 * busiest * kBytesPerFloat / p.bytes_per_second() + 2.0 * p.latency_seconds();
+  cost.param_s = 2.0 * busiest * g.param_value_bytes / p.bytes_per_second() + 2.0 * p.latency_seconds();
   return cost;
 }
 

@@ -47,6 +47,7 @@ struct Grouping {
   int group_size = 1;  // M
   int batch = 1;       // B: records per step over all workers
   int servers = 0;     // S; 0: enough that server links are never the bottleneck
+  double param_value_bytes = 4.0;  // a gradient or parameter value on the wire (cluster.wire)
   int groups() const { return workers / group_size; }
   double records_per_group() const { return static_cast<double>(batch) / groups(); }
 };

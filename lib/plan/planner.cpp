@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 
+#include "comm/message.h"
 #include "config/fields.h"
 #include "net/net.h"
 
@@ -94,11 +95,11 @@ std::vector<int> Divisors(int n) {
 
 // The fewest servers whose links carry no more than a worker's: the total
 // parameter traffic of a layer over the busiest worker's.
-int ChooseServers(const std::vector<LayerCost>& costs, int workers) {
+int ChooseServers(const std::vector<LayerCost>& costs, int workers, double value_bytes) {
   int servers = 1;
   for (const auto& c : costs) {
     if (c.param_bytes_out <= 0.0) continue;
-    double ratio = c.param_floats_total / 2.0 * 4.0 / c.param_bytes_out;
+    double ratio = c.param_floats_total / 2.0 * value_bytes / c.param_bytes_out;
     servers = std::max(servers, static_cast<int>(std::ceil(ratio - 1e-9)));
   }
   return std::min(servers, workers);
@@ -169,6 +170,7 @@ Status PlanLayers(const std::vector<LayerFacts>& layers, const std::vector<Layer
   base.workers = n;
   base.batch = batch;
   base.servers = options.servers;
+  base.param_value_bytes = options.param_value_bytes;
   // Every layer that can take `c` takes it; the others are data parallel.
   auto fixed = [&](Choice c) {
     std::vector<Choice> v;
@@ -224,7 +226,8 @@ Status PlanLayers(const std::vector<LayerFacts>& layers, const std::vector<Layer
   }
   if (options.servers == 0) {
     chosen.servers = 0;
-    chosen.servers = ChooseServers(CostBreakdown(layers, report->choices, ranks, chosen, p), n);
+    chosen.servers = ChooseServers(CostBreakdown(layers, report->choices, ranks, chosen, p), n,
+                                   chosen.param_value_bytes);
   }
   report->grouping = chosen;
   report->costs = CostBreakdown(layers, report->choices, ranks, chosen, p);
@@ -240,6 +243,9 @@ Status PlanJob(const JobConfig& job, const PlannerOptions& options, PartitionRep
   SHOAL_RETURN_IF_ERROR(ReadOverrides(job, layers, &overrides));
   PlannerOptions o = options;
   if (o.workers == 0) o.workers = job.cluster.workers();
+  ValueEncoding wire;
+  SHOAL_RETURN_IF_ERROR(EncodingNamed(job.cluster.wire, &wire).Within(job.source));
+  o.param_value_bytes = static_cast<double>(BytesPerValue(wire));
   const int batch = job.train.batch_size * job.cluster.workers();
   return PlanLayers(layers, overrides, batch, o, job.source, report);
 }

@@ -25,6 +25,7 @@ struct PlannerOptions {
   int servers = 0;  // S; 0: the planner chooses
   int group_size = 0;  // M; 0: the planner chooses (optimal), 1 (data), N (model)
   ClusterProfile profile;
+  double param_value_bytes = 4.0;  // a gradient or value on the wire; PlanJob takes the job's cluster.wire
 };
 
 // A user's fixed choice for a layer.

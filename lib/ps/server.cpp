@@ -62,6 +62,7 @@ Status ParameterServer::Start() {
   if (options_.id < 0 || options_.id >= static_cast<int>(plan_.servers.size()))
     return Status::InvalidArgument("server id " + std::to_string(options_.id) + " is not in the plan (it has " +
                                    std::to_string(plan_.servers.size()) + " servers)");
+  SHOAL_RETURN_IF_ERROR(EncodingNamed(plan_.job.cluster.wire, &wire_));
   for (const auto& param : plan_.params) {
     std::vector<float> full;
     bool initialised = false;
@@ -295,7 +296,7 @@ void ParameterServer::HandleUpdate(int slot, const MessageView& req) {
       } else {
         for (const auto& e : req.entries) {
           waiting_[sender].emplace_back(e.key, std::vector<float>(e.count));
-          std::memcpy(waiting_[sender].back().second.data(), e.data, 4ull * e.count);
+          CopyValues(e, waiting_[sender].back().second.data());
         }
       }
       for (; next_to_sum_ < workers_ && contributed_[next_to_sum_]; ++next_to_sum_) {
@@ -337,13 +338,12 @@ void ParameterServer::HandleSync(int slot, const MessageView& req) {
     return;
   }
   // Halfway toward the neighbour's copy: repeated, copies meet at their mean.
+  std::vector<float> theirs;
   for (const auto& e : req.entries) {
     std::vector<float>& value = slices_[e.key].value;
-    for (uint32_t i = 0; i < e.count; ++i) {
-      float v;
-      std::memcpy(&v, e.data + 4ull * i, 4);
-      value[i] = 0.5f * (value[i] + v);
-    }
+    theirs.resize(e.count);
+    CopyValues(e, theirs.data());
+    for (uint32_t i = 0; i < e.count; ++i) value[i] = 0.5f * (value[i] + theirs[i]);
   }
   ++stats_.syncs_received;
   ReplyOk(slot);
@@ -377,7 +377,7 @@ void ParameterServer::HandleExchange(int slot, const MessageView& req) {
   for (const auto& e : req.entries) {
     diffs.emplace_back(e.count, 0.0f);
     if (repeated) continue;
-    std::memcpy(diffs.back().data(), e.data, 4ull * e.count);
+    CopyValues(e, diffs.back().data());
     ElasticExchange(static_cast<float>(plan_.job.cluster.easgd_alpha), &diffs.back(), &slices_[e.key].value);
   }
   if (repeated) {
@@ -396,13 +396,12 @@ void ParameterServer::HandleExchange(int slot, const MessageView& req) {
 }
 
 void ParameterServer::AddGradients(const std::vector<EntryView>& entries) {
+  std::vector<float> grad;  // fp32 whatever the wire carried: sums stay fp32
   for (const auto& e : entries) {
     std::vector<float>& sum = slices_[e.key].grad_sum;
-    for (uint32_t i = 0; i < e.count; ++i) {
-      float g;
-      std::memcpy(&g, e.data + 4ull * i, 4);
-      sum[i] += g;
-    }
+    grad.resize(e.count);
+    CopyValues(e, grad.data());
+    for (uint32_t i = 0; i < e.count; ++i) sum[i] += grad[i];
   }
 }
 
@@ -448,7 +447,7 @@ void ParameterServer::HandlePut(int slot, const MessageView& req) {
     ReplyError(slot, "put " + mismatch);
     return;
   }
-  for (const auto& e : req.entries) std::memcpy(slices_[e.key].value.data(), e.data, 4ull * e.count);
+  for (const auto& e : req.entries) CopyValues(e, slices_[e.key].value.data());
   ReplyOk(slot);
 }
 
@@ -481,10 +480,14 @@ void ParameterServer::ServeParked() {
 }
 
 void ParameterServer::ReplyParams(int slot, int worker, uint64_t step) {
+  // A worker's own slices are what training exchanges every step: they
+  // travel as cluster.wire says. A get of every slice (evaluation, tools)
+  // takes the exact fp32 values.
+  const ValueEncoding encoding = worker < 0 ? ValueEncoding::kF32 : wire_;
   std::vector<EntryRef> entries;
   auto add = [&](uint32_t key) {
     const Slice& s = slices_.at(key);
-    entries.push_back({key, s.value.data(), static_cast<uint32_t>(s.value.size())});
+    entries.push_back({key, s.value.data(), static_cast<uint32_t>(s.value.size()), encoding});
   };
   if (worker < 0)
     for (const auto& [key, s] : slices_) add(key);

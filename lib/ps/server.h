@@ -21,7 +21,9 @@
 // the step it was in: an update of a step already counted or applied is
 // dropped and answered as the first one was, so nothing is applied twice.
 // An update-get is an update answered like a get of the next version: one
-// round trip per step. A worker's `done` waits until every worker is done and is answered with
+// round trip per step. Gradients may arrive as fp16 (cluster.wire) and are
+// summed and applied in fp32; a worker's slices go back in the wire's encoding.
+// A worker's `done` waits until every worker is done and is answered with
 // the final parameters; then the server checkpoints and exits.
 #pragma once
 
@@ -124,6 +126,7 @@ class ParameterServer {
   Consistency consistency_;
   bool bsp_;  // consistency_ == kBsp, which most paths ask
   std::unique_ptr<ServerSync> sync_;  // several server groups
+  ValueEncoding wire_ = ValueEncoding::kF32;  // cluster.wire: how workers' slices travel
   RpcServer rpc_;
 
   std::mutex mu_;

@@ -49,6 +49,7 @@ RemoteTable::RemoteTable(const Plan& plan, int worker, std::vector<Param*> param
 }
 
 Status RemoteTable::Connect() {
+  SHOAL_RETURN_IF_ERROR(EncodingNamed(plan_.job.cluster.wire, &wire_));
   for (int id : servers_) {
     const ServerPlan& server = plan_.servers[id];
     TlsIdentity tls = TlsIdentityFor(plan_.job.cluster.tls_dir, "worker", worker_);
@@ -67,8 +68,8 @@ Status RemoteTable::RoundTrip(MsgType type, uint64_t step, Send send, Take take,
     if (send != Send::kNothing)
       for (const auto& p : pieces_[s]) {
         const Tensor& from = send == Send::kGrads ? p.param->grad : p.param->value;
-        entries.push_back({p.key, from.data() + p.offset, static_cast<uint32_t>(p.count)});
-        bytes_sent_ += 4ull * p.count;
+        entries.push_back({p.key, from.data() + p.offset, static_cast<uint32_t>(p.count), wire_});
+        bytes_sent_ += p.count * BytesPerValue(wire_);
       }
     SHOAL_RETURN_IF_ERROR(clients_[s]->Send(h, entries, text));
   }
@@ -77,7 +78,7 @@ Status RemoteTable::RoundTrip(MsgType type, uint64_t step, Send send, Take take,
     SHOAL_RETURN_IF_ERROR(clients_[s]->Receive(&reply));
     if (take != Take::kNothing) {
       SHOAL_RETURN_IF_ERROR(Absorb(static_cast<int>(s), reply.view(), pieces_[s], take));
-      for (const auto& p : pieces_[s]) bytes_received_ += 4ull * p.count;
+      for (const auto& e : reply.view().entries) bytes_received_ += e.value_bytes();
     }
     if (steps) steps->push_back(reply.view().header.step);
   }
@@ -99,14 +100,12 @@ Status RemoteTable::Absorb(int server, const MessageView& reply, const std::vect
                                 " where the plan has slice " + std::to_string(pieces[i].key));
     float* values = pieces[i].param->value.data() + pieces[i].offset;
     if (take == Take::kValues) {
-      std::memcpy(values, e.data, 4ull * e.count);
+      CopyValues(e, values);
       continue;
     }
-    for (uint32_t j = 0; j < e.count; ++j) {
-      float d;
-      std::memcpy(&d, e.data + 4ull * j, 4);  // unaligned in the buffer
-      values[j] -= d;
-    }
+    differences_.resize(e.count);
+    CopyValues(e, differences_.data());
+    for (uint32_t j = 0; j < e.count; ++j) values[j] -= differences_[j];
   }
   return Status::Ok();
 }

@@ -67,7 +67,7 @@ class RemoteTable : public ParamTable {
   Status Report(const std::string& metric) override;
   Status FetchAll(const std::vector<Param*>& whole) override;
   // Parameter bytes of training (gradients or values out, values or
-  // differences in), payload only.
+  // differences in): as encoded on the wire (half of fp32's with cluster.wire: fp16).
   uint64_t bytes_sent() const { return bytes_sent_; }
   uint64_t bytes_received() const { return bytes_received_; }
   // Updates (easgd: exchanges) sent, each to every server: what the servers'
@@ -94,6 +94,8 @@ class RemoteTable : public ParamTable {
   int worker_;
   int timeout_ms_;
   uint64_t plan_hash_;
+  ValueEncoding wire_ = ValueEncoding::kF32;  // cluster.wire: how gradients go and values come back
+  std::vector<float> differences_;            // easgd: a reply's differences, decoded
   std::vector<std::unique_ptr<RpcClient>> clients_;
   std::vector<int> servers_;                // the ones this worker talks to (its server group)
   std::vector<std::vector<Piece>> pieces_;  // per server of servers_

@@ -79,6 +79,7 @@ TEST_CASE("a valid job parses, with every unset field at its documented default"
   CHECK(!job.cluster.easgd_adaptive);
   CHECK(job.cluster.slice_floats == (1 << 20));
   CHECK(job.cluster.timeout_ms == 60000);
+  CHECK(job.cluster.wire == "fp32");
   CHECK(job.data.dataset == "fashion-mnist");
   CHECK(job.data.shards.empty());
   CHECK(Contains(job.yaml_text, "fully_connected"));
@@ -93,7 +94,7 @@ TEST_CASE("explicit sections override the defaults, and sgd means momentum 0") {
                           "train: {batch_size: 8, steps: 12, updater: sgd, learning_rate: 0.5,\n"
                           "        lr_schedule: {kind: step, every: 4, gamma: 0.5}}\n"
                           "cluster: {nworker_groups: 2, nworkers_per_group: 3, consistency: async,\n"
-                          "          nservers_per_group: 2, slice_floats: 10, timeout_ms: 500}\n"
+                          "          nservers_per_group: 2, slice_floats: 10, timeout_ms: 500, wire: fp16}\n"
                           "data: {dataset: mnist, shards: runs/x}\n"),
                       "job.yaml", &job);
   INFO(s.ToString());
@@ -108,6 +109,7 @@ TEST_CASE("explicit sections override the defaults, and sgd means momentum 0") {
   CHECK(job.cluster.servers() == 2);
   CHECK(job.cluster.consistency == "async");
   CHECK(job.cluster.slice_floats == 10);
+  CHECK(job.cluster.wire == "fp16");
   CHECK(job.data.dataset == "mnist");
   CHECK(job.data.shards == "runs/x");
 }
@@ -243,6 +245,8 @@ TEST_CASE("a field of the wrong type or out of range is refused naming it") {
   CHECK(Contains(s.message(), "field 'momentum' must be in [0.000000, 1.000000], got 1.500000"));
   s = ParseAndBuild(Job(kLayers, "cluster: {consistency: eventual}\n"));
   CHECK(Contains(s.message(), "field 'consistency' is 'eventual', expected one of: bsp, async, ssp, easgd"));
+  s = ParseAndBuild(Job(kLayers, "cluster: {wire: bf16}\n"));
+  CHECK(Contains(s.message(), "field 'wire' is 'bf16', expected one of: fp32, fp16"));
 }
 
 TEST_CASE("a section that is not a mapping is refused, not thrown") {

@@ -2,6 +2,7 @@
 // everything a bad peer could send, saying what was wrong.
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -29,12 +30,13 @@ void PutAt(std::vector<unsigned char>* bytes, size_t offset, T value) {
 
 std::vector<float> Floats(const EntryView& e) {
   std::vector<float> out(e.count);
-  std::memcpy(out.data(), e.data, 4ull * e.count);
+  CopyValues(e, out.data());
   return out;
 }
 
-// Header field offsets, from the layout in message.h.
+// Header and entry field offsets, from the layout in message.h.
 constexpr size_t kVersionAt = 4, kTypeAt = 6, kCountAt = 28, kPayloadAt = 32;
+constexpr size_t kEntryEncodingAt = 4, kEntryZeroAt = 6, kEntryCountAt = 8;
 
 const std::vector<float> kA = {1.5f, -2.0f, 3.25f};
 const std::vector<float> kB = {0.0f, 1e-30f, -7.0f, 42.0f, 5.5f};
@@ -48,7 +50,7 @@ std::vector<unsigned char> TwoEntryUpdate() {
 TEST_CASE("an update with several entries survives Encode and Decode unchanged") {
   std::vector<float> empty;
   auto bytes = EncodeToBytes(UpdateHeader(), {{7, kA.data(), 3}, {0, empty.data(), 0}, {9, kB.data(), 5}});
-  CHECK(bytes.size() == kHeaderBytes + (8 + 12) + 8 + (8 + 20));
+  CHECK(bytes.size() == kHeaderBytes + (12 + 12) + 12 + (12 + 20));
   MessageView view;
   Status s = DecodeBytes(bytes, &view);
   INFO(s.ToString());
@@ -60,6 +62,7 @@ TEST_CASE("an update with several entries survives Encode and Decode unchanged")
   CHECK(view.text.empty());
   REQUIRE(view.entries.size() == 3);
   CHECK(view.entries[0].key == 7);
+  CHECK(view.entries[0].encoding == ValueEncoding::kF32);
   CHECK(Floats(view.entries[0]) == kA);
   CHECK(view.entries[1].key == 0);
   CHECK(view.entries[1].count == 0);
@@ -85,6 +88,55 @@ TEST_CASE("an exchange carries parameters as entries, type 11 on the wire, and r
   s = DecodeBytes(bytes, &view);
   CHECK(s.code() == Status::Code::kCorruption);
   CHECK(s.message() == "1 trailing bytes after the entries");
+}
+
+TEST_CASE("fp16 entries carry two bytes a value, say so, and decode to the values' nearest halves") {
+  const std::vector<float> exact = {1.5f, -2.0f, 3.25f, 65504.0f, 0x1p-24f};
+  const std::vector<float> rounded = {0.1f, 1e6f, 1e-9f};
+  auto bytes = EncodeToBytes(UpdateHeader(), {{7, exact.data(), 5, ValueEncoding::kF16},
+                                              {8, rounded.data(), 3, ValueEncoding::kF16},
+                                              {9, kA.data(), 3}});
+  CHECK(bytes.size() == kHeaderBytes + (12 + 10) + (12 + 6) + (12 + 12));
+  CHECK(bytes[kHeaderBytes + kEntryEncodingAt] == 1);
+  MessageView view;
+  Status s = DecodeBytes(bytes, &view);
+  INFO(s.ToString());
+  REQUIRE(s.ok());
+  REQUIRE(view.entries.size() == 3);
+  CHECK(view.entries[0].encoding == ValueEncoding::kF16);
+  CHECK(view.entries[0].value_bytes() == 10);
+  CHECK(Floats(view.entries[0]) == exact);
+  const std::vector<float> halves = Floats(view.entries[1]);
+  CHECK(halves[0] == 0.0999755859375f);
+  CHECK(std::isinf(halves[1]));
+  CHECK(halves[2] == 0.0f);
+  // One message may mix encodings: each entry says its own.
+  CHECK(view.entries[2].encoding == ValueEncoding::kF32);
+  CHECK(Floats(view.entries[2]) == kA);
+}
+
+TEST_CASE("Decode refuses an unknown value encoding and a non-zero reserved field, naming the entry") {
+  MessageView view;
+  for (uint16_t encoding : {2, 3, 0xffff}) {
+    auto bytes = TwoEntryUpdate();
+    PutAt<uint16_t>(&bytes, kHeaderBytes + kEntryEncodingAt, encoding);
+    Status s = DecodeBytes(bytes, &view);
+    INFO("encoding " << encoding);
+    CHECK(s.code() == Status::Code::kCorruption);
+    CHECK(s.message() == "entry 0 (key 7) has unknown value encoding " + std::to_string(encoding));
+  }
+  auto bytes = TwoEntryUpdate();
+  PutAt<uint16_t>(&bytes, kHeaderBytes + kEntryZeroAt, 5);
+  Status s = DecodeBytes(bytes, &view);
+  CHECK(s.code() == Status::Code::kCorruption);
+  CHECK(s.message() == "entry 0 (key 7) has 5 where 0 belongs");
+}
+
+TEST_CASE("every encoding has a name and a size") {
+  CHECK(std::string(EncodingName(ValueEncoding::kF32)) == "fp32");
+  CHECK(std::string(EncodingName(ValueEncoding::kF16)) == "fp16");
+  CHECK(BytesPerValue(ValueEncoding::kF32) == 4);
+  CHECK(BytesPerValue(ValueEncoding::kF16) == 2);
 }
 
 TEST_CASE("the header is little-endian with the documented magic, version and payload size") {
@@ -143,11 +195,11 @@ TEST_CASE("Decode refuses a message without shoal's magic") {
 
 TEST_CASE("Decode refuses another protocol version, naming both") {
   auto bytes = TwoEntryUpdate();
-  PutAt<uint16_t>(&bytes, kVersionAt, 2);
+  PutAt<uint16_t>(&bytes, kVersionAt, 1);  // 8-byte fp32 entries: read as version 2 they would be garbage
   MessageView view;
   Status s = DecodeBytes(bytes, &view);
   CHECK(s.code() == Status::Code::kCorruption);
-  CHECK(s.message() == "protocol version 2, expected 1");
+  CHECK(s.message() == "protocol version 1, expected 2");
 }
 
 TEST_CASE("Decode refuses an unknown message type, naming it") {
@@ -181,18 +233,25 @@ TEST_CASE("Decode refuses a payload length that differs from the bytes received"
 TEST_CASE("Decode refuses an entry announcing more floats than the message holds") {
   auto bytes = TwoEntryUpdate();
   // The second entry (key 9) starts after the header and the first entry.
-  const size_t second = kHeaderBytes + 8 + 12;
-  PutAt<uint32_t>(&bytes, second + 4, 6);  // 5 floats present
+  const size_t second = kHeaderBytes + kEntryHeaderBytes + 12;
+  PutAt<uint32_t>(&bytes, second + kEntryCountAt, 6);  // 5 floats present
   MessageView view;
   Status s = DecodeBytes(bytes, &view);
   CHECK(s.code() == Status::Code::kCorruption);
-  CHECK(s.message() == "entry 1 (key 9) announces 6 floats past the end");
+  CHECK(s.message() == "entry 1 (key 9) announces 6 fp32 values past the end");
 
   // A count large enough to overflow a 32-bit byte count.
   bytes = TwoEntryUpdate();
-  PutAt<uint32_t>(&bytes, kHeaderBytes + 4, 0x40000001u);
+  PutAt<uint32_t>(&bytes, kHeaderBytes + kEntryCountAt, 0x40000001u);
   s = DecodeBytes(bytes, &view);
-  CHECK(s.message() == "entry 0 (key 7) announces 1073741825 floats past the end");
+  CHECK(s.message() == "entry 0 (key 7) announces 1073741825 fp32 values past the end");
+
+  // Read as halves, the second entry's 20 bytes hold 10 values, not 11.
+  bytes = EncodeToBytes(UpdateHeader(), {{9, kB.data(), 5, ValueEncoding::kF16}});
+  CHECK(bytes.size() == kHeaderBytes + kEntryHeaderBytes + 10);
+  PutAt<uint32_t>(&bytes, kHeaderBytes + kEntryCountAt, 6);
+  s = DecodeBytes(bytes, &view);
+  CHECK(s.message() == "entry 0 (key 9) announces 6 fp16 values past the end");
 }
 
 TEST_CASE("Decode refuses more entries than the payload holds") {
@@ -206,11 +265,11 @@ TEST_CASE("Decode refuses more entries than the payload holds") {
 
 TEST_CASE("Decode refuses trailing bytes after the entries") {
   auto bytes = TwoEntryUpdate();
-  PutAt<uint32_t>(&bytes, kCountAt, 1);  // the second entry's 28 bytes become trailing
+  PutAt<uint32_t>(&bytes, kCountAt, 1);  // the second entry's 32 bytes become trailing
   MessageView view;
   Status s = DecodeBytes(bytes, &view);
   CHECK(s.code() == Status::Code::kCorruption);
-  CHECK(s.message() == "28 trailing bytes after the entries");
+  CHECK(s.message() == "32 trailing bytes after the entries");
 }
 
 TEST_CASE("Decode refuses a text message that claims entries") {

@@ -105,6 +105,29 @@ TEST_CASE("the Fashion-MNIST MLP on a fast link is all data parallel") {
   }
 }
 
+TEST_CASE("cluster.wire: fp16 halves the predicted parameter bytes and leaves the feature bytes") {
+  PlannerOptions o;
+  o.profile = LoadProfile("configs/clusters/1gbe-8node.yaml");
+  o.workers = 2;
+  o.servers = 1;
+  o.strategy = Strategy::kModel;  // some feature traffic to leave alone
+  PartitionReport fp32 = Plan("configs/fashion-mlp.yaml", o);
+  PartitionReport fp16 = Plan("configs/fashion-mlp.yaml", o, {"cluster.wire=fp16"});
+  REQUIRE(fp32.costs.size() == fp16.costs.size());
+  double params = 0.0, features = 0.0;
+  for (size_t i = 0; i < fp32.costs.size(); ++i) {
+    INFO("layer " << fp32.layers[i].name);
+    CHECK(fp16.costs[i].param_bytes_out == doctest::Approx(fp32.costs[i].param_bytes_out / 2));
+    CHECK(fp16.costs[i].param_bytes_in == doctest::Approx(fp32.costs[i].param_bytes_in / 2));
+    CHECK(fp16.costs[i].feature_bytes_in == doctest::Approx(fp32.costs[i].feature_bytes_in));
+    CHECK(fp16.costs[i].param_floats_total == doctest::Approx(fp32.costs[i].param_floats_total));
+    params += fp32.costs[i].param_bytes_out;
+    features += fp32.costs[i].feature_bytes_in;
+  }
+  CHECK(params > 0.0);
+  CHECK(features > 0.0);
+}
+
 // A uniform chain: data [d] -> L fully connected layers of d outputs -> loss.
 std::vector<LayerFacts> UniformChain(int layers, double d) {
   std::vector<LayerFacts> v;
