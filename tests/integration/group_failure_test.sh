@@ -14,7 +14,7 @@ for w in 0 1 2; do
     >"$tmp/w$w.jsonl" 2>"$tmp/w$w.log" &
   pids[w]=$!
 done
-for ((i = 0; i < 200; i++)); do  # until the group is training
+for ((i = 0; i < 600; i++)); do  # until the group is training (up to a minute on a loaded machine)
   grep -q '"event":"step"' "$tmp/w0.jsonl" 2>/dev/null && break
   sleep 0.1
 done
