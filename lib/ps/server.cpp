@@ -82,8 +82,17 @@ Status ParameterServer::Start() {
       slices_.emplace(key, std::move(s));
     }
   }
-  holders_ = HoldersPerKey(plan_);
-  for (const auto& w : plan_.workers) served_ += ServerGroupOf(plan_, w.id) == group_;
+  // Who holds what, worked out once per worker: how many hold each key
+  // (HoldersPerKey), and which of this server's keys each worker sends.
+  holders_.assign(plan_.slices.size(), 0);
+  for (const auto& w : plan_.workers) {
+    served_ += ServerGroupOf(plan_, w.id) == group_;
+    held_.emplace_back();
+    for (uint32_t key : KeysHeldBy(plan_, w.id)) {
+      ++holders_[key];
+      if (slices_.count(key)) held_.back().push_back(key);
+    }
+  }
   if (plan_.job.cluster.nserver_groups > 1) {
     sync_ = std::make_unique<ServerSync>(plan_, options_.id, [this](auto* values) {
       std::lock_guard<std::mutex> lock(mu_);
@@ -91,11 +100,6 @@ Status ParameterServer::Start() {
       for (const auto& [key, s] : slices_) values->emplace_back(key, s.value);
     });
     sync_->Start();
-  }
-  for (const auto& w : plan_.workers) {
-    held_.emplace_back();
-    for (uint32_t key : KeysHeldBy(plan_, w.id))
-      if (slices_.count(key)) held_.back().push_back(key);
   }
   if (!options_.resume_dir.empty()) SHOAL_RETURN_IF_ERROR(Resume());
   if (!options_.checkpoint_dir.empty()) {
