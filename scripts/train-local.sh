@@ -40,8 +40,9 @@ else
   [[ -z "${PROFILE:-}" ]] || options+=(--cluster "$PROFILE")
   if [[ -n "${CLUSTER:-}" ]]; then
     # Servers on the head, worker w on host w mod N: every endpoint on its host's address.
-    mapfile -t cluster_hosts < <("$root/scripts/netns-cluster.sh" hosts "$CLUSTER" | grep -v '^head ')
-    head=$("$root/scripts/netns-cluster.sh" hosts "$CLUSTER" | awk '$1 == "head" {print $2}')
+    mapfile -t cluster_hosts < <("$root/scripts/netns-cluster.sh" hosts "$CLUSTER")
+    head=${cluster_hosts[-1]#head }  # `hosts` lists the head last
+    unset 'cluster_hosts[-1]'
     read -r n_workers n_servers separate < <("$bin/dl-plan" "$job" "${sets[@]}" --strategy data |
       python3 -c 'import json,sys; c = json.load(sys.stdin)["cluster"]; print(c["workers"], c["servers"], c["server_worker_separate"])')
     endpoints="" worker_endpoints=""
