@@ -73,6 +73,34 @@ Status Update(RpcClient* client, const ServerFixture& f, uint64_t step, uint32_t
   return client->Call(f.Header(MsgType::kUpdate, step, sender), g.Entries(), reply);
 }
 
+// The fixture's plan served again from the checkpoints in `dir`, in the
+// background; Stop() shuts it down and checks that Run ended well.
+class ResumedServer {
+ public:
+  ResumedServer(const ServerFixture& f, const std::string& dir) : f_(f), server_(f.plan, Options(dir)) {
+    Status s = server_.Start();
+    INFO(s.ToString());
+    REQUIRE(s.ok());
+    run_ = std::async(std::launch::async, [this] { return server_.Run(); });
+  }
+  void Stop() {
+    Reply reply;
+    REQUIRE(Connect(f_)->Call({MsgType::kShutdown, f_.plan.hash_value(), 0, kToolSender}, {}, &reply).ok());
+    REQUIRE(run_.wait_for(milliseconds(3000)) == std::future_status::ready);
+    CHECK(run_.get().ok());
+  }
+
+ private:
+  static ServerOptions Options(const std::string& dir) {
+    ServerOptions o;
+    o.resume_dir = dir;
+    return o;
+  }
+  const ServerFixture& f_;
+  ParameterServer server_;
+  std::future<Status> run_;
+};
+
 TEST_CASE("bsp: a get for the next version waits for every worker's update, then sees their mean applied") {
   ServerFixture f("bsp");
   auto worker0 = Connect(f), worker1 = Connect(f);
@@ -282,20 +310,15 @@ TEST_CASE("a server resumed from a checkpoint serves its values and version; ano
 
   // The same plan, restarted from the checkpoint: a joining worker gets the
   // trained values and goes on at step 1.
+  {
+    ResumedServer again(f, dir);
+    REQUIRE(Connect(f)->Call(f.Header(MsgType::kJoin, 0, 1), {}, &reply).ok());
+    CHECK(reply.view().header.step == 1);
+    CheckValues(EntryValues(reply, 0), trained);
+    again.Stop();
+  }
   ServerOptions resume;
   resume.resume_dir = dir;
-  ParameterServer again(f.plan, resume);
-  Status s = again.Start();
-  INFO(s.ToString());
-  REQUIRE(s.ok());
-  auto run = std::async(std::launch::async, [&] { return again.Run(); });
-  auto rejoined = Connect(f);
-  REQUIRE(rejoined->Call(f.Header(MsgType::kJoin, 0, 1), {}, &reply).ok());
-  CHECK(reply.view().header.step == 1);
-  CheckValues(EntryValues(reply, 0), trained);
-  REQUIRE(rejoined->Call({MsgType::kShutdown, f.plan.hash_value(), 0, kToolSender}, {}, &reply).ok());
-  REQUIRE(run.wait_for(milliseconds(3000)) == std::future_status::ready);
-  CHECK(run.get().ok());
 
   // Another plan (another endpoint, so another hash) refuses the checkpoint.
   JobConfig job;
@@ -305,7 +328,7 @@ TEST_CASE("a server resumed from a checkpoint serves its values and version; ano
   Plan other_plan;
   REQUIRE(MakeDataParallelPlan(job, options, &other_plan).ok());
   ParameterServer other(other_plan, resume);
-  s = other.Start();
+  Status s = other.Start();
   CHECK(Contains(s.message(), "belongs to plan " + f.plan.hash));
   std::filesystem::remove_all(dir);
 }
@@ -367,19 +390,9 @@ TEST_CASE("adam: a checkpoint holds both of its buffers, and a resumed server go
   CHECK(FindTensor(ckpt, "fc.bias@exp_avg_sq") != nullptr);
 
   // Resumed, step 1 continues from both buffers (and bias-corrects as Adam's step 2).
-  ServerOptions resume;
-  resume.resume_dir = dir;
-  ParameterServer again(f.plan, resume);
-  Status s = again.Start();
-  INFO(s.ToString());
-  REQUIRE(s.ok());
-  auto run = std::async(std::launch::async, [&] { return again.Run(); });
+  ResumedServer again(f, dir);
   const std::vector<float> w2 = TrainStep(f, 1, 0);
-  auto tool = Connect(f);
-  Reply reply;
-  REQUIRE(tool->Call({MsgType::kShutdown, f.plan.hash_value(), 0, kToolSender}, {}, &reply).ok());
-  REQUIRE(run.wait_for(milliseconds(3000)) == std::future_status::ready);
-  CHECK(run.get().ok());
+  again.Stop();
   std::vector<float> fresh = w;  // what forgetting the buffers would give
   UpdaterState zeros = NewUpdaterState(adam, w.size());
   ApplyUpdate(adam, 1, w.size(), MeanGrads(0, 1).data(), fresh.data(), &zeros);
@@ -768,20 +781,11 @@ TEST_CASE("easgd: a checkpoint holds the centre's values and no updater state; a
   CHECK(ckpt.tensors[0].data == centre);
   CHECK(ckpt.updates_from == std::vector<uint64_t>{7, 0});
 
-  ServerOptions resume;
-  resume.resume_dir = dir;
-  ParameterServer again(f.plan, resume);
-  Status s = again.Start();
-  INFO(s.ToString());
-  REQUIRE(s.ok());
-  auto run = std::async(std::launch::async, [&] { return again.Run(); });
-  auto rejoined = Connect(f);
-  REQUIRE(rejoined->Call(f.Header(MsgType::kJoin, 0, 0), {}, &reply).ok());
+  ResumedServer again(f, dir);
+  REQUIRE(Connect(f)->Call(f.Header(MsgType::kJoin, 0, 0), {}, &reply).ok());
   CHECK(reply.view().header.step == 7);
   CheckValues(EntryValues(reply, 0), centre);
-  REQUIRE(rejoined->Call({MsgType::kShutdown, f.plan.hash_value(), 0, kToolSender}, {}, &reply).ok());
-  REQUIRE(run.wait_for(milliseconds(3000)) == std::future_status::ready);
-  CHECK(run.get().ok());
+  again.Stop();
   std::filesystem::remove_all(dir);
 }
 
