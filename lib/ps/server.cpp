@@ -34,9 +34,7 @@ ParameterServer::ParameterServer(const Plan& plan, ServerOptions options)
       plan_hash_(plan.hash_value()),
       workers_(static_cast<int>(plan.workers.size())),
       bsp_(plan.job.cluster.consistency == "bsp"),
-      contributed_(workers_, false),
-      waiting_(workers_),
-      updates_from_(workers_, 0),
+      empty_steps_(workers_, 0),
       done_(workers_, false) {}
 
 Status ParameterServer::Start() {
@@ -58,13 +56,33 @@ Status ParameterServer::Start() {
       s.state = NewUpdaterState(updater_, sp.count);
       s.grad_sum.assign(sp.count, 0.0f);
       slices_.emplace(key, std::move(s));
+      // Parameters come in the net's order, so layers do too.
+      const std::string& layer = LayerOfParam(plan_, param.name).name;
+      if (layers_.empty() || layers_.back().name != layer) {
+        layers_.emplace_back();
+        Layer& l = layers_.back();
+        l.name = layer;
+        l.held.resize(workers_);
+        l.updates_from.assign(workers_, 0);
+        l.contributed.assign(workers_, false);
+        l.waiting.resize(workers_);
+      }
+      layers_.back().keys.push_back(key);
+      layer_of_[key] = static_cast<int>(layers_.size()) - 1;
     }
   }
   holders_ = HoldersPerKey(plan_);
   for (const auto& w : plan_.workers) {
     held_.emplace_back();
-    for (uint32_t key : KeysHeldBy(plan_, w.id))
-      if (slices_.count(key)) held_.back().push_back(key);
+    for (uint32_t key : KeysHeldBy(plan_, w.id)) {
+      if (!slices_.count(key)) continue;
+      held_.back().push_back(key);
+      layers_[layer_of_.at(key)].held[w.id].push_back(key);
+    }
+  }
+  for (Layer& l : layers_) {
+    for (const auto& keys : l.held) l.holders += keys.empty() ? 0 : 1;
+    SumInOrder(l);  // past the workers that hold none of it
   }
   if (!options_.resume_dir.empty()) SHOAL_RETURN_IF_ERROR(Resume());
   if (!options_.checkpoint_dir.empty()) {
@@ -72,8 +90,9 @@ Status ParameterServer::Start() {
     std::filesystem::create_directories(options_.checkpoint_dir, ec);
     if (ec) return Status::IOError("cannot create '" + options_.checkpoint_dir + "': " + ec.message());
   }
-  // Room for every worker's parked request plus a few tools.
-  int slots = 2 * workers_ + 8;
+  // Room for every worker's parked requests (one per layer, and one more for
+  // a get, a join or a done) plus a few tools.
+  const int slots = workers_ * (static_cast<int>(layers_.size()) + 2) + 8;
   const std::string& endpoint = plan_.servers[options_.id].endpoint;
   return rpc_.Listen(
       endpoint, slots, [this](int slot, const MessageView& req) { Handle(slot, req); },
@@ -99,7 +118,17 @@ Status ParameterServer::Run() {
       break;
     }
   }
-  Status written = Checkpoint();
+  // A BSP server stopped mid-step (shut down, or given up on) may hold a
+  // layer a version ahead of the table: no file could name that state, so
+  // the newest checkpoint stays the last consistent one. (Async layers are
+  // never in step with each other; their versions count updates taken.)
+  const std::string ahead = bsp_ ? LayerAhead() : "";
+  Status written;
+  if (ahead.empty())
+    written = Checkpoint();
+  else
+    std::fprintf(stderr, "dl-server: server %d stops mid-step (%s): no final checkpoint\n", options_.id,
+                 ahead.c_str());
   // Nobody waits out a timeout for a server that has stopped.
   for (const auto& p : parked_) ReplyError(p.slot, "server " + std::to_string(options_.id) + " is stopping");
   parked_.clear();
@@ -172,99 +201,174 @@ void ParameterServer::HandleGet(int slot, const MessageView& req) {
   ++stats_.gets;
   if (bsp_ && req.header.step > stats_.version) {
     ++stats_.gets_waited;
-    parked_.push_back({slot, req.header.step, false, -1});
+    parked_.push_back({slot, req.header.step, false, -1, {}});
     return;
   }
-  ReplyParams(slot, -1);
+  ReplyParams(slot, -1, {});
 }
 
 void ParameterServer::HandleUpdate(int slot, const MessageView& req) {
   const uint32_t sender = req.header.sender;
   const uint64_t step = req.header.step;
-  if (bsp_ && step > stats_.version) {
-    ReplyError(slot, "update for step " + std::to_string(step) + " but the table is at version " +
-                         std::to_string(stats_.version));
-    return;
-  }
+  std::vector<int> layers;
   std::string mismatch = MismatchedSlice(req);
-  if (mismatch.empty()) mismatch = MisheldSlices(req);
+  if (mismatch.empty()) mismatch = MisheldSlices(req, &layers);
   if (!mismatch.empty()) {
     ReplyError(slot, "update " + mismatch);
     return;
   }
-  // BSP: the step is counted or applied already. Async: a worker's step k is
-  // its (k+1)-th update, so one below its count was taken in already.
-  const bool repeated = bsp_ ? (step < stats_.version || contributed_[sender]) : step < updates_from_[sender];
-  if (repeated) {
-    ++stats_.updates_repeated;
-  } else {
-    ++stats_.updates_received;
-    ++updates_from_[sender];
-    if (!bsp_) {
-      // Applied at once, as one worker's share of the average.
-      AddGradients(req.entries);
-      for (const auto& e : req.entries) ApplySlice(slices_[e.key], static_cast<float>(holders_[e.key]) / workers_);
-      AdvanceVersion();
-    } else {
-      contributed_[sender] = true;
-      ++contributors_;
-      if (static_cast<int>(sender) == next_to_sum_) {
-        AddGradients(req.entries);
-        ++next_to_sum_;
-      } else {
-        for (const auto& e : req.entries) {
-          waiting_[sender].emplace_back(e.key, std::vector<float>(e.count));
-          CopyValues(e, waiting_[sender].back().second.data());
-        }
-      }
-      for (; next_to_sum_ < workers_ && contributed_[next_to_sum_]; ++next_to_sum_) {
-        for (const auto& [key, grad] : waiting_[next_to_sum_]) {
-          std::vector<float>& sum = slices_[key].grad_sum;
-          for (size_t i = 0; i < grad.size(); ++i) sum[i] += grad[i];
-        }
-        waiting_[next_to_sum_].clear();
-      }
-      if (contributors_ == workers_) {
-        for (auto& [key, s] : slices_) ApplySlice(s, 1.0f / workers_);
-        AdvanceVersion();
-        contributors_ = 0;
-        next_to_sum_ = 0;
-        contributed_.assign(workers_, false);
-      }
-    }
+  // BSP: a worker sends a layer's step s once it has version s of the layer.
+  if (bsp_ && step > VersionOf(layers)) {
+    std::string what = layers.size() == 1 ? "layer '" + layers_[layers[0]].name + "' is" : "the table is";
+    ReplyError(slot, "update for step " + std::to_string(step) + " but " + what + " at version " +
+                         std::to_string(VersionOf(layers)));
+    return;
   }
+  // Per layer: BSP, the step is counted or applied already; async, a
+  // worker's step k is its (k+1)-th update, so one below its count was taken
+  // in already.
+  bool took = false;
+  for (int index : layers) {
+    Layer& layer = layers_[index];
+    const bool repeated = bsp_ ? step < layer.version || layer.contributed[sender] : step < layer.updates_from[sender];
+    if (repeated) continue;
+    std::vector<const EntryView*> entries;
+    for (const auto& e : req.entries)
+      if (layer_of_.at(e.key) == index) entries.push_back(&e);
+    TakeUpdate(layer, sender, step, entries);
+    took = true;
+  }
+  if (layers.empty() && step >= empty_steps_[sender]) {
+    empty_steps_[sender] = step + 1;
+    took = true;
+  }
+  if (took) ++stats_.updates_received;
+  else ++stats_.updates_repeated;
+  if (bsp_) ApplyCompleteLayers();
+  else CatchUpVersion();
   if (req.header.type == MsgType::kUpdateGet) {
-    // One round trip per step: the reply carries the next step's parameters
-    // (under BSP, once every worker's gradient of this step is in).
-    if (bsp_ && step + 1 > stats_.version) parked_.push_back({slot, step + 1, false, static_cast<int>(sender)});
-    else ReplyParams(slot, static_cast<int>(sender));
+    // One round trip per step and layer: the reply carries the next version
+    // of the layers updated (under BSP, once every worker holding them has sent the step).
+    if (bsp_ && VersionOf(layers) < step + 1)
+      parked_.push_back({slot, step + 1, false, static_cast<int>(sender), layers});
+    else
+      ReplyParams(slot, static_cast<int>(sender), layers);
   } else {
     ReplyOk(slot);
   }
   ServeParked();
 }
 
-void ParameterServer::HandleJoin(int slot, const MessageView& req) {
-  // BSP: every worker trains the table's current step; async: a worker goes
-  // on after the last of its updates the table took in.
-  const uint32_t sender = req.header.sender;
-  ReplyParams(slot, static_cast<int>(sender), bsp_ ? stats_.version : updates_from_[sender]);
+void ParameterServer::TakeUpdate(Layer& layer, uint32_t sender, uint64_t step,
+                                 const std::vector<const EntryView*>& entries) {
+  layer.updates_from[sender] = step + 1;
+  if (!bsp_) {
+    // Applied at once, as one worker's share of the average.
+    AddGradients(entries);
+    for (const EntryView* e : entries)
+      ApplySlice(slices_.at(e->key), static_cast<float>(holders_[e->key]) / workers_, layer.version);
+    ++layer.version;
+    return;
+  }
+  layer.contributed[sender] = true;
+  ++layer.contributors;
+  if (static_cast<int>(sender) == layer.next_to_sum) {
+    AddGradients(entries);
+    ++layer.next_to_sum;
+  } else {
+    for (const EntryView* e : entries) {
+      layer.waiting[sender].emplace_back(e->key, std::vector<float>(e->count));
+      CopyValues(*e, layer.waiting[sender].back().second.data());
+    }
+  }
+  SumInOrder(layer);
 }
 
-void ParameterServer::AddGradients(const std::vector<EntryView>& entries) {
-  std::vector<float> grad;  // fp32 whatever the wire carried: sums stay fp32
-  for (const auto& e : entries) {
-    std::vector<float>& sum = slices_[e.key].grad_sum;
-    grad.resize(e.count);
-    CopyValues(e, grad.data());
-    for (uint32_t i = 0; i < e.count; ++i) sum[i] += grad[i];
+void ParameterServer::SumInOrder(Layer& layer) {
+  for (; layer.next_to_sum < workers_; ++layer.next_to_sum) {
+    const int w = layer.next_to_sum;
+    if (layer.held[w].empty()) continue;  // nothing of this layer to wait for
+    if (!layer.contributed[w]) return;
+    for (const auto& [key, grad] : layer.waiting[w]) {
+      std::vector<float>& sum = slices_.at(key).grad_sum;
+      for (size_t i = 0; i < grad.size(); ++i) sum[i] += grad[i];
+    }
+    layer.waiting[w].clear();
   }
 }
 
-void ParameterServer::ApplySlice(Slice& s, float scale) {
+void ParameterServer::ApplyCompleteLayers() {
+  // A layer whose step is complete waits for the table's version before it
+  // applies, so no layer runs more than one version ahead (a layer applied
+  // opens the way for the ones waiting behind it: hence the loop).
+  for (bool applied = true; applied;) {
+    applied = false;
+    for (Layer& layer : layers_) {
+      if (layer.holders == 0 || layer.contributors < layer.holders || layer.version != stats_.version) continue;
+      for (uint32_t key : layer.keys) ApplySlice(slices_.at(key), 1.0f / workers_, layer.version);
+      ++layer.version;
+      layer.contributors = 0;
+      layer.next_to_sum = 0;
+      layer.contributed.assign(workers_, false);
+      SumInOrder(layer);
+      applied = true;
+    }
+    CatchUpVersion();
+  }
+}
+
+void ParameterServer::HandleJoin(int slot, const MessageView& req) {
+  // BSP: every worker trains the table's current step; async: a worker goes
+  // on after the last of its updates the table took in.
+  const int sender = static_cast<int>(req.header.sender);
+  ReplyParams(slot, sender, {}, bsp_ ? stats_.version : NextStepOf(sender));
+}
+
+std::string ParameterServer::LayerAhead() const {
+  for (const Layer& layer : layers_)
+    if (layer.version != stats_.version)
+      return "layer '" + layer.name + "' is at version " + std::to_string(layer.version) + ", the table at " +
+             std::to_string(stats_.version);
+  return "";
+}
+
+uint64_t ParameterServer::NextStepOf(int worker) const {
+  if (held_[worker].empty()) return empty_steps_[worker];
+  uint64_t next = ~0ull;
+  for (const Layer& layer : layers_)
+    if (!layer.held[worker].empty()) next = std::min(next, layer.updates_from[worker]);
+  return next;
+}
+
+uint64_t ParameterServer::VersionOf(const std::vector<int>& layers) const {
+  if (layers.empty()) return stats_.version;
+  uint64_t version = ~0ull;
+  for (int index : layers) version = std::min(version, layers_[index].version);
+  return version;
+}
+
+void ParameterServer::AddGradients(const std::vector<const EntryView*>& entries) {
+  std::vector<float> grad;  // fp32 whatever the wire carried: sums stay fp32
+  for (const EntryView* e : entries) {
+    std::vector<float>& sum = slices_.at(e->key).grad_sum;
+    grad.resize(e->count);
+    CopyValues(*e, grad.data());
+    for (uint32_t i = 0; i < e->count; ++i) sum[i] += grad[i];
+  }
+}
+
+void ParameterServer::ApplySlice(Slice& s, float scale, uint64_t version) {
   for (float& g : s.grad_sum) g *= scale;
-  ApplyUpdate(updater_, stats_.version, s.value.size(), s.grad_sum.data(), s.value.data(), &s.state);
+  ApplyUpdate(updater_, version, s.value.size(), s.grad_sum.data(), s.value.data(), &s.state);
   std::fill(s.grad_sum.begin(), s.grad_sum.end(), 0.0f);
+}
+
+void ParameterServer::CatchUpVersion() {
+  uint64_t slowest = ~0ull;
+  for (const Layer& layer : layers_) slowest = std::min(slowest, layer.version);
+  for (int w = 0; w < workers_; ++w)
+    if (held_[w].empty()) slowest = std::min(slowest, empty_steps_[w]);
+  while (stats_.version < slowest) AdvanceVersion();
 }
 
 void ParameterServer::AdvanceVersion() {
@@ -277,13 +381,33 @@ void ParameterServer::AdvanceVersion() {
   }
 }
 
-std::string ParameterServer::MisheldSlices(const MessageView& req) const {
-  const std::vector<uint32_t>& held = held_[req.header.sender];
-  bool same = req.entries.size() == held.size();
-  for (size_t i = 0; same && i < held.size(); ++i) same = req.entries[i].key == held[i];
+std::string ParameterServer::MisheldSlices(const MessageView& req, std::vector<int>* layers) const {
+  const uint32_t sender = req.header.sender;
+  layers->clear();
+  for (const auto& e : req.entries) {
+    const int index = layer_of_.at(e.key);
+    if (layers->empty() || layers->back() != index) layers->push_back(index);
+  }
+  // Layers' keys follow one another, so the slices expected are each
+  // touched layer's in turn.
+  std::vector<uint32_t> expected;
+  std::string names;
+  for (int index : *layers) {
+    const std::vector<uint32_t>& keys = layers_[index].held[sender];
+    expected.insert(expected.end(), keys.begin(), keys.end());
+    names += (names.empty() ? "'" : ", '") + layers_[index].name + "'";
+  }
+  if (layers->empty()) {
+    if (held_[sender].empty()) return "";
+    return "from worker " + std::to_string(sender) + " carries no slices; the plan gives it " +
+           std::to_string(held_[sender].size()) + " on this server";
+  }
+  bool same = req.entries.size() == expected.size();
+  for (size_t i = 0; same && i < expected.size(); ++i) same = req.entries[i].key == expected[i];
   if (same) return "";
-  return "from worker " + std::to_string(req.header.sender) + " carries " + std::to_string(req.entries.size()) +
-         " slices; the plan gives it " + std::to_string(held.size()) + " on this server";
+  return "from worker " + std::to_string(sender) + " carries " + std::to_string(req.entries.size()) +
+         " slices of layer " + names + "; the plan gives it " + std::to_string(expected.size()) +
+         " of them on this server (an update carries every slice it holds of each layer it touches)";
 }
 
 std::string ParameterServer::MismatchedSlice(const MessageView& req) const {
@@ -302,7 +426,7 @@ void ParameterServer::HandlePut(int slot, const MessageView& req) {
     ReplyError(slot, "put " + mismatch);
     return;
   }
-  for (const auto& e : req.entries) CopyValues(e, slices_[e.key].value.data());
+  for (const auto& e : req.entries) CopyValues(e, slices_.at(e.key).value.data());
   ReplyOk(slot);
 }
 
@@ -311,7 +435,7 @@ void ParameterServer::HandleDone(int slot, const MessageView& req) {
     done_[req.header.sender] = true;
     ++done_count_;
   }
-  parked_.push_back({slot, 0, true, static_cast<int>(req.header.sender)});
+  parked_.push_back({slot, 0, true, static_cast<int>(req.header.sender), {}});
   ServeParked();
 }
 
@@ -320,12 +444,12 @@ void ParameterServer::ServeParked() {
   bool all_done = done_count_ == workers_;
   int answered_done = 0;
   for (const auto& p : parked_) {
-    bool ready = p.done ? all_done : p.version <= stats_.version;
+    bool ready = p.done ? all_done : p.version <= VersionOf(p.layers);
     if (!ready) {
       still.push_back(p);
       continue;
     }
-    ReplyParams(p.slot, p.sender);
+    ReplyParams(p.slot, p.sender, p.layers);
     if (p.done) ++answered_done;
   }
   parked_.swap(still);
@@ -335,7 +459,7 @@ void ParameterServer::ServeParked() {
   }
 }
 
-void ParameterServer::ReplyParams(int slot, int worker, uint64_t step) {
+void ParameterServer::ReplyParams(int slot, int worker, const std::vector<int>& layers, uint64_t step) {
   // A worker's own slices are what training exchanges every step: they
   // travel as cluster.wire says. A get of every slice (evaluation, tools)
   // takes the exact fp32 values.
@@ -347,9 +471,12 @@ void ParameterServer::ReplyParams(int slot, int worker, uint64_t step) {
   };
   if (worker < 0)
     for (const auto& [key, s] : slices_) add(key);
-  else
+  else if (layers.empty())
     for (uint32_t key : held_[worker]) add(key);
-  MsgHeader h{MsgType::kReply, plan_hash_, step == ~0ull ? stats_.version : step,
+  else
+    for (int index : layers)
+      for (uint32_t key : layers_[index].held[worker]) add(key);
+  MsgHeader h{MsgType::kReply, plan_hash_, step == ~0ull ? VersionOf(layers) : step,
               static_cast<uint32_t>(options_.id)};
   rpc_.Reply(slot, h, entries);
 }
@@ -400,7 +527,11 @@ Status ParameterServer::Resume() {
                                    " (the value and the state of each slice: " + KeptState(states) + ")");
   stats_.version = ckpt.step;
   stats_.updates_received = ckpt.updates;
-  if (ckpt.updates_from.size() == updates_from_.size()) updates_from_ = ckpt.updates_from;
+  for (Layer& layer : layers_) {
+    layer.version = ckpt.step;
+    if (ckpt.updates_from.size() == layer.updates_from.size()) layer.updates_from = ckpt.updates_from;
+  }
+  if (ckpt.updates_from.size() == empty_steps_.size()) empty_steps_ = ckpt.updates_from;
   metric_ = ckpt.metric;
   std::fprintf(stderr, "dl-server: server %d resumed from '%s' at version %llu\n", options_.id, path.c_str(),
                static_cast<unsigned long long>(ckpt.step));
@@ -415,7 +546,7 @@ Status ParameterServer::Checkpoint() {
   ckpt.step = stats_.version;
   ckpt.updates = stats_.updates_received;
   ckpt.servers = static_cast<int>(plan_.servers.size());
-  ckpt.updates_from = updates_from_;
+  for (int w = 0; w < workers_; ++w) ckpt.updates_from.push_back(NextStepOf(w));
   ckpt.metric = metric_;
   const std::vector<std::string>& states = UpdaterStateNames(updater_.rule);
   for (const auto& [key, s] : slices_) {

@@ -3,6 +3,7 @@
 // wait is bounded: clients time out after at most 2 s, and so does the server.
 #include <doctest/doctest.h>
 
+#include "server_fixture.h"
 #include "test_util.h"
 #include <nng/nng.h>
 #include <nng/protocol/reqrep0/req.h>
@@ -32,100 +33,6 @@ namespace {
 
 using std::chrono::milliseconds;
 
-constexpr int kTimeoutMs = 2000;
-constexpr float kLr = 0.1f, kMomentum = 0.9f;
-
-// data [1,2,2] → fully_connected 3 → softmax_loss: fc.weight (12 floats, key 0)
-// and fc.bias (3 floats, key 1), both on the one server; two workers.
-// `train` adds fields to the train section (or overrides the updater).
-std::string TinyJob(const std::string& consistency, const std::string& train = "updater: momentum") {
-  return "model:\n"
-         "  layers:\n"
-         "    - {name: data, type: data, shape: [1, 2, 2]}\n"
-         "    - {name: fc, type: fully_connected, srclayers: data, num_output: 3}\n"
-         "    - {name: loss, type: softmax_loss, srclayers: [fc, data]}\n"
-         "train: {steps: 10, " + train + ", learning_rate: 0.1, momentum: 0.9, seed: 3}\n"
-         "cluster: {nworkers_per_group: 2, nservers_per_group: 1, consistency: " +
-         consistency + ", timeout_ms: " + std::to_string(kTimeoutMs) + "}\n";
-}
-
-std::string UniqueEndpoint() {
-  static std::atomic<int> next{0};
-  return "inproc://server-test-" + std::to_string(next++);
-}
-
-std::string TempDirPath() {
-  char tmpl[] = "/tmp/shoal-server-test-XXXXXX";
-  return mkdtemp(tmpl);
-}
-
-// A plan, and a server on a thread running Run() until done or shut down.
-// The plan is declared first: the server keeps a reference to it.
-struct ServerFixture {
-  Plan plan;
-  std::unique_ptr<ParameterServer> server;
-  std::future<Status> run;
-  std::string endpoint = UniqueEndpoint();
-  std::string checkpoint_dir;
-
-  explicit ServerFixture(const std::string& consistency, const std::string& ckpt_dir = "",
-                         const std::string& train = "updater: momentum") {
-    checkpoint_dir = ckpt_dir;
-    JobConfig job;
-    REQUIRE(ParseJob(TinyJob(consistency, train), "tiny.yaml", &job).ok());
-    PlanOptions options;
-    options.endpoints = {endpoint};
-    REQUIRE(MakeDataParallelPlan(job, options, &plan).ok());
-    REQUIRE(plan.slices.size() == 2);
-    ServerOptions server_options;
-    server_options.checkpoint_dir = ckpt_dir;
-    server = std::make_unique<ParameterServer>(plan, server_options);
-    Status s = server->Start();
-    INFO(s.ToString());
-    REQUIRE(s.ok());
-    run = std::async(std::launch::async, [this] { return server->Run(); });
-  }
-
-  // Asks the server to stop (unless it already has) and waits for Run().
-  Status Stop() {
-    if (!Shutdown()) return Status::Timeout("the server did not stop");
-    return run.get();
-  }
-
-  ~ServerFixture() {
-    if (run.valid()) Shutdown();
-    if (!checkpoint_dir.empty()) std::filesystem::remove_all(checkpoint_dir);
-  }
-
- private:
-  bool Shutdown() {
-    if (run.wait_for(milliseconds(0)) != std::future_status::ready) {
-      RpcClient tool;
-      Reply reply;
-      if (tool.Dial(endpoint, kTimeoutMs).ok())
-        (void)tool.Call({MsgType::kShutdown, plan.hash_value(), 0, kToolSender}, {}, &reply);
-    }
-    return run.wait_for(milliseconds(kTimeoutMs + 1000)) == std::future_status::ready;
-  }
-
- public:
-  std::vector<float> Initial(uint32_t key) const {
-    std::vector<float> full;
-    InitializeParam(*plan.FindParam(plan.slices[key].param), plan.job.train.seed, &full);
-    return full;
-  }
-
-  MsgHeader Header(MsgType type, uint64_t step, uint32_t sender) const {
-    return {type, plan.hash_value(), step, sender};
-  }
-};
-
-std::unique_ptr<RpcClient> Connect(const ServerFixture& f, int timeout_ms = kTimeoutMs) {
-  auto client = std::make_unique<RpcClient>();
-  REQUIRE(client->Dial(f.endpoint, timeout_ms).ok());
-  return client;
-}
-
 // A worker's gradients for both slices: distinct per worker and element.
 struct Grads {
   std::vector<float> weight, bias;
@@ -140,25 +47,6 @@ Grads MakeGrads(int worker, int step) {
   for (int i = 0; i < 12; ++i) g.weight.push_back(0.01f * (i + 1) * (worker + 1) - 0.05f * step);
   for (int i = 0; i < 3; ++i) g.bias.push_back(-0.2f * (i + 1) + 0.3f * worker + 0.1f * step);
   return g;
-}
-
-std::vector<float> EntryValues(const Reply& reply, uint32_t key) {
-  for (const auto& e : reply.view().entries)
-    if (e.key == key) {
-      std::vector<float> v(e.count);
-      std::memcpy(v.data(), e.data, 4ull * e.count);
-      return v;
-    }
-  FAIL("the reply has no entry for key " << key);
-  return {};
-}
-
-void CheckValues(const std::vector<float>& got, const std::vector<float>& want) {
-  REQUIRE(got.size() == want.size());
-  for (size_t i = 0; i < got.size(); ++i) {
-    INFO("element " << i);
-    CHECK(got[i] == doctest::Approx(want[i]).epsilon(1e-6));
-  }
 }
 
 Status Update(RpcClient* client, const ServerFixture& f, uint64_t step, uint32_t sender, const Grads& g,
@@ -290,7 +178,7 @@ TEST_CASE("bsp: a repeated update is dropped and answered; one for a future step
   REQUIRE(Update(worker0.get(), f, 0, 0, doubled, &reply).ok());
   Status s = Update(worker0.get(), f, 3, 0, g, &reply);
   CHECK(s.code() == Status::Code::kInvalidArgument);
-  CHECK(Contains(s.message(), "update for step 3 but the table is at version 0"));
+  CHECK(Contains(s.message(), "update for step 3 but layer 'fc' is at version 0"));
   ServerStats stats = f.server->stats();
   CHECK(stats.version == 0);
   CHECK(stats.updates_received == 1);
@@ -563,7 +451,10 @@ TEST_CASE("updates from a sender that is not a worker, or not matching the table
 
   // One slice missing; a slice of the wrong size; an unknown key.
   s = client->Call(f.Header(MsgType::kUpdate, 0, 0), {g.Entries()[0]}, &reply);
-  CHECK(Contains(s.message(), "update from worker 0 carries 1 slices; the plan gives it 2 on this server"));
+  CHECK(Contains(s.message(), "update from worker 0 carries 1 slices of layer 'fc'; the plan gives it 2 of them "
+                              "on this server"));
+  s = client->Call(f.Header(MsgType::kUpdate, 0, 0), {}, &reply);
+  CHECK(Contains(s.message(), "update from worker 0 carries no slices; the plan gives it 2 on this server"));
   std::vector<EntryRef> wrong = g.Entries();
   wrong[1].count = 2;
   s = client->Call(f.Header(MsgType::kUpdate, 0, 0), wrong, &reply);
