@@ -6,6 +6,7 @@
 
 #include "plan/partition.h"
 #include "ps/param_init.h"
+#include "train/lanes.h"
 
 namespace shoal {
 
@@ -28,13 +29,18 @@ Status LocalTable::Push(uint64_t step) {
   return Status::Ok();
 }
 
-Status LocalTable::FetchAll(const std::vector<Param*>& whole) {
+Status LocalTable::FetchAll(const std::vector<Param*>& whole, uint64_t) {
   for (size_t i = 0; i < params_.size(); ++i) whole.at(i)->value = params_[i]->value;
   return Status::Ok();
 }
 
 RemoteTable::RemoteTable(const Plan& plan, int worker, std::vector<Param*> params, int timeout_ms)
-    : plan_(plan), worker_(worker), timeout_ms_(timeout_ms), plan_hash_(plan.hash_value()), pieces_(plan.servers.size()) {
+    : plan_(plan),
+      worker_(worker),
+      timeout_ms_(timeout_ms),
+      plan_hash_(plan.hash_value()),
+      pieces_(plan.servers.size()),
+      overlap_(plan.job.train.overlap) {
   std::map<std::string, Param*> by_name;
   for (Param* p : params) by_name[p->name] = p;
   const int rank = plan.workers.at(worker).rank;
@@ -54,6 +60,76 @@ Status RemoteTable::Connect() {
     clients_.push_back(std::make_unique<RpcClient>());
     SHOAL_RETURN_IF_ERROR(clients_.back()->Dial(server.endpoint, timeout_ms_, tls));
   }
+  if (!overlap_) return Status::Ok();
+  for (size_t s = 0; s < pieces_.size(); ++s) {
+    if (pieces_[s].empty()) {  // a server where this worker holds nothing hears of each step all the same
+      lanes_.push_back({static_cast<int>(s), {}, nullptr});
+      continue;
+    }
+    // Pieces come by increasing key, so a layer's follow one another.
+    std::vector<std::string> layers;
+    std::vector<std::vector<Piece>> pieces;
+    std::vector<size_t> floats;
+    for (const Piece& p : pieces_[s]) {
+      const std::string& layer = LayerOfParam(plan_, p.param->name).name;
+      if (layers.empty() || layers.back() != layer) {
+        layers.push_back(layer);
+        pieces.emplace_back();
+        floats.push_back(0);
+      }
+      pieces.back().push_back(p);
+      floats.back() += p.count;
+    }
+    for (const LaneRange& range : GroupLanes(floats, plan_.job.train.overlap_bucket_floats)) {
+      lanes_of_layer_[layers[range.begin]].push_back(lanes_.size());  // its lowest layer: last back, first forward
+      lanes_.push_back({static_cast<int>(s), {}, nullptr});
+      for (size_t layer = range.begin; layer < range.end; ++layer)
+        lanes_.back().pieces.insert(lanes_.back().pieces.end(), pieces[layer].begin(), pieces[layer].end());
+    }
+  }
+  for (Lane& lane : lanes_) SHOAL_RETURN_IF_ERROR(clients_[lane.server]->Share(&lane.client));
+  return Status::Ok();
+}
+
+Status RemoteTable::Send(Lane& lane, uint64_t step) {
+  std::vector<EntryRef> entries;
+  for (const auto& p : lane.pieces) {
+    entries.push_back({p.key, p.param->grad.data() + p.offset, static_cast<uint32_t>(p.count), wire_});
+    bytes_sent_ += p.count * BytesPerValue(wire_);
+  }
+  MsgHeader h{MsgType::kUpdateGet, plan_hash_, step, static_cast<uint32_t>(worker_)};
+  SHOAL_RETURN_IF_ERROR(lane.client->Send(h, entries));
+  lane.in_flight = true;
+  lane.step = step;
+  return Status::Ok();
+}
+
+Status RemoteTable::Collect(Lane& lane) {
+  if (!lane.in_flight) return Status::Ok();
+  lane.in_flight = false;
+  Reply reply;
+  SHOAL_RETURN_IF_ERROR(lane.client->Receive(&reply));
+  SHOAL_RETURN_IF_ERROR(Absorb(lane.server, reply.view(), lane.pieces));
+  for (const auto& e : reply.view().entries) bytes_received_ += e.value_bytes();
+  return Status::Ok();
+}
+
+Status RemoteTable::Settle() {
+  for (Lane& lane : lanes_) SHOAL_RETURN_IF_ERROR(Collect(lane));
+  return Status::Ok();
+}
+
+Status RemoteTable::BeforeForward(const Layer& layer) {
+  auto it = lanes_of_layer_.find(layer.name());
+  if (it == lanes_of_layer_.end()) return Status::Ok();
+  for (size_t lane : it->second) SHOAL_RETURN_IF_ERROR(Collect(lanes_[lane]));
+  return Status::Ok();
+}
+
+Status RemoteTable::AfterBackward(const Layer& layer, uint64_t step) {
+  auto it = lanes_of_layer_.find(layer.name());
+  if (it == lanes_of_layer_.end()) return Status::Ok();
+  for (size_t lane : it->second) SHOAL_RETURN_IF_ERROR(Send(lanes_[lane], step));
   return Status::Ok();
 }
 
@@ -112,10 +188,12 @@ Status RemoteTable::Report(const std::string& metric) {
   return RoundTrip(MsgType::kMetric, 0, false, false, metric);
 }
 
-Status RemoteTable::FetchAll(const std::vector<Param*>& whole) {
+Status RemoteTable::FetchAll(const std::vector<Param*>& whole, uint64_t version) {
   std::map<std::string, Param*> by_name;
   for (Param* p : whole) by_name[p->name] = p;
-  MsgHeader h{MsgType::kGet, plan_hash_, 0, static_cast<uint32_t>(worker_)};
+  // Under BSP the servers answer once they reach the version: a layer
+  // another worker holds may still be on its way.
+  MsgHeader h{MsgType::kGet, plan_hash_, version, static_cast<uint32_t>(worker_)};
   for (size_t s = 0; s < clients_.size(); ++s) SHOAL_RETURN_IF_ERROR(clients_[s]->Send(h, {}, ""));
   for (size_t s = 0; s < clients_.size(); ++s) {
     std::vector<Piece> all;
@@ -128,11 +206,24 @@ Status RemoteTable::FetchAll(const std::vector<Param*>& whole) {
   return Status::Ok();
 }
 
-Status RemoteTable::Push(uint64_t step) { return RoundTrip(MsgType::kUpdateGet, step, true); }
+Status RemoteTable::Push(uint64_t step) {
+  if (!overlap_) return RoundTrip(MsgType::kUpdateGet, step, true);
+  // Every layer went as backprop finished it (AfterBackward), unless one was
+  // left out; the servers where this worker holds nothing hear of the step
+  // now, their answer to the previous one taken first (one request at a time).
+  for (Lane& lane : lanes_) {
+    if (lane.in_flight && lane.step == step) continue;
+    SHOAL_RETURN_IF_ERROR(Collect(lane));
+    SHOAL_RETURN_IF_ERROR(Send(lane, step));
+  }
+  return Status::Ok();
+}
 
 Status RemoteTable::Finish() {
+  SHOAL_RETURN_IF_ERROR(Settle());
   SHOAL_RETURN_IF_ERROR(RoundTrip(MsgType::kDone, 0, false));
-  clients_.clear();  // hang up now: the servers wait for it before they exit
+  lanes_.clear();  // hang up now: the servers wait for it before they exit
+  clients_.clear();
   return Status::Ok();
 }
 
