@@ -219,7 +219,9 @@ void ParameterServer::HandleUpdate(int slot, const MessageView& req) {
   }
   // BSP: a worker sends a layer's step s once it has version s of the layer.
   if (bsp_ && step > VersionOf(layers)) {
-    std::string what = layers.size() == 1 ? "layer '" + layers_[layers[0]].name + "' is" : "the table is";
+    const std::string what = layers.empty()       ? "the table is"
+                             : layers.size() == 1 ? "layer '" + layers_[layers[0]].name + "' is"
+                                                  : "its layers are";
     ReplyError(slot, "update for step " + std::to_string(step) + " but " + what + " at version " +
                          std::to_string(VersionOf(layers)));
     return;
