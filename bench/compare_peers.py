@@ -3,10 +3,12 @@
 
 - single process, batch 64, 1 and 2 threads, mlp and cnn:
   dl-worker --standalone  vs  peers/torch_fashion.py
-- synchronous data parallel, 2 workers x batch 32 (BSP, 1 server), mlp and cnn:
-  scripts/train-local.sh  vs  peers/torch_ddp.py --world 2
+- synchronous data parallel, 2 workers x batch 32 (BSP, 1 server), mlp and cnn, with
+  train.overlap on (each layer's parameters travel beside backprop) and off (one exchange
+  after it): scripts/train-local.sh  vs  peers/torch_ddp.py --world 2
 
-Each figure is the median ms per training step. Usage: bench/run.sh [--steps N] [--quick]
+Each figure is the median ms per training step. Usage: bench/run.sh [--steps N]
+[--models mlp,cnn] [--bsp-only]
 """
 import argparse, json, os, subprocess, sys, tempfile, time
 
@@ -42,12 +44,13 @@ def peer_single(a, model, threads):
     return r[-1]["ms_per_step_median"]
 
 
-def shoal_bsp(a, model, tmp):
-    run_dir = os.path.join(tmp, f"{model}-bsp")
+def shoal_bsp(a, model, tmp, overlap):
+    run_dir = os.path.join(tmp, f"{model}-bsp-overlap-{'on' if overlap else 'off'}")
     env = dict(os.environ, SHOAL_BIN=a.bin, RUN_DIR=run_dir)
     subprocess.run([os.path.join(a.root, "scripts", "train-local.sh"), os.path.join(a.root, "configs", f"fashion-{model}.yaml"),
                     f"train.steps={a.steps}", "train.batch_size=32", "cluster.nworkers_per_group=2",
-                    f"data.shards={shards(a, 2)}"], check=True, env=env, capture_output=True)
+                    f"train.overlap={'true' if overlap else 'false'}", f"data.shards={shards(a, 2)}"],
+                   check=True, env=env, capture_output=True)
     ms = []
     for w in range(2):
         with open(os.path.join(run_dir, f"worker-{w}.jsonl")) as f:
@@ -67,18 +70,25 @@ def main():
     ap.add_argument("--peers", required=True); ap.add_argument("--out", required=True)
     ap.add_argument("--steps", type=int, default=200)
     ap.add_argument("--models", default="mlp,cnn")
+    ap.add_argument("--bsp-only", action="store_true", help="only the BSP rows (overlap on and off vs torch_ddp)")
     a = ap.parse_args()
     commit = subprocess.run(["git", "-C", a.root, "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for model in a.models.split(","):
-            for threads in (1, 2):
+            for threads in () if a.bsp_only else (1, 2):
                 s, p = shoal_single(a, model, threads, tmp), peer_single(a, model, threads)
                 rows.append({"case": f"{model} single process, batch 64, {threads} thread(s)", "model": model,
                              "shoal_ms": s, "peer": "torch_fashion.py", "peer_ms": p, "ratio": s / p, "target": 1.0})
-            s, p = shoal_bsp(a, model, tmp), peer_ddp(a, model)
-            rows.append({"case": f"{model} BSP 2 workers x 32", "model": model, "shoal_ms": s,
-                         "peer": "torch_ddp.py --world 2", "peer_ms": p, "ratio": s / p, "target": 0.8})
+            # The peer runs between the two shoal runs, so that a shared machine's
+            # drift over the minutes weighs on both ratios alike.
+            on = shoal_bsp(a, model, tmp, overlap=True)
+            p = peer_ddp(a, model)
+            off = shoal_bsp(a, model, tmp, overlap=False)
+            for overlap, s in (("on", on), ("off", off)):
+                rows.append({"case": f"{model} BSP 2 workers x 32, overlap {overlap}", "model": model,
+                             "overlap": overlap == "on", "shoal_ms": s, "peer": "torch_ddp.py --world 2", "peer_ms": p,
+                             "ratio": s / p, "target": 0.8})
     result = {"commit": commit, "steps": a.steps, "host_cpus": os.cpu_count(),
               "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "rows": rows}
     with open(a.out, "w") as f:

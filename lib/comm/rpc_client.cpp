@@ -11,24 +11,28 @@ void Reply::Reset() {
 }
 
 RpcClient::~RpcClient() {
-  if (open_) nng_close(socket_);
+  if (!aio_) return;
+  nng_aio_stop(aio_);  // a request still leaving is abandoned
+  if (sending_ && nng_aio_result(aio_) != 0 && nng_aio_get_msg(aio_)) nng_msg_free(nng_aio_get_msg(aio_));
+  if (context_open_) nng_ctx_close(ctx_);
+  nng_aio_free(aio_);
 }
 
 Status RpcClient::Dial(const std::string& endpoint, int timeout_ms, const TlsIdentity& tls) {
   endpoint_ = endpoint;
   timeout_ms_ = timeout_ms;
-  int rv = nng_req0_open(&socket_);
+  nng_socket socket;
+  int rv = nng_req0_open(&socket);
   if (rv != 0) return Status::IOError(std::string("cannot open a socket: ") + nng_strerror(rv));
-  open_ = true;
-  nng_socket_set_ms(socket_, NNG_OPT_SENDTIMEO, timeout_ms);
-  nng_socket_set_ms(socket_, NNG_OPT_RECVTIMEO, timeout_ms);
+  connection_ = std::make_shared<Connection>();
+  connection_->socket = socket;
   // Never resend on our own: an update applied twice would be wrong, and
-  // our timeout already bounds the wait.
-  nng_socket_set_ms(socket_, NNG_OPT_REQ_RESENDTIME, NNG_DURATION_INFINITE);
-  nng_socket_set_ms(socket_, NNG_OPT_RECONNMINT, 20);
-  nng_socket_set_ms(socket_, NNG_OPT_RECONNMAXT, 500);
+  // our timeout already bounds the wait. Contexts take this when opened.
+  nng_socket_set_ms(socket, NNG_OPT_REQ_RESENDTIME, NNG_DURATION_INFINITE);
+  nng_socket_set_ms(socket, NNG_OPT_RECONNMINT, 20);
+  nng_socket_set_ms(socket, NNG_OPT_RECONNMAXT, 500);
   nng_dialer dialer;
-  rv = nng_dialer_create(&dialer, socket_, endpoint.c_str());
+  rv = nng_dialer_create(&dialer, socket, endpoint.c_str());
   if (rv != 0) return Status::InvalidArgument("cannot dial '" + endpoint + "': " + nng_strerror(rv));
   nng_tls_config* config = nullptr;
   SHOAL_RETURN_IF_ERROR(TlsConfigFor(endpoint, tls, false, &config));
@@ -39,47 +43,82 @@ Status RpcClient::Dial(const std::string& endpoint, int timeout_ms, const TlsIde
   }
   rv = nng_dialer_start(dialer, NNG_FLAG_NONBLOCK);
   if (rv != 0) return Status::InvalidArgument("cannot dial '" + endpoint + "': " + nng_strerror(rv));
+  return OpenContext();
+}
+
+Status RpcClient::Share(std::unique_ptr<RpcClient>* other) const {
+  if (!connection_) return Status::InvalidArgument("a client shares its connection only once it has dialled");
+  auto shared = std::make_unique<RpcClient>();
+  shared->connection_ = connection_;
+  shared->endpoint_ = endpoint_;
+  shared->timeout_ms_ = timeout_ms_;
+  SHOAL_RETURN_IF_ERROR(shared->OpenContext());
+  *other = std::move(shared);
   return Status::Ok();
+}
+
+Status RpcClient::OpenContext() {
+  int rv = nng_aio_alloc(&aio_, nullptr, nullptr);
+  if (rv == 0) rv = nng_ctx_open(&ctx_, connection_->socket);
+  if (rv != 0)
+    return Status::IOError("cannot open a request context to '" + endpoint_ + "': " + nng_strerror(rv));
+  context_open_ = true;
+  nng_ctx_set_ms(ctx_, NNG_OPT_REQ_RESENDTIME, NNG_DURATION_INFINITE);
+  return Status::Ok();
+}
+
+std::string RpcClient::Pending() const {
+  return std::string("'") + MsgTypeName(pending_.type) + "' (step " + std::to_string(pending_.step) + ")";
 }
 
 Status RpcClient::Send(const MsgHeader& header, const std::vector<EntryRef>& entries,
                        const std::string& text) {
+  if (sending_) {  // the previous request is replaced, as a req socket does; let it leave first
+    nng_aio_wait(aio_);
+    if (nng_aio_result(aio_) != 0) nng_msg_free(nng_aio_get_msg(aio_));
+    sending_ = false;
+  }
   nng_msg* msg = nullptr;
-  size_t size = EncodedSize(entries, text);
-  int rv = nng_msg_alloc(&msg, size);
+  int rv = nng_msg_alloc(&msg, EncodedSize(entries, text));
   if (rv != 0) return Status::IOError(std::string("cannot allocate a message: ") + nng_strerror(rv));
   Encode(header, entries, text, static_cast<unsigned char*>(nng_msg_body(msg)));
   pending_ = header;
-  rv = nng_sendmsg(socket_, msg, 0);
-  if (rv != 0) {
-    nng_msg_free(msg);
-    std::string what = std::string("'") + MsgTypeName(header.type) + "' (step " +
-                       std::to_string(header.step) + ")";
-    if (rv == NNG_ETIMEDOUT)
-      return Status::Timeout("server '" + endpoint_ + "' did not take " + what + " within " +
-                             std::to_string(timeout_ms_) + " ms (is it running?)");
-    return Status::Unavailable("cannot send " + what + " to server '" + endpoint_ + "': " + nng_strerror(rv));
-  }
+  nng_aio_set_msg(aio_, msg);
+  nng_aio_set_timeout(aio_, timeout_ms_);
+  nng_ctx_send(ctx_, aio_);
+  sending_ = true;
   return Status::Ok();
 }
 
 Status RpcClient::Receive(Reply* reply) {
   reply->Reset();
-  std::string what = std::string("'") + MsgTypeName(pending_.type) + "' (step " +
-                     std::to_string(pending_.step) + ")";
-  int rv = nng_recvmsg(socket_, &reply->msg_, 0);
+  if (sending_) {
+    nng_aio_wait(aio_);
+    sending_ = false;
+    int rv = nng_aio_result(aio_);
+    if (rv != 0) {
+      nng_msg_free(nng_aio_get_msg(aio_));
+      if (rv == NNG_ETIMEDOUT)
+        return Status::Timeout("server '" + endpoint_ + "' did not take " + Pending() + " within " +
+                               std::to_string(timeout_ms_) + " ms (is it running?)");
+      return Status::Unavailable("cannot send " + Pending() + " to server '" + endpoint_ + "': " + nng_strerror(rv));
+    }
+  }
+  nng_aio_set_timeout(aio_, timeout_ms_);
+  nng_ctx_recv(ctx_, aio_);
+  nng_aio_wait(aio_);
+  int rv = nng_aio_result(aio_);
   if (rv == NNG_ETIMEDOUT)
-    return Status::Timeout("server '" + endpoint_ + "' did not answer " + what + " within " +
+    return Status::Timeout("server '" + endpoint_ + "' did not answer " + Pending() + " within " +
                            std::to_string(timeout_ms_) + " ms");
   if (rv != 0)
-    return Status::Unavailable("no reply from server '" + endpoint_ + "' to " + what + ": " +
-                               nng_strerror(rv));
-  Status s = Decode(static_cast<const unsigned char*>(nng_msg_body(reply->msg_)),
-                    nng_msg_len(reply->msg_), &reply->view_);
-  if (!s.ok()) return s.Within("reply from server '" + endpoint_ + "' to " + what);
+    return Status::Unavailable("no reply from server '" + endpoint_ + "' to " + Pending() + ": " + nng_strerror(rv));
+  reply->msg_ = nng_aio_get_msg(aio_);
+  Status s = Decode(static_cast<const unsigned char*>(nng_msg_body(reply->msg_)), nng_msg_len(reply->msg_),
+                    &reply->view_);
+  if (!s.ok()) return s.Within("reply from server '" + endpoint_ + "' to " + Pending());
   if (reply->view_.header.type == MsgType::kError)
-    return Status::InvalidArgument("server '" + endpoint_ + "' refused " + what + ": " +
-                                   reply->view_.text);
+    return Status::InvalidArgument("server '" + endpoint_ + "' refused " + Pending() + ": " + reply->view_.text);
   return Status::Ok();
 }
 

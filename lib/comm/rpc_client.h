@@ -4,6 +4,7 @@
 
 #include <nng/nng.h>
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -39,11 +40,19 @@ class RpcClient {
   // Connects in the background: the server may come up after us. A
   // tls+tcp:// endpoint needs `tls` (this process's identity).
   Status Dial(const std::string& endpoint, int timeout_ms, const TlsIdentity& tls = {});
+  // Another client of the same server over this one's connection, with a
+  // request of its own in flight beside this one's (each client is an NNG req
+  // context): a worker keeps one per layer, so that the layers' updates do
+  // not wait for each other. The connection closes with the last client on it.
+  Status Share(std::unique_ptr<RpcClient>* other) const;
   // Send and Receive are split so that requests to several servers can be
-  // in flight at once; one request per client at a time.
+  // in flight at once, and computation can go on meanwhile: Send encodes the
+  // request and returns while it leaves in the background. One request per
+  // client at a time.
   Status Send(const MsgHeader& header, const std::vector<EntryRef>& entries,
               const std::string& text = "");
-  // Waits for the reply to the last Send; a kError reply becomes an error.
+  // Waits for the last Send to leave, then for its reply, each within the
+  // timeout; a kError reply becomes an error.
   Status Receive(Reply* reply);
   Status Call(const MsgHeader& header, const std::vector<EntryRef>& entries, Reply* reply) {
     SHOAL_RETURN_IF_ERROR(Send(header, entries));
@@ -52,11 +61,23 @@ class RpcClient {
   const std::string& endpoint() const { return endpoint_; }
 
  private:
-  nng_socket socket_ = NNG_SOCKET_INITIALIZER;
-  bool open_ = false;
+  // The socket and its dialer, shared by the clients Share makes.
+  struct Connection {
+    nng_socket socket = NNG_SOCKET_INITIALIZER;
+    ~Connection() { nng_close(socket); }
+  };
+  Status OpenContext();
+  // "'update-get' (step 3)": the pending request, for messages.
+  std::string Pending() const;
+
+  std::shared_ptr<Connection> connection_;
   std::string endpoint_;
   int timeout_ms_ = 0;
-  MsgHeader pending_;  // the request awaiting its reply, for messages
+  nng_ctx ctx_ = NNG_CTX_INITIALIZER;
+  nng_aio* aio_ = nullptr;
+  bool context_open_ = false;
+  bool sending_ = false;  // a Send whose leaving Receive has not waited for yet
+  MsgHeader pending_;     // the request awaiting its reply, for messages
 };
 
 }  // namespace shoal

@@ -122,6 +122,8 @@ Status ParseTrain(const YAML::Node& node, const std::string& source, TrainConfig
   SHOAL_RETURN_IF_ERROR(f.Int("checkpoint_every", t->checkpoint_every, &t->checkpoint_every, 0));
   SHOAL_RETURN_IF_ERROR(f.Int("display_every", t->display_every, &t->display_every, 1));
   SHOAL_RETURN_IF_ERROR(f.Int("seed", t->seed, &t->seed, 0));
+  SHOAL_RETURN_IF_ERROR(f.Bool("overlap", t->overlap, &t->overlap));
+  SHOAL_RETURN_IF_ERROR(f.Int("overlap_bucket_floats", t->overlap_bucket_floats, &t->overlap_bucket_floats, 0));
   if (t->steps == 0 && t->epochs <= 0.0) return f.Error("set 'steps' or 'epochs'");
   if (t->updater == "sgd") t->momentum = 0.0;
   return f.CheckNoUnknown();

@@ -50,6 +50,14 @@ struct TrainConfig {
   int checkpoint_every = 0;     // server updates between checkpoints; 0: only at the end
   int display_every = 50;       // steps between progress records
   int seed = 1;
+  // Each layer's gradients go to the servers as soon as backprop has them and
+  // its next values are collected just before its forward pass (SINGA §5.3);
+  // false: one exchange after the whole backward pass. Same results either way.
+  bool overlap = true;
+  // With overlap, a request gathers layers from the top down until it holds
+  // this many values (lib/train/lanes.h); 0: one request per layer. 1 MiB of
+  // fp32, PyTorch DDP's first bucket: fewer, larger messages where layers are small.
+  int overlap_bucket_floats = 1 << 18;
 };
 
 struct ClusterConfig {

@@ -155,16 +155,17 @@ void PartitionedNet::Allocate(int batch) {
   data_->labels().resize(batch);
 }
 
-Status PartitionedNet::Forward(Phase phase, uint64_t step) {
+Status PartitionedNet::Forward(Phase phase, uint64_t step, LayerHooks* hooks) {
   for (auto& node : nodes_) {
     if (node.connection) node.connection->set_step(step);
+    if (hooks) SHOAL_RETURN_IF_ERROR(hooks->BeforeForward(*node.layer));
     node.layer->Forward(phase, node.srcs);
     if (node.connection) SHOAL_RETURN_IF_ERROR(node.connection->status());
   }
   return Status::Ok();
 }
 
-Status PartitionedNet::Backward(uint64_t step) {
+Status PartitionedNet::Backward(uint64_t step, LayerHooks* hooks) {
   // As Net::Backward: source gradients are summed into, so cleared first.
   for (auto& node : nodes_)
     if (node.layer->WantsGrad()) node.layer->grad().Fill(0.0f);
@@ -173,6 +174,7 @@ Status PartitionedNet::Backward(uint64_t step) {
     if (node.connection) node.connection->set_step(step);
     node.layer->Backward(node.srcs);
     if (node.connection) SHOAL_RETURN_IF_ERROR(node.connection->status());
+    if (hooks) SHOAL_RETURN_IF_ERROR(hooks->AfterBackward(*node.layer, step));
   }
   return Status::Ok();
 }

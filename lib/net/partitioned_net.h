@@ -18,6 +18,18 @@
 
 namespace shoal {
 
+// What runs beside each layer's passes: a worker's parameter traffic when it
+// overlaps communication with computation (SINGA §5.3's get, collect and
+// update; lib/train/param_table.h's RemoteTable with train.overlap).
+class LayerHooks {
+ public:
+  virtual ~LayerHooks() = default;
+  // Just before the layer's forward pass: its parameters must be there.
+  virtual Status BeforeForward(const Layer& layer) = 0;
+  // Just after its backward pass: its parameters' gradients are ready.
+  virtual Status AfterBackward(const Layer& layer, uint64_t step) = 0;
+};
+
 class PartitionedNet {
  public:
   // `channel`: open, to worker `worker`'s group; unused (may be null) in groups of one.
@@ -25,9 +37,10 @@ class PartitionedNet {
 
   // Shapes every feature for `batch` records per worker.
   void Allocate(int batch);
-  // Both passes of step `step`; they fail when a peer's part never comes.
-  Status Forward(Phase phase, uint64_t step);
-  Status Backward(uint64_t step);
+  // Both passes of step `step`; they fail when a peer's part never comes, or
+  // when a hook fails. `hooks` (may be null) runs beside every layer.
+  Status Forward(Phase phase, uint64_t step, LayerHooks* hooks = nullptr);
+  Status Backward(uint64_t step, LayerHooks* hooks = nullptr);
 
   DataLayer& data_layer() { return *data_; }
   SoftmaxLossLayer& loss_layer() { return *loss_; }

@@ -39,9 +39,8 @@ ParameterServer::ParameterServer(const Plan& plan, ServerOptions options)
       group_(ServerGroupOfServer(plan, options_.id)),
       consistency_(ConsistencyNamed(plan.job.cluster.consistency)),
       bsp_(consistency_ == Consistency::kBsp),
-      contributed_(workers_, false),
-      waiting_(workers_),
-      updates_from_(workers_, 0),
+      serves_(workers_, false),
+      empty_steps_(workers_, 0),
       done_(workers_, false) {
   stats_.updates_from.assign(workers_, 0);
 }
@@ -80,18 +79,38 @@ Status ParameterServer::Start() {
         s.grad_sum.assign(sp.count, 0.0f);
       }
       slices_.emplace(key, std::move(s));
+      // Parameters come in the net's order, so layers do too.
+      const std::string& layer = LayerOfParam(plan_, param.name).name;
+      if (layers_.empty() || layers_.back().name != layer) {
+        layers_.emplace_back();
+        Layer& l = layers_.back();
+        l.name = layer;
+        l.held.resize(workers_);
+        l.updates_from.assign(workers_, 0);
+        l.contributed.assign(workers_, false);
+        l.waiting.resize(workers_);
+      }
+      layers_.back().keys.push_back(key);
+      layer_of_[key] = static_cast<int>(layers_.size()) - 1;
     }
   }
   // Who holds what, worked out once per worker: how many hold each key
-  // (HoldersPerKey), and which of this server's keys each worker sends.
+  // (HoldersPerKey), and which of this server's keys, of which layers, each worker sends.
   holders_.assign(plan_.slices.size(), 0);
   for (const auto& w : plan_.workers) {
-    served_ += ServerGroupOf(plan_, w.id) == group_;
+    serves_[w.id] = ServerGroupOf(plan_, w.id) == group_;
+    served_ += serves_[w.id];
     held_.emplace_back();
     for (uint32_t key : KeysHeldBy(plan_, w.id)) {
       ++holders_[key];
-      if (slices_.count(key)) held_.back().push_back(key);
+      if (!slices_.count(key)) continue;
+      held_.back().push_back(key);
+      layers_[layer_of_.at(key)].held[w.id].push_back(key);
     }
+  }
+  for (Layer& l : layers_) {
+    for (const auto& keys : l.held) l.holders += keys.empty() ? 0 : 1;
+    SumInOrder(l);  // past the workers that hold none of it
   }
   if (plan_.job.cluster.nserver_groups > 1) {
     sync_ = std::make_unique<ServerSync>(plan_, options_.id, [this](auto* values) {
@@ -107,8 +126,9 @@ Status ParameterServer::Start() {
     std::filesystem::create_directories(options_.checkpoint_dir, ec);
     if (ec) return Status::IOError("cannot create '" + options_.checkpoint_dir + "': " + ec.message());
   }
-  // Room for every worker's parked request plus a few tools.
-  int slots = 2 * workers_ + 8;
+  // Room for every worker's parked requests (one per layer, and one more for
+  // a get, a join or a done) plus a few tools.
+  const int slots = workers_ * (static_cast<int>(layers_.size()) + 2) + 8;
   const std::string& endpoint = plan_.servers[options_.id].endpoint;
   return rpc_.Listen(
       endpoint, slots, [this](int slot, const MessageView& req) { Handle(slot, req); },
@@ -134,7 +154,17 @@ Status ParameterServer::Run() {
       break;
     }
   }
-  Status written = Checkpoint();
+  // A BSP server stopped mid-step (shut down, or given up on) may hold a
+  // layer a version ahead of the table: no file could name that state, so
+  // the newest checkpoint stays the last consistent one. (Otherwise layers
+  // are never in step with each other; their versions count updates taken.)
+  const std::string ahead = bsp_ ? LayerAhead() : "";
+  Status written;
+  if (ahead.empty())
+    written = Checkpoint();
+  else
+    std::fprintf(stderr, "dl-server: server %d stops mid-step (%s): no final checkpoint\n", options_.id,
+                 ahead.c_str());
   // Nobody waits out a timeout for a server that has stopped.
   for (const auto& p : parked_) ReplyError(p.slot, "server " + std::to_string(options_.id) + " is stopping");
   parked_.clear();
@@ -216,19 +246,19 @@ void ParameterServer::Handle(int slot, const MessageView& req) {
 void ParameterServer::HandleGet(int slot, const MessageView& req) {
   ++stats_.gets;
   if (consistency_ == Consistency::kSsp) {
-    ReadAtClock(slot, -1, req.header.step);
+    ReadAtClock(slot, -1, req.header.step, {});
     return;
   }
   if (bsp_ && req.header.step > stats_.version) {
     ++stats_.gets_waited;
-    parked_.push_back({slot, req.header.step, false, -1});
+    parked_.push_back({slot, req.header.step, false, -1, {}});
     return;
   }
-  ReplyParams(slot, -1);
+  ReplyParams(slot, -1, {});
 }
 
-void ParameterServer::ReadAtClock(int slot, int worker, uint64_t clock) {
-  const Parked read{slot, clock, false, worker};
+void ParameterServer::ReadAtClock(int slot, int worker, uint64_t clock, const std::vector<int>& layers) {
+  const Parked read{slot, clock, false, worker, layers};
   if (Ready(read)) {
     Answer(read);
     return;
@@ -240,16 +270,25 @@ void ParameterServer::ReadAtClock(int slot, int worker, uint64_t clock) {
 void ParameterServer::Answer(const Parked& p) {
   if (consistency_ == Consistency::kSsp && !p.done)
     stats_.max_staleness_served =
-        std::max(stats_.max_staleness_served, SspStaleness(p.version, SlowestClock(updates_from_, done_)));
-  ReplyParams(p.slot, p.sender);
+        std::max(stats_.max_staleness_served, SspStaleness(p.version, SlowestClock()));
+  ReplyParams(p.slot, p.sender, p.layers);
 }
 
 bool ParameterServer::Ready(const Parked& p) const {
   if (p.done) return done_count_ == served_;
   if (consistency_ == Consistency::kSsp)
-    return SspReadable(p.version, SlowestClock(updates_from_, done_),
-                       static_cast<uint64_t>(plan_.job.cluster.staleness));
-  return p.version <= stats_.version;
+    return SspReadable(p.version, SlowestClock(), static_cast<uint64_t>(plan_.job.cluster.staleness));
+  return p.version <= VersionOf(p.layers);
+}
+
+uint64_t ParameterServer::SlowestClock() const {
+  std::vector<uint64_t> clocks(workers_);
+  std::vector<bool> stopped(workers_);  // done, or another group's
+  for (int w = 0; w < workers_; ++w) {
+    clocks[w] = NextStepOf(w);
+    stopped[w] = done_[w] || !serves_[w];
+  }
+  return shoal::SlowestClock(clocks, stopped);
 }
 
 void ParameterServer::HandleUpdate(int slot, const MessageView& req) {
@@ -260,75 +299,128 @@ void ParameterServer::HandleUpdate(int slot, const MessageView& req) {
                          " under consistency 'easgd': its workers send their parameters in an exchange");
     return;
   }
-  if (bsp_ && step > stats_.version) {
-    ReplyError(slot, "update for step " + std::to_string(step) + " but the table is at version " +
-                         std::to_string(stats_.version));
-    return;
-  }
-  // A worker's clock counts its updates: one past it would skip a clock.
-  if (consistency_ == Consistency::kSsp && step > updates_from_[sender]) {
-    ReplyError(slot, "update for step " + std::to_string(step) + " but worker " + std::to_string(sender) +
-                         "'s clock here is " + std::to_string(updates_from_[sender]));
-    return;
-  }
+  std::vector<int> layers;
   std::string mismatch = MismatchedSlice(req);
-  if (mismatch.empty()) mismatch = MisheldSlices(req);
+  if (mismatch.empty()) mismatch = MisheldSlices(req, &layers);
   if (!mismatch.empty()) {
     ReplyError(slot, "update " + mismatch);
     return;
   }
-  // BSP: the step is counted or applied already. Async: a worker's step k is
-  // its (k+1)-th update, so one below its count was taken in already.
-  const bool repeated = bsp_ ? (step < stats_.version || contributed_[sender]) : step < updates_from_[sender];
-  if (repeated) {
-    ++stats_.updates_repeated;
-  } else {
-    ++stats_.updates_received;
-    ++stats_.updates_from[sender];
-    ++updates_from_[sender];
-    if (!bsp_) {
-      // Applied at once, as one worker's share of the average.
-      AddGradients(req.entries);
-      for (const auto& e : req.entries) ApplySlice(slices_[e.key], static_cast<float>(holders_[e.key]) / served_);
-      AdvanceVersion();
-    } else {
-      contributed_[sender] = true;
-      ++contributors_;
-      if (static_cast<int>(sender) == next_to_sum_) {
-        AddGradients(req.entries);
-        ++next_to_sum_;
-      } else {
-        for (const auto& e : req.entries) {
-          waiting_[sender].emplace_back(e.key, std::vector<float>(e.count));
-          CopyValues(e, waiting_[sender].back().second.data());
-        }
-      }
-      for (; next_to_sum_ < workers_ && contributed_[next_to_sum_]; ++next_to_sum_) {
-        for (const auto& [key, grad] : waiting_[next_to_sum_]) {
-          std::vector<float>& sum = slices_[key].grad_sum;
-          for (size_t i = 0; i < grad.size(); ++i) sum[i] += grad[i];
-        }
-        waiting_[next_to_sum_].clear();
-      }
-      if (contributors_ == served_) {
-        for (auto& [key, s] : slices_) ApplySlice(s, 1.0f / served_);
-        AdvanceVersion();
-        contributors_ = 0;
-        next_to_sum_ = 0;
-        contributed_.assign(workers_, false);
-      }
-    }
+  // BSP: a worker sends a layer's step s once it has version s of the layer.
+  if (bsp_ && step > VersionOf(layers)) {
+    const std::string what = layers.empty()       ? "the table is"
+                             : layers.size() == 1 ? "layer '" + layers_[layers[0]].name + "' is"
+                                                  : "its layers are";
+    ReplyError(slot, "update for step " + std::to_string(step) + " but " + what + " at version " +
+                         std::to_string(VersionOf(layers)));
+    return;
   }
+  // A worker's clock counts its updates: one past it would skip a clock.
+  if (consistency_ == Consistency::kSsp && step > NextStepOf(sender, layers)) {
+    ReplyError(slot, "update for step " + std::to_string(step) + " but worker " + std::to_string(sender) +
+                         "'s clock here is " + std::to_string(NextStepOf(sender, layers)));
+    return;
+  }
+  // Per layer: BSP, the step is counted or applied already; otherwise a
+  // worker's step k is its (k+1)-th update, so one below its count was taken
+  // in already.
+  const uint64_t clock = NextStepOf(sender);
+  bool took = false;
+  for (int index : layers) {
+    Layer& layer = layers_[index];
+    const bool repeated = bsp_ ? step < layer.version || layer.contributed[sender] : step < layer.updates_from[sender];
+    if (repeated) continue;
+    TakeUpdate(layer, sender, step, EntriesOf(req, index));
+    took = true;
+  }
+  if (layers.empty() && step >= empty_steps_[sender]) {
+    empty_steps_[sender] = step + 1;
+    took = true;
+  }
+  if (took) ++stats_.updates_received;
+  else ++stats_.updates_repeated;
+  stats_.updates_from[sender] += NextStepOf(sender) - clock;
+  if (bsp_) ApplyCompleteLayers();
+  else CatchUpVersion();
   if (req.header.type == MsgType::kUpdateGet) {
-    // One round trip per step: the reply carries the next step's parameters
-    // (under BSP, once every worker's gradient of this step is in).
-    if (consistency_ == Consistency::kSsp) ReadAtClock(slot, static_cast<int>(sender), step + 1);
-    else if (bsp_ && step + 1 > stats_.version) parked_.push_back({slot, step + 1, false, static_cast<int>(sender)});
-    else ReplyParams(slot, static_cast<int>(sender));
+    // One round trip per step and lane: the reply carries the next version
+    // of the layers updated (under BSP, once every worker holding them has
+    // sent the step; under SSP, read at the next clock).
+    if (consistency_ == Consistency::kSsp)
+      ReadAtClock(slot, static_cast<int>(sender), step + 1, layers);
+    else if (bsp_ && VersionOf(layers) < step + 1)
+      parked_.push_back({slot, step + 1, false, static_cast<int>(sender), layers});
+    else
+      ReplyParams(slot, static_cast<int>(sender), layers);
   } else {
     ReplyOk(slot);
   }
   ServeParked();
+}
+
+std::vector<const EntryView*> ParameterServer::EntriesOf(const MessageView& req, int index) const {
+  std::vector<const EntryView*> entries;
+  for (const auto& e : req.entries)
+    if (layer_of_.at(e.key) == index) entries.push_back(&e);
+  return entries;
+}
+
+void ParameterServer::TakeUpdate(Layer& layer, uint32_t sender, uint64_t step,
+                                 const std::vector<const EntryView*>& entries) {
+  layer.updates_from[sender] = step + 1;
+  if (!bsp_) {
+    // Applied at once, as one worker's share of the average.
+    AddGradients(entries);
+    for (const EntryView* e : entries)
+      ApplySlice(slices_.at(e->key), static_cast<float>(holders_[e->key]) / served_, layer.version);
+    ++layer.version;
+    return;
+  }
+  layer.contributed[sender] = true;
+  ++layer.contributors;
+  if (static_cast<int>(sender) == layer.next_to_sum) {
+    AddGradients(entries);
+    ++layer.next_to_sum;
+  } else {
+    for (const EntryView* e : entries) {
+      layer.waiting[sender].emplace_back(e->key, std::vector<float>(e->count));
+      CopyValues(*e, layer.waiting[sender].back().second.data());
+    }
+  }
+  SumInOrder(layer);
+}
+
+void ParameterServer::SumInOrder(Layer& layer) {
+  for (; layer.next_to_sum < workers_; ++layer.next_to_sum) {
+    const int w = layer.next_to_sum;
+    if (layer.held[w].empty()) continue;  // nothing of this layer to wait for
+    if (!layer.contributed[w]) return;
+    for (const auto& [key, grad] : layer.waiting[w]) {
+      std::vector<float>& sum = slices_.at(key).grad_sum;
+      for (size_t i = 0; i < grad.size(); ++i) sum[i] += grad[i];
+    }
+    layer.waiting[w].clear();
+  }
+}
+
+void ParameterServer::ApplyCompleteLayers() {
+  // A layer whose step is complete waits for the table's version before it
+  // applies, so no layer runs more than one version ahead (a layer applied
+  // opens the way for the ones waiting behind it: hence the loop).
+  for (bool applied = true; applied;) {
+    applied = false;
+    for (Layer& layer : layers_) {
+      if (layer.holders == 0 || layer.contributors < layer.holders || layer.version != stats_.version) continue;
+      for (uint32_t key : layer.keys) ApplySlice(slices_.at(key), 1.0f / served_, layer.version);
+      ++layer.version;
+      layer.contributors = 0;
+      layer.next_to_sum = 0;
+      layer.contributed.assign(workers_, false);
+      SumInOrder(layer);
+      applied = true;
+    }
+    CatchUpVersion();
+  }
 }
 
 void ParameterServer::HandleSync(int slot, const MessageView& req) {
@@ -356,8 +448,8 @@ void ParameterServer::HandleSync(int slot, const MessageView& req) {
 void ParameterServer::HandleJoin(int slot, const MessageView& req) {
   // BSP: every worker trains the table's current step; otherwise a worker
   // goes on after the last of its updates (easgd: exchanges) taken in.
-  const uint32_t sender = req.header.sender;
-  ReplyParams(slot, static_cast<int>(sender), bsp_ ? stats_.version : updates_from_[sender]);
+  const int sender = static_cast<int>(req.header.sender);
+  ReplyParams(slot, sender, {}, bsp_ ? stats_.version : NextStepOf(sender));
 }
 
 void ParameterServer::HandleExchange(int slot, const MessageView& req) {
@@ -366,8 +458,9 @@ void ParameterServer::HandleExchange(int slot, const MessageView& req) {
                          plan_.job.cluster.consistency + "'");
     return;
   }
+  std::vector<int> layers;
   std::string mismatch = MismatchedSlice(req);
-  if (mismatch.empty()) mismatch = MisheldSlices(req);
+  if (mismatch.empty()) mismatch = MisheldSlices(req, &layers);
   if (!mismatch.empty()) {
     ReplyError(slot, "exchange " + mismatch);
     return;
@@ -376,7 +469,7 @@ void ParameterServer::HandleExchange(int slot, const MessageView& req) {
   const uint64_t step = req.header.step;
   // A rejoined worker repeating a step whose exchange was taken in gets a
   // difference of 0: it keeps its values and the centre is not pulled twice.
-  const bool repeated = step < updates_from_[sender];
+  const bool repeated = step < NextStepOf(sender, layers);
   std::vector<std::vector<float>> diffs;
   for (const auto& e : req.entries) {
     diffs.emplace_back(e.count, 0.0f);
@@ -389,8 +482,12 @@ void ParameterServer::HandleExchange(int slot, const MessageView& req) {
   } else {
     ++stats_.updates_received;
     ++stats_.updates_from[sender];
-    updates_from_[sender] = step + 1;
-    AdvanceVersion();
+    for (int index : layers) {
+      layers_[index].updates_from[sender] = step + 1;
+      ++layers_[index].version;
+    }
+    if (layers.empty()) empty_steps_[sender] = step + 1;
+    CatchUpVersion();
   }
   std::vector<EntryRef> entries;
   for (size_t i = 0; i < diffs.size(); ++i)
@@ -399,20 +496,31 @@ void ParameterServer::HandleExchange(int slot, const MessageView& req) {
   rpc_.Reply(slot, h, entries);
 }
 
-void ParameterServer::AddGradients(const std::vector<EntryView>& entries) {
+void ParameterServer::AddGradients(const std::vector<const EntryView*>& entries) {
   std::vector<float> grad;  // fp32 whatever the wire carried: sums stay fp32
-  for (const auto& e : entries) {
-    std::vector<float>& sum = slices_[e.key].grad_sum;
-    grad.resize(e.count);
-    CopyValues(e, grad.data());
-    for (uint32_t i = 0; i < e.count; ++i) sum[i] += grad[i];
+  for (const EntryView* e : entries) {
+    std::vector<float>& sum = slices_.at(e->key).grad_sum;
+    grad.resize(e->count);
+    CopyValues(*e, grad.data());
+    for (uint32_t i = 0; i < e->count; ++i) sum[i] += grad[i];
   }
 }
 
-void ParameterServer::ApplySlice(Slice& s, float scale) {
+void ParameterServer::ApplySlice(Slice& s, float scale, uint64_t version) {
   for (float& g : s.grad_sum) g *= scale;
-  ApplyUpdate(updater_, stats_.version, s.value.size(), s.grad_sum.data(), s.value.data(), &s.state);
+  ApplyUpdate(updater_, version, s.value.size(), s.grad_sum.data(), s.value.data(), &s.state);
   std::fill(s.grad_sum.begin(), s.grad_sum.end(), 0.0f);
+}
+
+void ParameterServer::CatchUpVersion() {
+  uint64_t slowest = ~0ull;
+  for (const Layer& layer : layers_) slowest = std::min(slowest, layer.version);
+  // Under BSP a worker holding nothing here is a step's barrier too; other
+  // models count updates applied, which its empty ones are not.
+  if (bsp_)
+    for (int w = 0; w < workers_; ++w)
+      if (serves_[w] && held_[w].empty()) slowest = std::min(slowest, empty_steps_[w]);
+  while (stats_.version < slowest) AdvanceVersion();
 }
 
 void ParameterServer::AdvanceVersion() {
@@ -426,13 +534,62 @@ void ParameterServer::AdvanceVersion() {
   }
 }
 
-std::string ParameterServer::MisheldSlices(const MessageView& req) const {
-  const std::vector<uint32_t>& held = held_[req.header.sender];
-  bool same = req.entries.size() == held.size();
-  for (size_t i = 0; same && i < held.size(); ++i) same = req.entries[i].key == held[i];
+std::string ParameterServer::MisheldSlices(const MessageView& req, std::vector<int>* layers) const {
+  const uint32_t sender = req.header.sender;
+  layers->clear();
+  for (const auto& e : req.entries) {
+    const int index = layer_of_.at(e.key);
+    if (layers->empty() || layers->back() != index) layers->push_back(index);
+  }
+  if (layers->empty()) {
+    if (held_[sender].empty()) return "";
+    return "from worker " + std::to_string(sender) + " carries no slices; the plan gives it " +
+           std::to_string(held_[sender].size()) + " on this server";
+  }
+  // Layers' keys follow one another, so the slices expected are each
+  // touched layer's in turn.
+  std::vector<uint32_t> expected;
+  std::string names;
+  for (int index : *layers) {
+    const std::vector<uint32_t>& keys = layers_[index].held[sender];
+    expected.insert(expected.end(), keys.begin(), keys.end());
+    names += (names.empty() ? "'" : ", '") + layers_[index].name + "'";
+  }
+  bool same = req.entries.size() == expected.size();
+  for (size_t i = 0; same && i < expected.size(); ++i) same = req.entries[i].key == expected[i];
   if (same) return "";
-  return "from worker " + std::to_string(req.header.sender) + " carries " + std::to_string(req.entries.size()) +
-         " slices; the plan gives it " + std::to_string(held.size()) + " on this server";
+  return "from worker " + std::to_string(sender) + " carries " + std::to_string(req.entries.size()) +
+         " slices of layer " + names + "; the plan gives it " + std::to_string(expected.size()) +
+         " of them on this server (a request carries every slice it holds of each layer it touches)";
+}
+
+uint64_t ParameterServer::VersionOf(const std::vector<int>& layers) const {
+  if (layers.empty()) return stats_.version;
+  uint64_t version = ~0ull;
+  for (int index : layers) version = std::min(version, layers_[index].version);
+  return version;
+}
+
+std::string ParameterServer::LayerAhead() const {
+  for (const Layer& layer : layers_)
+    if (layer.version != stats_.version)
+      return "layer '" + layer.name + "' is at version " + std::to_string(layer.version) + ", the table at " +
+             std::to_string(stats_.version);
+  return "";
+}
+
+uint64_t ParameterServer::NextStepOf(int worker, const std::vector<int>& layers) const {
+  if (layers.empty()) return empty_steps_[worker];
+  uint64_t next = ~0ull;
+  for (int index : layers) next = std::min(next, layers_[index].updates_from[worker]);
+  return next;
+}
+
+uint64_t ParameterServer::NextStepOf(int worker) const {
+  std::vector<int> held;
+  for (size_t index = 0; index < layers_.size(); ++index)
+    if (!layers_[index].held[worker].empty()) held.push_back(static_cast<int>(index));
+  return NextStepOf(worker, held);
 }
 
 std::string ParameterServer::MismatchedSlice(const MessageView& req) const {
@@ -451,7 +608,7 @@ void ParameterServer::HandlePut(int slot, const MessageView& req) {
     ReplyError(slot, "put " + mismatch);
     return;
   }
-  for (const auto& e : req.entries) CopyValues(e, slices_[e.key].value.data());
+  for (const auto& e : req.entries) CopyValues(e, slices_.at(e.key).value.data());
   ReplyOk(slot);
 }
 
@@ -460,7 +617,7 @@ void ParameterServer::HandleDone(int slot, const MessageView& req) {
     done_[req.header.sender] = true;
     stats_.workers_done = ++done_count_;
   }
-  parked_.push_back({slot, 0, true, static_cast<int>(req.header.sender)});
+  parked_.push_back({slot, 0, true, static_cast<int>(req.header.sender), {}});
   ServeParked();
 }
 
@@ -483,7 +640,7 @@ void ParameterServer::ServeParked() {
   }
 }
 
-void ParameterServer::ReplyParams(int slot, int worker, uint64_t step) {
+void ParameterServer::ReplyParams(int slot, int worker, const std::vector<int>& layers, uint64_t step) {
   // A worker's own slices are what training exchanges every step: they
   // travel as cluster.wire says. A get of every slice (evaluation, tools)
   // takes the exact fp32 values.
@@ -495,9 +652,12 @@ void ParameterServer::ReplyParams(int slot, int worker, uint64_t step) {
   };
   if (worker < 0)
     for (const auto& [key, s] : slices_) add(key);
-  else
+  else if (layers.empty())
     for (uint32_t key : held_[worker]) add(key);
-  MsgHeader h{MsgType::kReply, plan_hash_, step == ~0ull ? stats_.version : step,
+  else
+    for (int index : layers)
+      for (uint32_t key : layers_[index].held[worker]) add(key);
+  MsgHeader h{MsgType::kReply, plan_hash_, step == ~0ull ? VersionOf(layers) : step,
               static_cast<uint32_t>(options_.id)};
   rpc_.Reply(slot, h, entries);
 }
@@ -550,7 +710,11 @@ Status ParameterServer::Resume() {
                                    " (the value and the state of each slice: " + KeptState(states) + ")");
   stats_.version = ckpt.step;
   stats_.updates_received = ckpt.updates;
-  if (ckpt.updates_from.size() == updates_from_.size()) updates_from_ = ckpt.updates_from;
+  for (Layer& layer : layers_) {
+    layer.version = ckpt.step;
+    if (ckpt.updates_from.size() == layer.updates_from.size()) layer.updates_from = ckpt.updates_from;
+  }
+  if (ckpt.updates_from.size() == empty_steps_.size()) empty_steps_ = ckpt.updates_from;
   metric_ = ckpt.metric;
   std::fprintf(stderr, "dl-server: server %d resumed from '%s' at version %llu\n", options_.id, path.c_str(),
                static_cast<unsigned long long>(ckpt.step));
@@ -566,7 +730,7 @@ Status ParameterServer::Checkpoint() {
   ckpt.step = stats_.version;
   ckpt.updates = stats_.updates_received;
   ckpt.servers = plan_.job.cluster.nservers_per_group;
-  ckpt.updates_from = updates_from_;
+  for (int w = 0; w < workers_; ++w) ckpt.updates_from.push_back(NextStepOf(w));
   ckpt.metric = metric_;
   const std::vector<std::string>& states = StateNames();
   for (const auto& [key, s] : slices_) {

@@ -17,12 +17,27 @@
 // per slice and divided by the number of workers: a partitioned layer's
 // gradient is computed over its whole group's records, so this is the
 // average over every record either way.
+// An update carries whole layers: for each layer it touches, every slice of
+// it the sender holds here. A worker that overlaps communication with
+// computation (train.overlap) sends one update-get per lane of layers as
+// backprop produces them, the top lane first; otherwise one for all its
+// layers. Each layer of the table keeps its own version, so under BSP a layer
+// is applied, and its update-gets answered, as soon as every worker holding
+// it has sent the step, while the workers are still computing the layers
+// below. A layer runs at most one version ahead of the slowest (it waits for
+// the table's version before it applies), so the table's version — its
+// slowest layer's — names one consistent state, and that is what gets, joins
+// and checkpoints see. A worker holding nothing here still takes part in
+// every step with an empty update, as a barrier. Async, SSP and EASGD apply
+// each layer's update (exchange) as it arrives; a worker's clock is the
+// step after the last one whose every layer was taken in.
 // A worker that rejoins after a crash asks where to go on (join) and repeats
-// the step it was in: an update of a step already counted or applied is
-// dropped and answered as the first one was, so nothing is applied twice.
-// An update-get is an update answered like a get of the next version: one
-// round trip per step. Gradients may arrive as fp16 (cluster.wire) and are
-// summed and applied in fp32; a worker's slices go back in the wire's encoding.
+// the step it was in: an update of a layer's step already counted or applied
+// is dropped and answered as the first one was, so nothing is applied twice.
+// An update-get is an update answered like a get of the next version of the
+// layers it carries: one round trip per step and lane. Gradients may arrive
+// as fp16 (cluster.wire) and are summed and applied in fp32; a worker's
+// slices go back in the wire's encoding.
 // A worker's `done` waits until every worker is done and is answered with
 // the final parameters; then the server checkpoints and exits.
 #pragma once
@@ -60,7 +75,8 @@ class ParameterServer {
   // Initialises this server's slices and listens on its endpoint.
   Status Start();
   // Serves until every worker is done or a shutdown request comes; gives up
-  // when no request arrives for the plan's timeout. Writes a final checkpoint.
+  // when no request arrives for the plan's timeout. Writes a final checkpoint
+  // unless it stops mid-step under BSP.
   Status Run();
   ServerStats stats();
   // The counters as dl-server prints them and kStats answers them.
@@ -73,11 +89,29 @@ class ParameterServer {
     std::vector<float> value, grad_sum;
     UpdaterState state;  // the updater's buffers, named by StateNames(); none under easgd
   };
+  // One layer's slices on this server: the unit of an update, of BSP's
+  // summing and applying, and of versions.
+  struct Layer {
+    std::string name;
+    std::vector<uint32_t> keys;               // increasing
+    std::vector<std::vector<uint32_t>> held;  // per worker: its keys of this layer here, increasing
+    int holders = 0;                          // workers holding some of it here
+    uint64_t version = 0;                     // updates (easgd: exchanges) applied to it
+    std::vector<uint64_t> updates_from;       // per worker: the step after its last update taken in
+    // bsp, the layer's current step: whose update arrived. Gradients are
+    // summed in worker order whatever order they arrive in, so a run's result
+    // does not depend on timing; early arrivals wait in `waiting`.
+    std::vector<bool> contributed;
+    int contributors = 0;
+    int next_to_sum = 0;
+    std::vector<std::vector<std::pair<uint32_t, std::vector<float>>>> waiting;  // per worker
+  };
   struct Parked {
     int slot;
-    uint64_t version;  // bsp: the version it waits for; ssp: the clock it reads at
-    bool done;         // a worker's done: answered when every worker is done
-    int sender;        // answered with this worker's slices
+    uint64_t version;         // bsp: the version it waits for; ssp: the clock it reads at
+    bool done;                // a worker's done: answered when every worker is done
+    int sender;               // answered with this worker's slices; -1: every slice
+    std::vector<int> layers;  // only these are answered (none: every layer), bsp: once they reach `version`
   };
 
   void Handle(int slot, const MessageView& request);
@@ -90,8 +124,8 @@ class ParameterServer {
   void HandleExchange(int slot, const MessageView& request);
   // The job's cluster.consistency; ParseJob has checked the name.
   static Consistency ConsistencyNamed(const std::string& name);
-  // ssp: answers a read at `clock` now if the slack allows, else parks it.
-  void ReadAtClock(int slot, int worker, uint64_t clock);
+  // ssp: answers a read at `clock` of `layers` now if the slack allows, else parks it.
+  void ReadAtClock(int slot, int worker, uint64_t clock, const std::vector<int>& layers);
   // Whether a parked request can be answered now; Answer answers one that can
   // (ssp: counting how stale the answer is).
   bool Ready(const Parked& parked) const;
@@ -101,15 +135,38 @@ class ParameterServer {
   // Why an update's or put's slices do not fit this server's table; empty if they do.
   std::string MismatchedSlice(const MessageView& request) const;
   Status Resume();
-  // Why an update does not carry exactly the slices its sender holds here; empty if it does.
-  std::string MisheldSlices(const MessageView& request) const;
-  void AddGradients(const std::vector<EntryView>& entries);
-  void ApplySlice(Slice& slice, float scale);
-  // The table has a new version: count it, checkpoint when it is time.
+  // Why an update (exchange) does not carry, for each layer it touches,
+  // exactly the slices its sender holds of it here; empty if it does, with
+  // `layers` the layers it touches in key order.
+  std::string MisheldSlices(const MessageView& request, std::vector<int>* layers) const;
+  // The entries of `request` that belong to layer `index`.
+  std::vector<const EntryView*> EntriesOf(const MessageView& request, int index) const;
+  // Takes in one worker's gradients of a layer's current step (bsp) or applies them (the others).
+  void TakeUpdate(Layer& layer, uint32_t sender, uint64_t step, const std::vector<const EntryView*>& entries);
+  // bsp: sums the gradients waiting in worker order as far as they go.
+  void SumInOrder(Layer& layer);
+  // bsp: applies every layer whose step is complete, from the table's version.
+  void ApplyCompleteLayers();
+  void AddGradients(const std::vector<const EntryView*>& entries);
+  void ApplySlice(Slice& slice, float scale, uint64_t version);
+  // The table's version follows its slowest layer (bsp: and the workers
+  // holding nothing here): counts each new one, checkpoints when it is time.
+  void CatchUpVersion();
   void AdvanceVersion();
-  // Answers with worker `worker`'s slices (-1: every slice); `step`
-  // defaults to the table's version.
-  void ReplyParams(int slot, int worker, uint64_t step = ~0ull);
+  // The lowest version among `layers` (none: the table's).
+  uint64_t VersionOf(const std::vector<int>& layers) const;
+  // Which layer is past the table's version, and where; empty if none is.
+  std::string LayerAhead() const;
+  // The step worker `worker` trains next as far as this server knows: the
+  // step after the last one whose every layer here was taken in (its clock).
+  uint64_t NextStepOf(int worker) const;
+  // The same for `layers` only (none: the worker's empty updates).
+  uint64_t NextStepOf(int worker, const std::vector<int>& layers) const;
+  // ssp: the least clock of the workers this server serves that are not done.
+  uint64_t SlowestClock() const;
+  // Answers with worker `worker`'s slices of `layers` (none: of every layer;
+  // worker -1: every slice); `step` defaults to their version.
+  void ReplyParams(int slot, int worker, const std::vector<int>& layers, uint64_t step = ~0ull);
   void ReplyOk(int slot);
   void ReplyError(int slot, const std::string& why);
   void ServeParked();
@@ -134,16 +191,10 @@ class ParameterServer {
   std::map<uint32_t, Slice> slices_;
   std::vector<std::vector<uint32_t>> held_;  // per worker: the keys of this server it holds, increasing
   std::vector<int> holders_;                 // per key of the plan: how many workers hold it
-  std::vector<bool> contributed_;  // bsp: whose update of the current step arrived
-  int contributors_ = 0;
-  // bsp: gradients are summed in worker order, whatever order they arrive
-  // in, so a run's result does not depend on timing. Early arrivals wait here.
-  int next_to_sum_ = 0;
-  std::vector<std::vector<std::pair<uint32_t, std::vector<float>>>> waiting_;  // per worker
-  // Per worker: the step it goes on at when it rejoins, checkpointed. async
-  // and ssp: its updates taken in (ssp: its clock); easgd: the step after its
-  // last exchange; bsp: its updates taken in (it rejoins at the version).
-  std::vector<uint64_t> updates_from_;
+  std::vector<Layer> layers_;          // in the net's order
+  std::map<uint32_t, int> layer_of_;   // key -> index in layers_
+  std::vector<bool> serves_;           // per worker: whether it is in this server's group
+  std::vector<uint64_t> empty_steps_;  // per worker holding nothing here: the step after its last empty update
   nlohmann::json metric_;              // the last evaluation a worker reported
   std::vector<bool> done_;
   int done_count_ = 0;

@@ -30,7 +30,9 @@ class ElasticTable : public ParamTable {
   Status Push(uint64_t step, double loss) override;
   Status Finish() override { return centre_->Finish(); }
   Status Report(const std::string& metric) override { return centre_->Report(metric); }
-  Status FetchAll(const std::vector<Param*>& whole) override { return centre_->FetchAll(whole); }
+  Status FetchAll(const std::vector<Param*>& whole, uint64_t version) override {
+    return centre_->FetchAll(whole, version);
+  }
 
  private:
   // Whether step `step`, whose training loss was `loss`, ends with an exchange.

@@ -6,6 +6,7 @@
 
 #include "plan/partition.h"
 #include "ps/param_init.h"
+#include "train/lanes.h"
 
 namespace shoal {
 
@@ -24,7 +25,7 @@ Status LocalTable::Push(uint64_t step, double) {
   return Status::Ok();
 }
 
-Status LocalTable::FetchAll(const std::vector<Param*>& whole) {
+Status LocalTable::FetchAll(const std::vector<Param*>& whole, uint64_t) {
   for (size_t i = 0; i < params_.size(); ++i) whole.at(i)->value = params_[i]->value;
   return Status::Ok();
 }
@@ -35,7 +36,8 @@ RemoteTable::RemoteTable(const Plan& plan, int worker, std::vector<Param*> param
       timeout_ms_(timeout_ms),
       plan_hash_(plan.hash_value()),
       servers_(ServersOf(plan, worker)),
-      pieces_(servers_.size()) {
+      pieces_(servers_.size()),
+      overlap_(plan.job.train.overlap && plan.job.cluster.consistency != "easgd") {
   std::map<std::string, Param*> by_name;
   for (Param* p : params) by_name[p->name] = p;
   const int rank = plan.workers.at(worker).rank;
@@ -57,6 +59,79 @@ Status RemoteTable::Connect() {
     clients_.push_back(std::make_unique<RpcClient>());
     SHOAL_RETURN_IF_ERROR(clients_.back()->Dial(server.endpoint, timeout_ms_, tls));
   }
+  return overlap_ ? OpenLanes() : Status::Ok();
+}
+
+Status RemoteTable::OpenLanes() {
+  for (size_t s = 0; s < pieces_.size(); ++s) {
+    if (pieces_[s].empty()) {  // a server where this worker holds nothing hears of each step all the same
+      lanes_.push_back({static_cast<int>(s), {}, nullptr});
+      continue;
+    }
+    // Pieces come by increasing key, so a layer's follow one another.
+    std::vector<std::string> layers;
+    std::vector<std::vector<Piece>> pieces;
+    std::vector<size_t> floats;
+    for (const Piece& p : pieces_[s]) {
+      const std::string& layer = LayerOfParam(plan_, p.param->name).name;
+      if (layers.empty() || layers.back() != layer) {
+        layers.push_back(layer);
+        pieces.emplace_back();
+        floats.push_back(0);
+      }
+      pieces.back().push_back(p);
+      floats.back() += p.count;
+    }
+    for (const LaneRange& range : GroupLanes(floats, plan_.job.train.overlap_bucket_floats)) {
+      lanes_of_layer_[layers[range.begin]].push_back(lanes_.size());  // its lowest layer: last back, first forward
+      lanes_.push_back({static_cast<int>(s), {}, nullptr});
+      for (size_t layer = range.begin; layer < range.end; ++layer)
+        lanes_.back().pieces.insert(lanes_.back().pieces.end(), pieces[layer].begin(), pieces[layer].end());
+    }
+  }
+  for (Lane& lane : lanes_) SHOAL_RETURN_IF_ERROR(clients_[lane.server]->Share(&lane.client));
+  return Status::Ok();
+}
+
+Status RemoteTable::SendLane(Lane& lane, uint64_t step) {
+  std::vector<EntryRef> entries;
+  for (const auto& p : lane.pieces) {
+    entries.push_back({p.key, p.param->grad.data() + p.offset, static_cast<uint32_t>(p.count), wire_});
+    bytes_sent_ += p.count * BytesPerValue(wire_);
+  }
+  MsgHeader h{MsgType::kUpdateGet, plan_hash_, step, static_cast<uint32_t>(worker_)};
+  SHOAL_RETURN_IF_ERROR(lane.client->Send(h, entries));
+  lane.in_flight = true;
+  lane.step = step;
+  return Status::Ok();
+}
+
+Status RemoteTable::CollectLane(Lane& lane) {
+  if (!lane.in_flight) return Status::Ok();
+  lane.in_flight = false;
+  Reply reply;
+  SHOAL_RETURN_IF_ERROR(lane.client->Receive(&reply));
+  SHOAL_RETURN_IF_ERROR(Absorb(lane.server, reply.view(), lane.pieces, Take::kValues));
+  for (const auto& e : reply.view().entries) bytes_received_ += e.value_bytes();
+  return Status::Ok();
+}
+
+Status RemoteTable::Settle() {
+  for (Lane& lane : lanes_) SHOAL_RETURN_IF_ERROR(CollectLane(lane));
+  return Status::Ok();
+}
+
+Status RemoteTable::BeforeForward(const Layer& layer) {
+  auto it = lanes_of_layer_.find(layer.name());
+  if (it == lanes_of_layer_.end()) return Status::Ok();
+  for (size_t lane : it->second) SHOAL_RETURN_IF_ERROR(CollectLane(lanes_[lane]));
+  return Status::Ok();
+}
+
+Status RemoteTable::AfterBackward(const Layer& layer, uint64_t step) {
+  auto it = lanes_of_layer_.find(layer.name());
+  if (it == lanes_of_layer_.end()) return Status::Ok();
+  for (size_t lane : it->second) SHOAL_RETURN_IF_ERROR(SendLane(lanes_[lane], step));
   return Status::Ok();
 }
 
@@ -123,10 +198,12 @@ Status RemoteTable::Report(const std::string& metric) {
   return RoundTrip(MsgType::kMetric, 0, Send::kNothing, Take::kNothing, metric);
 }
 
-Status RemoteTable::FetchAll(const std::vector<Param*>& whole) {
+Status RemoteTable::FetchAll(const std::vector<Param*>& whole, uint64_t version) {
   std::map<std::string, Param*> by_name;
   for (Param* p : whole) by_name[p->name] = p;
-  MsgHeader h{MsgType::kGet, plan_hash_, 0, static_cast<uint32_t>(worker_)};
+  // Under BSP the servers answer once they reach the version: a layer
+  // another worker holds may still be on its way.
+  MsgHeader h{MsgType::kGet, plan_hash_, version, static_cast<uint32_t>(worker_)};
   for (size_t s = 0; s < clients_.size(); ++s) SHOAL_RETURN_IF_ERROR(clients_[s]->Send(h, {}, ""));
   for (size_t s = 0; s < clients_.size(); ++s) {
     std::vector<Piece> all;
@@ -140,7 +217,15 @@ Status RemoteTable::FetchAll(const std::vector<Param*>& whole) {
 }
 
 Status RemoteTable::Push(uint64_t step, double) {
-  SHOAL_RETURN_IF_ERROR(RoundTrip(MsgType::kUpdateGet, step, Send::kGrads, Take::kValues));
+  if (!overlap_) SHOAL_RETURN_IF_ERROR(RoundTrip(MsgType::kUpdateGet, step, Send::kGrads, Take::kValues));
+  // Every layer went as backprop finished it (AfterBackward), unless one was
+  // left out; the servers where this worker holds nothing hear of the step
+  // now, their answer to the previous one taken first (one request at a time).
+  for (Lane& lane : lanes_) {
+    if (lane.in_flight && lane.step == step) continue;
+    SHOAL_RETURN_IF_ERROR(CollectLane(lane));
+    SHOAL_RETURN_IF_ERROR(SendLane(lane, step));
+  }
   ++updates_sent_;
   return Status::Ok();
 }
@@ -152,8 +237,10 @@ Status RemoteTable::Exchange(uint64_t step) {
 }
 
 Status RemoteTable::Finish() {
+  SHOAL_RETURN_IF_ERROR(Settle());
   SHOAL_RETURN_IF_ERROR(RoundTrip(MsgType::kDone, 0, Send::kNothing, Take::kValues));
-  clients_.clear();  // hang up now: the servers wait for it before they exit
+  lanes_.clear();  // hang up now: the servers wait for it before they exit
+  clients_.clear();
   return Status::Ok();
 }
 

@@ -5,11 +5,14 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "comm/rpc_client.h"
 #include "layers/layer.h"
+#include "net/partitioned_net.h"
 #include "plan/plan.h"
 #include "train/local_updater.h"
 
@@ -21,18 +24,20 @@ class ParamTable {
   // Fills the params and says which step this worker trains next: 0 for a
   // fresh run, the servers' step for a worker that rejoins or resumes.
   virtual Status Join(uint64_t* step) = 0;
-  // Hands over the gradients of step `step` and fills the params with
-  // values of at least version `step` + 1, ready for the next step (a local
-  // updater applies them in place). `loss` is the step's training loss
-  // (easgd's adaptive period adds it up).
+  // Hands over the gradients of step `step` (those not handed over already)
+  // and makes the params ready for the next step: filled with values of at
+  // least version `step` + 1 (a local updater applies them in place), or,
+  // for a RemoteTable overlapping, asked for, each collected before its
+  // layer's forward pass (its LayerHooks). `loss` is the step's training
+  // loss (easgd's adaptive period adds it up).
   virtual Status Push(uint64_t step, double loss) = 0;
   // Says this worker is done; fills the params with the final values.
   virtual Status Finish() = 0;
   // Hands an evaluation (JSON object) to the servers for their checkpoints.
   virtual Status Report(const std::string& metric) = 0;
-  // Fills a whole net's params with the current values of every parameter
-  // (a worker that holds only some evaluates the whole net).
-  virtual Status FetchAll(const std::vector<Param*>& whole) = 0;
+  // Fills a whole net's params with every parameter's values of version
+  // `version` or later (a worker that holds only some evaluates the whole net).
+  virtual Status FetchAll(const std::vector<Param*>& whole, uint64_t version) = 0;
 };
 
 class LocalTable : public ParamTable {
@@ -45,17 +50,28 @@ class LocalTable : public ParamTable {
   Status Push(uint64_t step, double loss) override;
   Status Finish() override { return Status::Ok(); }
   Status Report(const std::string&) override { return Status::Ok(); }
-  Status FetchAll(const std::vector<Param*>& whole) override;
+  // The values are always the latest: the one process makes every version.
+  Status FetchAll(const std::vector<Param*>& whole, uint64_t version) override;
 
  private:
   std::vector<Param*> params_;
   LocalUpdater updater_;
 };
 
-class RemoteTable : public ParamTable {
+// With train.overlap (SINGA §5.3), the worker passes the table to its net's
+// passes as their LayerHooks: once backprop has finished a lane's layers
+// (lib/train/lanes.h: layers gathered top down until train.
+// overlap_bucket_floats; one layer each with 0) their gradients leave, one
+// update-get per server, while backprop goes on with the layers below; just
+// before the lane's lowest layer's next forward pass its new values are
+// collected, the bottom lane's first. Each lane has a request context of
+// its own (RpcClient::Share) on the one connection to its server. Without
+// overlap, Push sends every gradient and waits for every value, one request
+// per server.
+class RemoteTable : public ParamTable, public LayerHooks {
  public:
   // `params`: what worker `worker` holds (lib/plan/partition.h), named as the
-  // plan's parameters. Every wait gives up after `timeout_ms`.
+  // plan's parameters. Every wait gives up after `timeout_ms`, naming the server.
   RemoteTable(const Plan& plan, int worker, std::vector<Param*> params, int timeout_ms);
   Status Connect();
   Status Join(uint64_t* step) override;
@@ -65,7 +81,15 @@ class RemoteTable : public ParamTable {
   Status Exchange(uint64_t step);
   Status Finish() override;
   Status Report(const std::string& metric) override;
-  Status FetchAll(const std::vector<Param*>& whole) override;
+  Status FetchAll(const std::vector<Param*>& whole, uint64_t version) override;
+  Status BeforeForward(const Layer& layer) override;
+  Status AfterBackward(const Layer& layer, uint64_t step) override;
+  // Collects every reply still in flight: the params then hold the values
+  // the last Push asked for, and the byte counts include them.
+  Status Settle();
+  // Whether gradients leave layer by layer (train.overlap; never under
+  // easgd, whose exchanges carry values every few steps, not gradients).
+  bool overlaps() const { return overlap_; }
   // Parameter bytes of training (gradients or values out, values or
   // differences in): as encoded on the wire (half of fp32's with cluster.wire: fp16).
   uint64_t bytes_sent() const { return bytes_sent_; }
@@ -89,6 +113,19 @@ class RemoteTable : public ParamTable {
   // Copies a reply's slices into `pieces` (or subtracts them), which it must
   // match one for one.
   Status Absorb(int server, const MessageView& reply, const std::vector<Piece>& pieces, Take take);
+  // Some layers' slices on one server (none: a server where this worker
+  // holds nothing, which hears of each step all the same), with a request of its own.
+  struct Lane {
+    int server;  // index into servers_
+    std::vector<Piece> pieces;
+    std::unique_ptr<RpcClient> client;
+    bool in_flight = false;
+    uint64_t step = 0;  // of the request in flight
+  };
+  // Opens the lanes (train.overlap) once the clients are connected.
+  Status OpenLanes();
+  Status SendLane(Lane& lane, uint64_t step);
+  Status CollectLane(Lane& lane);
 
   const Plan& plan_;
   int worker_;
@@ -99,6 +136,9 @@ class RemoteTable : public ParamTable {
   std::vector<std::unique_ptr<RpcClient>> clients_;
   std::vector<int> servers_;                // the ones this worker talks to (its server group)
   std::vector<std::vector<Piece>> pieces_;  // per server of servers_
+  bool overlap_;
+  std::vector<Lane> lanes_;                 // with overlap
+  std::map<std::string, std::vector<size_t>> lanes_of_layer_;  // lowest layer's name -> its lanes
   uint64_t bytes_sent_ = 0, bytes_received_ = 0;
   uint64_t updates_sent_ = 0;
 };

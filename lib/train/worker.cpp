@@ -92,6 +92,8 @@ Status Worker::Run(WorkerResult* result) {
     else
       table = std::move(r);
   }
+  // With train.overlap each layer's parameters travel beside its passes.
+  LayerHooks* hooks = remote && remote->overlaps() ? remote : nullptr;
   std::unique_ptr<ShardReader> test;
   if (evaluates) {
     test = std::make_unique<ShardReader>();
@@ -131,7 +133,7 @@ Status Worker::Run(WorkerResult* result) {
     const auto t0 = Clock::now();
     const double trained = SecondsSince(start) - eval_seconds;
     EvalResult eval;
-    SHOAL_RETURN_IF_ERROR(table->FetchAll(whole_->params()));
+    SHOAL_RETURN_IF_ERROR(table->FetchAll(whole_->params(), static_cast<uint64_t>(step)));
     SHOAL_RETURN_IF_ERROR(EvaluateOnShard(whole_.get(), test.get(), 0, &eval));
     eval_seconds += SecondsSince(t0);
     nlohmann::json metric = {{"step", step}, {"test_accuracy", eval.accuracy}, {"test_loss", eval.loss},
@@ -148,13 +150,14 @@ Status Worker::Run(WorkerResult* result) {
     net_->Allocate(b.size);
     std::memcpy(net_->data_layer().data().data(), b.pixels.data(), 4 * b.pixels.size());
     net_->data_layer().labels() = b.labels;
-    SHOAL_RETURN_IF_ERROR(net_->Forward(Phase::kTrain, step));
-    SHOAL_RETURN_IF_ERROR(net_->Backward(step));
-    // A diverged step's gradients never reach the servers (nor their checkpoints).
+    SHOAL_RETURN_IF_ERROR(net_->Forward(Phase::kTrain, step, hooks));
+    // A diverged step's gradients never reach the servers (nor their
+    // checkpoints): checked before backprop, which sends them as it goes.
     if (!std::isfinite(net_->loss_layer().loss()))
       return Status::InvalidArgument("the loss diverged at step " + std::to_string(step) +
                                      " (lower train.learning_rate)");
     if (options_.slow_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(options_.slow_ms));
+    SHOAL_RETURN_IF_ERROR(net_->Backward(step, hooks));
     SHOAL_RETURN_IF_ERROR(table->Push(step, net_->loss_layer().loss()));
     step_ms.push_back(1000.0 * SecondsSince(t0));
     window_loss += net_->loss_layer().loss();
@@ -168,7 +171,10 @@ Status Worker::Run(WorkerResult* result) {
                           {"elapsed_s", SecondsSince(start)}};
       // Per step over the window, payload only, as dl-plan predicts them
       // (plan.json's planner.layers): gradients out and values in;
-      // features received forward and their gradients sent backward.
+      // features received forward and their gradients sent backward. With
+      // overlap the window's last values are still on their way: they are
+      // taken now (the next forward pass would wait for them all the same).
+      if (remote) SHOAL_RETURN_IF_ERROR(remote->Settle());
       const ByteCounts now = counts();
       const double n = static_cast<double>(step + 1 - last_display_step);
       r["bytes_per_step"] = {{"param_bytes_out", (now.params_out - window_bytes.params_out) / n},

@@ -69,6 +69,8 @@ TEST_CASE("a valid job parses, with every unset field at its documented default"
   CHECK(job.train.epsilon == 1e-8);
   CHECK(job.train.display_every == 50);
   CHECK(job.train.seed == 1);
+  CHECK(job.train.overlap);
+  CHECK(job.train.overlap_bucket_floats == 262144);
   CHECK(job.cluster.nworker_groups == 1);
   CHECK(job.cluster.nworkers_per_group == 1);
   CHECK(job.cluster.servers() == 1);
@@ -91,7 +93,8 @@ TEST_CASE("a valid job parses, with every unset field at its documented default"
 TEST_CASE("explicit sections override the defaults, and sgd means momentum 0") {
   JobConfig job;
   Status s = ParseJob(Job(kLayers,
-                          "train: {batch_size: 8, steps: 12, updater: sgd, learning_rate: 0.5,\n"
+                          "train: {batch_size: 8, steps: 12, updater: sgd, learning_rate: 0.5, overlap: false,\n"
+                          "        overlap_bucket_floats: 0,\n"
                           "        lr_schedule: {kind: step, every: 4, gamma: 0.5}}\n"
                           "cluster: {nworker_groups: 2, nworkers_per_group: 3, consistency: async,\n"
                           "          nservers_per_group: 2, slice_floats: 10, timeout_ms: 500, wire: fp16}\n"
@@ -109,6 +112,8 @@ TEST_CASE("explicit sections override the defaults, and sgd means momentum 0") {
   CHECK(job.cluster.servers() == 2);
   CHECK(job.cluster.consistency == "async");
   CHECK(job.cluster.slice_floats == 10);
+  CHECK(!job.train.overlap);
+  CHECK(job.train.overlap_bucket_floats == 0);
   CHECK(job.cluster.wire == "fp16");
   CHECK(job.data.dataset == "mnist");
   CHECK(job.data.shards == "runs/x");
@@ -247,6 +252,10 @@ TEST_CASE("a field of the wrong type or out of range is refused naming it") {
   CHECK(Contains(s.message(), "field 'consistency' is 'eventual', expected one of: bsp, async, ssp, easgd"));
   s = ParseAndBuild(Job(kLayers, "cluster: {wire: bf16}\n"));
   CHECK(Contains(s.message(), "field 'wire' is 'bf16', expected one of: fp32, fp16"));
+  s = ParseAndBuild(Job(kLayers, "train: {overlap: sometimes}\n"));
+  CHECK(Contains(s.message(), "field 'overlap'"));
+  s = ParseAndBuild(Job(kLayers, "train: {overlap_bucket_floats: -1}\n"));
+  CHECK(Contains(s.message(), "field 'overlap_bucket_floats'"));
 }
 
 TEST_CASE("a section that is not a mapping is refused, not thrown") {

@@ -70,7 +70,7 @@ TEST_CASE("easgd: the replica starts at the centre, steps locally and exchanges 
   CHECK(f.server->stats().updates_from == std::vector<uint64_t>{1, 0});
   std::vector<Param> whole = r.params;
   std::vector<Param*> all = {&whole[0], &whole[1]};
-  REQUIRE(r.table->FetchAll(all).ok());
+  REQUIRE(r.table->FetchAll(all, 0).ok());
   CheckNear({whole[0].value.data(), whole[0].value.data() + 12}, Shifted(c0, -0.1f));
 
   REQUIRE(r.table->Push(2, 0.5).ok());

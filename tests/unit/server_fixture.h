@@ -1,7 +1,7 @@
 // A ParameterServer in this process for the unit tests (server_test.cpp,
-// elastic_table_test.cpp): a tiny plan over inproc://, the server running on
-// a thread, and clients to talk to it. Every wait is bounded: clients time
-// out after at most 2 s, and so does the server.
+// server_layers_test.cpp, elastic_table_test.cpp): a tiny plan over inproc://,
+// the server running on a thread, and clients to talk to it. Every wait is
+// bounded: clients time out after at most 2 s, and so does the server.
 #pragma once
 
 #include <doctest/doctest.h>
@@ -9,6 +9,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <future>
 #include <memory>
@@ -30,20 +31,30 @@ constexpr float kLr = 0.1f, kMomentum = 0.9f;
 
 // data [1,2,2] → fully_connected 3 → softmax_loss: fc.weight (12 floats, key 0)
 // and fc.bias (3 floats, key 1), both on the one server; two workers.
+const char* const kOneLayer =
+    "    - {name: data, type: data, shape: [1, 2, 2]}\n"
+    "    - {name: fc, type: fully_connected, srclayers: data, num_output: 3}\n"
+    "    - {name: loss, type: softmax_loss, srclayers: [fc, data]}\n";
+// The same with a second layer on top: fc2.weight (6 floats, key 2) and fc2.bias (2, key 3).
+const char* const kTwoLayers =
+    "    - {name: data, type: data, shape: [1, 2, 2]}\n"
+    "    - {name: fc, type: fully_connected, srclayers: data, num_output: 3}\n"
+    "    - {name: fc2, type: fully_connected, srclayers: fc, num_output: 2}\n"
+    "    - {name: loss, type: softmax_loss, srclayers: [fc2, data]}\n";
+
 // `train` adds fields to the train section (or overrides the updater);
 // `consistency` follows "consistency:" in the cluster mapping, so it may
-// carry its model's fields too ("ssp, staleness: 1").
-inline std::string TinyJob(const std::string& consistency, const std::string& train = "updater: momentum") {
+// carry its model's fields too ("ssp, staleness: 1"); `cluster` adds more.
+inline std::string TinyJob(const std::string& consistency, const std::string& train = "updater: momentum",
+                    const std::string& layers = kOneLayer, const std::string& cluster = "") {
   return "model:\n"
-         "  layers:\n"
-         "    - {name: data, type: data, shape: [1, 2, 2]}\n"
-         "    - {name: fc, type: fully_connected, srclayers: data, num_output: 3}\n"
-         "    - {name: loss, type: softmax_loss, srclayers: [fc, data]}\n"
+         "  layers:\n" + layers +
          "train: {steps: 10, " + train + ", learning_rate: 0.1, momentum: 0.9, seed: 3}\n"
          "cluster: {nworkers_per_group: 2, nservers_per_group: 1, consistency: " +
-         consistency + ", timeout_ms: " + std::to_string(kTimeoutMs) + "}\n";
+         consistency + ", timeout_ms: " + std::to_string(kTimeoutMs) + cluster + "}\n";
 }
 
+// One counter for the whole test program: no two servers share an endpoint.
 inline std::string UniqueEndpoint() {
   static std::atomic<int> next{0};
   return "inproc://server-test-" + std::to_string(next++);
@@ -64,14 +75,15 @@ struct ServerFixture {
   std::string checkpoint_dir;
 
   explicit ServerFixture(const std::string& consistency, const std::string& ckpt_dir = "",
-                         const std::string& train = "updater: momentum") {
+                         const std::string& train = "updater: momentum", const std::string& layers = kOneLayer,
+                         const std::string& cluster = "") {
     checkpoint_dir = ckpt_dir;
     JobConfig job;
-    REQUIRE(ParseJob(TinyJob(consistency, train), "tiny.yaml", &job).ok());
+    REQUIRE(ParseJob(TinyJob(consistency, train, layers, cluster), "tiny.yaml", &job).ok());
     PlanOptions options;
     options.endpoints = {endpoint};
     REQUIRE(MakeDataParallelPlan(job, options, &plan).ok());
-    REQUIRE(plan.slices.size() == 2);
+    REQUIRE(plan.slices.size() == (layers == kOneLayer ? 2u : 4u));
     ServerOptions server_options;
     server_options.checkpoint_dir = ckpt_dir;
     server = std::make_unique<ParameterServer>(plan, server_options);
@@ -119,6 +131,25 @@ inline std::unique_ptr<RpcClient> Connect(const ServerFixture& f, int timeout_ms
   auto client = std::make_unique<RpcClient>();
   REQUIRE(client->Dial(f.endpoint, timeout_ms).ok());
   return client;
+}
+
+inline std::vector<float> EntryValues(const Reply& reply, uint32_t key) {
+  for (const auto& e : reply.view().entries)
+    if (e.key == key) {
+      std::vector<float> v(e.count);
+      CopyValues(e, v.data());
+      return v;
+    }
+  FAIL("the reply has no entry for key " << key);
+  return {};
+}
+
+inline void CheckValues(const std::vector<float>& got, const std::vector<float>& want) {
+  REQUIRE(got.size() == want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    INFO("element " << i);
+    CHECK(got[i] == doctest::Approx(want[i]).epsilon(1e-6));
+  }
 }
 
 }  // namespace shoal

@@ -3,6 +3,7 @@
 // wait is bounded: clients time out after at most 2 s, and so does the server.
 #include <doctest/doctest.h>
 
+#include "server_fixture.h"
 #include "test_util.h"
 #include <nng/nng.h>
 #include <nng/protocol/reqrep0/req.h>
@@ -47,25 +48,6 @@ Grads MakeGrads(int worker, int step) {
   for (int i = 0; i < 12; ++i) g.weight.push_back(0.01f * (i + 1) * (worker + 1) - 0.05f * step);
   for (int i = 0; i < 3; ++i) g.bias.push_back(-0.2f * (i + 1) + 0.3f * worker + 0.1f * step);
   return g;
-}
-
-std::vector<float> EntryValues(const Reply& reply, uint32_t key) {
-  for (const auto& e : reply.view().entries)
-    if (e.key == key) {
-      std::vector<float> v(e.count);
-      std::memcpy(v.data(), e.data, 4ull * e.count);
-      return v;
-    }
-  FAIL("the reply has no entry for key " << key);
-  return {};
-}
-
-void CheckValues(const std::vector<float>& got, const std::vector<float>& want) {
-  REQUIRE(got.size() == want.size());
-  for (size_t i = 0; i < got.size(); ++i) {
-    INFO("element " << i);
-    CHECK(got[i] == doctest::Approx(want[i]).epsilon(1e-6));
-  }
 }
 
 Status Update(RpcClient* client, const ServerFixture& f, uint64_t step, uint32_t sender, const Grads& g,
@@ -225,7 +207,7 @@ TEST_CASE("bsp: a repeated update is dropped and answered; one for a future step
   REQUIRE(Update(worker0.get(), f, 0, 0, doubled, &reply).ok());
   Status s = Update(worker0.get(), f, 3, 0, g, &reply);
   CHECK(s.code() == Status::Code::kInvalidArgument);
-  CHECK(Contains(s.message(), "update for step 3 but the table is at version 0"));
+  CHECK(Contains(s.message(), "update for step 3 but layer 'fc' is at version 0"));
   ServerStats stats = f.server->stats();
   CHECK(stats.version == 0);
   CHECK(stats.updates_received == 1);
@@ -483,7 +465,10 @@ TEST_CASE("updates from a sender that is not a worker, or not matching the table
 
   // One slice missing; a slice of the wrong size; an unknown key.
   s = client->Call(f.Header(MsgType::kUpdate, 0, 0), {g.Entries()[0]}, &reply);
-  CHECK(Contains(s.message(), "update from worker 0 carries 1 slices; the plan gives it 2 on this server"));
+  CHECK(Contains(s.message(), "update from worker 0 carries 1 slices of layer 'fc'; the plan gives it 2 of them "
+                              "on this server"));
+  s = client->Call(f.Header(MsgType::kUpdate, 0, 0), {}, &reply);
+  CHECK(Contains(s.message(), "update from worker 0 carries no slices; the plan gives it 2 on this server"));
   std::vector<EntryRef> wrong = g.Entries();
   wrong[1].count = 2;
   s = client->Call(f.Header(MsgType::kUpdate, 0, 0), wrong, &reply);
@@ -757,7 +742,7 @@ TEST_CASE("an exchange is refused under another consistency, and without the sen
   Status s = Connect(bsp)->Call(bsp.Header(MsgType::kExchange, 0, 0), x.Entries(), &reply);
   CHECK(Contains(s.message(), "an exchange needs consistency 'easgd'; this server runs 'bsp'"));
   s = Connect(easgd)->Call(easgd.Header(MsgType::kExchange, 0, 0), {x.Entries()[0]}, &reply);
-  CHECK(Contains(s.message(), "exchange from worker 0 carries 1 slices; the plan gives it 2 on this server"));
+  CHECK(Contains(s.message(), "exchange from worker 0 carries 1 slices of layer 'fc'; the plan gives it 2 of them on this server"));
   CHECK(easgd.server->stats().version == 0);
   CHECK(bsp.Stop().ok());
   CHECK(easgd.Stop().ok());
