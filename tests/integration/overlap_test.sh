@@ -3,9 +3,9 @@
 # runs with a request per layer (overlap_bucket_floats 0), with the default
 # buckets, and with one exchange per step (overlap off) end with the same
 # parameters to the bit — the MLP and the CNN data parallel, the MLP model
-# parallel over 3 servers, and
-# with layers placed on one rank over 8 servers (some hold nothing of a
-# worker's). The servers' counts show each run sent what it should.
+# parallel over 3 servers, and with layers placed on one rank over 8 servers
+# (some hold nothing of a worker's). The servers' counts show each run sent
+# what it should; async layer by layer loses no update.
 . "$(dirname "$0")/lib.sh"
 
 steps=12
@@ -64,6 +64,19 @@ same mlp-off mlp-buckets
 [[ $(updates mlp-off) -eq 24 && $(updates mlp-buckets) -eq 24 && $(updates mlp-layers) -eq 72 ]] ||
   fail "updates taken in: off $(updates mlp-off), buckets $(updates mlp-buckets), layers $(updates mlp-layers)"
 ok "MLP, data parallel: a request per layer, default buckets and overlap off end bit for bit alike"
+
+# Async, a request per layer: each layer is applied as it comes, and a
+# worker's step counts once its every layer is in — none lost, none twice.
+run mlp-async "$mlp" --strategy data --set cluster.consistency=async --set train.overlap_bucket_floats=0 \
+  --set train.learning_rate=0.02
+python3 - "$tmp/mlp-async/server-0.jsonl" $steps <<'PY' || fail "async layer by layer lost or repeated updates"
+import json, sys
+r = [json.loads(l) for l in open(sys.argv[1]) if "server_done" in l][-1]
+steps = int(sys.argv[2])
+assert r["updates_from"] == [steps, steps], r["updates_from"]
+assert r["updates_applied"] == 2 * steps and r["updates_received"] == 6 * steps, r
+PY
+ok "async, a request per layer: each worker's $steps steps taken in, $((2 * steps)) applied"
 
 cnn=$root/configs/fashion-cnn.yaml
 run cnn-off "$cnn" --strategy data --set train.overlap=false

@@ -177,6 +177,74 @@ TEST_CASE("bsp, layer by layer: a layer waits for the table's version, so a chec
   std::filesystem::remove_all(dir);
 }
 
+TEST_CASE("async, layer by layer: each layer applies as it comes; a worker's step counts once its every layer is in") {
+  ServerFixture f("async", "", "updater: sgd", kTwoLayers);
+  auto w0 = Connect(f);
+  const LayerGrads g0 = MakeLayerGrads(0, 0);
+  Reply reply;
+  // fc2 alone: applied and answered at once, a step of its own.
+  REQUIRE(w0->Call(f.Header(MsgType::kUpdateGet, 0, 0), g0.Entries(kFc2), &reply).ok());
+  CHECK(KeysOf(reply) == kFc2);
+  CHECK(reply.view().header.step == 1);  // fc2's version
+  const std::vector<float> w = f.Initial(2);
+  std::vector<float> want(6);
+  for (size_t i = 0; i < 6; ++i) want[i] = w[f.plan.slices[2].offset + i] - kLr * g0.slices[2][i];
+  CheckValues(EntryValues(reply, 2), want);
+  ServerStats stats = f.server->stats();
+  CHECK(stats.version == 0);  // fc has taken nothing yet
+  CHECK(stats.updates_from == std::vector<uint64_t>{0, 0});
+  CHECK(stats.updates_applied == 0);
+
+  // fc completes worker 0's step 0: now it counts, once.
+  REQUIRE(w0->Call(f.Header(MsgType::kUpdateGet, 0, 0), g0.Entries(kFc), &reply).ok());
+  stats = f.server->stats();
+  CHECK(stats.version == 1);
+  CHECK(stats.updates_from == std::vector<uint64_t>{1, 0});
+  CHECK(stats.updates_applied == 1);
+  CHECK(stats.updates_received == 2);
+  // A repeat of either layer is dropped.
+  REQUIRE(w0->Call(f.Header(MsgType::kUpdateGet, 0, 0), g0.Entries(kFc2), &reply).ok());
+  CHECK(f.server->stats().updates_repeated == 1);
+  CHECK(f.server->stats().updates_from == std::vector<uint64_t>{1, 0});
+  CHECK(f.Stop().ok());
+}
+
+TEST_CASE("ssp, layer by layer: a worker's clock moves once its step's every layer is in") {
+  ServerFixture f("ssp, staleness: 0", "", "updater: momentum", kTwoLayers);
+  auto w0 = Connect(f), w1 = Connect(f);
+  std::unique_ptr<RpcClient> w0_fc;
+  REQUIRE(w0->Share(&w0_fc).ok());
+  // Worker 0's top layer reads at clock 1: both clocks are 0, so it parks,
+  // and its lower layer's read too.
+  REQUIRE(w0->Send(f.Header(MsgType::kUpdateGet, 0, 0), MakeLayerGrads(0, 0).Entries(kFc2)).ok());
+  REQUIRE(w0_fc->Send(f.Header(MsgType::kUpdateGet, 0, 0), MakeLayerGrads(0, 0).Entries(kFc)).ok());
+  Reply r0, r0_fc, r1;
+  auto top = std::async(std::launch::async, [&] { return w0->Receive(&r0); });
+  CHECK(top.wait_for(milliseconds(200)) == std::future_status::timeout);
+  CHECK(f.server->stats().updates_from == std::vector<uint64_t>{1, 0});
+  CHECK(f.server->stats().ssp_waits == 2);
+
+  // Worker 1's fc2 alone does not move its clock; its fc does, and every read is answered.
+  REQUIRE(w1->Send(f.Header(MsgType::kUpdate, 0, 1), MakeLayerGrads(1, 0).Entries(kFc2)).ok());
+  REQUIRE(w1->Receive(&r1).ok());
+  CHECK(top.wait_for(milliseconds(100)) == std::future_status::timeout);
+  CHECK(f.server->stats().updates_from == std::vector<uint64_t>{1, 0});
+  REQUIRE(w1->Call(f.Header(MsgType::kUpdate, 0, 1), MakeLayerGrads(1, 0).Entries(kFc), &r1).ok());
+  REQUIRE(top.wait_for(milliseconds(kTimeoutMs)) == std::future_status::ready);
+  REQUIRE(top.get().ok());
+  REQUIRE(w0_fc->Receive(&r0_fc).ok());
+  CHECK(KeysOf(r0) == kFc2);
+  CHECK(KeysOf(r0_fc) == kFc);
+  ServerStats stats = f.server->stats();
+  CHECK(stats.updates_from == std::vector<uint64_t>{1, 1});
+  CHECK(stats.max_staleness_served == 0);
+  // With slack 0 a read sees what BSP would: both workers' step 0 in each layer.
+  REQUIRE(w1->Call(f.Header(MsgType::kGet, 0, 1), {}, &r1).ok());
+  for (uint32_t key : kFc2) CHECK(EntryValues(r0, key) == EntryValues(r1, key));
+  for (uint32_t key : kFc) CHECK(EntryValues(r0_fc, key) == EntryValues(r1, key));
+  CHECK(f.Stop().ok());
+}
+
 TEST_CASE("fp16 wire: halves are summed in fp32, a worker's slices come back as halves, a get takes fp32") {
   ServerFixture f("bsp", "", "updater: momentum", kOneLayer, ", wire: fp16");
   auto w0 = Connect(f), w1 = Connect(f);
