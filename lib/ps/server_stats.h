@@ -11,12 +11,14 @@ namespace shoal {
 
 struct ServerStats {
   uint64_t version = 0;
-  uint64_t updates_received = 0;
+  uint64_t updates_received = 0;  // requests carrying something new (one per step, or per lane with overlap)
   uint64_t updates_repeated = 0;  // from rejoined workers, dropped
   uint64_t updates_applied = 0;
-  // Per worker: the updates (easgd: exchanges) this server took in from it
-  // since it started, repeats not counted; under async each is applied alone,
-  // so they add up to updates_applied and a worker's updates_sent meets its own.
+  // Per worker: its steps (easgd: exchanges) this server took in since it
+  // started, a step counted once its every layer here is in (with
+  // train.overlap they come layer by layer), repeats not counted. Under async
+  // each is applied alone, so they add up to updates_applied and a worker's
+  // updates_sent meets its own.
   std::vector<uint64_t> updates_from;
   uint64_t gets = 0;
   uint64_t gets_waited = 0;
