@@ -16,9 +16,10 @@ struct ServerStats {
   uint64_t updates_applied = 0;
   // Per worker: its steps (easgd: exchanges) this server took in since it
   // started, a step counted once its every layer here is in (with
-  // train.overlap they come layer by layer), repeats not counted. Under async
-  // each is applied alone, so they add up to updates_applied and a worker's
-  // updates_sent meets its own.
+  // train.overlap they come layer by layer), repeats not counted. A worker's
+  // updates_sent meets its own; under async with every worker holding every
+  // layer here (data parallel) each is applied alone, so they add up to
+  // updates_applied.
   std::vector<uint64_t> updates_from;
   uint64_t gets = 0;
   uint64_t gets_waited = 0;
