@@ -108,8 +108,14 @@ Status ParameterServer::Start() {
       layers_[layer_of_.at(key)].held[w.id].push_back(key);
     }
   }
-  for (Layer& l : layers_) {
-    for (const auto& keys : l.held) l.holders += keys.empty() ? 0 : 1;
+  held_layers_.resize(workers_);
+  for (size_t index = 0; index < layers_.size(); ++index) {
+    Layer& l = layers_[index];
+    for (int w = 0; w < workers_; ++w) {
+      if (l.held[w].empty()) continue;
+      ++l.holders;
+      held_layers_[w].push_back(static_cast<int>(index));
+    }
     SumInOrder(l);  // past the workers that hold none of it
   }
   if (plan_.job.cluster.nserver_groups > 1) {
@@ -300,8 +306,7 @@ void ParameterServer::HandleUpdate(int slot, const MessageView& req) {
     return;
   }
   std::vector<int> layers;
-  std::string mismatch = MismatchedSlice(req);
-  if (mismatch.empty()) mismatch = MisheldSlices(req, &layers);
+  const std::string mismatch = MisheldSlices(req, &layers);
   if (!mismatch.empty()) {
     ReplyError(slot, "update " + mismatch);
     return;
@@ -459,8 +464,7 @@ void ParameterServer::HandleExchange(int slot, const MessageView& req) {
     return;
   }
   std::vector<int> layers;
-  std::string mismatch = MismatchedSlice(req);
-  if (mismatch.empty()) mismatch = MisheldSlices(req, &layers);
+  const std::string mismatch = MisheldSlices(req, &layers);
   if (!mismatch.empty()) {
     ReplyError(slot, "exchange " + mismatch);
     return;
@@ -537,6 +541,8 @@ void ParameterServer::AdvanceVersion() {
 std::string ParameterServer::MisheldSlices(const MessageView& req, std::vector<int>* layers) const {
   const uint32_t sender = req.header.sender;
   layers->clear();
+  std::string mismatch = MismatchedSlice(req);  // every key is this server's from here on
+  if (!mismatch.empty()) return mismatch;
   for (const auto& e : req.entries) {
     const int index = layer_of_.at(e.key);
     if (layers->empty() || layers->back() != index) layers->push_back(index);
@@ -585,12 +591,7 @@ uint64_t ParameterServer::NextStepOf(int worker, const std::vector<int>& layers)
   return next;
 }
 
-uint64_t ParameterServer::NextStepOf(int worker) const {
-  std::vector<int> held;
-  for (size_t index = 0; index < layers_.size(); ++index)
-    if (!layers_[index].held[worker].empty()) held.push_back(static_cast<int>(index));
-  return NextStepOf(worker, held);
-}
+uint64_t ParameterServer::NextStepOf(int worker) const { return NextStepOf(worker, held_layers_[worker]); }
 
 std::string ParameterServer::MismatchedSlice(const MessageView& req) const {
   for (const auto& e : req.entries) {

@@ -135,9 +135,10 @@ class ParameterServer {
   // Why an update's or put's slices do not fit this server's table; empty if they do.
   std::string MismatchedSlice(const MessageView& request) const;
   Status Resume();
-  // Why an update (exchange) does not carry, for each layer it touches,
-  // exactly the slices its sender holds of it here; empty if it does, with
-  // `layers` the layers it touches in key order.
+  // Why an update (exchange) does not fit this server's table
+  // (MismatchedSlice) or does not carry, for each layer it touches, exactly
+  // the slices its sender holds of it here; empty if it fits, with `layers`
+  // the layers it touches in key order.
   std::string MisheldSlices(const MessageView& request, std::vector<int>* layers) const;
   // The entries of `request` that belong to layer `index`.
   std::vector<const EntryView*> EntriesOf(const MessageView& request, int index) const;
@@ -193,6 +194,7 @@ class ParameterServer {
   std::vector<int> holders_;                 // per key of the plan: how many workers hold it
   std::vector<Layer> layers_;          // in the net's order
   std::map<uint32_t, int> layer_of_;   // key -> index in layers_
+  std::vector<std::vector<int>> held_layers_;  // per worker: the layers it holds some of here, increasing
   std::vector<bool> serves_;           // per worker: whether it is in this server's group
   std::vector<uint64_t> empty_steps_;  // per worker holding nothing here: the step after its last empty update
   nlohmann::json metric_;              // the last evaluation a worker reported
