@@ -11,14 +11,7 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 bin=${SHOAL_BIN:-$root/build}
 steps=${1:-15}
-((EUID == 0)) || { echo "hybrid_netns: needs root (network namespaces)" >&2; exit 2; }
-out=$root/bench/out
-work=$(mktemp -d)
-cluster=hyb$$
-cluster=${cluster:0:8}
-trap '"$root/scripts/netns-cluster.sh" down "$cluster"; rm -rf "$work"' EXIT
-mkdir -p "$out"
-"$root/scripts/netns-cluster.sh" up "$cluster" 4 1gbit >/dev/null
+. "$root/bench/netns_bench.sh" hybrid_netns 4
 
 # The profile, measured as the runs will use the cluster: the four hosts
 # calibrate at once (dl-plan calibrate), each against its own echo server on

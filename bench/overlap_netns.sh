@@ -12,14 +12,7 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 bin=${SHOAL_BIN:-$root/build}
 steps=${1:-60}
 rounds=${2:-2}
-((EUID == 0)) || { echo "overlap_netns: needs root (network namespaces)" >&2; exit 2; }
-out=$root/bench/out
-work=$(mktemp -d)
-cluster=ovl$$
-cluster=${cluster:0:8}
-trap '"$root/scripts/netns-cluster.sh" down "$cluster"; rm -rf "$work"' EXIT
-mkdir -p "$out"
-"$root/scripts/netns-cluster.sh" up "$cluster" 2 1gbit >/dev/null
+. "$root/bench/netns_bench.sh" overlap_netns 2
 shards=$bin/bench-shards/fashion-mnist-2
 [[ -f $shards/manifest.json ]] || "$bin/dl-shard" --dataset fashion-mnist --out "$shards" --shards 2 >/dev/null
 
