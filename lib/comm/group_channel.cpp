@@ -7,7 +7,6 @@
 
 #include "comm/message.h"
 #include "comm/tls.h"
-#include "plan/partition.h"
 
 namespace shoal {
 namespace {
@@ -26,21 +25,25 @@ GroupChannel::~GroupChannel() {
   if (pull_open_) nng_close(pull_);
 }
 
-Status GroupChannel::Open(const Plan& plan, int worker, int timeout_ms) {
-  plan_ = &plan;
-  worker_ = worker;
-  rank_ = plan.workers.at(worker).rank;
-  first_ = worker - rank_;
-  timeout_ms_ = timeout_ms;
-  plan_hash_ = plan.hash_value();
-  const int m = GroupSize(plan);
-  const std::string& tls_dir = plan.job.cluster.tls_dir;
-  const std::string& mine = plan.workers[worker].endpoint;
+std::string GroupChannel::Peer(int rank) const {
+  return "worker " + std::to_string(peers_.first_worker + rank) + " at '" + peers_.endpoints[rank] + "'";
+}
+
+Status GroupChannel::Open(const GroupPeers& peers) {
+  peers_ = peers;
+  const int worker = this->worker();
+  const int m = static_cast<int>(peers.endpoints.size());
+  if (peers.rank < 0 || peers.rank >= m)
+    return Status::InvalidArgument("rank " + std::to_string(peers.rank) + " is not in a group of " + std::to_string(m));
+  const std::string& tls_dir = peers.tls_dir;
+  const std::string& mine = peers.endpoints[peers.rank];
 
   int rv = nng_pull0_open(&pull_);
   if (rv != 0) return NngError("cannot open a socket", rv);
   pull_open_ = true;
-  nng_socket_set_size(pull_, NNG_OPT_RECVMAXSZ, 0);
+  // A block is at most the largest a peer may send: a bigger frame is
+  // dropped by NNG before it is read whole, whatever its header claims.
+  nng_socket_set_size(pull_, NNG_OPT_RECVMAXSZ, kHeaderBytes + kEntryHeaderBytes + 4 * peers.max_block_floats);
   nng_socket_set_int(pull_, NNG_OPT_RECVBUF, kQueuedMessages);
   nng_listener listener;
   rv = nng_listener_create(&listener, pull_, mine.c_str());
@@ -59,21 +62,20 @@ Status GroupChannel::Open(const Plan& plan, int worker, int timeout_ms) {
   push_.assign(m, nng_socket{});
   push_open_.assign(m, false);
   for (int r = 0; r < m; ++r) {
-    if (r == rank_) continue;
-    const std::string& peer = plan.workers[first_ + r].endpoint;
+    if (r == peers.rank) continue;
+    const std::string& peer = peers.endpoints[r];
     rv = nng_push0_open(&push_[r]);
     if (rv != 0) return NngError("cannot open a socket", rv);
     push_open_[r] = true;
     nng_socket_set_int(push_[r], NNG_OPT_SENDBUF, kQueuedMessages);
-    nng_socket_set_ms(push_[r], NNG_OPT_SENDTIMEO, timeout_ms);
+    nng_socket_set_ms(push_[r], NNG_OPT_SENDTIMEO, peers.timeout_ms);
     nng_socket_set_ms(push_[r], NNG_OPT_RECONNMINT, 20);
     nng_socket_set_ms(push_[r], NNG_OPT_RECONNMAXT, 500);
     nng_dialer dialer;
     rv = nng_dialer_create(&dialer, push_[r], peer.c_str());
-    if (rv != 0) return Status::InvalidArgument("cannot dial worker " + std::to_string(first_ + r) + " at '" + peer +
-                                                "': " + nng_strerror(rv));
+    if (rv != 0) return Status::InvalidArgument("cannot dial " + Peer(r) + ": " + nng_strerror(rv));
     TlsIdentity identity = TlsIdentityFor(tls_dir, "worker", worker);
-    identity.server_name = "worker-" + std::to_string(first_ + r);
+    identity.server_name = "worker-" + std::to_string(peers.first_worker + r);
     SHOAL_RETURN_IF_ERROR(TlsConfigFor(peer, identity, false, &config));
     if (config) {
       nng_dialer_set_ptr(dialer, NNG_OPT_TLS_CONFIG, config);
@@ -81,13 +83,13 @@ Status GroupChannel::Open(const Plan& plan, int worker, int timeout_ms) {
     }
     // Peers start in any order: the dialer keeps trying in the background.
     rv = nng_dialer_start(dialer, NNG_FLAG_NONBLOCK);
-    if (rv != 0) return NngError("cannot dial worker " + std::to_string(first_ + r) + " at '" + peer + "'", rv);
+    if (rv != 0) return NngError("cannot dial " + Peer(r), rv);
   }
   return Status::Ok();
 }
 
 Status GroupChannel::Send(int rank, uint32_t tag, uint64_t step, const float* data, size_t count) {
-  MsgHeader h{MsgType::kFeature, plan_hash_, step, static_cast<uint32_t>(worker_)};
+  MsgHeader h{MsgType::kFeature, peers_.plan_hash, step, static_cast<uint32_t>(worker())};
   std::vector<EntryRef> entries{{tag, data, static_cast<uint32_t>(count)}};
   nng_msg* msg = nullptr;
   const size_t size = EncodedSize(entries, "");
@@ -97,19 +99,17 @@ Status GroupChannel::Send(int rank, uint32_t tag, uint64_t step, const float* da
   rv = nng_sendmsg(push_.at(rank), msg, 0);
   if (rv != 0) {
     nng_msg_free(msg);
-    const int peer = first_ + rank;
-    return Status::Unavailable("worker " + std::to_string(worker_) + " cannot send step " + std::to_string(step) +
-                               "'s block to worker " + std::to_string(peer) + " at '" +
-                               plan_->workers[peer].endpoint + "': " + nng_strerror(rv));
+    return Status::Unavailable("worker " + std::to_string(worker()) + " cannot send step " + std::to_string(step) +
+                               "'s block to " + Peer(rank) + ": " + nng_strerror(rv));
   }
   return Status::Ok();
 }
 
 Status GroupChannel::Receive(int rank, uint32_t tag, uint64_t step, float* data, size_t count,
                              const std::string& what) {
-  const uint32_t peer = static_cast<uint32_t>(first_ + rank);
+  const uint32_t peer = static_cast<uint32_t>(peers_.first_worker + rank);
   const Key wanted{peer, tag, step};
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms_);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(peers_.timeout_ms);
   nng_msg* msg = nullptr;
   while (!msg) {
     auto it = early_.find(wanted);
@@ -123,23 +123,42 @@ Status GroupChannel::Receive(int rank, uint32_t tag, uint64_t step, float* data,
     int rv = left.count() > 0 ? (nng_socket_set_ms(pull_, NNG_OPT_RECVTIMEO, left.count()), nng_recvmsg(pull_, &got, 0))
                               : NNG_ETIMEDOUT;
     if (rv == NNG_ETIMEDOUT)
-      return Status::Timeout("worker " + std::to_string(worker_) + " waited " + std::to_string(timeout_ms_) +
-                             " ms for " + what + " (step " + std::to_string(step) + ") from worker " +
-                             std::to_string(peer) + " at '" + plan_->workers[peer].endpoint + "' (is it running?)");
-    if (rv != 0) return NngError("worker " + std::to_string(worker_) + " cannot receive", rv);
+      return Status::Timeout("worker " + std::to_string(worker()) + " waited " + std::to_string(peers_.timeout_ms) +
+                             " ms for " + what + " (step " + std::to_string(step) + ") from " + Peer(rank) +
+                             " (is it running?)" +
+                             (refused_ ? "; it refused " + std::to_string(refused_) + " bad messages, the last: " +
+                                             last_refusal_
+                                       : ""));
+    if (rv != 0) return NngError("worker " + std::to_string(worker()) + " cannot receive", rv);
     MessageView view;
     Status s = Decode(static_cast<const unsigned char*>(nng_msg_body(got)), nng_msg_len(got), &view);
-    if (s.ok() && (view.header.type != MsgType::kFeature || view.header.plan_hash != plan_hash_ ||
+    if (s.ok() && (view.header.type != MsgType::kFeature || view.header.plan_hash != peers_.plan_hash ||
                    view.entries.size() != 1))
       s = Status::InvalidArgument("not a feature block of this plan");
-    if (!s.ok()) {
+    const uint32_t first = static_cast<uint32_t>(peers_.first_worker);
+    if (s.ok() && (view.header.sender < first || view.header.sender >= first + peers_.endpoints.size() ||
+                   view.header.sender == static_cast<uint32_t>(worker())))
+      s = Status::InvalidArgument("a block from sender " + std::to_string(view.header.sender) +
+                                  ", not a peer of this group");
+    if (!s.ok()) {  // a bad peer is refused, never let stop the group
       nng_msg_free(got);
-      return s.Within("a message from its group");
+      ++refused_;
+      last_refusal_ = s.message();
+      continue;
     }
     Key key{view.header.sender, view.entries[0].key, view.header.step};
     if (key == wanted) {
       msg = got;
     } else {
+      // A peer runs at most a step ahead: more blocks than that are a fault,
+      // not something to hold on to without end.
+      if (early_.size() >= kMaxEarlyBlocks && !early_.count(key)) {
+        nng_msg_free(got);
+        return Status::InvalidArgument("worker " + std::to_string(worker()) + " holds " +
+                                       std::to_string(kMaxEarlyBlocks) + " blocks that arrived before they were " +
+                                       "asked for; the last from worker " + std::to_string(std::get<0>(key)) +
+                                       " (step " + std::to_string(std::get<2>(key)) + ")");
+      }
       auto [slot, fresh] = early_.emplace(key, got);
       if (!fresh) {  // a repeat of one not yet taken: keep the newer
         nng_msg_free(slot->second);

@@ -1,24 +1,60 @@
 #include "config/fields.h"
 
-namespace shoal {
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
 
-std::string NodeWhere(const std::string& source, const YAML::Node& node) {
-  YAML::Mark mark = node.Mark();
-  if (mark.line < 0) return source;  // a node made by an override has no position
-  return source + ":" + std::to_string(mark.line + 1) + ":" + std::to_string(mark.column + 1);
+#include "core/text.h"
+
+namespace shoal {
+namespace {
+
+using nlohmann::json;
+
+// A scalar's text: strings as they are, numbers and booleans as JSON writes them.
+bool ScalarText(const json& v, std::string* text) {
+  if (v.is_string()) *text = v.get<std::string>();
+  else if (v.is_number() || v.is_boolean()) *text = v.dump();
+  else return false;
+  return true;
 }
 
-Fields::Fields(YAML::Node node, std::string source, std::string what)
-    : node_(std::move(node)), source_(std::move(source)), what_(std::move(what)) {}
+// The whole of `text` as a finite number (YAML's and JSON's forms: 5, -2.5, 1e12).
+bool ParseNumber(const std::string& text, double* out) {
+  if (text.empty() || text.size() > 64 || std::isspace(static_cast<unsigned char>(text[0]))) return false;
+  char* end = nullptr;
+  errno = 0;
+  const double v = std::strtod(text.c_str(), &end);
+  if (end != text.c_str() + text.size() || errno == ERANGE || !std::isfinite(v)) return false;
+  *out = v;
+  return true;
+}
+
+}  // namespace
+
+Fields::Fields(const json& node, std::shared_ptr<const Origin> origin, std::string pointer, std::string what)
+    : node_(node), origin_(std::move(origin)), pointer_(std::move(pointer)), what_(std::move(what)) {}
+
+const json* Fields::Value(const std::string& key) const {
+  if (!node_.is_object()) return nullptr;
+  auto it = node_.find(key);
+  return it == node_.end() || it->is_null() ? nullptr : &*it;
+}
+
+std::string Fields::PointerOf(const std::string& key) const {
+  return pointer_ + "/" + PointerToken(key);
+}
 
 bool Fields::Has(const std::string& key) const {
-  asked_.insert(key);
-  return node_[key].IsDefined() && !node_[key].IsNull();
+  if (std::find(asked_.begin(), asked_.end(), key) == asked_.end()) asked_.push_back(key);
+  return Value(key) != nullptr;
 }
 
+std::string Fields::Where() const { return origin_->Where(pointer_); }
+
 std::string Fields::Where(const std::string& key) const {
-  YAML::Node v = node_[key];
-  return v.IsDefined() ? NodeWhere(source_, v) : Where();
+  return node_.is_object() && node_.contains(key) ? origin_->Where(PointerOf(key)) : Where();
 }
 
 Status Fields::Error(const std::string& message) const {
@@ -29,99 +65,140 @@ Status Fields::FieldError(const std::string& key, const std::string& message) co
   return Status::InvalidArgument(Where(key) + ": " + what_ + ": field '" + key + "' " + message);
 }
 
-Status Fields::Int(const std::string& key, int default_value, int* out, int min_value) const {
-  if (!Has(key)) {
-    *out = default_value;
+Status Fields::Number(const std::string& key, double* out) const {
+  const json& v = *Value(key);
+  if (v.is_number()) {
+    *out = v.get<double>();
     return Status::Ok();
   }
-  try {
-    *out = node_[key].as<int>();
-  } catch (const YAML::Exception&) {
-    return FieldError(key, "must be an integer");
+  std::string text;
+  if (v.is_string() && ScalarText(v, &text) && ParseNumber(text, out)) return Status::Ok();
+  return Status::InvalidArgument("");  // the caller names the type it wanted
+}
+
+Status Fields::Int(const std::string& key, int default_value, int* out, int min_value, int max_value) const {
+  if (!Has(key)) {
+    *out = default_value;
+    Keep(key, *out);
+    return Status::Ok();
   }
-  if (*out < min_value)
-    return FieldError(key, "must be at least " + std::to_string(min_value) + ", got " +
-                               std::to_string(*out));
+  double v = 0;
+  std::string text;
+  ScalarText(*Value(key), &text);
+  if (!Number(key, &v).ok() || v != std::floor(v))
+    return FieldError(key, "must be an integer" + (text.empty() ? "" : ", got " + Quoted(text, 40)));
+  if (v < min_value) return FieldError(key, "must be at least " + std::to_string(min_value) + ", got " + text);
+  if (v > max_value) return FieldError(key, "must be at most " + std::to_string(max_value) + ", got " + text);
+  *out = static_cast<int>(v);
+  Keep(key, *out);
   return Status::Ok();
 }
 
-Status Fields::RequiredInt(const std::string& key, int* out, int min_value) const {
+Status Fields::RequiredInt(const std::string& key, int* out, int min_value, int max_value) const {
   if (!Has(key)) return Error("missing field '" + key + "'");
-  return Int(key, 0, out, min_value);
+  return Int(key, 0, out, min_value, max_value);
 }
 
 Status Fields::Float(const std::string& key, double default_value, double* out, double min_value,
                      double max_value) const {
   if (!Has(key)) {
     *out = default_value;
+    Keep(key, *out);
     return Status::Ok();
   }
-  try {
-    *out = node_[key].as<double>();
-  } catch (const YAML::Exception&) {
-    return FieldError(key, "must be a number");
-  }
+  if (!Number(key, out).ok()) return FieldError(key, "must be a number");
   if (!(*out >= min_value && *out <= max_value))
-    return FieldError(key, "must be in [" + std::to_string(min_value) + ", " +
-                               std::to_string(max_value) + "], got " + std::to_string(*out));
+    return FieldError(key, "must be in [" + std::to_string(min_value) + ", " + std::to_string(max_value) +
+                               "], got " + std::to_string(*out));
+  Keep(key, *out);
   return Status::Ok();
 }
 
-Status Fields::String(const std::string& key, const std::string& default_value,
-                      std::string* out) const {
+Status Fields::String(const std::string& key, const std::string& default_value, std::string* out) const {
   if (!Has(key)) {
     *out = default_value;
+    Keep(key, *out);
     return Status::Ok();
   }
-  if (!node_[key].IsScalar()) return FieldError(key, "must be a string");
-  *out = node_[key].Scalar();
+  if (!ScalarText(*Value(key), out)) return FieldError(key, "must be a string");
+  Keep(key, *out);
   return Status::Ok();
 }
 
 Status Fields::Bool(const std::string& key, bool default_value, bool* out) const {
   if (!Has(key)) {
     *out = default_value;
+    Keep(key, *out);
     return Status::Ok();
   }
-  try {
-    *out = node_[key].as<bool>();
-  } catch (const YAML::Exception&) {
+  const json& v = *Value(key);
+  std::string text;
+  if (v.is_boolean()) {
+    *out = v.get<bool>();
+  } else if (v.is_string() && ScalarText(v, &text)) {
+    // YAML's words for them, in the three spellings it allows.
+    static const char* const kTrue[] = {"true", "True", "TRUE", "yes", "Yes", "YES", "on", "On", "ON"};
+    static const char* const kFalse[] = {"false", "False", "FALSE", "no", "No", "NO", "off", "Off", "OFF"};
+    const auto is = [&](const char* const* words) {
+      return std::any_of(words, words + 9, [&](const char* w) { return text == w; });
+    };
+    if (is(kTrue)) *out = true;
+    else if (is(kFalse)) *out = false;
+    else return FieldError(key, "must be true or false");
+  } else {
     return FieldError(key, "must be true or false");
   }
+  Keep(key, *out);
   return Status::Ok();
 }
 
-Status Fields::IntList(const std::string& key, std::vector<int>* out) const {
+Status Fields::IntList(const std::string& key, std::vector<int>* out, int min_value, int max_value,
+                       size_t max_items) const {
   out->clear();
   if (!Has(key)) return Status::Ok();
-  YAML::Node list = node_[key];
-  if (!list.IsSequence()) return FieldError(key, "must be a list of integers");
-  for (const auto& item : list) {
-    try {
-      out->push_back(item.as<int>());
-    } catch (const YAML::Exception&) {
-      return Status::InvalidArgument(NodeWhere(source_, item) + ": " + what_ + ": field '" + key +
-                                     "' must be a list of integers");
-    }
+  const json& list = *Value(key);
+  if (!list.is_array()) return FieldError(key, "must be a list of integers");
+  if (list.size() > max_items)
+    return FieldError(key, "has " + std::to_string(list.size()) + " items, at most " + std::to_string(max_items));
+  const std::string item_error = what_ + ": field '" + key + "' must be a list of integers";
+  for (size_t i = 0; i < list.size(); ++i) {
+    const std::string where = origin_->Where(PointerOf(key) + "/" + std::to_string(i));
+    double v = 0;
+    std::string text;
+    const bool number = list[i].is_number() ? (v = list[i].get<double>(), true)
+                                            : ScalarText(list[i], &text) && ParseNumber(text, &v);
+    if (!number || v != std::floor(v)) return Status::InvalidArgument(where + ": " + item_error);
+    if (v < min_value || v > max_value)
+      return Status::InvalidArgument(where + ": " + what_ + ": field '" + key + "' holds " + list[i].dump() +
+                                     ", outside [" + std::to_string(min_value) + ", " + std::to_string(max_value) +
+                                     "]");
+    out->push_back(static_cast<int>(v));
   }
+  Keep(key, *out);
   return Status::Ok();
 }
 
 Status Fields::StringList(const std::string& key, std::vector<std::string>* out) const {
   out->clear();
-  if (!Has(key)) return Status::Ok();
-  YAML::Node list = node_[key];
-  if (list.IsScalar()) {
-    out->push_back(list.Scalar());
+  if (!Has(key)) {
+    Keep(key, json::array());
     return Status::Ok();
   }
-  if (!list.IsSequence()) return FieldError(key, "must be a list of names");
-  for (const auto& item : list) {
-    if (!item.IsScalar())
-      return Status::InvalidArgument(NodeWhere(source_, item) + ": " + what_ + ": field '" + key +
-                                     "' must be a list of names");
-    out->push_back(item.Scalar());
+  const json& list = *Value(key);
+  std::string text;
+  if (ScalarText(list, &text)) {
+    out->push_back(text);
+  } else if (!list.is_array()) {
+    return FieldError(key, "must be a list of names");
+  } else {
+    for (size_t i = 0; i < list.size(); ++i) {
+      if (!ScalarText(list[i], &text))
+        return Status::InvalidArgument(origin_->Where(PointerOf(key) + "/" + std::to_string(i)) + ": " + what_ +
+                                       ": field '" + key + "' must be a list of names");
+      out->push_back(text);
+    }
   }
+  Keep(key, *out);
   return Status::Ok();
 }
 
@@ -132,16 +209,35 @@ Status Fields::Choice(const std::string& key, const std::string& default_value,
     if (c == *out) return Status::Ok();
   std::string known;
   for (const auto& c : choices) known += (known.empty() ? "" : ", ") + c;
-  return FieldError(key, "is '" + *out + "', expected one of: " + known);
+  return FieldError(key, "is " + Quoted(*out, 60) + ", expected one of: " + known);
+}
+
+Status Fields::Section(const std::string& key, const std::string& what, std::unique_ptr<Fields>* out) const {
+  Has(key);
+  const json* v = Value(key);
+  if (!v || !v->is_object())
+    return Status::InvalidArgument(Where(key) + ": " + what + " must be a mapping");
+  *out = std::make_unique<Fields>(*v, origin_, PointerOf(key), what);
+  return Status::Ok();
+}
+
+Status Fields::List(const std::string& key, const json** out) const {
+  Has(key);
+  *out = Value(key);
+  if (!*out || !(*out)->is_array()) return FieldError(key, "must be a list");
+  return Status::Ok();
+}
+
+Fields Fields::Item(const std::string& key, size_t index, const std::string& what) const {
+  return Fields(node_.at(key).at(index), origin_, PointerOf(key) + "/" + std::to_string(index), what);
 }
 
 Status Fields::CheckNoUnknown() const {
-  if (!node_.IsMap()) return Status::Ok();
-  for (const auto& kv : node_) {
-    std::string key = kv.first.Scalar();
-    if (!asked_.count(key))
-      return Status::InvalidArgument(NodeWhere(source_, kv.first) + ": " + what_ +
-                                     ": unknown field '" + key + "'");
+  if (!node_.is_object()) return Status::Ok();
+  for (const auto& [key, value] : node_.items()) {
+    if (std::find(asked_.begin(), asked_.end(), key) != asked_.end()) continue;
+    return Status::InvalidArgument(origin_->Where(PointerOf(key), true) + ": " + what_ + ": unknown field " +
+                                   Quoted(key, 60));
   }
   return Status::Ok();
 }

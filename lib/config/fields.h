@@ -1,55 +1,82 @@
-// Typed, located access to one YAML mapping of a job file. Every error names
-// the file, line and column and the field; fields nobody asked for are
-// reported as unknown, so a typo never passes silently.
+// Typed, located access to one mapping of a document (lib/config/document.h):
+// a job file's section or layer, a cluster profile. Every error names where
+// the value came from (file:line:column, or the override) and the field;
+// fields nobody asked for are reported as unknown, so a typo never passes
+// silently. Every field read is also kept, typed, with its default when it
+// was left out: resolved() is the mapping as the program understood it.
 #pragma once
 
-#include <yaml-cpp/yaml.h>
-
-#include <set>
+#include <climits>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
+#include "config/document.h"
 #include "core/status.h"
 
 namespace shoal {
 
-// "file:line:column" of a node (yaml-cpp counts from 0; people count from 1).
-std::string NodeWhere(const std::string& source, const YAML::Node& node);
-
 class Fields {
  public:
-  // `what` names the mapping in messages, e.g. "layer 'fc1'" or "section 'train'".
-  Fields(YAML::Node node, std::string source, std::string what);
+  // `node` (which must outlive this) is the value at `pointer` of a document
+  // from `origin`; `what` names it in messages, e.g. "layer 'fc1'".
+  Fields(const nlohmann::json& node, std::shared_ptr<const Origin> origin, std::string pointer, std::string what);
 
   bool Has(const std::string& key) const;
-  Status Int(const std::string& key, int default_value, int* out, int min_value = 0) const;
-  Status RequiredInt(const std::string& key, int* out, int min_value = 1) const;
+  // Integers: a whole number within [min_value, max_value] (1e3 is 1000).
+  Status Int(const std::string& key, int default_value, int* out, int min_value = 0,
+             int max_value = INT_MAX) const;
+  Status RequiredInt(const std::string& key, int* out, int min_value = 1, int max_value = INT_MAX) const;
   Status Float(const std::string& key, double default_value, double* out, double min_value,
                double max_value) const;
   Status String(const std::string& key, const std::string& default_value, std::string* out) const;
   Status Bool(const std::string& key, bool default_value, bool* out) const;
-  Status IntList(const std::string& key, std::vector<int>* out) const;
+  // At most `max_items` integers, each within [min_value, max_value].
+  Status IntList(const std::string& key, std::vector<int>* out, int min_value = INT_MIN, int max_value = INT_MAX,
+                 size_t max_items = 64) const;
+  // A name or a list of names.
   Status StringList(const std::string& key, std::vector<std::string>* out) const;
   // A string that must be one of `choices`.
   Status Choice(const std::string& key, const std::string& default_value,
                 const std::vector<std::string>& choices, std::string* out) const;
+  // The mapping under `key` (which must be one), named `what` in messages.
+  Status Section(const std::string& key, const std::string& what, std::unique_ptr<Fields>* out) const;
+  // The list under `key`; each item is read with Item.
+  Status List(const std::string& key, const nlohmann::json** out) const;
+  // Item `index` of List(key), as a mapping named `what`.
+  Fields Item(const std::string& key, size_t index, const std::string& what) const;
 
   // Refuses every key that no accessor has asked for.
   Status CheckNoUnknown() const;
 
-  std::string Where() const { return NodeWhere(source_, node_); }
+  std::string Where() const;
   std::string Where(const std::string& key) const;
   const std::string& what() const { return what_; }
-  const std::string& source() const { return source_; }
+  const std::string& source() const { return origin_->source(); }
+  const nlohmann::json& node() const { return node_; }
   // An error located at the mapping itself (for checks that span fields).
   Status Error(const std::string& message) const;
   Status FieldError(const std::string& key, const std::string& message) const;
 
+  // Every field read so far, typed, defaults included; a Section's resolved
+  // mapping is stored by Keep.
+  const nlohmann::json& resolved() const { return resolved_; }
+  void Keep(const std::string& key, nlohmann::json value) const { resolved_[key] = std::move(value); }
+
  private:
-  YAML::Node node_;
-  std::string source_;
+  const nlohmann::json* Value(const std::string& key) const;
+  std::string PointerOf(const std::string& key) const;
+  // The value as a number, or an error naming the field as not one.
+  Status Number(const std::string& key, double* out) const;
+
+  const nlohmann::json& node_;
+  std::shared_ptr<const Origin> origin_;
+  std::string pointer_;
   std::string what_;
-  mutable std::set<std::string> asked_;
+  mutable std::vector<std::string> asked_;
+  mutable nlohmann::json resolved_ = nlohmann::json::object();
 };
 
 }  // namespace shoal

@@ -2,7 +2,6 @@
 
 #include <iterator>
 #include <set>
-#include <sstream>
 
 #include "config/fields.h"
 #include "core/file_util.h"
@@ -10,67 +9,52 @@
 namespace shoal {
 namespace {
 
-Status Parse(const std::string& text, const std::string& source, YAML::Node* root) {
-  try {
-    *root = YAML::Load(text);
-  } catch (const YAML::ParserException& e) {
-    return Status::InvalidArgument(source + ":" + std::to_string(e.mark.line + 1) + ":" +
-                                   std::to_string(e.mark.column + 1) + ": malformed YAML: " + e.msg);
-  }
-  if (!root->IsMap())
-    return Status::InvalidArgument(source + ": a job file is a mapping with sections "
-                                            "'model', 'train', 'cluster' and 'data'");
+Status ParseLayer(const Fields& f, LayerConfig* layer) {
+  if (!f.node().is_object()) return Status::InvalidArgument(f.Where() + ": a layer is a mapping");
+  SHOAL_RETURN_IF_ERROR(f.String("name", "", &layer->name));
+  if (layer->name.empty()) return f.Error("missing field 'name'");
+  layer->fields = f.node();
   return Status::Ok();
 }
 
-// yaml-cpp throws on a key lookup in a scalar: refuse "train: 5" before asking.
-Status CheckMapping(const YAML::Node& node, const std::string& source, const std::string& what) {
-  if (node.IsMap()) return Status::Ok();
-  return Status::InvalidArgument(NodeWhere(source, node) + ": " + what + " must be a mapping");
-}
-
-Status ParseLayer(const YAML::Node& node, const std::string& source, LayerConfig* layer) {
-  if (!node.IsMap()) return Status::InvalidArgument(NodeWhere(source, node) + ": a layer is a mapping");
-  Fields f(node, source, "layer");
-  SHOAL_RETURN_IF_ERROR(f.String("name", "", &layer->name));
-  if (layer->name.empty()) return f.Error("missing field 'name'");
-  Fields named(node, source, "layer '" + layer->name + "'");
+// The fields every layer has; the rest are its type's (Net::Build reads them).
+Status ParseCommonLayerFields(const Fields& named, LayerConfig* layer) {
   SHOAL_RETURN_IF_ERROR(named.String("type", "", &layer->type));
   if (layer->type.empty()) return named.Error("missing field 'type'");
   SHOAL_RETURN_IF_ERROR(named.StringList("srclayers", &layer->srclayers));
-  SHOAL_RETURN_IF_ERROR(named.Int("partition_dim", 0, &layer->partition_dim, -1));
-  if (layer->partition_dim > 1)
-    return named.FieldError("partition_dim", "must be -1 (none), 0 (batch) or 1 (feature)");
+  SHOAL_RETURN_IF_ERROR(named.Int("partition_dim", 0, &layer->partition_dim, -1, 1));
   SHOAL_RETURN_IF_ERROR(named.String("location", "", &layer->location));
-  layer->node = node;
   return Status::Ok();
 }
 
-Status ParseModel(const Fields& top, const YAML::Node& root, JobConfig* job) {
+Status ParseModel(const Fields& top, JobConfig* job) {
   if (!top.Has("model")) return top.Error("missing section 'model'");
-  YAML::Node model = root["model"];
-  SHOAL_RETURN_IF_ERROR(CheckMapping(model, job->source, "section 'model'"));
-  Fields f(model, job->source, "section 'model'");
-  if (!f.Has("layers")) return f.Error("missing field 'layers'");
-  SHOAL_RETURN_IF_ERROR(f.CheckNoUnknown());
-  YAML::Node layers = model["layers"];
-  if (!layers.IsSequence() || layers.size() == 0)
-    return f.FieldError("layers", "must be a non-empty list of layers");
+  std::unique_ptr<Fields> f;
+  SHOAL_RETURN_IF_ERROR(top.Section("model", "section 'model'", &f));
+  if (!f->Has("layers")) return f->Error("missing field 'layers'");
+  SHOAL_RETURN_IF_ERROR(f->CheckNoUnknown());
+  const nlohmann::json* layers = nullptr;
+  if (!f->List("layers", &layers).ok() || layers->empty())
+    return f->FieldError("layers", "must be a non-empty list of layers");
   std::set<std::string> names;
-  for (const auto& node : layers) {
+  nlohmann::json resolved = nlohmann::json::array();
+  for (size_t i = 0; i < layers->size(); ++i) {
+    const Fields item = f->Item("layers", i, "layer");
     LayerConfig layer;
-    SHOAL_RETURN_IF_ERROR(ParseLayer(node, job->source, &layer));
+    SHOAL_RETURN_IF_ERROR(ParseLayer(item, &layer));
+    const Fields named = f->Item("layers", i, "layer '" + layer.name + "'");
+    SHOAL_RETURN_IF_ERROR(ParseCommonLayerFields(named, &layer));
+    layer.pointer = "/model/layers/" + std::to_string(i);
     if (!names.insert(layer.name).second)
-      return Status::InvalidArgument(NodeWhere(job->source, node) + ": layer name '" +
-                                     layer.name + "' is used twice");
+      return Status::InvalidArgument(item.Where() + ": layer name '" + layer.name + "' is used twice");
+    resolved.push_back(layer.fields);
     job->layers.push_back(std::move(layer));
   }
+  job->resolved["model"] = {{"layers", resolved}};
   return Status::Ok();
 }
 
-Status ParseSchedule(const YAML::Node& node, const std::string& source, LrSchedule* s) {
-  SHOAL_RETURN_IF_ERROR(CheckMapping(node, source, "section 'train.lr_schedule'"));
-  Fields f(node, source, "section 'train.lr_schedule'");
+Status ParseSchedule(const Fields& f, LrSchedule* s) {
   SHOAL_RETURN_IF_ERROR(f.Choice("kind", s->kind, {"constant", "step", "exponential"}, &s->kind));
   // An exponential decay by gamma per update unless told otherwise.
   SHOAL_RETURN_IF_ERROR(f.Int("every", s->kind == "exponential" ? 1 : s->every, &s->every, 0));
@@ -102,9 +86,7 @@ Status UpdaterHyperParameters(const Fields& f, TrainConfig* t) {
   return Status::Ok();
 }
 
-Status ParseTrain(const YAML::Node& node, const std::string& source, TrainConfig* t) {
-  SHOAL_RETURN_IF_ERROR(CheckMapping(node, source, "section 'train'"));
-  Fields f(node, source, "section 'train'");
+Status ParseTrain(const Fields& f, TrainConfig* t) {
   std::string algorithm;
   SHOAL_RETURN_IF_ERROR(f.Choice("algorithm", "bp", {"bp"}, &algorithm));
   SHOAL_RETURN_IF_ERROR(f.Int("batch_size", t->batch_size, &t->batch_size, 1));
@@ -113,7 +95,15 @@ Status ParseTrain(const YAML::Node& node, const std::string& source, TrainConfig
   SHOAL_RETURN_IF_ERROR(f.Choice("updater", t->updater, {std::begin(kUpdaterNames), std::end(kUpdaterNames)},
                                  &t->updater));
   SHOAL_RETURN_IF_ERROR(f.Float("learning_rate", t->learning_rate, &t->learning_rate, 0.0, 1e3));
-  if (f.Has("lr_schedule")) SHOAL_RETURN_IF_ERROR(ParseSchedule(node["lr_schedule"], source, &t->lr_schedule));
+  if (f.Has("lr_schedule")) {
+    std::unique_ptr<Fields> schedule;
+    SHOAL_RETURN_IF_ERROR(f.Section("lr_schedule", "section 'train.lr_schedule'", &schedule));
+    SHOAL_RETURN_IF_ERROR(ParseSchedule(*schedule, &t->lr_schedule));
+    f.Keep("lr_schedule", schedule->resolved());
+  } else {
+    f.Keep("lr_schedule", {{"kind", t->lr_schedule.kind}, {"every", t->lr_schedule.every},
+                           {"gamma", t->lr_schedule.gamma}, {"warmup_steps", t->lr_schedule.warmup_steps}});
+  }
   SHOAL_RETURN_IF_ERROR(f.Bool("scale_lr_with_workers", t->scale_lr_with_workers, &t->scale_lr_with_workers));
   SHOAL_RETURN_IF_ERROR(f.Float("momentum", t->momentum, &t->momentum, 0.0, 1.0));
   SHOAL_RETURN_IF_ERROR(f.Float("weight_decay", t->weight_decay, &t->weight_decay, 0.0, 1.0));
@@ -141,7 +131,8 @@ Status OpenUnitInterval(const Fields& f, const std::string& key, double default_
 // model is refused, not ignored: a slack or a period written in the job but
 // never used would mislead whoever reads it.
 Status ParseConsistency(const Fields& f, ClusterConfig* c) {
-  SHOAL_RETURN_IF_ERROR(f.Choice("consistency", c->consistency, {"bsp", "async", "ssp", "easgd"}, &c->consistency));
+  SHOAL_RETURN_IF_ERROR(f.Choice("consistency", c->consistency,
+                                 {std::begin(kConsistencyNames), std::end(kConsistencyNames)}, &c->consistency));
   const bool ssp = c->consistency == "ssp", easgd = c->consistency == "easgd";
   auto only_with = [&](const std::string& key, bool applies, const std::string& with) {
     if (applies || !f.Has(key)) return Status::Ok();
@@ -176,9 +167,7 @@ Status ParseConsistency(const Fields& f, ClusterConfig* c) {
   return Status::Ok();
 }
 
-Status ParseCluster(const YAML::Node& node, const std::string& source, ClusterConfig* c) {
-  SHOAL_RETURN_IF_ERROR(CheckMapping(node, source, "section 'cluster'"));
-  Fields f(node, source, "section 'cluster'");
+Status ParseCluster(const Fields& f, ClusterConfig* c) {
   SHOAL_RETURN_IF_ERROR(f.Int("nworker_groups", c->nworker_groups, &c->nworker_groups, 1));
   SHOAL_RETURN_IF_ERROR(f.Int("nworkers_per_group", c->nworkers_per_group, &c->nworkers_per_group, 1));
   SHOAL_RETURN_IF_ERROR(f.Int("nserver_groups", c->nserver_groups, &c->nserver_groups, 1));
@@ -212,72 +201,59 @@ Status ParseCluster(const YAML::Node& node, const std::string& source, ClusterCo
   return f.CheckNoUnknown();
 }
 
-Status ParseData(const YAML::Node& node, const std::string& source, DataConfig* d) {
-  SHOAL_RETURN_IF_ERROR(CheckMapping(node, source, "section 'data'"));
-  Fields f(node, source, "section 'data'");
+Status ParseData(const Fields& f, DataConfig* d) {
   SHOAL_RETURN_IF_ERROR(f.Choice("dataset", d->dataset, {"fashion-mnist", "mnist"}, &d->dataset));
   SHOAL_RETURN_IF_ERROR(f.String("shards", "", &d->shards));
   return f.CheckNoUnknown();
 }
 
-// Sets root[a][b]... = value for "a.b=value", creating mappings on the way.
-Status ApplyOverride(YAML::Node root, const std::string& assignment) {
-  auto eq = assignment.find('=');
-  if (eq == std::string::npos || eq == 0)
-    return Status::InvalidArgument("override '" + assignment + "' is not of the form section.field=value");
-  std::string path = assignment.substr(0, eq), value = assignment.substr(eq + 1);
-  std::vector<std::string> keys;
-  std::stringstream ss(path);
-  for (std::string key; std::getline(ss, key, '.');) {
-    if (key.empty()) return Status::InvalidArgument("override '" + assignment + "' has an empty field name");
-    keys.push_back(key);
-  }
-  // yaml-cpp nodes are handles: walk with fresh handles (assignment would rebind).
-  std::vector<YAML::Node> chain{root};
-  for (size_t i = 0; i + 1 < keys.size(); ++i) {
-    YAML::Node next = chain.back()[keys[i]];
-    if (next.IsDefined() && !next.IsMap())
-      return Status::InvalidArgument("override '" + assignment + "': '" + keys[i] + "' is not a section");
-    chain.push_back(next);
-  }
-  chain.back()[keys.back()] = YAML::Load(value);
-  return Status::Ok();
-}
-
-Status ParseRoot(YAML::Node root, JobConfig* job) {
-  Fields top(root, job->source, "job");
-  SHOAL_RETURN_IF_ERROR(top.String("name", "job", &job->name));
-  SHOAL_RETURN_IF_ERROR(ParseModel(top, root, job));
-  if (top.Has("train")) SHOAL_RETURN_IF_ERROR(ParseTrain(root["train"], job->source, &job->train));
-  if (top.Has("cluster")) SHOAL_RETURN_IF_ERROR(ParseCluster(root["cluster"], job->source, &job->cluster));
-  if (top.Has("data")) SHOAL_RETURN_IF_ERROR(ParseData(root["data"], job->source, &job->data));
-  SHOAL_RETURN_IF_ERROR(top.CheckNoUnknown());
-  YAML::Emitter out;
-  out << root;
-  job->yaml_text = std::string(out.c_str()) + "\n";
+// A section of the job: its fields read by `parse`, its resolved mapping
+// kept, defaults and all, whether the file has it or not.
+template <typename Config>
+Status ParseSection(const Fields& top, const std::string& key, Status (*parse)(const Fields&, Config*),
+                    Config* config, JobConfig* job) {
+  static const nlohmann::json kEmpty = nlohmann::json::object();
+  std::unique_ptr<Fields> f;
+  if (top.Has(key)) SHOAL_RETURN_IF_ERROR(top.Section(key, "section '" + key + "'", &f));
+  else f = std::make_unique<Fields>(kEmpty, job->origin, "/" + key, "section '" + key + "'");
+  SHOAL_RETURN_IF_ERROR(parse(*f, config));
+  job->resolved[key] = f->resolved();
   return Status::Ok();
 }
 
 }  // namespace
 
-Status ParseJob(const std::string& text, const std::string& source, JobConfig* job) {
+Status ParseJob(const Document& doc, JobConfig* job) {
   *job = JobConfig();
-  job->source = source;
-  YAML::Node root;
-  SHOAL_RETURN_IF_ERROR(Parse(text, source, &root));
-  return ParseRoot(root, job);
+  job->source = doc.origin->source();
+  job->origin = doc.origin;
+  if (!doc.root.is_object())
+    return Status::InvalidArgument(job->source + ": a job file is a mapping with sections "
+                                                 "'model', 'train', 'cluster' and 'data'");
+  job->resolved = nlohmann::json::object();
+  Fields top(doc.root, doc.origin, "", "job");
+  SHOAL_RETURN_IF_ERROR(top.String("name", "job", &job->name));
+  job->resolved["name"] = job->name;
+  SHOAL_RETURN_IF_ERROR(ParseModel(top, job));
+  SHOAL_RETURN_IF_ERROR(ParseSection(top, "train", ParseTrain, &job->train, job));
+  SHOAL_RETURN_IF_ERROR(ParseSection(top, "cluster", ParseCluster, &job->cluster, job));
+  SHOAL_RETURN_IF_ERROR(ParseSection(top, "data", ParseData, &job->data, job));
+  return top.CheckNoUnknown();
 }
 
-Status LoadJobFile(const std::string& path, const std::vector<std::string>& overrides,
-                   JobConfig* job) {
+Status ParseJob(const std::string& text, const std::string& source, JobConfig* job) {
+  Document doc;
+  SHOAL_RETURN_IF_ERROR(ParseYaml(text, source, &doc));
+  return ParseJob(doc, job);
+}
+
+Status LoadJobFile(const std::string& path, const std::vector<std::string>& overrides, JobConfig* job) {
   std::string text;
-  SHOAL_RETURN_IF_ERROR(ReadFile(path, &text));
-  *job = JobConfig();
-  job->source = path;
-  YAML::Node root;
-  SHOAL_RETURN_IF_ERROR(Parse(text, path, &root));
-  for (const auto& o : overrides) SHOAL_RETURN_IF_ERROR(ApplyOverride(root, o));
-  return ParseRoot(root, job);
+  SHOAL_RETURN_IF_ERROR(ReadFile(path, &text, kMaxYamlBytes));
+  Document doc;
+  SHOAL_RETURN_IF_ERROR(ParseYaml(text, path == "-" ? "<stdin>" : path, &doc));
+  for (const auto& o : overrides) SHOAL_RETURN_IF_ERROR(ApplyOverride(o, &doc));
+  return ParseJob(doc, job);
 }
 
 }  // namespace shoal

@@ -1,11 +1,13 @@
 // The job file: what a user writes to describe a run (see configs/ and docs/job-file.md).
 #pragma once
 
-#include <yaml-cpp/yaml.h>
-
+#include <memory>
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
+#include "config/document.h"
 #include "core/status.h"
 
 namespace shoal {
@@ -16,7 +18,8 @@ struct LayerConfig {
   std::vector<std::string> srclayers;
   int partition_dim = 0;  // 0 batch (data parallel), 1 feature (model parallel), -1 none
   std::string location;   // optional placement override
-  YAML::Node node;        // the whole mapping: type-specific fields are read by the layer
+  nlohmann::json fields;  // the whole mapping: type-specific fields are read by the layer
+  std::string pointer;    // where the mapping is in the job's document (for messages)
 };
 
 // The learning rate over updates t = 0, 1, ... (lib/ps/lr_schedule.h has the
@@ -31,6 +34,9 @@ struct LrSchedule {
 
 // What train.updater may name, in lib/ps/updater.h's UpdateRule order.
 inline constexpr const char* kUpdaterNames[] = {"sgd", "momentum", "nesterov", "adagrad", "rmsprop", "adam"};
+
+// What cluster.consistency may name, in lib/ps/consistency.h's registry order.
+inline constexpr const char* kConsistencyNames[] = {"bsp", "async", "ssp", "easgd"};
 
 struct TrainConfig {
   int batch_size = 64;          // records per worker per step
@@ -65,7 +71,7 @@ struct ClusterConfig {
   int nworkers_per_group = 1;
   int nserver_groups = 1;
   int nservers_per_group = 1;
-  std::string consistency = "bsp";  // bsp | async | ssp | easgd (docs/job-file.md)
+  std::string consistency = "bsp";  // one of kConsistencyNames (docs/job-file.md)
   int staleness = 0;                // ssp: the slack s (required with ssp)
   int easgd_tau = 1;                // easgd: steps between a worker's exchanges with the centre
   double easgd_alpha = 0.1;         // easgd: the moving rate, in (0, 1)
@@ -91,8 +97,11 @@ struct DataConfig {
 };
 
 struct JobConfig {
-  std::string source;     // where it was read from, for messages
-  std::string yaml_text;  // the job as parsed, after overrides (embedded in plans)
+  std::string source;              // where it was read from, for messages
+  std::shared_ptr<Origin> origin;  // where each of its values came from
+  // The sections as read, typed, with every default filled in (the layers
+  // as written: lib/graph/net.h resolves their fields); plans embed it.
+  nlohmann::json resolved;
   std::string name;
   std::vector<LayerConfig> layers;
   TrainConfig train;
@@ -100,10 +109,14 @@ struct JobConfig {
   DataConfig data;
 };
 
-// Parses and validates a job. `source` names the text in messages.
+// Validates a job read as a document: from a YAML file (lib/config/document.h)
+// or from the JSON a plan carries.
+Status ParseJob(const Document& doc, JobConfig* job);
+// The same from YAML text; `source` names the text in messages.
 Status ParseJob(const std::string& text, const std::string& source, JobConfig* job);
 
-// Reads a job file and applies "section.field=value" overrides before parsing.
+// Reads a job file ("-": standard input) and applies "section.field=value"
+// overrides before validating.
 Status LoadJobFile(const std::string& path, const std::vector<std::string>& overrides,
                    JobConfig* job);
 

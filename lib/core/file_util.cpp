@@ -7,8 +7,9 @@
 
 #include <cerrno>
 #include <cstring>
-#include <fstream>
-#include <sstream>
+#include <cstdio>
+
+#include "core/text.h"
 
 namespace shoal {
 namespace {
@@ -35,13 +36,26 @@ bool WriteAll(int fd, const char* p, size_t left) {
 
 }  // namespace
 
-Status ReadFile(const std::string& path, std::string* contents) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::IOError("cannot open '" + path + "': " + ErrnoText());
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) return Status::IOError("cannot read '" + path + "'");
-  *contents = ss.str();
+Status ReadFile(const std::string& path, std::string* contents, size_t max_bytes) {
+  const bool standard_input = path == "-";
+  const std::string name = standard_input ? "standard input" : Quoted(path);
+  std::FILE* in = standard_input ? stdin : std::fopen(path.c_str(), "rb");
+  if (!in) return Status::IOError("cannot open " + name + ": " + ErrnoText());
+  contents->clear();
+  char buf[1 << 16];
+  size_t n;
+  bool too_large = false;
+  while ((n = std::fread(buf, 1, sizeof buf, in)) > 0) {
+    if (contents->size() + n > max_bytes) {
+      too_large = true;
+      break;
+    }
+    contents->append(buf, n);
+  }
+  const bool failed = std::ferror(in);
+  if (!standard_input) std::fclose(in);
+  if (too_large) return Status::InvalidArgument(name + " is larger than " + std::to_string(max_bytes) + " bytes");
+  if (failed) return Status::IOError("cannot read " + name + ": " + ErrnoText());
   return Status::Ok();
 }
 

@@ -1,13 +1,17 @@
 // Whole-file reads and crash-safe writes.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
 #include <string>
 
 #include "core/status.h"
 
 namespace shoal {
 
-Status ReadFile(const std::string& path, std::string* contents);
+// The whole of `path` ("-": standard input); a file larger than `max_bytes`
+// is refused before more than that is held.
+Status ReadFile(const std::string& path, std::string* contents, size_t max_bytes = SIZE_MAX);
 
 // Writes `contents` so that `path` holds either its old bytes or all the new
 // ones, never a mix: temporary file, fsync, rename, fsync of the directory.

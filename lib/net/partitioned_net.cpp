@@ -1,8 +1,9 @@
 #include "net/partitioned_net.h"
 
+#include <algorithm>
 #include <map>
 
-#include "net/net.h"
+#include "graph/net.h"
 #include "plan/partition.h"
 
 namespace shoal {
@@ -40,6 +41,21 @@ Placement Needed(const LayerPlan& plan_layer, Dependency dep, const Placement& h
 }
 
 }  // namespace
+
+GroupPeers GroupPeersOf(const Plan& plan, int worker, int timeout_ms) {
+  GroupPeers peers;
+  const int m = GroupSize(plan);
+  peers.rank = plan.workers.at(worker).rank;
+  peers.first_worker = worker - peers.rank;
+  for (int r = 0; r < m; ++r) peers.endpoints.push_back(plan.workers.at(peers.first_worker + r).endpoint);
+  peers.plan_hash = plan.hash_value();
+  peers.timeout_ms = timeout_ms;
+  peers.tls_dir = plan.job.cluster.tls_dir;
+  for (const auto& layer : plan.layers)
+    peers.max_block_floats = std::max<size_t>(peers.max_block_floats,
+                                              layer.feature_size * plan.job.train.batch_size * m);
+  return peers;
+}
 
 Status PartitionedNet::Build(const Plan& plan, int worker, GroupChannel* channel,
                              std::unique_ptr<PartitionedNet>* out) {
@@ -82,10 +98,10 @@ Status PartitionedNet::Build(const Plan& plan, int worker, GroupChannel* channel
     // Model parallel: each rank computes a range of the outputs; set the
     // layer up as every rank would to learn which floats each holds.
     auto node_for_rank = [&](int r) {
-      YAML::Node node = YAML::Clone(cfg.node);
+      nlohmann::json fields = cfg.fields;
       if (lp.partition_dim == 1 && layer.SplitsOutputs())
-        node["num_output"] = static_cast<int>(SplitRange(layer.out_shape()[0], m, r).size());
-      return node;
+        fields["num_output"] = static_cast<int>(SplitRange(layer.out_shape()[0], m, r).size());
+      return fields;
     };
     if (m == 1 || lp.partition_dim == 0) {
       held[i] = Placement();
@@ -103,7 +119,8 @@ Status PartitionedNet::Build(const Plan& plan, int worker, GroupChannel* channel
           srcs.push_back(stand_ins.back().get());
         }
         std::unique_ptr<Layer> probe;
-        SHOAL_RETURN_IF_ERROR(BuildLayer(job, cfg, node_for_rank(r), srcs, false, &probe));
+        const nlohmann::json fields = node_for_rank(r);
+        SHOAL_RETURN_IF_ERROR(BuildLayer(job, cfg, fields, srcs, false, &probe));
         shapes.push_back(probe->out_shape());
       }
       held[i] = ColumnsOf(shapes);
@@ -132,7 +149,8 @@ Status PartitionedNet::Build(const Plan& plan, int worker, GroupChannel* channel
     if (held[i].kind == Placement::Kind::kOne && held[i].rank != rank) continue;
     std::vector<const Layer*> const_srcs(srcs.begin(), srcs.end());
     Node node;
-    SHOAL_RETURN_IF_ERROR(BuildLayer(job, cfg, node_for_rank(rank), const_srcs, true, &node.layer));
+    const nlohmann::json fields = node_for_rank(rank);
+    SHOAL_RETURN_IF_ERROR(BuildLayer(job, cfg, fields, const_srcs, true, &node.layer));
     node.srcs = srcs;
     node.placement = held[i];
     local[i] = node.layer.get();

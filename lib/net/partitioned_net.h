@@ -30,6 +30,11 @@ class LayerHooks {
   virtual Status AfterBackward(const Layer& layer, uint64_t step) = 0;
 };
 
+// Worker `worker`'s group as its channel needs it: the peers' endpoints in
+// rank order, and the largest block a peer may send (a whole feature of the
+// group's records).
+GroupPeers GroupPeersOf(const Plan& plan, int worker, int timeout_ms);
+
 class PartitionedNet {
  public:
   // `channel`: open, to worker `worker`'s group; unused (may be null) in groups of one.

@@ -1,7 +1,5 @@
 #include "plan/cluster_profile.h"
 
-#include <yaml-cpp/yaml.h>
-
 #include <limits>
 #include <sstream>
 
@@ -27,17 +25,12 @@ Status Positive(const Fields& f, const std::string& key, double default_value, d
 
 Status ParseClusterProfile(const std::string& text, const std::string& source, ClusterProfile* p) {
   *p = ClusterProfile();
-  YAML::Node root;
-  try {
-    root = YAML::Load(text);
-  } catch (const YAML::ParserException& e) {
-    return Status::InvalidArgument(source + ":" + std::to_string(e.mark.line + 1) + ":" +
-                                   std::to_string(e.mark.column + 1) + ": malformed YAML: " + e.msg);
-  }
-  if (!root.IsMap())
+  Document doc;
+  SHOAL_RETURN_IF_ERROR(ParseYaml(text, source, &doc));
+  if (!doc.root.is_object())
     return Status::InvalidArgument(source + ": a cluster profile is a mapping with 'bandwidth_gbps', "
                                             "'latency_us', 'gflops_per_worker' and 'nodes'");
-  Fields f(root, source, "cluster profile");
+  Fields f(doc.root, doc.origin, "", "cluster profile");
   SHOAL_RETURN_IF_ERROR(f.String("name", p->name, &p->name));
   for (const char* required : {"bandwidth_gbps", "latency_us", "gflops_per_worker"})
     if (!f.Has(required)) return f.Error(std::string("missing field '") + required + "'");
@@ -50,7 +43,7 @@ Status ParseClusterProfile(const std::string& text, const std::string& source, C
 
 Status LoadClusterProfile(const std::string& path, ClusterProfile* profile) {
   std::string text;
-  SHOAL_RETURN_IF_ERROR(ReadFile(path, &text));
+  SHOAL_RETURN_IF_ERROR(ReadFile(path, &text, kMaxYamlBytes));
   return ParseClusterProfile(text, path, profile);
 }
 

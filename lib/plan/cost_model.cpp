@@ -4,7 +4,7 @@
 #include <map>
 
 #include "config/job.h"
-#include "net/net.h"
+#include "graph/net.h"
 
 namespace shoal {
 namespace {

@@ -1,6 +1,8 @@
 // plan.json: what every long-running process of a run reads (schemas/plan.schema.json).
-// It embeds the job (after overrides), so the plan alone describes the run,
-// and carries a content hash that every message repeats.
+// It embeds the job (after overrides, typed, every default filled in), so the
+// plan alone describes the run and only dl-plan reads YAML, and carries a
+// content hash that every message repeats. MakePlan builds plans
+// (lib/plan/plan.cpp); lib/plan/plan_json.cpp writes, reads and checks them.
 #pragma once
 
 #include <cstdint>
@@ -89,7 +91,11 @@ Status MakePlan(const JobConfig& job, const PlanOptions& options, const Partitio
 // Every layer on partition_dim 0, in groups of one.
 Status MakeDataParallelPlan(const JobConfig& job, const PlanOptions& options, Plan* plan);
 
+// The hash a plan's content has (what Plan::hash records).
+std::string PlanContentHash(const Plan& plan);
 nlohmann::json PlanToJson(const Plan& plan);
+// Reads a plan and checks it whole before anyone acts on it: the hash, the
+// job, the net it builds, every parameter, slice, worker and server.
 Status PlanFromJson(const nlohmann::json& json, const std::string& source, Plan* plan);
 Status LoadPlan(const std::string& path, Plan* plan);
 

@@ -8,7 +8,7 @@
 
 #include "comm/message.h"
 #include "config/fields.h"
-#include "net/net.h"
+#include "graph/net.h"
 
 namespace shoal {
 namespace {
@@ -34,7 +34,7 @@ Status ReadOverrides(const JobConfig& job, const std::vector<LayerFacts>& layers
   for (const auto& c : job.layers) config[c.name] = &c;
   for (const auto& layer : layers) {
     const LayerConfig& c = *config.at(layer.name);
-    Fields f(c.node, job.source, "layer '" + c.name + "'");
+    Fields f(c.fields, job.origin, c.pointer, "layer '" + c.name + "'");
     LayerOverride o;
     if (f.Has("partition_dim")) {
       o.has_partition = true;

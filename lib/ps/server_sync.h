@@ -7,6 +7,7 @@
 // neighbour that does not answer is counted and passed over.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>

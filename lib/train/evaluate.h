@@ -11,7 +11,7 @@
 #include "core/status.h"
 #include "data/shard.h"
 #include "layers/layer.h"
-#include "net/net.h"
+#include "graph/net.h"
 #include "plan/plan.h"
 #include "train/batch_loader.h"
 

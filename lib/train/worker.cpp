@@ -47,7 +47,7 @@ Status Worker::Run(WorkerResult* result) {
   std::unique_ptr<GroupChannel> channel;
   if (group_size > 1) {
     channel = std::make_unique<GroupChannel>();
-    SHOAL_RETURN_IF_ERROR(channel->Open(plan_, options_.id, timeout_ms));
+    SHOAL_RETURN_IF_ERROR(channel->Open(GroupPeersOf(plan_, options_.id, timeout_ms)));
   }
   SHOAL_RETURN_IF_ERROR(PartitionedNet::Build(plan_, options_.id, channel.get(), &net_));
   const bool evaluates = options_.evaluate && options_.id == 0;

@@ -4,7 +4,7 @@
 #include <memory>
 #include <string>
 
-#include "net/net.h"
+#include "graph/net.h"
 #include "net/partitioned_net.h"
 #include "plan/plan.h"
 #include "train/param_table.h"

@@ -1,7 +1,6 @@
 // Tests for lib/layers/concat_layer.cpp: shapes, the forward layout, and the
 // gradients of every source against central differences.
 #include <doctest/doctest.h>
-#include <yaml-cpp/yaml.h>
 
 #include <cmath>
 #include <memory>
@@ -11,6 +10,7 @@
 
 #include "config/fields.h"
 #include "layers/layer.h"
+#include "test_util.h"
 
 namespace shoal {
 namespace {
@@ -29,7 +29,8 @@ class Source : public Layer {
 
 Status SetUpConcat(Layer* layer, const std::vector<const Layer*>& srcs) {
   layer->Init("join", "concat");
-  Fields fields(YAML::Load("{name: join, type: concat}"), "test.yaml", "layer 'join'");
+  YamlFields fields_yaml("{name: join, type: concat}", "layer 'join'");
+  const Fields& fields = *fields_yaml;
   fields.Has("name");
   fields.Has("type");
   SHOAL_RETURN_IF_ERROR(layer->Setup(fields, srcs));

@@ -2,7 +2,6 @@
 // shared numerical checker (Caffe's test_gradient_check_util.hpp idea), the
 // registry table, and a tiny net that learns.
 #include <doctest/doctest.h>
-#include <yaml-cpp/yaml.h>
 
 #include <algorithm>
 #include <cmath>
@@ -18,7 +17,8 @@
 #include "layers/data_layer.h"
 #include "layers/layer.h"
 #include "layers/softmax_loss_layer.h"
-#include "net/net.h"
+#include "graph/net.h"
+#include "test_util.h"
 #include "ps/updater.h"
 
 namespace shoal {
@@ -153,7 +153,8 @@ std::unique_ptr<Layer> SetUpLayer(const std::string& type, const std::string& ya
   auto layer = CreateLayer(type);
   REQUIRE(layer != nullptr);
   layer->Init("under_test", type);
-  Fields fields(YAML::Load(yaml_fields), "test.yaml", "layer 'under_test'");
+  YamlFields fields_yaml(yaml_fields, "layer 'under_test'");
+  const Fields& fields = *fields_yaml;
   Status s = layer->Setup(fields, srcs);
   INFO(s.ToString());
   REQUIRE(s.ok());
@@ -306,7 +307,7 @@ TEST_CASE("softmax_loss gradient w.r.t. the logits matches central differences o
   InputLayer logits({classes});
   auto data = CreateLayer("data");
   data->Init("data", "data");
-  REQUIRE(data->Setup(Fields(YAML::Load("{shape: [1]}"), "test.yaml", "layer 'data'"), {}).ok());
+  REQUIRE(data->Setup(*YamlFields("{shape: [1]}", "layer 'data'"), {}).ok());
   auto layer = SetUpLayer("softmax_loss", "{}", {&logits, data.get()});
   auto* loss = dynamic_cast<SoftmaxLossLayer*>(layer.get());
   REQUIRE(loss != nullptr);
@@ -343,7 +344,7 @@ TEST_CASE("softmax_loss of uniform logits is log(classes), and correct counts ar
   InputLayer logits({4});
   auto data = CreateLayer("data");
   data->Init("data", "data");
-  REQUIRE(data->Setup(Fields(YAML::Load("{shape: [1]}"), "test.yaml", "layer 'data'"), {}).ok());
+  REQUIRE(data->Setup(*YamlFields("{shape: [1]}", "layer 'data'"), {}).ok());
   auto layer = SetUpLayer("softmax_loss", "{}", {&logits, data.get()});
   auto* loss = dynamic_cast<SoftmaxLossLayer*>(layer.get());
   logits.Allocate(2);

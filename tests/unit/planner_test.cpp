@@ -47,7 +47,7 @@ struct LayerEdit {
 
 void Edit(JobConfig* job, const LayerEdit& e) {
   LayerConfig& l = job->layers[e.layer];
-  l.node[e.key] = e.value;
+  l.fields[e.key] = e.value;
   if (e.key == "partition_dim") l.partition_dim = std::stoi(e.value);
   if (e.key == "location") l.location = e.value;
 }

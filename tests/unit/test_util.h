@@ -4,7 +4,12 @@
 #include <stdlib.h>
 
 #include <filesystem>
+#include <memory>
+#include <stdexcept>
 #include <string>
+
+#include "config/document.h"
+#include "config/fields.h"
 
 namespace shoal {
 
@@ -18,6 +23,17 @@ struct TempDir {
   ~TempDir() { std::filesystem::remove_all(path); }
   TempDir(const TempDir&) = delete;
   TempDir& operator=(const TempDir&) = delete;
+};
+
+// A layer's fields written as YAML, for calling Setup directly.
+struct YamlFields {
+  Document doc;
+  std::unique_ptr<Fields> fields;
+  YamlFields(const std::string& yaml, const std::string& what) {
+    if (!ParseYaml(yaml, "test.yaml", &doc).ok()) throw std::invalid_argument("test YAML: " + yaml);
+    fields = std::make_unique<Fields>(doc.root, doc.origin, "", what);
+  }
+  const Fields& operator*() const { return *fields; }
 };
 
 inline bool Contains(const std::string& text, const std::string& part) {

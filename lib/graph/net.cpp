@@ -1,13 +1,29 @@
-#include "net/net.h"
+#include "graph/net.h"
 
 #include <map>
 
 namespace shoal {
 
-Status BuildLayer(const JobConfig& job, const LayerConfig& cfg, const YAML::Node& node,
-                  const std::vector<const Layer*>& srcs, bool allocate_params, std::unique_ptr<Layer>* out) {
-  Fields fields(node, job.source, "layer '" + cfg.name + "'");
-  for (const char* common : {"name", "type", "srclayers", "partition_dim", "location"}) fields.Has(common);
+namespace {
+
+Fields LayerFields(const JobConfig& job, const LayerConfig& cfg, const nlohmann::json& node) {
+  return Fields(node, job.origin, cfg.pointer, "layer '" + cfg.name + "'");
+}
+
+}  // namespace
+
+Status BuildLayer(const JobConfig& job, const LayerConfig& cfg, const nlohmann::json& node,
+                  const std::vector<const Layer*>& srcs, bool allocate_params, std::unique_ptr<Layer>* out,
+                  nlohmann::json* resolved) {
+  Fields fields = LayerFields(job, cfg, node);
+  // The fields every layer has (lib/config/job.h checked them), as they were read.
+  fields.Has("name");
+  fields.Keep("name", cfg.name);
+  fields.Has("type");
+  fields.Keep("type", cfg.type);
+  if (fields.Has("srclayers")) fields.Keep("srclayers", cfg.srclayers);
+  if (fields.Has("partition_dim")) fields.Keep("partition_dim", cfg.partition_dim);
+  if (fields.Has("location")) fields.Keep("location", cfg.location);
   auto layer = CreateLayer(cfg.type);
   if (!layer) {
     std::string known;
@@ -17,6 +33,7 @@ Status BuildLayer(const JobConfig& job, const LayerConfig& cfg, const YAML::Node
   layer->Init(cfg.name, cfg.type, allocate_params);
   SHOAL_RETURN_IF_ERROR(layer->Setup(fields, srcs));
   SHOAL_RETURN_IF_ERROR(fields.CheckNoUnknown());
+  if (resolved) *resolved = fields.resolved();
   *out = std::move(layer);
   return Status::Ok();
 }
@@ -30,7 +47,7 @@ Status Net::Build(const JobConfig& job, std::unique_ptr<Net>* out, bool allocate
   // Kahn's algorithm, taking ready layers in file order so the order is stable.
   std::vector<int> pending(configs.size(), 0);
   for (size_t i = 0; i < configs.size(); ++i) {
-    Fields f(configs[i].node, job.source, "layer '" + configs[i].name + "'");
+    Fields f = LayerFields(job, configs[i], configs[i].fields);
     for (const auto& src : configs[i].srclayers) {
       if (!index.count(src)) return f.FieldError("srclayers", "names unknown layer '" + src + "'");
       if (src == configs[i].name) return f.FieldError("srclayers", "names the layer itself");
@@ -46,11 +63,10 @@ Status Net::Build(const JobConfig& job, std::unique_ptr<Net>* out, bool allocate
     if (next == configs.size()) {
       for (size_t i = 0; i < configs.size(); ++i)
         if (!done[i])
-          return Fields(configs[i].node, job.source, "layer '" + configs[i].name + "'")
-              .FieldError("srclayers", "is part of a cycle");
+          return LayerFields(job, configs[i], configs[i].fields).FieldError("srclayers", "is part of a cycle");
     }
     const LayerConfig& cfg = configs[next];
-    Fields fields(cfg.node, job.source, "layer '" + cfg.name + "'");
+    Fields fields = LayerFields(job, cfg, cfg.fields);
     std::vector<const Layer*> const_srcs;
     std::vector<Layer*> srcs;
     for (const auto& s : cfg.srclayers) {
@@ -58,7 +74,8 @@ Status Net::Build(const JobConfig& job, std::unique_ptr<Net>* out, bool allocate
       const_srcs.push_back(built.at(s));
     }
     std::unique_ptr<Layer> layer;
-    SHOAL_RETURN_IF_ERROR(BuildLayer(job, cfg, cfg.node, const_srcs, allocate_params, &layer));
+    SHOAL_RETURN_IF_ERROR(
+        BuildLayer(job, cfg, cfg.fields, const_srcs, allocate_params, &layer, &net->resolved_[cfg.name]));
     if (auto* d = dynamic_cast<DataLayer*>(layer.get())) {
       if (net->data_) return fields.Error("a net has one data layer; '" + net->data_->name() + "' is the first");
       net->data_ = d;
@@ -98,6 +115,14 @@ void Net::Backward() {
   for (auto& layer : layers_)
     if (layer->WantsGrad()) layer->grad().Fill(0.0f);
   for (size_t i = layers_.size(); i-- > 0;) layers_[i]->Backward(srcs_[i]);
+}
+
+nlohmann::json Net::ResolvedJob(const JobConfig& job) const {
+  nlohmann::json j = job.resolved;
+  nlohmann::json& layers = j["model"]["layers"];
+  layers = nlohmann::json::array();
+  for (const auto& cfg : job.layers) layers.push_back(resolved_.at(cfg.name));
+  return j;
 }
 
 std::vector<Param*> Net::params() {

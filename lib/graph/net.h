@@ -1,10 +1,14 @@
-// A neural net built from a job file's layer list: a graph whose edges are
-// each layer's srclayers, run in topological order.
+// A neural net built from a job's layer list: a graph whose edges are each
+// layer's srclayers, run in topological order. The planner reads its layers'
+// cost facts; the partitioned runtime (lib/net) builds each worker's part.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "config/job.h"
 #include "layers/data_layer.h"
@@ -13,10 +17,13 @@
 
 namespace shoal {
 
-// Builds one layer of a job from `node` (its mapping in the job, or a copy
+// Builds one layer of a job from `fields` (its mapping in the job, or a copy
 // with fields changed) and its sources: known type, setup, no unknown field.
-Status BuildLayer(const JobConfig& job, const LayerConfig& config, const YAML::Node& node,
-                  const std::vector<const Layer*>& srcs, bool allocate_params, std::unique_ptr<Layer>* layer);
+// `resolved` (may be null) receives the fields as the layer read them,
+// defaults included.
+Status BuildLayer(const JobConfig& job, const LayerConfig& config, const nlohmann::json& fields,
+                  const std::vector<const Layer*>& srcs, bool allocate_params, std::unique_ptr<Layer>* layer,
+                  nlohmann::json* resolved = nullptr);
 
 class Net {
  public:
@@ -39,10 +46,14 @@ class Net {
   const std::vector<Layer*>& sources(size_t layer) const { return srcs_[layer]; }
   // Every parameter, in layer order.
   std::vector<Param*> params();
+  // The job's resolved form with every layer's fields as read, defaults
+  // included, in the job's order: what a plan embeds.
+  nlohmann::json ResolvedJob(const JobConfig& job) const;
 
  private:
   std::vector<std::unique_ptr<Layer>> layers_;     // topological order
   std::vector<std::vector<Layer*>> srcs_;          // sources of layers_[i]
+  std::map<std::string, nlohmann::json> resolved_; // by layer name: its fields as read
   DataLayer* data_ = nullptr;
   SoftmaxLossLayer* loss_ = nullptr;
   int batch_ = 0;

@@ -1,0 +1,246 @@
+// plan.json as written and read (schemas/plan.schema.json), and the checks a
+// plan passes before any process acts on it: a plan is untrusted input (its
+// hash proves only that nobody edited it without recomputing the hash).
+#include <algorithm>
+#include <map>
+#include <memory>
+
+#include "core/file_util.h"
+#include "core/hash.h"
+#include "core/text.h"
+#include "graph/net.h"
+#include "plan/partition.h"
+#include "plan/plan.h"
+
+namespace shoal {
+namespace {
+
+using nlohmann::json;
+
+// 2: the job is embedded as typed JSON (1 embedded its YAML text).
+constexpr int kPlanFormatVersion = 2;
+// A plan's file: generous for a 1000-layer net on 1000 workers, finite for a hostile one.
+constexpr size_t kMaxPlanBytes = 256u << 20;
+constexpr size_t kMaxEndpointBytes = 512;
+
+const char* InitKindName(ParamInit::Kind kind) {
+  return kind == ParamInit::Kind::kUniform ? "uniform" : "constant";
+}
+
+json ContentToJson(const Plan& plan) {
+  json j;
+  j["format"] = "shoal-plan";
+  j["version"] = kPlanFormatVersion;
+  j["strategy"] = plan.strategy;
+  j["job"] = plan.job.resolved;
+  // What scripts need without reading the job: the topology and the data.
+  const ClusterConfig& c = plan.job.cluster;
+  j["cluster"] = {{"workers", c.workers()}, {"servers", c.servers()}, {"consistency", c.consistency},
+                  {"timeout_ms", c.timeout_ms}, {"server_worker_separate", c.server_worker_separate}};
+  j["data"] = {{"dataset", plan.job.data.dataset}, {"shards", plan.job.data.shards}};
+  j["layers"] = json::array();
+  for (const auto& l : plan.layers) {
+    json layer = {{"name", l.name},     {"type", l.type},
+                  {"partition_dim", l.partition_dim}, {"params", l.params},
+                  {"feature_size", l.feature_size},   {"forward_flops", l.forward_flops}};
+    if (l.partition_dim == -1) layer["location"] = l.location;
+    j["layers"].push_back(layer);
+  }
+  j["params"] = json::array();
+  for (const auto& p : plan.params)
+    j["params"].push_back({{"name", p.name}, {"shape", p.shape},
+                           {"init", {{"kind", InitKindName(p.init.kind)}, {"value", p.init.value}}},
+                           {"slices", p.slices}});
+  j["slices"] = json::array();
+  for (const auto& s : plan.slices)
+    j["slices"].push_back({{"key", s.key}, {"param", s.param}, {"offset", s.offset},
+                           {"count", s.count}, {"server", s.server}});
+  j["workers"] = json::array();
+  for (const auto& w : plan.workers) {
+    json worker = {{"id", w.id}, {"group", w.group}, {"rank", w.rank}};
+    if (!w.endpoint.empty()) worker["endpoint"] = w.endpoint;
+    j["workers"].push_back(worker);
+  }
+  j["servers"] = json::array();
+  for (const auto& s : plan.servers) j["servers"].push_back({{"id", s.id}, {"endpoint", s.endpoint}});
+  if (!plan.planner.is_null()) j["planner"] = plan.planner;
+  return j;
+}
+
+std::string HashOf(const json& content) { return HexU64(Fnv1a64(content.dump())); }
+
+// Reads the plan's fields; nlohmann's type errors become the caller's Status.
+void ReadContent(const json& j, Plan* plan) {
+  plan->hash = j.at("hash").get<std::string>();
+  plan->strategy = j.at("strategy").get<std::string>();
+  if (j.contains("planner")) plan->planner = j.at("planner");
+  for (const auto& l : j.at("layers"))
+    plan->layers.push_back({l.at("name"), l.at("type"), l.at("partition_dim"), l.value("location", 0),
+                            l.at("params"), l.at("feature_size"), l.at("forward_flops")});
+  for (const auto& p : j.at("params")) {
+    ParamPlan pp;
+    pp.name = p.at("name");
+    pp.shape = p.at("shape").get<Shape>();
+    const std::string kind = p.at("init").at("kind");
+    if (kind != "uniform" && kind != "constant") throw std::invalid_argument("init kind " + Quoted(kind, 40));
+    pp.init.kind = kind == "uniform" ? ParamInit::Kind::kUniform : ParamInit::Kind::kConstant;
+    pp.init.value = p.at("init").at("value");
+    pp.slices = p.at("slices").get<std::vector<uint32_t>>();
+    plan->params.push_back(pp);
+  }
+  for (const auto& s : j.at("slices"))
+    plan->slices.push_back({s.at("key"), s.at("param"), s.at("offset"), s.at("count"), s.at("server")});
+  for (const auto& w : j.at("workers"))
+    plan->workers.push_back({w.at("id"), w.at("group"), w.at("rank"), w.value("endpoint", "")});
+  for (const auto& s : j.at("servers")) plan->servers.push_back({s.at("id"), s.at("endpoint")});
+}
+
+Status Inconsistent(const std::string& source, const std::string& why) {
+  return Status::InvalidArgument(source + ": inconsistent plan: " + why);
+}
+
+Status CheckEndpoint(const std::string& source, const std::string& who, const std::string& endpoint) {
+  if (endpoint.size() > kMaxEndpointBytes || !IsUtf8(endpoint) ||
+      endpoint.find("://") == std::string::npos)
+    return Inconsistent(source, who + " has endpoint " + Quoted(endpoint) + ", not a transport://address");
+  return Status::Ok();
+}
+
+// Everything a process relies on without checking again: the job, the net
+// it builds, the parameters, the slices covering each exactly once per
+// server group, the workers and the servers.
+Status CheckPlan(const std::string& source, const Plan& plan) {
+  const ClusterConfig& c = plan.job.cluster;
+  std::unique_ptr<Net> net;
+  SHOAL_RETURN_IF_ERROR(Net::Build(plan.job, &net, /*allocate_params=*/false));
+  if (plan.layers.size() != net->layers().size())
+    return Inconsistent(source, std::to_string(plan.layers.size()) + " layers for a net of " +
+                                    std::to_string(net->layers().size()));
+  for (size_t i = 0; i < plan.layers.size(); ++i)
+    if (plan.layers[i].name != net->layers()[i]->name() || plan.layers[i].type != net->layers()[i]->type())
+      return Inconsistent(source, "layer " + std::to_string(i) + " is " + Quoted(plan.layers[i].name) +
+                                      ", the job's net has " + Quoted(net->layers()[i]->name()) + " there");
+  const std::vector<Param*> params = net->params();
+  if (plan.params.size() != params.size())
+    return Inconsistent(source, std::to_string(plan.params.size()) + " parameters for a net of " +
+                                    std::to_string(params.size()));
+  std::map<std::string, size_t> param_index;
+  for (size_t i = 0; i < params.size(); ++i) {
+    const ParamPlan& pp = plan.params[i];
+    if (pp.name != params[i]->name || pp.shape != params[i]->shape)
+      return Inconsistent(source, "parameter " + Quoted(pp.name) + " " + ShapeToString(pp.shape) +
+                                      " where the net has " + Quoted(params[i]->name) + " " +
+                                      ShapeToString(params[i]->shape));
+    param_index[pp.name] = i;
+  }
+  // Workers in groups of M, servers in groups of nservers_per_group.
+  if (static_cast<int>(plan.workers.size()) != c.workers() || static_cast<int>(plan.servers.size()) != c.servers())
+    return Inconsistent(source, std::to_string(plan.workers.size()) + " workers and " +
+                                    std::to_string(plan.servers.size()) + " servers where the job has " +
+                                    std::to_string(c.workers()) + " and " + std::to_string(c.servers()));
+  const int m = GroupSize(plan);
+  if (c.workers() % m != 0)
+    return Inconsistent(source, "groups of " + std::to_string(m) + " do not divide " + std::to_string(c.workers()) +
+                                    " workers");
+  for (size_t i = 0; i < plan.workers.size(); ++i) {
+    const WorkerPlan& w = plan.workers[i];
+    if (w.id != static_cast<int>(i) || w.rank < 0 || w.group < 0 || w.id != w.group * m + w.rank ||
+        (m > 1 && w.endpoint.empty()))
+      return Inconsistent(source, "worker " + std::to_string(i) + " does not fit groups of " + std::to_string(m));
+    if (!w.endpoint.empty()) SHOAL_RETURN_IF_ERROR(CheckEndpoint(source, "worker " + std::to_string(i), w.endpoint));
+  }
+  for (size_t i = 0; i < plan.servers.size(); ++i) {
+    if (plan.servers[i].id != static_cast<int>(i))
+      return Inconsistent(source, "server " + std::to_string(i) + " has id " + std::to_string(plan.servers[i].id));
+    SHOAL_RETURN_IF_ERROR(CheckEndpoint(source, "server " + std::to_string(i), plan.servers[i].endpoint));
+  }
+  for (const auto& l : plan.layers)
+    if (l.partition_dim < -1 || l.partition_dim > 1 || l.location < 0 || l.location >= m)
+      return Inconsistent(source, "layer " + Quoted(l.name) + " has partition_dim " + std::to_string(l.partition_dim) +
+                                      " and location " + std::to_string(l.location) + " (groups of " +
+                                      std::to_string(m) + ")");
+  // Slices: keyed by their index, each within its parameter, and per server
+  // group the parameter's slices tile it from 0 to its end.
+  std::vector<std::vector<std::vector<const SlicePlan*>>> tiles(
+      c.nserver_groups, std::vector<std::vector<const SlicePlan*>>(params.size()));
+  for (size_t i = 0; i < plan.slices.size(); ++i) {
+    const SlicePlan& s = plan.slices[i];
+    const std::string slice = "slice " + std::to_string(i);
+    auto p = param_index.find(s.param);
+    if (s.key != i) return Inconsistent(source, slice + " has key " + std::to_string(s.key));
+    if (p == param_index.end()) return Inconsistent(source, slice + " belongs to no parameter: " + Quoted(s.param));
+    if (s.server < 0 || s.server >= c.servers())
+      return Inconsistent(source, slice + " is on server " + std::to_string(s.server) + " of " +
+                                      std::to_string(c.servers()));
+    const size_t size = NumElements(plan.params[p->second].shape);
+    if (s.count == 0 || s.offset >= size || s.count > size - s.offset)
+      return Inconsistent(source, slice + " covers [" + std::to_string(s.offset) + ", +" + std::to_string(s.count) +
+                                      ") of " + Quoted(s.param) + ", which has " + std::to_string(size) + " floats");
+    tiles[s.server / c.nservers_per_group][p->second].push_back(&s);
+  }
+  for (int group = 0; group < c.nserver_groups; ++group)
+    for (size_t p = 0; p < params.size(); ++p) {
+      auto& pieces = tiles[group][p];
+      std::sort(pieces.begin(), pieces.end(), [](auto* a, auto* b) { return a->offset < b->offset; });
+      size_t next = 0;
+      for (const SlicePlan* s : pieces) {
+        if (s->offset != next) break;
+        next += s->count;
+      }
+      if (next != NumElements(plan.params[p].shape))
+        return Inconsistent(source, "the slices of server group " + std::to_string(group) + " do not cover " +
+                                        Quoted(plan.params[p].name) + " exactly once");
+      std::vector<uint32_t> keys;
+      if (group == 0)
+        for (const SlicePlan* s : pieces) keys.push_back(s->key);
+      if (group == 0 && keys != plan.params[p].slices)
+        return Inconsistent(source, "parameter " + Quoted(plan.params[p].name) +
+                                        " does not list its server group 0 slices in offset order");
+    }
+  return Status::Ok();
+}
+
+}  // namespace
+
+std::string PlanContentHash(const Plan& plan) { return HashOf(ContentToJson(plan)); }
+
+json PlanToJson(const Plan& plan) {
+  json j = ContentToJson(plan);
+  j["hash"] = plan.hash;
+  return j;
+}
+
+Status PlanFromJson(const json& j, const std::string& source, Plan* plan) {
+  *plan = Plan();
+  try {
+    if (!j.is_object() || j.value("format", "") != "shoal-plan")
+      return Status::InvalidArgument(source + ": not a shoal plan");
+    if (j.at("version") != kPlanFormatVersion)
+      return Status::InvalidArgument(source + ": plan format version " + j.at("version").dump() +
+                                     ", this build reads " + std::to_string(kPlanFormatVersion) +
+                                     " (plan the job again with this build's dl-plan)");
+    ReadContent(j, plan);
+  } catch (const std::exception& e) {  // nlohmann's type and range errors
+    return Status::InvalidArgument(source + ": malformed plan: " + e.what());
+  }
+  // Hash the file as written: the summaries scripts read ("cluster", "data")
+  // are not read back into the plan, so a rebuilt copy would miss their edits.
+  json content = j;
+  content.erase("hash");
+  const std::string computed = HashOf(content);
+  if (computed != plan->hash)
+    return Status::Corruption(source + ": content hash " + computed + " does not match the recorded " +
+                              Quoted(plan->hash, 40) + " (the plan was edited after dl-plan wrote it)");
+  SHOAL_RETURN_IF_ERROR(ParseJob(JsonDocument(j.at("job"), source + " (job)"), &plan->job));
+  return CheckPlan(source, *plan);
+}
+
+Status LoadPlan(const std::string& path, Plan* plan) {
+  std::string text;
+  SHOAL_RETURN_IF_ERROR(ReadFile(path, &text, kMaxPlanBytes));
+  json j = json::parse(text, nullptr, false);
+  if (j.is_discarded()) return Status::InvalidArgument(Quoted(path) + ": not valid JSON");
+  return PlanFromJson(j, path, plan);
+}
+
+}  // namespace shoal
