@@ -3,12 +3,19 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
+#include "layers/layer.h"
 #include "plan/plan.h"
 
 namespace shoal {
 
-void InitializeParam(const ParamPlan& param, uint64_t seed, std::vector<float>* values);
+// The whole parameter `name` of `shape`, by `init`, for the job's `seed`.
+void InitializeParam(const std::string& name, const Shape& shape, const ParamInit& init, uint64_t seed,
+                     std::vector<float>* values);
+inline void InitializeParam(const ParamPlan& param, uint64_t seed, std::vector<float>* values) {
+  InitializeParam(param.name, param.shape, param.init, seed, values);
+}
 
 }  // namespace shoal

@@ -16,19 +16,17 @@
 #include <vector>
 
 #include "comm/message.h"
-#include "plan/plan.h"
+#include "ps/server_config.h"
 
 namespace shoal {
-
-// The server ids that server `server` syncs with.
-std::vector<int> SyncNeighbours(const Plan& plan, int server);
 
 class ServerSync {
  public:
   // Fills `values` with this server's slices: (key, values), in key order.
   using Snapshot = std::function<void(std::vector<std::pair<uint32_t, std::vector<float>>>* values)>;
 
-  ServerSync(const Plan& plan, int server, Snapshot snapshot);
+  // `config` (which must outlive this) names the neighbours (sync_neighbours).
+  ServerSync(const ServerConfig& config, Snapshot snapshot);
   ~ServerSync() { Stop(); }
   void Start();
   // A sync is due (called under the server's lock: it only sets a flag).
@@ -41,10 +39,8 @@ class ServerSync {
  private:
   void Loop();
 
-  const Plan& plan_;
-  int server_;
+  const ServerConfig& config_;
   Snapshot snapshot_;
-  std::vector<int> neighbours_;
   std::mutex mu_;
   std::condition_variable due_;
   bool pending_ = false, stopping_ = false;

@@ -1,11 +1,11 @@
-// Tests for lib/ps/stale_sync: SSP's rule for when a read may be answered
+// Tests for lib/ps/ssp: SSP's rule for when a read may be answered
 // and how stale the answer is.
 #include <doctest/doctest.h>
 
 #include <limits>
 #include <vector>
 
-#include "ps/stale_sync.h"
+#include "ps/ssp.h"
 
 namespace shoal {
 namespace {

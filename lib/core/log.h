@@ -1,0 +1,40 @@
+// The one way lib/ and the tools write to standard error: one line per
+// message, prefixed with the tool's name ("dl-server: ..."). Results go to
+// standard output through core/output.h, never here.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <mutex>
+#include <string>
+
+namespace shoal {
+
+// The name every line starts with (each main sets it once; default "shoal").
+void SetLogName(const std::string& tool);
+const std::string& LogName();
+// Writes "tool: message" and a newline; safe from any thread.
+void Log(const std::string& message);
+// A bug of ours (never input): logs "tool: internal error: message" and aborts.
+[[noreturn]] void Fatal(const std::string& message);
+
+// Logs at most `burst` messages, then one per `interval`, saying how many
+// were left out in between: a peer that sends a million bad requests costs
+// a few lines, and the count is still there.
+class RateLimitedLog {
+ public:
+  explicit RateLimitedLog(int burst = 10, std::chrono::milliseconds interval = std::chrono::seconds(1))
+      : burst_(burst), interval_(interval) {}
+  void Log(const std::string& message);
+  uint64_t suppressed() const;
+
+ private:
+  mutable std::mutex mu_;
+  int burst_;
+  std::chrono::milliseconds interval_;
+  int logged_ = 0;
+  uint64_t suppressed_ = 0, suppressed_total_ = 0;
+  std::chrono::steady_clock::time_point last_{};
+};
+
+}  // namespace shoal

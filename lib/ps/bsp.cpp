@@ -1,0 +1,103 @@
+#include "ps/bsp.h"
+
+#include <algorithm>
+
+namespace shoal {
+
+BspConsistency::BspConsistency(const ServerConfig& config, ServerStats* stats)
+    : config_(config), stats_(stats), steps_(config.layers.size()) {
+  for (size_t index = 0; index < steps_.size(); ++index) NextStep(static_cast<int>(index));
+}
+
+void BspConsistency::NextStep(int index) {
+  Step& s = steps_[index];
+  s.contributed.assign(config_.workers, false);
+  s.contributors = 0;
+  s.waiting.assign(config_.workers, {});
+  // The first worker to sum: past the ones that hold none of the layer.
+  const LayerSpec& spec = config_.layers[index];
+  for (s.next_to_sum = 0; s.next_to_sum < config_.workers && spec.held[s.next_to_sum].empty();) ++s.next_to_sum;
+}
+
+std::string BspConsistency::RefuseUpdate(const ServerTable& table, int worker, uint64_t step,
+                                         const std::vector<int>& layers) const {
+  const uint64_t version = table.VersionOf(layers);
+  if (step <= version) return "";
+  const std::string what = layers.empty()       ? "the table is"
+                           : layers.size() == 1 ? "layer '" + table.layers()[layers[0]].spec->name + "' is"
+                                                : "its layers are";
+  return "update for step " + std::to_string(step) + " but " + what + " at version " + std::to_string(version);
+}
+
+bool BspConsistency::Repeated(const ServerTable& table, int index, int worker, uint64_t step) const {
+  return step < table.layers()[index].version || steps_[index].contributed[worker];
+}
+
+void BspConsistency::TakeUpdate(ServerTable& table, int index, int worker, uint64_t step,
+                                const std::vector<const EntryView*>& entries) {
+  Step& s = steps_[index];
+  s.contributed[worker] = true;
+  ++s.contributors;
+  if (worker == s.next_to_sum) {
+    table.AddGradients(entries);
+    ++s.next_to_sum;
+  } else {
+    for (const EntryView* e : entries) {
+      s.waiting[worker].emplace_back(e->key, std::vector<float>(e->count));
+      CopyValues(*e, s.waiting[worker].back().second.data());
+    }
+  }
+  SumInOrder(table, index);
+}
+
+void BspConsistency::SumInOrder(ServerTable& table, int index) {
+  Step& s = steps_[index];
+  const LayerSpec& spec = *table.layers()[index].spec;
+  for (; s.next_to_sum < config_.workers; ++s.next_to_sum) {
+    const int w = s.next_to_sum;
+    if (spec.held[w].empty()) continue;  // nothing of this layer to wait for
+    if (!s.contributed[w]) return;
+    for (const auto& [key, grad] : s.waiting[w]) {
+      std::vector<float>& sum = table.slice(key).grad_sum;
+      for (size_t i = 0; i < grad.size(); ++i) sum[i] += grad[i];
+    }
+    s.waiting[w].clear();
+  }
+}
+
+void BspConsistency::AfterUpdate(ServerTable& table, const std::function<void()>& catch_up) {
+  // A layer whose step is complete waits for the table's version before it
+  // applies, so no layer runs more than one version ahead (a layer applied
+  // opens the way for the ones waiting behind it: hence the loop).
+  for (bool applied = true; applied;) {
+    applied = false;
+    for (size_t index = 0; index < table.layers().size(); ++index) {
+      ServerTable::Layer& layer = table.layers()[index];
+      const Step& s = steps_[index];
+      if (layer.spec->holders == 0 || s.contributors < layer.spec->holders || layer.version != table.version())
+        continue;
+      for (uint32_t key : layer.spec->keys) table.Apply(table.slice(key), 1.0f / config_.served, layer.version);
+      ++layer.version;
+      NextStep(static_cast<int>(index));
+      applied = true;
+    }
+    catch_up();
+  }
+}
+
+uint64_t BspConsistency::TableVersion(const ServerTable& table) const {
+  uint64_t slowest = table.SlowestLayer();
+  for (int w = 0; w < config_.workers; ++w)
+    if (config_.serves[w] && config_.held[w].empty()) slowest = std::min(slowest, table.empty_steps()[w]);
+  return slowest;
+}
+
+bool BspConsistency::Ready(const ServerTable& table, const Read& read) const {
+  return read.at <= table.VersionOf(read.layers);
+}
+
+void BspConsistency::OnPark(const Read& read) {
+  if (read.worker < 0) ++stats_->gets_waited;
+}
+
+}  // namespace shoal

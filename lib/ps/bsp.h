@@ -1,0 +1,59 @@
+// Bulk synchronous parallel (SINGA's Sandblaster and AllReduce): a layer's
+// update of step t is summed until every worker holding it has sent it, then
+// averaged and applied once (version t -> t+1); a read of version v waits
+// until the layers it reads reach it. With gradients averaged over workers,
+// W workers × batch B step exactly as one worker × batch W·B.
+//
+// Gradients are summed in worker order whatever order they arrive in (early
+// arrivals wait), so a run's result does not depend on timing. Each layer is
+// applied as soon as its step is complete, while the workers still compute
+// the layers below (train.overlap), but never more than one version ahead of
+// the table's, so the table's version — its slowest layer's — names one
+// consistent state for gets, joins and checkpoints. A worker holding nothing
+// here still takes part in every step with an empty update, as a barrier.
+#pragma once
+
+#include <vector>
+
+#include "ps/consistency.h"
+
+namespace shoal {
+
+class BspConsistency : public Consistency {
+ public:
+  BspConsistency(const ServerConfig& config, ServerStats* stats);
+  const char* name() const override { return "bsp"; }
+  // A worker sends a layer's step s once it has version s of the layer.
+  std::string RefuseUpdate(const ServerTable& table, int worker, uint64_t step,
+                           const std::vector<int>& layers) const override;
+  // The step is applied already, or this worker's share of it is in.
+  bool Repeated(const ServerTable& table, int index, int worker, uint64_t step) const override;
+  void TakeUpdate(ServerTable& table, int index, int worker, uint64_t step,
+                  const std::vector<const EntryView*>& entries) override;
+  void AfterUpdate(ServerTable& table, const std::function<void()>& catch_up) override;
+  // The slowest layer, and the workers holding nothing here (a step's barrier too).
+  uint64_t TableVersion(const ServerTable& table) const override;
+  bool Ready(const ServerTable& table, const Read& read) const override;
+  void OnPark(const Read& read) override;
+  // Every worker trains the table's current step.
+  uint64_t JoinStep(const ServerTable& table, int worker) const override { return table.version(); }
+
+ private:
+  // One layer's current step: whose update arrived, summed in worker order.
+  struct Step {
+    std::vector<bool> contributed;
+    int contributors = 0;
+    int next_to_sum = 0;
+    std::vector<std::vector<std::pair<uint32_t, std::vector<float>>>> waiting;  // per worker
+  };
+  // Sums the gradients waiting in worker order as far as they go.
+  void SumInOrder(ServerTable& table, int index);
+  // Layer `index`'s next step: nothing in yet.
+  void NextStep(int index);
+
+  const ServerConfig& config_;
+  ServerStats* stats_;
+  std::vector<Step> steps_;  // per layer
+};
+
+}  // namespace shoal

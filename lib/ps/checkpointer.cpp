@@ -1,0 +1,152 @@
+#include "ps/checkpointer.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <set>
+#include <utility>
+
+#include "core/log.h"
+
+namespace shoal {
+namespace {
+
+// "exp_avg, exp_avg_sq", or "none" for an updater without state.
+std::string KeptState(const std::vector<std::string>& states) {
+  std::string out;
+  for (const auto& s : states) out += (out.empty() ? "" : ", ") + s;
+  return out.empty() ? "none" : out;
+}
+
+}  // namespace
+
+Checkpoint SnapshotTable(const ServerTable& table, uint64_t updates_received, const nlohmann::json& metric) {
+  const ServerConfig& config = table.config();
+  Checkpoint ckpt;
+  ckpt.plan_hash = config.plan_hash;
+  ckpt.server = config.id;
+  ckpt.step = table.version();
+  ckpt.updates = updates_received;
+  ckpt.servers = config.servers_per_group;
+  for (int w = 0; w < config.workers; ++w) ckpt.updates_from.push_back(table.NextStepOf(w));
+  ckpt.metric = metric;
+  const std::vector<std::string>& states = table.state_names();
+  for (const auto& [key, s] : table.slices()) {
+    const SliceSpec& spec = *s.spec;
+    ckpt.tensors.push_back({spec.name, spec.param, "value", key, spec.offset, spec.shape, s.value});
+    for (size_t i = 0; i < states.size(); ++i)
+      ckpt.tensors.push_back({spec.name + "@" + states[i], spec.param, states[i], key, spec.offset, spec.shape,
+                              s.state[i]});
+  }
+  return ckpt;
+}
+
+Status RestoreTable(const Checkpoint& ckpt, const std::string& path, ServerTable* table) {
+  const ServerConfig& config = table->config();
+  if (ckpt.plan_hash != config.plan_hash)
+    return Status::InvalidArgument("'" + path + "' belongs to plan " + ckpt.plan_hash + ", not " + config.plan_hash);
+  // Every slice's value and each of the updater's buffers, once.
+  const std::vector<std::string>& states = table->state_names();
+  const std::string keeper = config.consistency == "easgd"
+                                 ? "an easgd server (it keeps the centre's values only)"
+                                 : "updater '" + std::string(UpdateRuleName(config.updater.rule)) + "'";
+  std::set<std::pair<uint32_t, std::string>> loaded;
+  for (const auto& t : ckpt.tensors) {
+    auto it = table->slices().find(t.key);
+    if (it == table->slices().end() || it->second.value.size() != t.data.size() || it->second.spec->param != t.param)
+      return Status::InvalidArgument("'" + path + "': tensor '" + t.name + "' does not match this server's slices");
+    auto state = std::find(states.begin(), states.end(), t.role);
+    if (t.role != "value" && state == states.end())
+      return Status::InvalidArgument("'" + path + "': tensor '" + t.name + "' is state '" + t.role + "', which " +
+                                     keeper + " does not keep (" + KeptState(states) + ")");
+    if (!loaded.insert({t.key, t.role}).second)
+      return Status::InvalidArgument("'" + path + "': tensor '" + t.name + "' is there twice");
+    (t.role == "value" ? it->second.value : it->second.state[state - states.begin()]) = t.data;
+  }
+  const size_t needed = (1 + states.size()) * table->slices().size();
+  if (loaded.size() != needed)
+    return Status::InvalidArgument("'" + path + "' holds " + std::to_string(loaded.size()) +
+                                   " tensors, this server needs " + std::to_string(needed) +
+                                   " (the value and the state of each slice: " + KeptState(states) + ")");
+  table->set_version(ckpt.step);
+  for (ServerTable::Layer& layer : table->layers()) {
+    layer.version = ckpt.step;
+    if (ckpt.updates_from.size() == layer.updates_from.size()) layer.updates_from = ckpt.updates_from;
+  }
+  if (ckpt.updates_from.size() == table->empty_steps().size()) table->empty_steps() = ckpt.updates_from;
+  return Status::Ok();
+}
+
+Status Checkpointer::Start() {
+  if (!enabled()) return Status::Ok();
+  std::error_code ec;
+  std::filesystem::create_directories(dir_, ec);
+  if (ec) return Status::IOError("cannot create '" + dir_ + "': " + ec.message());
+  thread_ = std::thread([this] { Loop(); });
+  return Status::Ok();
+}
+
+void Checkpointer::Write(Checkpoint snapshot) {
+  if (!enabled()) return;
+  std::unique_lock<std::mutex> lock(mu_);
+  changed_.wait(lock, [&] { return !pending_ || stopping_; });
+  if (stopping_) return;
+  pending_ = std::move(snapshot);
+  changed_.notify_all();
+}
+
+Status Checkpointer::Flush() {
+  std::unique_lock<std::mutex> lock(mu_);
+  changed_.wait(lock, [&] { return (!pending_ && !writing_) || !thread_.joinable(); });
+  return std::exchange(failure_, Status::Ok());
+}
+
+void Checkpointer::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!thread_.joinable()) return;
+  }
+  Flush();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+    changed_.notify_all();
+  }
+  thread_.join();
+}
+
+uint64_t Checkpointer::written() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return written_;
+}
+
+void Checkpointer::Loop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (true) {
+    changed_.wait(lock, [&] { return pending_ || stopping_; });
+    if (!pending_) return;  // stopping, nothing left
+    Checkpoint ckpt = std::move(*pending_);
+    pending_.reset();
+    writing_ = true;
+    changed_.notify_all();  // room for the next snapshot while this one is written
+    lock.unlock();
+    Status s = WriteAndPrune(ckpt);
+    lock.lock();
+    writing_ = false;
+    if (s.ok()) ++written_;
+    else if (failure_.ok()) failure_ = s;
+    if (!s.ok()) Log(s.ToString());
+    changed_.notify_all();
+  }
+}
+
+Status Checkpointer::WriteAndPrune(const Checkpoint& ckpt) {
+  SHOAL_RETURN_IF_ERROR(WriteCheckpoint(CheckpointPath(dir_, server_, ckpt.step), ckpt));
+  std::vector<std::string> all = ListCheckpoints(dir_, server_);
+  for (size_t i = 0; i + keep_ < all.size(); ++i) {
+    std::error_code ec;  // report, never throw
+    if (!std::filesystem::remove(all[i], ec) && ec) Log("cannot prune '" + all[i] + "': " + ec.message());
+  }
+  return Status::Ok();
+}
+
+}  // namespace shoal

@@ -1,0 +1,63 @@
+// A server's checkpoints: a snapshot of its table taken under the server's
+// lock (a copy in memory), then written and the old ones pruned on a thread
+// of its own, so requests never wait on the disk; and the way back from a
+// checkpoint (dl-server --resume). Files: lib/ckpt/checkpoint.h.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "ckpt/checkpoint.h"
+#include "ps/table.h"
+
+namespace shoal {
+
+// The table as a checkpoint: every slice's value and updater state, the
+// version, and per worker the step it resumes at.
+Checkpoint SnapshotTable(const ServerTable& table, uint64_t updates_received, const nlohmann::json& metric);
+// Puts a checkpoint of this server back into `table`: every slice's value
+// and state exactly once, the versions and each worker's step. `path` names
+// it in messages; `keeper` says what the table keeps of state.
+Status RestoreTable(const Checkpoint& ckpt, const std::string& path, ServerTable* table);
+
+class Checkpointer {
+ public:
+  // `dir` empty: no checkpoints. Keeps the newest `keep` of this server's.
+  Checkpointer(std::string dir, int server, int keep) : dir_(std::move(dir)), server_(server), keep_(keep) {}
+  ~Checkpointer() { Stop(); }
+  Checkpointer(const Checkpointer&) = delete;
+  Checkpointer& operator=(const Checkpointer&) = delete;
+
+  bool enabled() const { return !dir_.empty(); }
+  // Creates the directory and starts the writing thread.
+  Status Start();
+  // Hands a snapshot to the thread; waits only while the one before it has
+  // not been taken up yet (at most one waits, so memory stays bounded).
+  void Write(Checkpoint snapshot);
+  // Waits until every snapshot handed over is on disk; the first failure since the last Flush.
+  Status Flush();
+  void Stop();
+  // Checkpoints written so far.
+  uint64_t written() const;
+
+ private:
+  void Loop();
+  Status WriteAndPrune(const Checkpoint& ckpt);
+
+  std::string dir_;
+  int server_;
+  int keep_;
+  mutable std::mutex mu_;
+  std::condition_variable changed_;
+  std::optional<Checkpoint> pending_;
+  bool writing_ = false, stopping_ = false;
+  uint64_t written_ = 0;
+  Status failure_;
+  std::thread thread_;
+};
+
+}  // namespace shoal

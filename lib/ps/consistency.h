@@ -1,0 +1,80 @@
+// A consistency model is how a server handles updates and reads (SINGA
+// Algorithms 3-4, GeePS's vector clocks, DeepSpark's elastic averaging):
+//  - bsp (lib/ps/bsp.h): a layer's step is summed until every worker holding
+//    it has sent it, then applied once; a read of version v waits for it.
+//  - async (lib/ps/async.h, Downpour): each update applied as it arrives;
+//    reads answered at once.
+//  - ssp (lib/ps/ssp.h, stale synchronous): applied as async; a read at clock
+//    c waits until every worker's clock is at least c − staleness.
+//  - easgd (lib/ps/easgd.h): no gradients; workers exchange their replicas'
+//    values with the elastic centre the table holds.
+// The server (lib/ps/server.h) validates requests, keeps the common
+// bookkeeping (each layer's updates_from, repeats, empty updates) and parks
+// reads until Ready; the model decides the rest. A new model is a file pair
+// and a row in kConsistencies (lib/ps/consistency.cpp).
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "comm/message.h"
+#include "ps/server_stats.h"
+#include "ps/table.h"
+
+namespace shoal {
+
+// A read of the table: a get of version (clock) `at`, or the reply to an
+// update-get, which reads the next version of the layers it updated.
+struct Read {
+  int worker = -1;          // answered with this worker's slices; -1 (a get): every slice
+  uint64_t at = 0;          // bsp: the version it needs; ssp: the clock it reads at
+  std::vector<int> layers;  // only these; none: every layer
+};
+
+class Consistency {
+ public:
+  virtual ~Consistency() = default;
+  virtual const char* name() const = 0;
+
+  // Whether updates carry gradients to sum and apply (easgd's centre takes none).
+  virtual bool TakesGradients() const { return true; }
+  // Why an update of `layers` at `step` from `worker` cannot be taken; empty if it can.
+  virtual std::string RefuseUpdate(const ServerTable& table, int worker, uint64_t step,
+                                   const std::vector<int>& layers) const {
+    return "";
+  }
+  // Whether layer `index` has taken in `worker`'s step already (a worker
+  // that rejoined after a crash repeats its step; the repeat is dropped).
+  virtual bool Repeated(const ServerTable& table, int index, int worker, uint64_t step) const {
+    return step < table.layers()[index].updates_from[worker];
+  }
+  // Takes in one worker's gradients of one layer's step (its updates_from is set already).
+  virtual void TakeUpdate(ServerTable& table, int index, int worker, uint64_t step,
+                          const std::vector<const EntryView*>& entries) = 0;
+  // After an update's layers are taken in: applies what is complete, calling
+  // `catch_up` whenever the table's version may have moved (it advances the
+  // table to TableVersion, with what each new version brings: checkpoints, syncs).
+  virtual void AfterUpdate(ServerTable& table, const std::function<void()>& catch_up) { catch_up(); }
+  // The version the table has reached.
+  virtual uint64_t TableVersion(const ServerTable& table) const { return table.SlowestLayer(); }
+
+  // Whether a read can be answered now, and what a read waiting or answered counts.
+  virtual bool Ready(const ServerTable& table, const Read& read) const { return true; }
+  virtual void OnPark(const Read& read) {}
+  virtual void OnAnswer(const ServerTable& table, const Read& read) {}
+  // The step a worker that (re)joins trains next.
+  virtual uint64_t JoinStep(const ServerTable& table, int worker) const { return table.NextStepOf(worker); }
+
+  // easgd: takes the exchange `request` in, filling `diffs` with the
+  // difference each of its slices' centre moved by (zeros for a repeat);
+  // returns a refusal, empty if taken. Other models refuse exchanges.
+  virtual std::string Exchange(ServerTable& table, const MessageView& request,
+                               std::vector<std::vector<float>>* diffs, bool* repeated);
+};
+
+// The model cluster.consistency names; ParseJob has checked the name.
+std::unique_ptr<Consistency> MakeConsistency(const ServerConfig& config, ServerStats* stats);
+
+}  // namespace shoal

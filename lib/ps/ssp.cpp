@@ -1,0 +1,49 @@
+#include "ps/ssp.h"
+
+#include <algorithm>
+#include <cstddef>
+#include <limits>
+
+namespace shoal {
+
+uint64_t SlowestClock(const std::vector<uint64_t>& clocks, const std::vector<bool>& stopped) {
+  uint64_t slowest = std::numeric_limits<uint64_t>::max();
+  for (size_t w = 0; w < clocks.size(); ++w)
+    if (!stopped[w] && clocks[w] < slowest) slowest = clocks[w];
+  return slowest;
+}
+
+// Written without subtracting from `clock`, which may be below the slack.
+bool SspReadable(uint64_t clock, uint64_t slowest, uint64_t staleness) {
+  return slowest >= clock || clock - slowest <= staleness;
+}
+
+uint64_t SspStaleness(uint64_t clock, uint64_t slowest) { return clock > slowest ? clock - slowest : 0; }
+
+uint64_t SspConsistency::Slowest(const ServerTable& table) const {
+  std::vector<uint64_t> clocks(config_.workers);
+  std::vector<bool> stopped(config_.workers);
+  for (int w = 0; w < config_.workers; ++w) {
+    clocks[w] = table.NextStepOf(w);
+    stopped[w] = table.done()[w] || !config_.serves[w];
+  }
+  return SlowestClock(clocks, stopped);
+}
+
+std::string SspConsistency::RefuseUpdate(const ServerTable& table, int worker, uint64_t step,
+                                         const std::vector<int>& layers) const {
+  const uint64_t clock = table.NextStepOf(worker, layers);
+  if (step <= clock) return "";
+  return "update for step " + std::to_string(step) + " but worker " + std::to_string(worker) + "'s clock here is " +
+         std::to_string(clock);
+}
+
+bool SspConsistency::Ready(const ServerTable& table, const Read& read) const {
+  return SspReadable(read.at, Slowest(table), config_.staleness);
+}
+
+void SspConsistency::OnAnswer(const ServerTable& table, const Read& read) {
+  stats_->max_staleness_served = std::max(stats_->max_staleness_served, SspStaleness(read.at, Slowest(table)));
+}
+
+}  // namespace shoal

@@ -1,0 +1,138 @@
+#include "ps/table.h"
+
+#include <algorithm>
+
+#include "ps/param_init.h"
+
+namespace shoal {
+
+ServerTable::ServerTable(const ServerConfig& config, bool takes_gradients)
+    : config_(config),
+      takes_gradients_(takes_gradients),
+      held_layers_(config.workers),
+      empty_steps_(config.workers, 0),
+      done_(config.workers, false) {
+  // Each parameter's values are made whole once, then cut into its slices here.
+  std::string param;
+  std::vector<float> full;
+  for (const SliceSpec& spec : config.slices) {
+    if (spec.param != param) {
+      param = spec.param;
+      InitializeParam(spec.param, spec.shape, spec.init, config.seed, &full);
+    }
+    Slice s{&spec, std::vector<float>(full.begin() + spec.offset, full.begin() + spec.offset + spec.count), {}, {}};
+    if (takes_gradients) {
+      s.grad_sum.assign(spec.count, 0.0f);
+      s.state = NewUpdaterState(config.updater, spec.count);
+    }
+    slices_.emplace(spec.key, std::move(s));
+  }
+  for (size_t i = 0; i < config.layers.size(); ++i) {
+    const LayerSpec& spec = config.layers[i];
+    layers_.push_back({&spec, 0, std::vector<uint64_t>(config.workers, 0)});
+    for (uint32_t key : spec.keys) layer_of_[key] = static_cast<int>(i);
+    for (int w = 0; w < config.workers; ++w)
+      if (!spec.held[w].empty()) held_layers_[w].push_back(static_cast<int>(i));
+  }
+}
+
+const std::vector<std::string>& ServerTable::state_names() const {
+  static const std::vector<std::string> kNone;
+  return takes_gradients_ ? UpdaterStateNames(config_.updater.rule) : kNone;
+}
+
+uint64_t ServerTable::VersionOf(const std::vector<int>& layers) const {
+  if (layers.empty()) return version_;
+  uint64_t version = ~0ull;
+  for (int index : layers) version = std::min(version, layers_[index].version);
+  return version;
+}
+
+uint64_t ServerTable::SlowestLayer() const {
+  uint64_t slowest = ~0ull;
+  for (const Layer& layer : layers_) slowest = std::min(slowest, layer.version);
+  return slowest;
+}
+
+std::string ServerTable::LayerAhead() const {
+  for (const Layer& layer : layers_)
+    if (layer.version != version_)
+      return "layer '" + layer.spec->name + "' is at version " + std::to_string(layer.version) + ", the table at " +
+             std::to_string(version_);
+  return "";
+}
+
+uint64_t ServerTable::NextStepOf(int worker, const std::vector<int>& layers) const {
+  if (layers.empty()) return empty_steps_[worker];
+  uint64_t next = ~0ull;
+  for (int index : layers) next = std::min(next, layers_[index].updates_from[worker]);
+  return next;
+}
+
+uint64_t ServerTable::NextStepOf(int worker) const { return NextStepOf(worker, held_layers_[worker]); }
+
+std::string ServerTable::MismatchedSlice(const MessageView& req) const {
+  for (const auto& e : req.entries) {
+    auto it = slices_.find(e.key);
+    if (it == slices_.end() || it->second.value.size() != e.count)
+      return "slice " + std::to_string(e.key) + " of " + std::to_string(e.count) +
+             " floats does not match this server's table";
+  }
+  return "";
+}
+
+std::string ServerTable::MisheldSlices(const MessageView& req, std::vector<int>* layers) const {
+  const uint32_t sender = req.header.sender;
+  layers->clear();
+  std::string mismatch = MismatchedSlice(req);  // every key is this server's from here on
+  if (!mismatch.empty()) return mismatch;
+  for (const auto& e : req.entries) {
+    const int index = layer_of_.at(e.key);
+    if (layers->empty() || layers->back() != index) layers->push_back(index);
+  }
+  if (layers->empty()) {
+    if (config_.held[sender].empty()) return "";
+    return "from worker " + std::to_string(sender) + " carries no slices; the plan gives it " +
+           std::to_string(config_.held[sender].size()) + " on this server";
+  }
+  // Layers' keys follow one another, so the slices expected are each
+  // touched layer's in turn.
+  std::vector<uint32_t> expected;
+  std::string names;
+  for (int index : *layers) {
+    const std::vector<uint32_t>& keys = layers_[index].spec->held[sender];
+    expected.insert(expected.end(), keys.begin(), keys.end());
+    names += (names.empty() ? "'" : ", '") + layers_[index].spec->name + "'";
+  }
+  bool same = req.entries.size() == expected.size();
+  for (size_t i = 0; same && i < expected.size(); ++i) same = req.entries[i].key == expected[i];
+  if (same) return "";
+  return "from worker " + std::to_string(sender) + " carries " + std::to_string(req.entries.size()) +
+         " slices of layer " + names + "; the plan gives it " + std::to_string(expected.size()) +
+         " of them on this server (a request carries every slice it holds of each layer it touches)";
+}
+
+std::vector<const EntryView*> ServerTable::EntriesOf(const MessageView& req, int index) const {
+  std::vector<const EntryView*> entries;
+  for (const auto& e : req.entries)
+    if (layer_of_.at(e.key) == index) entries.push_back(&e);
+  return entries;
+}
+
+void ServerTable::AddGradients(const std::vector<const EntryView*>& entries) {
+  std::vector<float> grad;  // fp32 whatever the wire carried: sums stay fp32
+  for (const EntryView* e : entries) {
+    std::vector<float>& sum = slices_.at(e->key).grad_sum;
+    grad.resize(e->count);
+    CopyValues(*e, grad.data());
+    for (uint32_t i = 0; i < e->count; ++i) sum[i] += grad[i];
+  }
+}
+
+void ServerTable::Apply(Slice& s, float scale, uint64_t version) {
+  for (float& g : s.grad_sum) g *= scale;
+  ApplyUpdate(config_.updater, version, s.value.size(), s.grad_sum.data(), s.value.data(), &s.state);
+  std::fill(s.grad_sum.begin(), s.grad_sum.end(), 0.0f);
+}
+
+}  // namespace shoal

@@ -1,0 +1,107 @@
+// One server's part of the parameter table: its slices (values, gradient
+// sums, the updater's state), the layers they make and their versions, and
+// per worker how far each layer has taken in its updates. It knows nothing
+// of requests or of consistency: lib/ps/consistency.h decides when its
+// gradients are applied and its reads answered; the server holds the lock.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "comm/message.h"
+#include "ps/server_config.h"
+#include "ps/updater.h"
+
+namespace shoal {
+
+class ServerTable {
+ public:
+  struct Slice {
+    const SliceSpec* spec;
+    std::vector<float> value;
+    std::vector<float> grad_sum;  // empty when the model takes no gradients (easgd's centre)
+    UpdaterState state;           // the updater's buffers, named by state_names()
+  };
+  struct Layer {
+    const LayerSpec* spec;
+    uint64_t version = 0;               // updates (easgd: exchanges) applied to it
+    std::vector<uint64_t> updates_from;  // per worker: the step after its last update taken in
+  };
+
+  // Initial values from each parameter's rule and the job's seed; with
+  // `takes_gradients` false, no gradient sums and no updater state.
+  ServerTable(const ServerConfig& config, bool takes_gradients);
+
+  const ServerConfig& config() const { return config_; }
+  const std::vector<std::string>& state_names() const;
+  std::map<uint32_t, Slice>& slices() { return slices_; }
+  const std::map<uint32_t, Slice>& slices() const { return slices_; }
+  Slice& slice(uint32_t key) { return slices_.at(key); }
+  std::vector<Layer>& layers() { return layers_; }
+  const std::vector<Layer>& layers() const { return layers_; }
+  int LayerOf(uint32_t key) const { return layer_of_.at(key); }
+
+  // The table's version: what the consistency model says it has reached
+  // (lib/ps/consistency.h), one step at a time. Gets, joins and checkpoints see it.
+  uint64_t version() const { return version_; }
+  void Advance() { ++version_; }
+  void set_version(uint64_t version) { version_ = version; }  // resuming from a checkpoint
+  // The least version of `layers` (none: the table's).
+  uint64_t VersionOf(const std::vector<int>& layers) const;
+  // The least layer version (the table's version follows it).
+  uint64_t SlowestLayer() const;
+  // Which layer is past the table's version, and where; empty if none is.
+  std::string LayerAhead() const;
+
+  // Per worker holding nothing here: the step after its last (empty) update.
+  std::vector<uint64_t>& empty_steps() { return empty_steps_; }
+  const std::vector<uint64_t>& empty_steps() const { return empty_steps_; }
+  // The step `worker` trains next as far as this server knows (its clock):
+  // the step after the last one whose every layer here was taken in.
+  uint64_t NextStepOf(int worker) const;
+  // The same for `layers` only (none: the worker's empty updates).
+  uint64_t NextStepOf(int worker, const std::vector<int>& layers) const;
+  // Workers that said they are done (their last update is in).
+  const std::vector<bool>& done() const { return done_; }
+  int done_count() const { return done_count_; }
+  // Whether this is news.
+  bool MarkDone(int worker) {
+    if (done_[worker]) return false;
+    done_[worker] = true;
+    ++done_count_;
+    return true;
+  }
+  // The layers `worker` holds some of here, in the net's order.
+  const std::vector<int>& LayersHeldBy(int worker) const { return held_layers_[worker]; }
+
+  // Why a request's slices do not fit this table; empty if they do.
+  std::string MismatchedSlice(const MessageView& request) const;
+  // Why an update (exchange) does not fit this table or does not carry, for
+  // each layer it touches, exactly the slices its sender holds of it here;
+  // empty if it fits, with `layers` the layers it touches in key order.
+  std::string MisheldSlices(const MessageView& request, std::vector<int>* layers) const;
+  // The entries of `request` that belong to layer `index`.
+  std::vector<const EntryView*> EntriesOf(const MessageView& request, int index) const;
+
+  // Adds gradients (fp32 whatever the wire carried) to their slices' sums.
+  void AddGradients(const std::vector<const EntryView*>& entries);
+  // Applies a slice's sum × `scale` with the updater as the update that
+  // makes version `version` + 1, and clears the sum.
+  void Apply(Slice& slice, float scale, uint64_t version);
+
+ private:
+  const ServerConfig& config_;
+  bool takes_gradients_;
+  std::map<uint32_t, Slice> slices_;
+  std::vector<Layer> layers_;
+  std::map<uint32_t, int> layer_of_;          // key -> index in layers_
+  std::vector<std::vector<int>> held_layers_;  // per worker
+  std::vector<uint64_t> empty_steps_;
+  std::vector<bool> done_;
+  int done_count_ = 0;
+  uint64_t version_ = 0;
+};
+
+}  // namespace shoal
