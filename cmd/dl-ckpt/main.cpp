@@ -2,7 +2,6 @@
 // Output is JSON on stdout; a table when stdout is a terminal or with --table
 // (--json forces JSON). Warnings and errors go to stderr.
 #include "parse_command_line.h"
-#include <unistd.h>
 
 #include <filesystem>
 
@@ -10,8 +9,8 @@
 #include "ckpt/checkpoint_set.h"
 #include "ckpt/compare.h"
 #include "ckpt/export.h"
-#include "ckpt/table.h"
 #include "core/exit_codes.h"
+#include "core/output.h"
 
 namespace {
 
@@ -32,13 +31,12 @@ Status Resolve(const std::string& path, std::vector<std::string>* files) {
 }
 
 int Print(const nlohmann::json& j) {
-  std::string text = g_table ? RenderTable(j) : j.dump(2) + "\n";
-  if (std::fputs(text.c_str(), stdout) < 0 || std::fflush(stdout) != 0)
-    return ReportFailure("dl-ckpt", Status::IOError("cannot write to standard output"));
-  return kExitOk;
+  Output out(g_table);
+  out.Result(j);
+  return out.status().ok() ? kExitOk : ReportFailure(out.status());
 }
 
-int Fail(const Status& s) { return ReportFailure("dl-ckpt", s); }
+int Fail(const Status& s) { return ReportFailure(s); }
 
 int InspectOrVerify(const std::vector<std::string>& paths, bool inspect) {
   std::vector<std::string> files;
@@ -60,6 +58,7 @@ int InspectOrVerify(const std::vector<std::string>& paths, bool inspect) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  SetLogName("dl-ckpt");
   CLI::App app{"dl-ckpt: inspect, verify, compare, merge and export checkpoints"};
   app.require_subcommand(1);
   app.fallthrough();
@@ -102,7 +101,7 @@ int main(int argc, char** argv) {
   resume->add_option("-o,--out", out, "resume directory for dl-server --resume")->required();
   resume->add_option("--step", step, "this step (default: the newest that verifies)")->check(CLI::NonNegativeNumber);
   SHOAL_PARSE_COMMAND_LINE(app, argc, argv);
-  g_table = table || (!json && isatty(STDOUT_FILENO));
+  g_table = table || (!json && StdoutIsTerminal());
 
   if (*inspect || *verify) return InspectOrVerify(paths, static_cast<bool>(*inspect));
   if (*diff) {
@@ -147,10 +146,8 @@ int main(int argc, char** argv) {
   ResumeChoice choice;
   Status s = PrepareResume(dir, out, step, &choice);
   for (const auto& k : choice.skipped)
-    std::fprintf(stderr, "dl-ckpt: warning: passing over step %llu: %s\n",
-                 static_cast<unsigned long long>(k["step"].get<uint64_t>()), k["reason"].get<std::string>().c_str());
+    Log("warning: passing over step " + k["step"].dump() + ": " + k["reason"].get<std::string>());
   if (!s.ok()) return Fail(s);
-  if (!choice.skipped.empty())
-    std::fprintf(stderr, "dl-ckpt: falling back to step %llu\n", static_cast<unsigned long long>(choice.step));
+  if (!choice.skipped.empty()) Log("falling back to step " + std::to_string(choice.step));
   return Print({{"step", choice.step}, {"files", choice.files}, {"skipped", choice.skipped}});
 }

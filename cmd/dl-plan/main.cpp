@@ -2,11 +2,10 @@
 // endpoints, predicted costs); `dl-plan calibrate` measures a cluster profile.
 #include "parse_command_line.h"
 
-#include <cstdio>
-
 #include "config/job.h"
 #include "core/exit_codes.h"
 #include "core/file_util.h"
+#include "core/output.h"
 #include "plan/calibrate.h"
 #include "plan/plan.h"
 #include "plan/planner.h"
@@ -15,26 +14,30 @@ namespace {
 
 using namespace shoal;
 
-int WriteOut(const std::string& out_path, const std::string& text) {
-  if (out_path.empty()) {
-    if (std::fputs(text.c_str(), stdout) < 0 || std::fflush(stdout) != 0)
-      return ReportFailure("dl-plan", Status::IOError("cannot write to standard output"));
-    return kExitOk;
+// To `path`, atomically, or to standard output when it is empty or "-".
+int WriteOut(const std::string& path, const std::string& text) {
+  Status s;
+  if (path.empty() || path == "-") {
+    Output out(false);
+    out.Text(text);
+    s = out.status();
+  } else {
+    s = WriteFileAtomic(path, text);
   }
-  Status s = WriteFileAtomic(out_path, text);
-  return s.ok() ? kExitOk : ReportFailure("dl-plan", s);
+  return s.ok() ? kExitOk : ReportFailure(s);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
+  SetLogName("dl-plan");
   CLI::App app{"dl-plan: compute the plan of a training job"};
   std::string job_path, out_path, cluster_path, strategy = "optimal";
   std::vector<std::string> overrides;
   PlanOptions options;
   PlannerOptions planner;
   bool explain = false;
-  app.add_option("job", job_path, "job file (YAML)");
+  app.add_option("job", job_path, "job file (YAML; - reads standard input)");
   app.add_option("-o,--out", out_path, "where to write plan.json (default: standard output)");
   app.add_option("--set", overrides, "override a job field: section.field=value (repeatable)");
   app.add_option("--endpoints", options.endpoints, "server endpoints, one per server")->delimiter(',');
@@ -71,20 +74,20 @@ int main(int argc, char** argv) {
 
   if (calibrate->parsed()) {
     if (!job_path.empty()) {
-      std::fprintf(stderr, "dl-plan: 'calibrate' takes no job file\n");
+      Log("'calibrate' takes no job file");
       return kExitUsage;
     }
     if (!serve.empty()) {
       Status s = ServeEcho(serve, serve_seconds);
-      return s.ok() ? kExitOk : ReportFailure("dl-plan calibrate", s);
+      return s.ok() ? kExitOk : ReportFailure(s);
     }
     ClusterProfile profile;
     Status s = Calibrate(calibration, &profile);
-    if (!s.ok()) return ReportFailure("dl-plan calibrate", s);
+    if (!s.ok()) return ReportFailure(s);
     return WriteOut(calibrate_out, ClusterProfileToYaml(profile, "measured by dl-plan calibrate"));
   }
   if (job_path.empty()) {
-    std::fprintf(stderr, "dl-plan: a job file is required\n%s", app.help().c_str());
+    Log("a job file is required (- reads one from standard input)\n" + app.help());
     return kExitUsage;
   }
   planner.strategy = strategy == "data" ? Strategy::kData : strategy == "model" ? Strategy::kModel
@@ -93,20 +96,9 @@ int main(int argc, char** argv) {
   Status s = LoadJobFile(job_path, overrides, &job);
   if (s.ok() && !cluster_path.empty()) s = LoadClusterProfile(cluster_path, &planner.profile);
   PartitionReport report;
-  if (s.ok()) s = PlanJob(job, planner, &report);
   Plan plan;
-  if (s.ok()) {
-    Partition partition;
-    partition.group_size = report.grouping.group_size;
-    for (size_t i = 0; i < report.choices.size(); ++i) {
-      partition.dims.push_back(PartitionDim(report.choices[i]));
-      partition.locations.push_back(report.choices[i] == Choice::kNone ? report.ranks[i] : 0);
-    }
-    partition.strategy = strategy;
-    partition.report = ReportToJson(report);
-    s = MakePlan(job, options, partition, &plan);
-  }
-  if (!s.ok()) return ReportFailure("dl-plan", s);
-  if (explain) std::fputs(ExplainReport(report).c_str(), stderr);
+  if (s.ok()) s = BuildPlan(job, planner, options, &report, &plan);
+  if (!s.ok()) return ReportFailure(s);
+  if (explain) Log("the plan's costs\n" + ExplainReport(report));
   return WriteOut(out_path, PlanToJson(plan).dump(2) + "\n");
 }

@@ -1,17 +1,17 @@
 // dl-server: serves one shard of the parameter table of a plan.
 #include "parse_command_line.h"
-#include <nlohmann/json.hpp>
 
-#include "core/build_info.h"
 #include "core/exit_codes.h"
 #include "core/memory_tuning.h"
+#include "core/output.h"
 #include "core/slurm_env.h"
 #include "plan/plan.h"
 #include "ps/server.h"
 
 int main(int argc, char** argv) {
-  shoal::KeepLargeAllocations();
   using namespace shoal;
+  SetLogName("dl-server");
+  KeepLargeAllocations();
   CLI::App app{"dl-server: serve one shard of a plan's parameter table"};
   std::string plan_path;
   ServerOptions options;
@@ -28,17 +28,18 @@ int main(int argc, char** argv) {
   Plan plan;
   Status s = LoadPlan(plan_path, &plan);
   if (s.ok()) s = ResolveProcessId("server", flag_id, static_cast<int>(plan.servers.size()), &options.id);
-  if (!s.ok()) return ReportFailure("dl-server", s);
+  if (!s.ok()) return ReportFailure(s);
   ParameterServer server(plan, options);
   s = server.Start();
-  if (!s.ok()) return ReportFailure("dl-server", s);
-  std::fprintf(stderr, "dl-server: server %d serving plan %s on %s\n", options.id, plan.hash.c_str(),
-               plan.servers[options.id].endpoint.c_str());
+  if (!s.ok()) return ReportFailure(s);
+  Log("server " + std::to_string(options.id) + " serving plan " + plan.hash + " on " +
+      plan.servers[options.id].endpoint);
   s = server.Run();
   nlohmann::json record = server.Report();
   record["event"] = "server_done";
   record["ok"] = s.ok();
-  record["commit"] = BuildCommit();
-  std::printf("%s\n", record.dump().c_str());
-  return s.ok() ? kExitOk : ReportFailure("dl-server", s);
+  Output out(false);
+  out.Record(record);
+  if (s.ok()) s = out.status();
+  return s.ok() ? kExitOk : ReportFailure(s);
 }

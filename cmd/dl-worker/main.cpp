@@ -1,18 +1,20 @@
 // dl-worker: trains its part of a plan, talking to the plan's servers.
-#include <unistd.h>
-
 #include "parse_command_line.h"
+
+#include <cstdio>
 
 #include "core/exit_codes.h"
 #include "core/memory_tuning.h"
+#include "core/output.h"
 #include "core/slurm_env.h"
 #include "plan/plan.h"
 #include "train/evaluate.h"
 #include "train/worker.h"
 
 int main(int argc, char** argv) {
-  shoal::KeepLargeAllocations();
   using namespace shoal;
+  SetLogName("dl-worker");
+  KeepLargeAllocations();
   CLI::App app{"dl-worker: train a plan's model on this worker's shard"};
   std::string plan_path;
   WorkerOptions options;
@@ -50,20 +52,21 @@ int main(int argc, char** argv) {
     eval.threads = options.threads;
     nlohmann::json record;
     if (s.ok()) s = EvaluateCheckpoint(plan, eval, &record);
-    if (!s.ok()) return ReportFailure("dl-worker", s);
-    Progress progress(false, nullptr);
-    progress.Event(record);
-    return progress.ok() ? kExitOk : ReportFailure("dl-worker", Status::IOError("cannot write to standard output"));
+    if (!s.ok()) return ReportFailure(s);
+    Output out(false);
+    out.Record(record);
+    return out.status().ok() ? kExitOk : ReportFailure(out.status());
   }
   if (s.ok()) s = ResolveProcessId("worker", flag_id, static_cast<int>(plan.workers.size()), &options.id);
-  if (!s.ok()) return ReportFailure("dl-worker", s);
+  if (!s.ok()) return ReportFailure(s);
   std::FILE* metrics = nullptr;
   if (!metrics_path.empty() && !(metrics = std::fopen(metrics_path.c_str(), "a")))
-    return ReportFailure("dl-worker", Status::IOError("cannot open '" + metrics_path + "' for writing"));
-  Progress progress(isatty(STDOUT_FILENO), metrics);
-  Worker worker(plan, options, &progress);
+    return ReportFailure(Status::IOError("cannot open '" + metrics_path + "' for writing"));
+  Output out(StdoutIsTerminal());
+  out.CopyTo(metrics);
+  Worker worker(plan, options, &out);
   WorkerResult result;
   s = worker.Run(&result);
   if (metrics && std::fclose(metrics) != 0 && s.ok()) s = Status::IOError("cannot write '" + metrics_path + "'");
-  return s.ok() ? kExitOk : ReportFailure("dl-worker", s.Within("worker " + std::to_string(options.id)));
+  return s.ok() ? kExitOk : ReportFailure(s.Within("worker " + std::to_string(options.id)));
 }

@@ -5,6 +5,7 @@
 
 #include "config/fields.h"
 #include "core/file_util.h"
+#include "data/datasets.h"
 
 namespace shoal {
 namespace {
@@ -202,7 +203,7 @@ Status ParseCluster(const Fields& f, ClusterConfig* c) {
 }
 
 Status ParseData(const Fields& f, DataConfig* d) {
-  SHOAL_RETURN_IF_ERROR(f.Choice("dataset", d->dataset, {"fashion-mnist", "mnist"}, &d->dataset));
+  SHOAL_RETURN_IF_ERROR(f.Choice("dataset", d->dataset, DatasetNames(), &d->dataset));
   SHOAL_RETURN_IF_ERROR(f.String("shards", "", &d->shards));
   return f.CheckNoUnknown();
 }

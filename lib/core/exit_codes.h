@@ -1,8 +1,7 @@
 // The exit codes of every dl-* tool, and the one way they report a failure.
 #pragma once
 
-#include <cstdio>
-
+#include "core/log.h"
 #include "core/status.h"
 
 namespace shoal {
@@ -12,9 +11,9 @@ constexpr int kExitFailure = 1;  // bad input, corrupt data, I/O error
 constexpr int kExitUsage = 2;    // bad command line (CLI11's own code for parse errors)
 constexpr int kExitTimeout = 3;  // a peer did not answer in time or went away
 
-// Prints "tool: error: message" on stderr and returns the exit code for it.
-inline int ReportFailure(const char* tool, const Status& status) {
-  std::fprintf(stderr, "%s: error: %s\n", tool, status.ToString().c_str());
+// Logs "tool: error: message" and returns the exit code for it.
+inline int ReportFailure(const Status& status) {
+  Log("error: " + status.ToString());
   bool peer = status.code() == Status::Code::kTimeout || status.code() == Status::Code::kUnavailable;
   return peer ? kExitTimeout : kExitFailure;
 }

@@ -2,6 +2,7 @@
 
 #include <memory>
 
+#include "core/build_info.h"
 #include "graph/net.h"
 #include "plan/partition.h"
 
@@ -41,6 +42,7 @@ Status MakePlan(const JobConfig& job, const PlanOptions& options, const Partitio
   *plan = Plan();
   plan->job = job;
   plan->strategy = partition.strategy;
+  plan->commit = BuildCommit();
   plan->planner = partition.report;
   const ClusterConfig& c = job.cluster;
   const int m = partition.group_size;

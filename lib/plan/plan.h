@@ -57,6 +57,7 @@ struct ServerPlan {
 struct Plan {
   std::string hash;  // hex FNV-1a of the content; recomputed and checked on load
   std::string strategy = "data";  // how the partitioning was chosen: optimal | data | model
+  std::string commit;             // of the build that wrote it
   nlohmann::json planner;         // the planner's cost report (lib/plan/planner.h); null: none
   JobConfig job;
   std::vector<LayerPlan> layers;

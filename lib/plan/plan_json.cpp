@@ -32,6 +32,7 @@ json ContentToJson(const Plan& plan) {
   j["format"] = "shoal-plan";
   j["version"] = kPlanFormatVersion;
   j["strategy"] = plan.strategy;
+  j["commit"] = plan.commit;
   j["job"] = plan.job.resolved;
   // What scripts need without reading the job: the topology and the data.
   const ClusterConfig& c = plan.job.cluster;
@@ -73,6 +74,7 @@ std::string HashOf(const json& content) { return HexU64(Fnv1a64(content.dump()))
 void ReadContent(const json& j, Plan* plan) {
   plan->hash = j.at("hash").get<std::string>();
   plan->strategy = j.at("strategy").get<std::string>();
+  plan->commit = j.at("commit").get<std::string>();
   if (j.contains("planner")) plan->planner = j.at("planner");
   for (const auto& l : j.at("layers"))
     plan->layers.push_back({l.at("name"), l.at("type"), l.at("partition_dim"), l.value("location", 0),

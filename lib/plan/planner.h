@@ -13,6 +13,7 @@
 #include "config/job.h"
 #include "plan/cluster_profile.h"
 #include "plan/cost_model.h"
+#include "plan/plan.h"
 
 namespace shoal {
 
@@ -62,6 +63,11 @@ struct PartitionReport {
 
 // Plans a built job. Errors name the job file and the layer or field.
 Status PlanJob(const JobConfig& job, const PlannerOptions& options, PartitionReport* report);
+
+// All of dl-plan: plans `job` (PlanJob) and writes the plan of the
+// partition chosen, with the planner's report in it.
+Status BuildPlan(const JobConfig& job, const PlannerOptions& planner, const PlanOptions& options,
+                 PartitionReport* report, Plan* plan);
 
 // The same from layer facts: `batch` is B, `overrides` one per layer (may be
 // default), `where` names the source in messages.

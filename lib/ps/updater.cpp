@@ -1,9 +1,8 @@
 #include "ps/updater.h"
 
 #include <cmath>
-#include <cstdio>
-#include <cstdlib>
 
+#include "core/log.h"
 #include "ps/lr_schedule.h"
 
 namespace shoal {
@@ -14,8 +13,7 @@ UpdateRule RuleNamed(const std::string& name) {
     if (name == kUpdaterNames[i]) return static_cast<UpdateRule>(i);
   // ParseJob refuses every other name, and every job we run went through it:
   // reaching this is a bug in the caller, not bad input.
-  std::fprintf(stderr, "shoal: updater '%s' did not come from ParseJob\n", name.c_str());
-  std::abort();
+  Fatal("updater '" + name + "' did not come from ParseJob");
 }
 
 // In double: Adam divides it by its bias correction before rounding to float, as PyTorch does.

@@ -1,218 +1,225 @@
 #include "train/worker.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
-#include <cstdio>
 #include <cstring>
 #include <thread>
 
-#include "data/shard.h"
+#include "core/log.h"
 #include "ops/blas.h"
 #include "plan/partition.h"
-#include "train/batch_loader.h"
 #include "train/elastic_table.h"
 #include "train/evaluate.h"
 
 namespace shoal {
-namespace {
 
-using Clock = std::chrono::steady_clock;
+Worker::Worker(const Plan& plan, WorkerOptions options, Output* output)
+    : plan_(plan), options_(std::move(options)), output_(output) {}
 
-double SecondsSince(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
+double Worker::SecondsSince(Clock::time_point t) const {
+  return std::chrono::duration<double>(Clock::now() - t).count();
 }
 
-struct ByteCounts {
-  uint64_t params_out = 0, params_in = 0, features_in = 0, features_out = 0;
-};
-
-}  // namespace
-
-Worker::Worker(const Plan& plan, WorkerOptions options, Progress* progress)
-    : plan_(plan), options_(std::move(options)), progress_(progress) {}
-
 Status Worker::Run(WorkerResult* result) {
+  SHOAL_RETURN_IF_ERROR(SetUp());
+  SHOAL_RETURN_IF_ERROR(Train(result));
+  return Finish(result);
+}
+
+Status Worker::SetUp() {
   const JobConfig& job = plan_.job;
-  const int workers = options_.standalone ? 1 : static_cast<int>(plan_.workers.size());
-  if (options_.id < 0 || options_.id >= workers)
+  workers_ = options_.standalone ? 1 : static_cast<int>(plan_.workers.size());
+  if (options_.id < 0 || options_.id >= workers_)
     return Status::InvalidArgument("worker id " + std::to_string(options_.id) + " is not in the plan (it has " +
-                                   std::to_string(workers) + " workers)");
+                                   std::to_string(workers_) + " workers)");
   const int group_size = GroupSize(plan_);
   if (options_.standalone && group_size > 1)
     return Status::InvalidArgument("the plan runs groups of " + std::to_string(group_size) +
                                    " workers: it cannot run standalone");
   const int timeout_ms = options_.timeout_ms > 0 ? options_.timeout_ms : job.cluster.timeout_ms;
   SetComputeThreads(options_.threads);
-  std::unique_ptr<GroupChannel> channel;
   if (group_size > 1) {
-    channel = std::make_unique<GroupChannel>();
-    SHOAL_RETURN_IF_ERROR(channel->Open(GroupPeersOf(plan_, options_.id, timeout_ms)));
+    channel_ = std::make_unique<GroupChannel>();
+    SHOAL_RETURN_IF_ERROR(channel_->Open(GroupPeersOf(plan_, options_.id, timeout_ms)));
   }
-  SHOAL_RETURN_IF_ERROR(PartitionedNet::Build(plan_, options_.id, channel.get(), &net_));
-  const bool evaluates = options_.evaluate && options_.id == 0;
-  SHOAL_RETURN_IF_ERROR(Net::Build(job, &whole_, /*allocate_params=*/evaluates));
+  SHOAL_RETURN_IF_ERROR(PartitionedNet::Build(plan_, options_.id, channel_.get(), &net_));
+  evaluates_ = options_.evaluate && options_.id == 0;
+  SHOAL_RETURN_IF_ERROR(Net::Build(job, &whole_, /*allocate_params=*/evaluates_));
+  SHOAL_RETURN_IF_ERROR(OpenShards());
+  batch_ = job.train.batch_size;
+  steps_ = options_.steps > 0 ? options_.steps : job.train.steps;
+  if (steps_ == 0) steps_ = static_cast<long long>(job.train.epochs * total_records_ / (1.0 * workers_ * batch_));
+  if (steps_ < 1) return Status::InvalidArgument("the job trains for 0 steps (too few epochs for the data)");
+  SHOAL_RETURN_IF_ERROR(OpenTable());
+  // A rejoining worker goes on at the servers' step, and at the place in its
+  // shard that step reads: its data order depends on the step alone.
+  SHOAL_RETURN_IF_ERROR(table_->Join(&first_step_));
+  if (first_step_ > 0) Log("worker " + std::to_string(options_.id) + " rejoins at step " + std::to_string(first_step_));
+  net_->Allocate(batch_);
+  for (const auto& line : net_->DescribeConnections()) Log("worker " + std::to_string(options_.id) + ": " + line);
+  return Status::Ok();
+}
 
-  std::string dir = options_.shard_dir.empty() ? job.data.shards : options_.shard_dir;
+Status Worker::OpenShards() {
+  const std::string dir = options_.shard_dir.empty() ? plan_.job.data.shards : options_.shard_dir;
   if (dir.empty()) return Status::InvalidArgument("no shard directory: set data.shards in the job or pass --shards");
   Manifest manifest;
   SHOAL_RETURN_IF_ERROR(LoadManifest(dir, &manifest));
   SHOAL_RETURN_IF_ERROR(CheckShardsFitNet(manifest, dir, whole_.get()));
-  if (static_cast<int>(manifest.train.size()) < workers)
-    return Status::InvalidArgument("'" + dir + "' has " + std::to_string(manifest.train.size()) +
-                                   " shards for " + std::to_string(workers) +
-                                   " workers: shard it again with --shards " + std::to_string(workers));
+  if (static_cast<int>(manifest.train.size()) < workers_)
+    return Status::InvalidArgument("'" + dir + "' has " + std::to_string(manifest.train.size()) + " shards for " +
+                                   std::to_string(workers_) + " workers: shard it again with --shards " +
+                                   std::to_string(workers_));
   // Worker w reads shards w, w+W, ...: with one shard each, the dealing rule
   // makes W workers × batch B see one worker × batch W·B's records.
-  std::vector<std::unique_ptr<ShardReader>> mine;
-  uint64_t total_records = 0;
   for (size_t s = 0; s < manifest.train.size(); ++s) {
-    total_records += manifest.train[s].records;
-    if (static_cast<int>(s % workers) != options_.id) continue;
-    mine.push_back(std::make_unique<ShardReader>());
-    SHOAL_RETURN_IF_ERROR(mine.back()->Open(dir + "/" + manifest.train[s].file));
+    total_records_ += manifest.train[s].records;
+    if (static_cast<int>(s % workers_) != options_.id) continue;
+    shards_.push_back(std::make_unique<ShardReader>());
+    SHOAL_RETURN_IF_ERROR(shards_.back()->Open(dir + "/" + manifest.train[s].file));
   }
-  const int batch = job.train.batch_size;
-  long long steps = options_.steps > 0 ? options_.steps : job.train.steps;
-  if (steps == 0) steps = static_cast<long long>(job.train.epochs * total_records / (1.0 * workers * batch));
-  if (steps < 1) return Status::InvalidArgument("the job trains for 0 steps (too few epochs for the data)");
+  if (evaluates_) {
+    test_ = std::make_unique<ShardReader>();
+    SHOAL_RETURN_IF_ERROR(test_->Open(dir + "/" + manifest.test.file));
+  }
+  return Status::Ok();
+}
 
+Status Worker::OpenTable() {
   std::vector<Param*> params = net_->params();
-  std::unique_ptr<ParamTable> table;
-  RemoteTable* remote = nullptr;
   if (options_.standalone) {
-    table = std::make_unique<LocalTable>(plan_, params);
-  } else {
-    auto r = std::make_unique<RemoteTable>(plan_, options_.id, params, timeout_ms);
-    SHOAL_RETURN_IF_ERROR(r->Connect());
-    remote = r.get();
-    // easgd trains a local replica that exchanges with the servers' centre.
-    if (job.cluster.consistency == "easgd")
-      table = std::make_unique<ElasticTable>(plan_, options_.id, params, std::move(r));
-    else
-      table = std::move(r);
-  }
-  // With train.overlap each layer's parameters travel beside its passes.
-  LayerHooks* hooks = remote && remote->overlaps() ? remote : nullptr;
-  std::unique_ptr<ShardReader> test;
-  if (evaluates) {
-    test = std::make_unique<ShardReader>();
-    SHOAL_RETURN_IF_ERROR(test->Open(dir + "/" + manifest.test.file));
-  }
-
-  // A rejoining worker goes on at the servers' step, and at the place in its
-  // shard that step reads: its data order depends on the step alone.
-  uint64_t first_step = 0;
-  SHOAL_RETURN_IF_ERROR(table->Join(&first_step));
-  if (first_step > 0)
-    std::fprintf(stderr, "dl-worker: worker %d rejoins at step %llu\n", options_.id,
-                 static_cast<unsigned long long>(first_step));
-  net_->Allocate(batch);
-  for (const auto& line : net_->DescribeConnections())
-    std::fprintf(stderr, "dl-worker: worker %d: %s\n", options_.id, line.c_str());
-  BatchLoader loader(std::move(mine), batch, job.train.seed * 7919 + options_.id, first_step * batch);
-  std::vector<double> step_ms;
-  step_ms.reserve(steps);
-  const auto start = Clock::now();
-  double window_loss = 0.0;
-  int window = 0;
-  auto last_display = start;
-  long long last_display_step = static_cast<long long>(first_step);
-  auto counts = [&] {
-    ByteCounts c;
-    if (remote) c.params_out = remote->bytes_sent(), c.params_in = remote->bytes_received();
-    c.features_in = net_->feature_bytes_in();
-    c.features_out = net_->feature_bytes_out();
-    return c;
-  };
-  ByteCounts window_bytes = counts();
-  // Time spent evaluating is not training time: time-to-accuracy curves
-  // (bench/frameworks.sh) plot accuracy against train_seconds.
-  double eval_seconds = 0.0;
-  auto evaluate = [&](long long step, nlohmann::json* record) -> Status {
-    const auto t0 = Clock::now();
-    const double trained = SecondsSince(start) - eval_seconds;
-    EvalResult eval;
-    SHOAL_RETURN_IF_ERROR(table->FetchAll(whole_->params(), static_cast<uint64_t>(step)));
-    SHOAL_RETURN_IF_ERROR(EvaluateOnShard(whole_.get(), test.get(), 0, &eval));
-    eval_seconds += SecondsSince(t0);
-    nlohmann::json metric = {{"step", step}, {"test_accuracy", eval.accuracy}, {"test_loss", eval.loss},
-                             {"train_seconds", trained}};
-    SHOAL_RETURN_IF_ERROR(table->Report(metric.dump()));
-    record->update(metric);
-    result->test_accuracy = eval.accuracy;
+    table_ = std::make_unique<LocalTable>(plan_, params);
     return Status::Ok();
-  };
-  for (long long step = static_cast<long long>(first_step); step < steps; ++step) {
+  }
+  const int timeout_ms = options_.timeout_ms > 0 ? options_.timeout_ms : plan_.job.cluster.timeout_ms;
+  auto remote = std::make_unique<RemoteTable>(plan_, options_.id, params, timeout_ms);
+  SHOAL_RETURN_IF_ERROR(remote->Connect());
+  remote_ = remote.get();
+  // With train.overlap each layer's parameters travel beside its passes.
+  hooks_ = remote->overlaps() ? remote_ : nullptr;
+  // easgd trains a local replica that exchanges with the servers' centre.
+  if (plan_.job.cluster.consistency == "easgd")
+    table_ = std::make_unique<ElasticTable>(plan_, options_.id, params, std::move(remote));
+  else
+    table_ = std::move(remote);
+  return Status::Ok();
+}
+
+Worker::ByteCounts Worker::Counts() const {
+  ByteCounts c;
+  if (remote_) c.params_out = remote_->bytes_sent(), c.params_in = remote_->bytes_received();
+  c.features_in = net_->feature_bytes_in();
+  c.features_out = net_->feature_bytes_out();
+  return c;
+}
+
+Status Worker::Train(WorkerResult* result) {
+  const TrainConfig& train = plan_.job.train;
+  BatchLoader loader(std::move(shards_), batch_, train.seed * 7919 + options_.id, first_step_ * batch_);
+  step_ms_.reserve(steps_);
+  start_ = last_display_ = Clock::now();
+  last_display_step_ = static_cast<long long>(first_step_);
+  window_bytes_ = Counts();
+  for (long long step = static_cast<long long>(first_step_); step < steps_; ++step) {
     Batch b;
     SHOAL_RETURN_IF_ERROR(loader.Next(&b));
-    const auto t0 = Clock::now();
-    net_->Allocate(b.size);
-    std::memcpy(net_->data_layer().data().data(), b.pixels.data(), 4 * b.pixels.size());
-    net_->data_layer().labels() = b.labels;
-    SHOAL_RETURN_IF_ERROR(net_->Forward(Phase::kTrain, step, hooks));
-    // A diverged step's gradients never reach the servers (nor their
-    // checkpoints): checked before backprop, which sends them as it goes.
-    if (!std::isfinite(net_->loss_layer().loss()))
-      return Status::InvalidArgument("the loss diverged at step " + std::to_string(step) +
-                                     " (lower train.learning_rate)");
-    if (options_.slow_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(options_.slow_ms));
-    SHOAL_RETURN_IF_ERROR(net_->Backward(step, hooks));
-    SHOAL_RETURN_IF_ERROR(table->Push(step, net_->loss_layer().loss()));
-    step_ms.push_back(1000.0 * SecondsSince(t0));
-    window_loss += net_->loss_layer().loss();
-    ++window;
-    const bool last = step + 1 == steps;
-    if ((step + 1) % job.train.display_every == 0 || last) {
-      double span = std::chrono::duration<double>(Clock::now() - last_display).count();
-      nlohmann::json r = {{"event", "step"}, {"worker", options_.id}, {"step", step + 1}, {"steps", steps},
-                          {"loss", window_loss / window},
-                          {"records_per_s", span > 0 ? (step + 1 - last_display_step) * batch / span : 0.0},
-                          {"elapsed_s", SecondsSince(start)}};
-      // Per step over the window, payload only, as dl-plan predicts them
-      // (plan.json's planner.layers): gradients out and values in;
-      // features received forward and their gradients sent backward. With
-      // overlap the window's last values are still on their way: they are
-      // taken now (the next forward pass would wait for them all the same).
-      if (remote) SHOAL_RETURN_IF_ERROR(remote->Settle());
-      const ByteCounts now = counts();
-      const double n = static_cast<double>(step + 1 - last_display_step);
-      r["bytes_per_step"] = {{"param_bytes_out", (now.params_out - window_bytes.params_out) / n},
-                             {"param_bytes_in", (now.params_in - window_bytes.params_in) / n},
-                             {"feature_bytes_in", (now.features_in - window_bytes.features_in) / n},
-                             {"feature_bytes_out", (now.features_out - window_bytes.features_out) / n}};
-      window_bytes = now;
-      progress_->Step(r);
-      result->final_loss = window_loss / window;
-      window_loss = 0.0;
-      window = 0;
-      last_display = Clock::now();
-      last_display_step = step + 1;
-    }
-    if (evaluates && job.train.eval_every > 0 && (step + 1) % job.train.eval_every == 0 && !last) {
+    SHOAL_RETURN_IF_ERROR(Step(step, b));
+    const bool last = step + 1 == steps_;
+    if ((step + 1) % train.display_every == 0 || last) SHOAL_RETURN_IF_ERROR(Display(step, result));
+    if (evaluates_ && train.eval_every > 0 && (step + 1) % train.eval_every == 0 && !last) {
       nlohmann::json record = {{"event", "eval"}, {"worker", options_.id}};
-      SHOAL_RETURN_IF_ERROR(evaluate(step + 1, &record));
-      progress_->Event(record);
+      SHOAL_RETURN_IF_ERROR(Evaluate(step + 1, &record, result));
+      output_->Record(record);
     }
   }
-  const double train_seconds = SecondsSince(start);
-  result->steps = steps;
-  std::vector<double> sorted = step_ms;
+  return Status::Ok();
+}
+
+Status Worker::Step(long long step, const Batch& b) {
+  const auto t0 = Clock::now();
+  net_->Allocate(b.size);
+  std::memcpy(net_->data_layer().data().data(), b.pixels.data(), 4 * b.pixels.size());
+  net_->data_layer().labels() = b.labels;
+  SHOAL_RETURN_IF_ERROR(net_->Forward(Phase::kTrain, step, hooks_));
+  // A diverged step's gradients never reach the servers (nor their
+  // checkpoints): checked before backprop, which sends them as it goes.
+  const double loss = net_->loss_layer().loss();
+  if (!std::isfinite(loss))
+    return Status::InvalidArgument("the loss diverged at step " + std::to_string(step) +
+                                   " (lower train.learning_rate)");
+  if (options_.slow_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(options_.slow_ms));
+  SHOAL_RETURN_IF_ERROR(net_->Backward(step, hooks_));
+  SHOAL_RETURN_IF_ERROR(table_->Push(step, loss));
+  step_ms_.push_back(1000.0 * SecondsSince(t0));
+  window_loss_ += loss;
+  ++window_;
+  return Status::Ok();
+}
+
+Status Worker::Display(long long step, WorkerResult* result) {
+  const double span = SecondsSince(last_display_);
+  nlohmann::json r = {{"event", "step"}, {"worker", options_.id}, {"step", step + 1}, {"steps", steps_},
+                      {"loss", window_loss_ / window_},
+                      {"records_per_s", span > 0 ? (step + 1 - last_display_step_) * batch_ / span : 0.0},
+                      {"elapsed_s", SecondsSince(start_)}};
+  // Per step over the window, payload only, as dl-plan predicts them
+  // (plan.json's planner.layers): gradients out and values in; features
+  // received forward and their gradients sent backward. With overlap the
+  // window's last values are still on their way: they are taken now (the
+  // next forward pass would wait for them all the same).
+  if (remote_) SHOAL_RETURN_IF_ERROR(remote_->Settle());
+  const ByteCounts now = Counts();
+  const double n = static_cast<double>(step + 1 - last_display_step_);
+  r["bytes_per_step"] = {{"param_bytes_out", (now.params_out - window_bytes_.params_out) / n},
+                         {"param_bytes_in", (now.params_in - window_bytes_.params_in) / n},
+                         {"feature_bytes_in", (now.features_in - window_bytes_.features_in) / n},
+                         {"feature_bytes_out", (now.features_out - window_bytes_.features_out) / n}};
+  window_bytes_ = now;
+  char line[256];
+  std::snprintf(line, sizeof line, "worker %d  step %lld/%lld  loss %.4f  %.0f records/s  %.1fs", options_.id,
+                step + 1, steps_, window_loss_ / window_, r["records_per_s"].get<double>(), SecondsSince(start_));
+  output_->Live(r, line);
+  result->final_loss = window_loss_ / window_;
+  window_loss_ = 0.0;
+  window_ = 0;
+  last_display_ = Clock::now();
+  last_display_step_ = step + 1;
+  return Status::Ok();
+}
+
+Status Worker::Evaluate(long long step, nlohmann::json* record, WorkerResult* result) {
+  const auto t0 = Clock::now();
+  const double trained = SecondsSince(start_) - eval_seconds_;
+  EvalResult eval;
+  SHOAL_RETURN_IF_ERROR(table_->FetchAll(whole_->params(), static_cast<uint64_t>(step)));
+  SHOAL_RETURN_IF_ERROR(EvaluateOnShard(whole_.get(), test_.get(), 0, &eval));
+  eval_seconds_ += SecondsSince(t0);
+  nlohmann::json metric = {{"step", step}, {"test_accuracy", eval.accuracy}, {"test_loss", eval.loss},
+                           {"train_seconds", trained}};
+  SHOAL_RETURN_IF_ERROR(table_->Report(metric.dump()));
+  record->update(metric);
+  result->test_accuracy = eval.accuracy;
+  return Status::Ok();
+}
+
+Status Worker::Finish(WorkerResult* result) {
+  const double train_seconds = SecondsSince(start_);
+  result->steps = steps_;
+  std::vector<double> sorted = step_ms_;
   std::sort(sorted.begin(), sorted.end());
   result->ms_per_step_median = sorted.empty() ? 0.0 : sorted[sorted.size() / 2];
-  nlohmann::json done = {{"event", "done"}, {"worker", options_.id}, {"steps", steps},
+  nlohmann::json done = {{"event", "done"}, {"worker", options_.id}, {"steps", steps_},
                          {"train_seconds", train_seconds}, {"ms_per_step_median", result->ms_per_step_median},
                          {"final_loss", result->final_loss}};
   // What the servers' updates_from should count for this worker (async: no update lost).
-  if (remote) done["updates_sent"] = remote->updates_sent();
+  if (remote_) done["updates_sent"] = remote_->updates_sent();
   // Worker 0 evaluates the parameters its last step produced (under BSP, the
   // final ones) before it says it is done, so the servers' final checkpoints
   // record the result.
-  if (evaluates) SHOAL_RETURN_IF_ERROR(evaluate(steps, &done));
-  SHOAL_RETURN_IF_ERROR(table->Finish());
-  progress_->Event(done);
-  if (!progress_->ok()) return Status::IOError("cannot write to standard output");
-  return Status::Ok();
+  if (evaluates_) SHOAL_RETURN_IF_ERROR(Evaluate(steps_, &done, result));
+  SHOAL_RETURN_IF_ERROR(table_->Finish());
+  output_->Record(done);
+  return output_->status();
 }
 
 }  // namespace shoal

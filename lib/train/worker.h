@@ -1,14 +1,22 @@
-// dl-worker's core: trains its part of the plan by back-propagation.
+// dl-worker's core: trains its part of the plan by back-propagation, in
+// three parts: SetUp (its group's channel, its part of the net, its shards,
+// its parameter table, and where to begin), the step loop, and what it
+// reports (progress, evaluations, the end).
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <string>
+#include <vector>
 
+#include "comm/group_channel.h"
+#include "core/output.h"
+#include "data/shard.h"
 #include "graph/net.h"
 #include "net/partitioned_net.h"
 #include "plan/plan.h"
+#include "train/batch_loader.h"
 #include "train/param_table.h"
-#include "train/progress.h"
 
 namespace shoal {
 
@@ -32,15 +40,60 @@ struct WorkerResult {
 
 class Worker {
  public:
-  Worker(const Plan& plan, WorkerOptions options, Progress* progress);
+  Worker(const Plan& plan, WorkerOptions options, Output* output);
   Status Run(WorkerResult* result);
 
  private:
+  using Clock = std::chrono::steady_clock;
+  // Bytes of training traffic so far, by kind (dl-plan's names).
+  struct ByteCounts {
+    uint64_t params_out = 0, params_in = 0, features_in = 0, features_out = 0;
+  };
+
+  Status SetUp();
+  Status OpenShards();
+  Status OpenTable();
+  Status Train(WorkerResult* result);
+  // Both passes of one step on batch `b`, then the table's exchange.
+  Status Step(long long step, const Batch& b);
+  // The progress record of the display window ending after step `step`.
+  Status Display(long long step, WorkerResult* result);
+  // Worker 0's evaluation of the parameters after `step` steps on the test shard.
+  Status Evaluate(long long step, nlohmann::json* record, WorkerResult* result);
+  Status Finish(WorkerResult* result);
+  ByteCounts Counts() const;
+  double SecondsSince(Clock::time_point t) const;
+
   const Plan& plan_;
   WorkerOptions options_;
-  Progress* progress_;
+  Output* output_;
+  int workers_ = 1;
+  int batch_ = 0;
+  long long steps_ = 0;
+  uint64_t first_step_ = 0;
+  bool evaluates_ = false;
+
+  std::unique_ptr<GroupChannel> channel_;
   std::unique_ptr<PartitionedNet> net_;  // what this worker computes
   std::unique_ptr<Net> whole_;           // the whole net, for evaluation
+  std::vector<std::unique_ptr<ShardReader>> shards_;  // its training shards until the loader takes them
+  uint64_t total_records_ = 0;
+  std::unique_ptr<ShardReader> test_;
+  std::unique_ptr<ParamTable> table_;
+  RemoteTable* remote_ = nullptr;        // the servers, when there are any
+  LayerHooks* hooks_ = nullptr;          // with train.overlap: the table, beside every layer's passes
+
+  // The step loop's reporting.
+  Clock::time_point start_;
+  std::vector<double> step_ms_;
+  double window_loss_ = 0.0;
+  int window_ = 0;
+  Clock::time_point last_display_;
+  long long last_display_step_ = 0;
+  ByteCounts window_bytes_;
+  // Time spent evaluating is not training time: time-to-accuracy curves
+  // plot accuracy against train_seconds.
+  double eval_seconds_ = 0.0;
 };
 
 }  // namespace shoal

@@ -18,7 +18,7 @@
 #include "ckpt/checkpoint.h"
 #include "ckpt/checkpoint_set.h"
 #include "ckpt/export.h"
-#include "ckpt/table.h"
+#include "core/output.h"
 #include "core/file_util.h"
 #include "core/hash.h"
 #include "train/evaluate.h"

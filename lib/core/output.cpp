@@ -1,10 +1,14 @@
-#include "ckpt/table.h"
+#include "core/output.h"
+
+#include <unistd.h>
 
 #include <algorithm>
-#include <cstdio>
 #include <vector>
 
+#include "core/build_info.h"
+
 namespace shoal {
+
 namespace {
 
 using nlohmann::json;
@@ -63,7 +67,7 @@ std::string Table(const json& rows) {
   return out;
 }
 
-std::string Record(const json& record) {
+std::string RecordLines(const json& record) {
   std::string out, nested;
   for (const auto& [k, v] : record.items()) {
     if (IsTableOfRecords(v)) nested += "\n" + k + ":\n" + Table(v);
@@ -75,14 +79,60 @@ std::string Record(const json& record) {
 }  // namespace
 
 std::string RenderTable(const json& result) {
-  if (result.is_object()) return Record(result);
+  if (result.is_object()) return RecordLines(result);
   if (IsTableOfRecords(result)) {
     if (std::none_of(result.begin(), result.end(), HasNestedRecords)) return Table(result);
     std::string out;
-    for (const auto& r : result) out += (out.empty() ? "" : "\n") + Record(r);
+    for (const auto& r : result) out += (out.empty() ? "" : "\n") + RecordLines(r);
     return out;
   }
   return Cell(result) + "\n";
+}
+
+bool StdoutIsTerminal() { return isatty(STDOUT_FILENO); }
+
+json WithCommit(json j) {
+  if (j.is_object()) j["commit"] = BuildCommit();
+  if (j.is_array())
+    for (auto& item : j)
+      if (item.is_object()) item["commit"] = BuildCommit();
+  return j;
+}
+
+void Output::Write(std::FILE* f, const std::string& text) {
+  if (std::fputs(text.c_str(), f) < 0 || std::fflush(f) != 0)
+    if (status_.ok())
+      status_ = Status::IOError(f == out_ ? "cannot write to standard output" : "cannot write the metrics file");
+}
+
+void Output::Copy(const json& record) {
+  if (copy_) Write(copy_, WithCommit(record).dump() + "\n");
+}
+
+void Output::Result(const json& result) {
+  Write(out_, table_ ? RenderTable(result) : WithCommit(result).dump(2) + "\n");
+}
+
+void Output::Record(const json& r) {
+  Copy(r);
+  if (!table_) return Write(out_, WithCommit(r).dump() + "\n");
+  if (line_open_) Write(out_, "\n");
+  line_open_ = false;
+  // "done  steps 120  test_accuracy 0.8612  ..." on one line.
+  std::string line = r.value("event", "event");
+  for (const auto& [key, value] : r.items()) {
+    if (key == "event") continue;
+    line += "  " + key + " " + (value.is_number_float() ? Cell(value) : value.is_string() ? value.get<std::string>()
+                                                                                            : value.dump());
+  }
+  Write(out_, line + "\n");
+}
+
+void Output::Live(const json& record, const std::string& line) {
+  Copy(record);
+  if (!table_) return Write(out_, WithCommit(record).dump() + "\n");
+  Write(out_, "\r\033[K" + line);
+  line_open_ = true;
 }
 
 }  // namespace shoal
