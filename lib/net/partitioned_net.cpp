@@ -57,111 +57,134 @@ GroupPeers GroupPeersOf(const Plan& plan, int worker, int timeout_ms) {
   return peers;
 }
 
+// What Build keeps while it goes through the net's layers in order.
+struct PartitionedNet::Building {
+  const Plan& plan;
+  const Net& whole;
+  GroupChannel* channel;
+  std::map<std::string, size_t> index;              // layer name -> position in the net
+  std::map<std::string, const LayerConfig*> config;  // layer name -> its job entry
+  std::vector<Placement> held;                       // per layer: how its feature is spread over the group
+  std::vector<Layer*> local;                         // per layer: this rank's, if it holds one
+  int connections = 0;
+};
+
 Status PartitionedNet::Build(const Plan& plan, int worker, GroupChannel* channel,
                              std::unique_ptr<PartitionedNet>* out) {
-  const JobConfig& job = plan.job;
   std::unique_ptr<Net> whole;
-  SHOAL_RETURN_IF_ERROR(Net::Build(job, &whole, /*allocate_params=*/false));
+  SHOAL_RETURN_IF_ERROR(Net::Build(plan.job, &whole, /*allocate_params=*/false));
   auto net = std::unique_ptr<PartitionedNet>(new PartitionedNet());
-  const int m = GroupSize(plan);
-  const int rank = plan.workers.at(worker).rank;
-  net->group_size_ = m;
-  net->rank_ = rank;
-  if (m > 1 && !channel) return Status::InvalidArgument("a group of " + std::to_string(m) + " needs a channel");
+  net->group_size_ = GroupSize(plan);
+  net->rank_ = plan.workers.at(worker).rank;
+  if (net->group_size_ > 1 && !channel)
+    return Status::InvalidArgument("a group of " + std::to_string(net->group_size_) + " needs a channel");
   const size_t n = whole->layers().size();
   if (plan.layers.size() != n) return Status::InvalidArgument("the plan's layers do not match its job's net");
-  std::map<std::string, size_t> index;
-  std::map<std::string, const LayerConfig*> config;
-  for (size_t i = 0; i < n; ++i) index[whole->layers()[i]->name()] = i;
-  for (const auto& c : job.layers) config[c.name] = &c;
-
-  std::vector<Placement> held(n);
-  std::vector<Layer*> local(n, nullptr);  // this rank's layer, if it holds one
-  int connections = 0;
-  for (size_t i = 0; i < n; ++i) {
-    const Layer& layer = *whole->layers()[i];
-    const LayerPlan& lp = plan.layers[i];
-    const LayerConfig& cfg = *config.at(layer.name());
-    const auto& sources = whole->sources(i);
-    const bool elementwise_follower =
-        sources.size() == 1 && layer.SourceDependency(0) == Dependency::kElementwise;
-    if (lp.name != layer.name() || (lp.partition_dim == 1 && !layer.SplitsOutputs() && !elementwise_follower))
-      return Status::InvalidArgument("layer '" + lp.name + "' (" + lp.type +
-                                     ") cannot split its features over the workers of a group");
-
-    // How each source must be placed for this layer; in a group of one, everything is its rows.
-    std::vector<Placement> needs;
-    for (size_t k = 0; k < sources.size(); ++k) {
-      const size_t s = index.at(sources[k]->name());
-      needs.push_back(m == 1 ? Placement() : Needed(lp, layer.SourceDependency(k), held[s], sources[k]->out_shape(), m));
-    }
-    // Model parallel: each rank computes a range of the outputs; set the
-    // layer up as every rank would to learn which floats each holds.
-    auto node_for_rank = [&](int r) {
-      nlohmann::json fields = cfg.fields;
-      if (lp.partition_dim == 1 && layer.SplitsOutputs())
-        fields["num_output"] = static_cast<int>(SplitRange(layer.out_shape()[0], m, r).size());
-      return fields;
-    };
-    if (m == 1 || lp.partition_dim == 0) {
-      held[i] = Placement();
-    } else if (lp.partition_dim == -1) {
-      held[i].kind = Placement::Kind::kOne;
-      held[i].rank = lp.location;
-    } else {
-      std::vector<Shape> shapes;
-      for (int r = 0; r < m; ++r) {
-        std::vector<std::unique_ptr<Layer>> stand_ins;
-        std::vector<const Layer*> srcs;
-        for (size_t k = 0; k < sources.size(); ++k) {
-          stand_ins.push_back(std::make_unique<ShapeOnlyLayer>(
-              sources[k]->name(), ShapeAt(needs[k], r, sources[k]->out_shape())));
-          srcs.push_back(stand_ins.back().get());
-        }
-        std::unique_ptr<Layer> probe;
-        const nlohmann::json fields = node_for_rank(r);
-        SHOAL_RETURN_IF_ERROR(BuildLayer(job, cfg, fields, srcs, false, &probe));
-        shapes.push_back(probe->out_shape());
-      }
-      held[i] = ColumnsOf(shapes);
-    }
-
-    // This rank's part: a connection wherever a source is not placed as
-    // needed (every rank runs it), then the layer if this rank holds it.
-    std::vector<Layer*> srcs;
-    for (size_t k = 0; k < sources.size(); ++k) {
-      const size_t s = index.at(sources[k]->name());
-      if (needs[k] == held[s]) {
-        srcs.push_back(local[s]);
-        continue;
-      }
-      auto connection = std::make_unique<ConnectionLayer>(channel, connections++, sources[k]->name(), layer.name(),
-                                                          held[s], needs[k], sources[k]->out_shape(),
-                                                          sources[k]->WantsGrad());
-      Node node;
-      node.connection = connection.get();
-      node.placement = needs[k];
-      if (local[s]) node.srcs.push_back(local[s]);
-      srcs.push_back(connection.get());
-      node.layer = std::move(connection);
-      net->nodes_.push_back(std::move(node));
-    }
-    if (held[i].kind == Placement::Kind::kOne && held[i].rank != rank) continue;
-    std::vector<const Layer*> const_srcs(srcs.begin(), srcs.end());
-    Node node;
-    const nlohmann::json fields = node_for_rank(rank);
-    SHOAL_RETURN_IF_ERROR(BuildLayer(job, cfg, fields, const_srcs, true, &node.layer));
-    node.srcs = srcs;
-    node.placement = held[i];
-    local[i] = node.layer.get();
-    if (auto* d = dynamic_cast<DataLayer*>(local[i])) net->data_ = d;
-    if (auto* l = dynamic_cast<SoftmaxLossLayer*>(local[i])) net->loss_ = l;
-    net->nodes_.push_back(std::move(node));
-  }
+  Building b{plan, *whole, channel, {}, {}, std::vector<Placement>(n), std::vector<Layer*>(n, nullptr)};
+  for (size_t i = 0; i < n; ++i) b.index[whole->layers()[i]->name()] = i;
+  for (const auto& c : plan.job.layers) b.config[c.name] = &c;
+  for (size_t i = 0; i < n; ++i) SHOAL_RETURN_IF_ERROR(net->AddLayer(b, i));
   if (!net->data_ || !net->loss_)
     return Status::InvalidArgument("the plan places the data or the loss layer off worker " + std::to_string(worker) +
                                    " (both are partitioned by records)");
   *out = std::move(net);
+  return Status::Ok();
+}
+
+nlohmann::json PartitionedNet::FieldsForRank(const Building& b, size_t i, int r) const {
+  const Layer& layer = *b.whole.layers()[i];
+  nlohmann::json fields = b.config.at(layer.name())->fields;
+  // Model parallel: each rank computes a range of the outputs.
+  if (b.plan.layers[i].partition_dim == 1 && layer.SplitsOutputs())
+    fields["num_output"] = static_cast<int>(SplitRange(layer.out_shape()[0], group_size_, r).size());
+  return fields;
+}
+
+Status PartitionedNet::Place(const Building& b, size_t i, const std::vector<Placement>& needs, Placement* held) const {
+  const LayerPlan& lp = b.plan.layers[i];
+  *held = Placement();
+  if (group_size_ == 1 || lp.partition_dim == 0) return Status::Ok();
+  if (lp.partition_dim == -1) {
+    held->kind = Placement::Kind::kOne;
+    held->rank = lp.location;
+    return Status::Ok();
+  }
+  // Set the layer up as every rank would to learn which floats each holds.
+  const Layer& layer = *b.whole.layers()[i];
+  const auto& sources = b.whole.sources(i);
+  std::vector<Shape> shapes;
+  for (int r = 0; r < group_size_; ++r) {
+    std::vector<std::unique_ptr<Layer>> stand_ins;
+    std::vector<const Layer*> srcs;
+    for (size_t k = 0; k < sources.size(); ++k) {
+      stand_ins.push_back(
+          std::make_unique<ShapeOnlyLayer>(sources[k]->name(), ShapeAt(needs[k], r, sources[k]->out_shape())));
+      srcs.push_back(stand_ins.back().get());
+    }
+    std::unique_ptr<Layer> probe;
+    const nlohmann::json fields = FieldsForRank(b, i, r);
+    SHOAL_RETURN_IF_ERROR(BuildLayer(b.plan.job, *b.config.at(layer.name()), fields, srcs, false, &probe));
+    shapes.push_back(probe->out_shape());
+  }
+  *held = ColumnsOf(shapes);
+  return Status::Ok();
+}
+
+std::vector<Layer*> PartitionedNet::Connect(Building& b, size_t i, const std::vector<Placement>& needs) {
+  const Layer& layer = *b.whole.layers()[i];
+  const auto& sources = b.whole.sources(i);
+  std::vector<Layer*> srcs;
+  for (size_t k = 0; k < sources.size(); ++k) {
+    const size_t s = b.index.at(sources[k]->name());
+    if (needs[k] == b.held[s]) {
+      srcs.push_back(b.local[s]);
+      continue;
+    }
+    auto connection = std::make_unique<ConnectionLayer>(b.channel, b.connections++, sources[k]->name(), layer.name(),
+                                                        b.held[s], needs[k], sources[k]->out_shape(),
+                                                        sources[k]->WantsGrad());
+    Node node;
+    node.connection = connection.get();
+    node.placement = needs[k];
+    if (b.local[s]) node.srcs.push_back(b.local[s]);
+    srcs.push_back(connection.get());
+    node.layer = std::move(connection);
+    nodes_.push_back(std::move(node));
+  }
+  return srcs;
+}
+
+Status PartitionedNet::AddLayer(Building& b, size_t i) {
+  const Layer& layer = *b.whole.layers()[i];
+  const LayerPlan& lp = b.plan.layers[i];
+  const auto& sources = b.whole.sources(i);
+  const bool elementwise_follower = sources.size() == 1 && layer.SourceDependency(0) == Dependency::kElementwise;
+  if (lp.name != layer.name() || (lp.partition_dim == 1 && !layer.SplitsOutputs() && !elementwise_follower))
+    return Status::InvalidArgument("layer '" + lp.name + "' (" + lp.type +
+                                   ") cannot split its features over the workers of a group");
+  // How each source must be placed for this layer; in a group of one, everything is its rows.
+  std::vector<Placement> needs;
+  for (size_t k = 0; k < sources.size(); ++k) {
+    const size_t s = b.index.at(sources[k]->name());
+    needs.push_back(group_size_ == 1 ? Placement()
+                                     : Needed(lp, layer.SourceDependency(k), b.held[s], sources[k]->out_shape(),
+                                              group_size_));
+  }
+  SHOAL_RETURN_IF_ERROR(Place(b, i, needs, &b.held[i]));
+  // This rank's part: a connection wherever a source is not placed as
+  // needed (every rank runs it), then the layer if this rank holds it.
+  std::vector<Layer*> srcs = Connect(b, i, needs);
+  if (b.held[i].kind == Placement::Kind::kOne && b.held[i].rank != rank_) return Status::Ok();
+  std::vector<const Layer*> const_srcs(srcs.begin(), srcs.end());
+  Node node;
+  const nlohmann::json fields = FieldsForRank(b, i, rank_);
+  SHOAL_RETURN_IF_ERROR(BuildLayer(b.plan.job, *b.config.at(layer.name()), fields, const_srcs, true, &node.layer));
+  node.srcs = srcs;
+  node.placement = b.held[i];
+  b.local[i] = node.layer.get();
+  if (auto* d = dynamic_cast<DataLayer*>(b.local[i])) data_ = d;
+  if (auto* l = dynamic_cast<SoftmaxLossLayer*>(b.local[i])) loss_ = l;
+  nodes_.push_back(std::move(node));
   return Status::Ok();
 }
 

@@ -9,11 +9,14 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "comm/group_channel.h"
 #include "layers/data_layer.h"
 #include "layers/softmax_loss_layer.h"
 #include "net/connection_layer.h"
 #include "net/placement.h"
+#include "graph/net.h"
 #include "plan/plan.h"
 
 namespace shoal {
@@ -64,6 +67,17 @@ class PartitionedNet {
     ConnectionLayer* connection = nullptr;  // when the layer is one
     Placement placement;                    // of its feature: how many records this rank holds
   };
+
+  struct Building;
+  // Layer `i` of the net: where its feature is held, the connections it
+  // needs from its sources, and the layer itself if this rank holds it.
+  Status AddLayer(Building& b, size_t i);
+  // How layer `i`'s feature is spread over the group, its sources placed as `needs`.
+  Status Place(const Building& b, size_t i, const std::vector<Placement>& needs, Placement* held) const;
+  // Layer `i`'s fields as rank `r` sets it up (its range of the outputs when split).
+  nlohmann::json FieldsForRank(const Building& b, size_t i, int r) const;
+  // A connection layer for each source not placed as needed; the sources layer `i` reads.
+  std::vector<Layer*> Connect(Building& b, size_t i, const std::vector<Placement>& needs);
 
   std::vector<Node> nodes_;  // in the order they run forward
   DataLayer* data_ = nullptr;

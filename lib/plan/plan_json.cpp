@@ -20,7 +20,7 @@ using nlohmann::json;
 // 2: the job is embedded as typed JSON (1 embedded its YAML text).
 constexpr int kPlanFormatVersion = 2;
 // A plan's file: generous for a 1000-layer net on 1000 workers, finite for a hostile one.
-constexpr size_t kMaxPlanBytes = 256u << 20;
+constexpr size_t kMaxPlanBytes = 64u << 20;
 constexpr size_t kMaxEndpointBytes = 512;
 
 const char* InitKindName(ParamInit::Kind kind) {
@@ -108,11 +108,8 @@ Status CheckEndpoint(const std::string& source, const std::string& who, const st
   return Status::Ok();
 }
 
-// Everything a process relies on without checking again: the job, the net
-// it builds, the parameters, the slices covering each exactly once per
-// server group, the workers and the servers.
-Status CheckPlan(const std::string& source, const Plan& plan) {
-  const ClusterConfig& c = plan.job.cluster;
+// The layers and parameters are the ones the job's net has.
+Status CheckNet(const std::string& source, const Plan& plan) {
   std::unique_ptr<Net> net;
   SHOAL_RETURN_IF_ERROR(Net::Build(plan.job, &net, /*allocate_params=*/false));
   if (plan.layers.size() != net->layers().size())
@@ -126,16 +123,19 @@ Status CheckPlan(const std::string& source, const Plan& plan) {
   if (plan.params.size() != params.size())
     return Inconsistent(source, std::to_string(plan.params.size()) + " parameters for a net of " +
                                     std::to_string(params.size()));
-  std::map<std::string, size_t> param_index;
   for (size_t i = 0; i < params.size(); ++i) {
     const ParamPlan& pp = plan.params[i];
     if (pp.name != params[i]->name || pp.shape != params[i]->shape)
       return Inconsistent(source, "parameter " + Quoted(pp.name) + " " + ShapeToString(pp.shape) +
                                       " where the net has " + Quoted(params[i]->name) + " " +
                                       ShapeToString(params[i]->shape));
-    param_index[pp.name] = i;
   }
-  // Workers in groups of M, servers in groups of nservers_per_group.
+  return Status::Ok();
+}
+
+// Workers in groups of M, servers in groups of nservers_per_group.
+Status CheckProcesses(const std::string& source, const Plan& plan) {
+  const ClusterConfig& c = plan.job.cluster;
   if (static_cast<int>(plan.workers.size()) != c.workers() || static_cast<int>(plan.servers.size()) != c.servers())
     return Inconsistent(source, std::to_string(plan.workers.size()) + " workers and " +
                                     std::to_string(plan.servers.size()) + " servers where the job has " +
@@ -161,8 +161,16 @@ Status CheckPlan(const std::string& source, const Plan& plan) {
       return Inconsistent(source, "layer " + Quoted(l.name) + " has partition_dim " + std::to_string(l.partition_dim) +
                                       " and location " + std::to_string(l.location) + " (groups of " +
                                       std::to_string(m) + ")");
-  // Slices: keyed by their index, each within its parameter, and per server
-  // group the parameter's slices tile it from 0 to its end.
+  return Status::Ok();
+}
+
+// Slices: keyed by their index, each within its parameter, and per server
+// group each parameter's slices tile it from 0 to its end.
+Status CheckSlices(const std::string& source, const Plan& plan) {
+  const ClusterConfig& c = plan.job.cluster;
+  const auto& params = plan.params;
+  std::map<std::string, size_t> param_index;
+  for (size_t i = 0; i < params.size(); ++i) param_index[params[i].name] = i;
   std::vector<std::vector<std::vector<const SlicePlan*>>> tiles(
       c.nserver_groups, std::vector<std::vector<const SlicePlan*>>(params.size()));
   for (size_t i = 0; i < plan.slices.size(); ++i) {
@@ -233,8 +241,11 @@ Status PlanFromJson(const json& j, const std::string& source, Plan* plan) {
   if (computed != plan->hash)
     return Status::Corruption(source + ": content hash " + computed + " does not match the recorded " +
                               Quoted(plan->hash, 40) + " (the plan was edited after dl-plan wrote it)");
+  // Everything a process relies on without checking again.
   SHOAL_RETURN_IF_ERROR(ParseJob(JsonDocument(j.at("job"), source + " (job)"), &plan->job));
-  return CheckPlan(source, *plan);
+  SHOAL_RETURN_IF_ERROR(CheckNet(source, *plan));
+  SHOAL_RETURN_IF_ERROR(CheckProcesses(source, *plan));
+  return CheckSlices(source, *plan);
 }
 
 Status LoadPlan(const std::string& path, Plan* plan) {

@@ -24,7 +24,6 @@ uint8_t Allowed(const LayerFacts& l) {
   return l.splittable ? kAll : static_cast<uint8_t>(kAll & ~Only(Choice::kModel));
 }
 
-
 // Reads partition_dim and location where the user wrote them (a default
 // partition_dim of 0 is the planner's to choose).
 Status ReadOverrides(const JobConfig& job, const std::vector<LayerFacts>& layers,
