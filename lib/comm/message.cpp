@@ -1,6 +1,7 @@
 #include "comm/message.h"
 
 #include <cstring>
+#include <iterator>
 
 #include "comm/half.h"
 
@@ -22,12 +23,36 @@ T Get(const unsigned char*& p) {
   return v;
 }
 
-bool IsKnownType(uint16_t t) {
-  return (t >= 1 && t <= 12) || t == 100 || t == 101;
-}
+// Every message type: its name and what it carries. Decode accepts exactly
+// these, and the static_assert below keeps the table whole.
+struct MsgTypeInfo {
+  MsgType type;
+  const char* name;
+  bool text;  // UTF-8 text, not entries
+};
+constexpr MsgTypeInfo kMsgTypes[] = {
+    {MsgType::kGet, "get", false},         {MsgType::kUpdate, "update", false},
+    {MsgType::kPut, "put", false},         {MsgType::kStats, "stats", true},
+    {MsgType::kShutdown, "shutdown", false}, {MsgType::kDone, "done", false},
+    {MsgType::kUpdateGet, "update-get", false}, {MsgType::kMetric, "metric", true},
+    {MsgType::kJoin, "join", false},       {MsgType::kFeature, "feature", false},
+    {MsgType::kExchange, "exchange", false}, {MsgType::kSync, "sync", false},
+    {MsgType::kReply, "reply", false},     {MsgType::kError, "error", true},
+};
+static_assert(std::size(kMsgTypes) == kMsgTypeCount, "every MsgType has a row in kMsgTypes, and kMsgTypeCount says how many");
 
-bool CarriesText(MsgType t) {
-  return t == MsgType::kError || t == MsgType::kStats || t == MsgType::kMetric;
+constexpr bool TypesDistinct() {
+  for (size_t i = 0; i < std::size(kMsgTypes); ++i)
+    for (size_t j = i + 1; j < std::size(kMsgTypes); ++j)
+      if (kMsgTypes[i].type == kMsgTypes[j].type) return false;
+  return true;
+}
+static_assert(TypesDistinct(), "a MsgType has two rows in kMsgTypes");
+
+const MsgTypeInfo* InfoOf(uint16_t type) {
+  for (const auto& info : kMsgTypes)
+    if (static_cast<uint16_t>(info.type) == type) return &info;
+  return nullptr;
 }
 
 bool IsKnownEncoding(uint16_t e) { return e == 0 || e == 1; }
@@ -59,23 +84,15 @@ void CopyValues(const EntryView& e, float* out) {
 }
 
 const char* MsgTypeName(MsgType type) {
-  switch (type) {
-    case MsgType::kGet: return "get";
-    case MsgType::kUpdate: return "update";
-    case MsgType::kPut: return "put";
-    case MsgType::kStats: return "stats";
-    case MsgType::kShutdown: return "shutdown";
-    case MsgType::kDone: return "done";
-    case MsgType::kUpdateGet: return "update-get";
-    case MsgType::kMetric: return "metric";
-    case MsgType::kJoin: return "join";
-    case MsgType::kFeature: return "feature";
-    case MsgType::kSync: return "sync";
-    case MsgType::kExchange: return "exchange";
-    case MsgType::kReply: return "reply";
-    case MsgType::kError: return "error";
-  }
-  return "unknown";
+  const MsgTypeInfo* info = InfoOf(static_cast<uint16_t>(type));
+  return info ? info->name : "unknown";
+}
+
+bool IsMsgType(uint16_t type) { return InfoOf(type) != nullptr; }
+
+bool CarriesText(MsgType type) {
+  const MsgTypeInfo* info = InfoOf(static_cast<uint16_t>(type));
+  return info && info->text;
 }
 
 size_t EncodedSize(const std::vector<EntryRef>& entries, const std::string& text) {
@@ -118,7 +135,7 @@ Status Decode(const unsigned char* data, size_t size, MessageView* out) {
     return Status::Corruption("protocol version " + std::to_string(version) + ", expected " +
                               std::to_string(kProtocolVersion));
   uint16_t type = Get<uint16_t>(p);
-  if (!IsKnownType(type)) return Status::Corruption("unknown message type " + std::to_string(type));
+  if (!IsMsgType(type)) return Status::Corruption("unknown message type " + std::to_string(type));
   out->header.type = static_cast<MsgType>(type);
   out->header.plan_hash = Get<uint64_t>(p);
   out->header.step = Get<uint64_t>(p);
@@ -136,6 +153,12 @@ Status Decode(const unsigned char* data, size_t size, MessageView* out) {
     out->text.assign(reinterpret_cast<const char*>(p), end - p);
     return Status::Ok();
   }
+  // At most as many entries as their headers fit in the bytes present: a
+  // header may announce anything.
+  if (count > (size - kHeaderBytes) / kEntryHeaderBytes)
+    return Status::Corruption("header announces " + std::to_string(count) + " entries; " +
+                              std::to_string(size - kHeaderBytes) + " payload bytes hold at most " +
+                              std::to_string((size - kHeaderBytes) / kEntryHeaderBytes));
   out->entries.reserve(count);
   for (uint32_t i = 0; i < count; ++i) {
     if (static_cast<size_t>(end - p) < kEntryHeaderBytes)

@@ -36,7 +36,12 @@ enum class MsgType : uint16_t {
   kReply = 100,   // success; entries for a get
   kError = 101,   // failure; text says why
 };
+constexpr size_t kMsgTypeCount = 14;
 const char* MsgTypeName(MsgType type);
+// Whether `type` is one of MsgType's (lib/comm/message.cpp's table).
+bool IsMsgType(uint16_t type);
+// Whether a message of `type` carries UTF-8 text rather than entries.
+bool CarriesText(MsgType type);
 
 constexpr uint32_t kMsgMagic = 0x4C4F4853;  // "SHOL" read as little-endian
 constexpr uint16_t kProtocolVersion = 2;
