@@ -1,5 +1,6 @@
 // The table of layer types. Adding a type: its own .cpp, a constructor in
-// layer_types.h, a row here, a gradient check in tests/unit/layers_test.cpp.
+// layer_types.h, a row here, and its test file tests/unit/layers/<file>_test.cpp
+// with a gradient check (named in tests/unit/layers/registry_test.cpp).
 #include "layers/data_layer.h"
 #include "layers/layer_types.h"
 #include "layers/softmax_loss_layer.h"
@@ -24,7 +25,7 @@ const LayerType kLayerTypes[] = {
     {"concat", NewConcatLayer},
 };
 static_assert(sizeof(kLayerTypes) / sizeof(kLayerTypes[0]) == 9,
-              "every layer type has a row; update tests/unit/layers_test.cpp too");
+              "every layer type has a row; add its gradient check to tests/unit/layers/registry_test.cpp too");
 
 }  // namespace
 

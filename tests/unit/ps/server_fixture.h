@@ -1,5 +1,5 @@
-// A ParameterServer in this process for the unit tests (server_test.cpp,
-// server_layers_test.cpp, elastic_table_test.cpp): a tiny plan over inproc://,
+// A ParameterServer in this process for the unit tests of lib/ps and the
+// parameter tables (tests/unit/ps, tests/unit/train): a tiny plan over inproc://,
 // the server running on a thread, and clients to talk to it. Every wait is
 // bounded: clients time out after at most 2 s, and so does the server.
 #pragma once
@@ -21,6 +21,7 @@
 #include "plan/plan.h"
 #include "ps/param_init.h"
 #include "ps/server.h"
+#include "test_util.h"
 
 namespace shoal {
 
@@ -150,6 +151,123 @@ inline void CheckValues(const std::vector<float>& got, const std::vector<float>&
     INFO("element " << i);
     CHECK(got[i] == doctest::Approx(want[i]).epsilon(1e-6));
   }
+}
+
+// ---------------------------------------------------------------------------
+// Gradients, for the one-layer job (keys 0 and 1).
+
+// A worker's gradients for both slices: distinct per worker and element.
+struct Grads {
+  std::vector<float> weight, bias;
+  std::vector<EntryRef> Entries() const {
+    return {{0, weight.data(), static_cast<uint32_t>(weight.size())},
+            {1, bias.data(), static_cast<uint32_t>(bias.size())}};
+  }
+};
+
+inline Grads MakeGrads(int worker, int step) {
+  Grads g;
+  for (int i = 0; i < 12; ++i) g.weight.push_back(0.01f * (i + 1) * (worker + 1) - 0.05f * step);
+  for (int i = 0; i < 3; ++i) g.bias.push_back(-0.2f * (i + 1) + 0.3f * worker + 0.1f * step);
+  return g;
+}
+
+inline Status Update(RpcClient* client, const ServerFixture& f, uint64_t step, uint32_t sender, const Grads& g,
+              Reply* reply) {
+  return client->Call(f.Header(MsgType::kUpdate, step, sender), g.Entries(), reply);
+}
+
+// The fixture's plan served again from the checkpoints in `dir`, in the
+// background; Stop() shuts it down and checks that Run ended well.
+class ResumedServer {
+ public:
+  ResumedServer(const ServerFixture& f, const std::string& dir) : f_(f), server_(f.plan, Options(dir)) {
+    Status s = server_.Start();
+    INFO(s.ToString());
+    REQUIRE(s.ok());
+    run_ = std::async(std::launch::async, [this] { return server_.Run(); });
+  }
+  void Stop() {
+    Reply reply;
+    REQUIRE(Connect(f_)->Call({MsgType::kShutdown, f_.plan.hash_value(), 0, kToolSender}, {}, &reply).ok());
+    REQUIRE(run_.wait_for(milliseconds(3000)) == std::future_status::ready);
+    CHECK(run_.get().ok());
+  }
+
+ private:
+  static ServerOptions Options(const std::string& dir) {
+    ServerOptions o;
+    o.resume_dir = dir;
+    return o;
+  }
+  const ServerFixture& f_;
+  ParameterServer server_;
+  std::future<Status> run_;
+};
+
+// Both workers' step-`step` gradients, averaged as the server does, for one slice.
+inline std::vector<float> MeanGrads(uint32_t key, int step) {
+  const Grads g0 = MakeGrads(0, step), g1 = MakeGrads(1, step);
+  const std::vector<float>& a = key == 0 ? g0.weight : g0.bias;
+  const std::vector<float>& b = key == 0 ? g1.weight : g1.bias;
+  std::vector<float> mean(a.size());
+  for (size_t i = 0; i < a.size(); ++i) mean[i] = (0.0f + a[i] + b[i]) * 0.5f;
+  return mean;
+}
+
+// Runs step `step` of both workers on whichever server listens at
+// `f.endpoint` and returns version step + 1 of `key`.
+inline std::vector<float> TrainStep(const ServerFixture& f, int step, uint32_t key) {
+  auto worker0 = Connect(f), worker1 = Connect(f);
+  Reply reply;
+  REQUIRE(Update(worker0.get(), f, step, 0, MakeGrads(0, step), &reply).ok());
+  REQUIRE(Update(worker1.get(), f, step, 1, MakeGrads(1, step), &reply).ok());
+  REQUIRE(worker0->Call(f.Header(MsgType::kGet, step + 1, 0), {}, &reply).ok());
+  CHECK(reply.view().header.step == static_cast<uint64_t>(step) + 1);
+  return EntryValues(reply, key);
+}
+
+// ---------------------------------------------------------------------------
+// Gradients, for the two-layer job (layer by layer: what a worker sends with train.overlap).
+
+// A worker's gradients of every slice of the two-layer job, distinct per worker, step and element.
+struct LayerGrads {
+  std::vector<std::vector<float>> slices;  // by key
+  std::vector<EntryRef> Entries(std::vector<uint32_t> keys, ValueEncoding encoding = ValueEncoding::kF32) const {
+    std::vector<EntryRef> refs;
+    for (uint32_t key : keys)
+      refs.push_back({key, slices[key].data(), static_cast<uint32_t>(slices[key].size()), encoding});
+    return refs;
+  }
+};
+
+inline LayerGrads MakeLayerGrads(int worker, int step) {
+  LayerGrads g;
+  for (int count : {12, 3, 6, 2}) {
+    std::vector<float> v;
+    for (int i = 0; i < count; ++i) v.push_back(0.013f * (i + 1) * (worker + 1) - 0.07f * step + 0.001f * count);
+    g.slices.push_back(v);
+  }
+  return g;
+}
+
+inline const std::vector<uint32_t> kFc = {0, 1}, kFc2 = {2, 3}, kBoth = {0, 1, 2, 3};
+
+// Version 1 of `key` after one momentum step on both workers' step-0 gradients, as the server computes it.
+inline std::vector<float> AfterOneStep(const ServerFixture& f, uint32_t key) {
+  const std::vector<float> w0 = f.Initial(key);
+  const LayerGrads g0 = MakeLayerGrads(0, 0), g1 = MakeLayerGrads(1, 0);
+  std::vector<float> w1(w0.size());
+  const size_t offset = f.plan.slices[key].offset;
+  for (size_t i = 0; i < w1.size(); ++i)
+    w1[i] = w0[offset + i] - kLr * ((0.0f + g0.slices[key][i] + g1.slices[key][i]) * 0.5f);
+  return w1;
+}
+
+inline std::vector<uint32_t> KeysOf(const Reply& reply) {
+  std::vector<uint32_t> keys;
+  for (const auto& e : reply.view().entries) keys.push_back(e.key);
+  return keys;
 }
 
 }  // namespace shoal

@@ -2,7 +2,7 @@
 # Reference values for tests/unit/updater_test.cpp and lr_schedule_test.cpp,
 # computed once with PyTorch's own optimizers and schedulers (torch 1.13) and
 # pasted there as constants. Run with the Python that has torch:
-#   /usr/bin/python3 tests/unit/updater_reference.py
+#   /usr/bin/python3 tests/unit/ps/updater_reference.py
 import torch
 
 W0 = [0.5, -1.5, 2.0, 0.0]

@@ -1,7 +1,7 @@
 // Tests for lib/ps/lr_schedule (and the scheduled rate an update uses).
 // Reference factors: PyTorch's StepLR, ExponentialLR, LinearLR and
 // ChainedScheduler, stepped once per update with base rate 1, computed once by
-// tests/unit/updater_reference.py under /usr/bin/python3 (torch 1.13).
+// tests/unit/ps/updater_reference.py under /usr/bin/python3 (torch 1.13).
 #include <doctest/doctest.h>
 
 #include <cmath>

@@ -2,7 +2,7 @@
 // the state each rule declares.
 //
 // The reference values were computed once with PyTorch (torch 1.13, float32)
-// by tests/unit/updater_reference.py under /usr/bin/python3 and pasted here:
+// by tests/unit/ps/updater_reference.py under /usr/bin/python3 and pasted here:
 // the same 4 values and 3 gradients, lr 0.1, weight_decay 0.01, PyTorch's
 // default hyper-parameters unless a case says otherwise. Ours must agree to
 // 1e-6 relative (an exact 0 stays exactly 0).

@@ -1,0 +1,145 @@
+// Tests for lib/plan/plan_json: plan.json written and read back, and every
+// edit or inconsistency refused.
+#include <doctest/doctest.h>
+
+#include "test_util.h"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "config/job.h"
+#include "plan/partition.h"
+#include "core/hash.h"
+#include "plan/plan.h"
+#include "ps/param_init.h"
+
+namespace shoal {
+namespace {
+
+using nlohmann::json;
+
+// configs/fashion-mlp.yaml's model; `cluster` replaces its cluster section.
+std::string MlpJob(const std::string& cluster = "{nworker_groups: 1, nworkers_per_group: 2, consistency: bsp}") {
+  return "name: fashion-mlp\n"
+         "model:\n"
+         "  layers:\n"
+         "    - {name: data, type: data, shape: [1, 28, 28]}\n"
+         "    - {name: fc1, type: fully_connected, srclayers: data, num_output: 256}\n"
+         "    - {name: relu1, type: relu, srclayers: fc1}\n"
+         "    - {name: fc2, type: fully_connected, srclayers: relu1, num_output: 128}\n"
+         "    - {name: relu2, type: relu, srclayers: fc2}\n"
+         "    - {name: fc3, type: fully_connected, srclayers: relu2, num_output: 10}\n"
+         "    - {name: loss, type: softmax_loss, srclayers: [fc3, data]}\n"
+         "train: {batch_size: 32, epochs: 2, updater: momentum, learning_rate: 0.05, momentum: 0.9}\n"
+         "cluster: " + cluster + "\n"
+         "data: {shards: runs/shards/fashion-mnist-2}\n";
+}
+
+Plan MakePlan(const std::string& text, const PlanOptions& options = PlanOptions()) {
+  JobConfig job;
+  Status s = ParseJob(text, "mlp.yaml", &job);
+  INFO(s.ToString());
+  REQUIRE(s.ok());
+  Plan plan;
+  s = MakeDataParallelPlan(job, options, &plan);
+  INFO(s.ToString());
+  REQUIRE(s.ok());
+  return plan;
+}
+
+TEST_CASE("PlanToJson then PlanFromJson gives the same plan and hash") {
+  Plan plan = MakePlan(MlpJob("{nworkers_per_group: 2, nservers_per_group: 2, slice_floats: 50000}"));
+  json j = PlanToJson(plan);
+  CHECK(j.at("format") == "shoal-plan");
+  CHECK(j.at("hash") == plan.hash);
+  CHECK(j.at("cluster").at("workers") == 2);
+  // Through text, as dl-plan writes it and every process reads it.
+  json reread = json::parse(j.dump(2));
+  Plan back;
+  Status s = PlanFromJson(reread, "plan.json", &back);
+  INFO(s.ToString());
+  REQUIRE(s.ok());
+  CHECK(back.hash == plan.hash);
+  CHECK(back.hash_value() == plan.hash_value());
+  CHECK(PlanToJson(back) == j);
+  CHECK(back.job.cluster.servers() == 2);
+  CHECK(back.job.train.batch_size == 32);
+  REQUIRE(back.slices.size() == plan.slices.size());
+  for (size_t k = 0; k < plan.slices.size(); ++k) {
+    CHECK(back.slices[k].param == plan.slices[k].param);
+    CHECK(back.slices[k].offset == plan.slices[k].offset);
+    CHECK(back.slices[k].count == plan.slices[k].count);
+    CHECK(back.slices[k].server == plan.slices[k].server);
+  }
+  CHECK(back.params[0].init.value == plan.params[0].init.value);
+}
+
+TEST_CASE("editing any field of plan.json makes PlanFromJson refuse it, naming the hash") {
+  Plan plan = MakePlan(MlpJob("{nworkers_per_group: 2, nservers_per_group: 2, slice_floats: 50000}"));
+  const json original = PlanToJson(plan);
+  struct Edit {
+    const char* what;
+    void (*apply)(json*);
+  };
+  const Edit edits[] = {
+      {"a slice's count", [](json* j) { (*j)["slices"][1]["count"] = 49999; }},
+      {"a slice's offset", [](json* j) { (*j)["slices"][1]["offset"] = 1; }},
+      {"a slice's server", [](json* j) { (*j)["slices"][0]["server"] = 1; }},
+      {"a layer's partition_dim", [](json* j) { (*j)["layers"][2]["partition_dim"] = 1; }},
+      {"a layer's params", [](json* j) { (*j)["layers"][1]["params"] = 7; }},
+      {"a param's init value", [](json* j) { (*j)["params"][0]["init"]["value"] = 0.5; }},
+      {"a param's shape", [](json* j) { (*j)["params"][1]["shape"] = {128}; }},
+      {"a server's endpoint", [](json* j) { (*j)["servers"][1]["endpoint"] = "tcp://10.0.0.1:5556"; }},
+      {"a worker's group", [](json* j) { (*j)["workers"][1]["group"] = 0; }},
+      {"the job", [](json* j) { (*j)["job"]["train"]["learning_rate"] = 0.5; }},
+      {"the cluster summary", [](json* j) { (*j)["cluster"]["workers"] = 4; }},
+      {"the data summary", [](json* j) { (*j)["data"]["shards"] = "elsewhere"; }},
+      {"the recorded hash", [](json* j) { (*j)["hash"] = "0000000000000001"; }},
+  };
+  for (const auto& edit : edits) {
+    INFO("editing " << std::string(edit.what));
+    json j = original;
+    edit.apply(&j);
+    Plan back;
+    Status s = PlanFromJson(j, "plan.json", &back);
+    INFO(s.ToString());
+    CHECK(s.code() == Status::Code::kCorruption);
+    CHECK(Contains(s.message(), "plan.json: content hash "));
+    CHECK(Contains(s.message(), "does not match the recorded"));
+  }
+}
+
+// Recomputes a plan's hash after an edit, as anyone can.
+void Rehash(json* j) {
+  j->erase("hash");
+  (*j)["hash"] = HexU64(Fnv1a64(j->dump()));
+}
+
+TEST_CASE("PlanFromJson refuses what is not a plan, or a plan of another format version") {
+  Plan plan = MakePlan(MlpJob());
+  Plan back;
+  json j = PlanToJson(plan);
+  j["format"] = "shoal-checkpoint";
+  CHECK(PlanFromJson(j, "x.json", &back).message() == "x.json: not a shoal plan");
+  j = PlanToJson(plan);
+  j["version"] = 1;
+  CHECK(PlanFromJson(j, "x.json", &back).message() ==
+        "x.json: plan format version 1, this build reads 2 (plan the job again with this build's dl-plan)");
+  j = PlanToJson(plan);
+  j.erase("slices");
+  Status s = PlanFromJson(j, "x.json", &back);
+  CHECK(s.code() == Status::Code::kInvalidArgument);
+  CHECK(Contains(s.message(), "x.json: malformed plan"));
+  CHECK(Contains(s.message(), "slices"));
+  j = PlanToJson(plan);
+  j["slices"][0]["param"] = "nope.weight";
+  Rehash(&j);  // as anyone editing a plan can
+  CHECK(PlanFromJson(j, "x.json", &back).message() ==
+        "x.json: inconsistent plan: slice 0 belongs to no parameter: 'nope.weight'");
+}
+
+}  // namespace
+}  // namespace shoal

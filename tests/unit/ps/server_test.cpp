@@ -1,0 +1,303 @@
+// Tests for lib/ps/server (with lib/comm's RpcServer and RpcClient): one
+// ParameterServer and several clients in one process over inproc://. Every
+// wait is bounded: clients time out after at most 2 s, and so does the server.
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <future>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "ckpt/checkpoint.h"
+#include "comm/half.h"
+#include "core/hash.h"
+#include "server_fixture.h"
+#include "test_util.h"
+#include <nng/nng.h>
+#include <nng/protocol/reqrep0/req.h>
+
+namespace shoal {
+namespace {
+
+TEST_CASE("a server that stops answers the requests still waiting, naming why") {
+  ServerFixture f("bsp");
+  auto waiting = Connect(f);
+  REQUIRE(waiting->Send(f.Header(MsgType::kGet, 5, 0), {}).ok());
+  Reply reply;
+  auto answer = std::async(std::launch::async, [&] { return waiting->Receive(&reply); });
+  std::this_thread::sleep_for(milliseconds(50));
+  CHECK(f.Stop().ok());
+  Status s = answer.get();
+  INFO(s.ToString());
+  CHECK(Contains(s.message(), "server 0 is stopping"));
+}
+
+TEST_CASE("join answers with the values and the step to train next; a metric goes into the checkpoint") {
+  const std::string dir = TempDirPath();
+  ServerFixture f("bsp", dir);
+  auto worker0 = Connect(f), worker1 = Connect(f);
+  Reply reply;
+  REQUIRE(worker0->Call(f.Header(MsgType::kJoin, 0, 0), {}, &reply).ok());
+  CHECK(reply.view().header.step == 0);
+  CheckValues(EntryValues(reply, 0), f.Initial(0));
+  REQUIRE(Update(worker0.get(), f, 0, 0, MakeGrads(0, 0), &reply).ok());
+  REQUIRE(Update(worker1.get(), f, 0, 1, MakeGrads(1, 0), &reply).ok());
+  REQUIRE(worker1->Call(f.Header(MsgType::kJoin, 0, 1), {}, &reply).ok());
+  CHECK(reply.view().header.step == 1);
+  REQUIRE(worker0->Send({MsgType::kMetric, f.plan.hash_value(), 1, 0}, {}, R"({"step": 1, "test_accuracy": 0.5})").ok());
+  REQUIRE(worker0->Receive(&reply).ok());
+  REQUIRE(worker0->Send({MsgType::kMetric, f.plan.hash_value(), 1, 0}, {}, "[1, 2]").ok());
+  CHECK(Contains(worker0->Receive(&reply).message(), "a metric must be a JSON object"));
+  CHECK(f.Stop().ok());
+  Checkpoint ckpt;
+  REQUIRE(ReadCheckpoint(ListCheckpoints(dir, 0).back(), &ckpt).ok());
+  CHECK(ckpt.step == 1);
+  CHECK(ckpt.metric["test_accuracy"] == 0.5);
+  CHECK(ckpt.updates_from == std::vector<uint64_t>{1, 1});
+}
+
+TEST_CASE("scale_lr_with_workers: the server's rate is learning_rate × the plan's 2 workers") {
+  ServerFixture f("bsp", "", "updater: sgd, scale_lr_with_workers: true");
+  const std::vector<float> w1 = TrainStep(f, 0, 0), w0 = f.Initial(0), g = MeanGrads(0, 0);
+  std::vector<float> want(w0.size());
+  for (size_t i = 0; i < w0.size(); ++i) want[i] = w0[i] - 2 * kLr * g[i];
+  CheckValues(w1, want);
+  CHECK(f.Stop().ok());
+}
+
+TEST_CASE("a request for another plan is refused naming both plan hashes") {
+  ServerFixture f("bsp");
+  auto client = Connect(f);
+  Reply reply;
+  const uint64_t other = f.plan.hash_value() ^ 0x5a5a;
+  Status s = client->Call({MsgType::kGet, other, 0, 0}, {}, &reply);
+  CHECK(s.code() == Status::Code::kInvalidArgument);
+  CHECK(Contains(s.message(), "request for plan " + HexU64(other) + ", this server runs plan " + f.plan.hash));
+  const Grads g = MakeGrads(0, 0);
+  s = client->Call({MsgType::kUpdate, other, 0, 0}, g.Entries(), &reply);
+  CHECK(Contains(s.message(), HexU64(other)));
+  CHECK(f.server->stats().updates_received == 0);
+  CHECK(f.server->stats().bad_requests == 2);
+  // The server goes on serving the right plan.
+  CHECK(client->Call(f.Header(MsgType::kGet, 0, 0), {}, &reply).ok());
+  CHECK(f.Stop().ok());
+}
+
+TEST_CASE("updates from a sender that is not a worker, or not matching the table, are refused") {
+  ServerFixture f("bsp");
+  auto client = Connect(f);
+  Reply reply;
+  const Grads g = MakeGrads(0, 0);
+  for (uint32_t sender : {2u, 1000u, kToolSender}) {
+    INFO("sender " << sender);
+    Status s = Update(client.get(), f, 0, sender, g, &reply);
+    CHECK(s.code() == Status::Code::kInvalidArgument);
+    CHECK(Contains(s.message(), "sender " + std::to_string(sender) + " is not a worker of the plan (it has 2)"));
+  }
+  Status s = client->Call(f.Header(MsgType::kDone, 0, 2), {}, &reply);
+  CHECK(Contains(s.message(), "sender 2 is not a worker of the plan"));
+
+  // One slice missing; a slice of the wrong size; an unknown key.
+  s = client->Call(f.Header(MsgType::kUpdate, 0, 0), {g.Entries()[0]}, &reply);
+  CHECK(Contains(s.message(), "update from worker 0 carries 1 slices of layer 'fc'; the plan gives it 2 of them "
+                              "on this server"));
+  s = client->Call(f.Header(MsgType::kUpdate, 0, 0), {}, &reply);
+  CHECK(Contains(s.message(), "update from worker 0 carries no slices; the plan gives it 2 on this server"));
+  std::vector<EntryRef> wrong = g.Entries();
+  wrong[1].count = 2;
+  s = client->Call(f.Header(MsgType::kUpdate, 0, 0), wrong, &reply);
+  CHECK(Contains(s.message(), "update slice 1 of 2 floats does not match this server's table"));
+  wrong = g.Entries();
+  wrong[1].key = 9;
+  s = client->Call(f.Header(MsgType::kUpdate, 0, 0), wrong, &reply);
+  CHECK(Contains(s.message(), "update slice 9 of 3 floats does not match"));
+  // A refused update does not count as the worker's contribution.
+  CHECK(Update(client.get(), f, 0, 0, g, &reply).ok());
+  CHECK(f.server->stats().updates_received == 1);
+  CHECK(f.Stop().ok());
+}
+
+TEST_CASE("garbage bytes are answered with an error and the server keeps serving") {
+  ServerFixture f("bsp");
+  nng_socket raw;
+  REQUIRE(nng_req0_open(&raw) == 0);
+  nng_socket_set_ms(raw, NNG_OPT_RECVTIMEO, kTimeoutMs);
+  nng_socket_set_ms(raw, NNG_OPT_SENDTIMEO, kTimeoutMs);
+  REQUIRE(nng_dial(raw, f.endpoint.c_str(), nullptr, 0) == 0);
+  const char garbage[] = "GET / HTTP/1.1\r\n\r\n";
+  REQUIRE(nng_send(raw, const_cast<char*>(garbage), sizeof garbage - 1, 0) == 0);
+  void* buf = nullptr;
+  size_t size = 0;
+  REQUIRE(nng_recv(raw, &buf, &size, NNG_FLAG_ALLOC) == 0);
+  MessageView view;
+  REQUIRE(Decode(static_cast<unsigned char*>(buf), size, &view).ok());
+  nng_free(buf, size);
+  nng_close(raw);
+  CHECK(view.header.type == MsgType::kError);
+  CHECK(Contains(view.text, "message of 18 bytes is shorter than a header"));
+  CHECK(f.server->stats().bad_requests == 1);
+
+  auto client = Connect(f);
+  Reply reply;
+  CHECK(client->Call(f.Header(MsgType::kGet, 0, 0), {}, &reply).ok());
+  CHECK(f.Stop().ok());
+}
+
+TEST_CASE("done: the first worker's done waits for the last; both get the final parameters; Run returns") {
+  const std::string dir = TempDirPath();
+  ServerFixture f("bsp", dir);
+  auto worker0 = Connect(f), worker1 = Connect(f);
+  Reply reply;
+  const Grads g0 = MakeGrads(0, 0), g1 = MakeGrads(1, 0);
+  REQUIRE(Update(worker0.get(), f, 0, 0, g0, &reply).ok());
+  REQUIRE(Update(worker1.get(), f, 0, 1, g1, &reply).ok());
+  REQUIRE(worker0->Call(f.Header(MsgType::kGet, 1, 0), {}, &reply).ok());
+  const std::vector<float> final_w = EntryValues(reply, 0), final_b = EntryValues(reply, 1);
+
+  Reply reply0;
+  auto done0 = std::async(std::launch::async, [&] {
+    return worker0->Call(f.Header(MsgType::kDone, ~0ull, 0), {}, &reply0);
+  });
+  CHECK(done0.wait_for(milliseconds(200)) == std::future_status::timeout);
+  CHECK(f.run.wait_for(milliseconds(0)) == std::future_status::timeout);  // still serving
+
+  Reply reply1;
+  Status s1 = worker1->Call(f.Header(MsgType::kDone, ~0ull, 1), {}, &reply1);
+  INFO(s1.ToString());
+  REQUIRE(s1.ok());
+  REQUIRE(done0.wait_for(milliseconds(kTimeoutMs)) == std::future_status::ready);
+  Status s0 = done0.get();
+  INFO(s0.ToString());
+  REQUIRE(s0.ok());
+  for (const Reply* r : {&reply0, &reply1}) {
+    CHECK(r->view().header.step == 1);
+    CHECK(EntryValues(*r, 0) == final_w);
+    CHECK(EntryValues(*r, 1) == final_b);
+  }
+
+  // Run returns by itself (well before its 2 s idle timeout), writing a final checkpoint.
+  REQUIRE(f.run.wait_for(milliseconds(3000)) == std::future_status::ready);
+  Status run = f.run.get();
+  INFO(run.ToString());
+  CHECK(run.ok());
+  std::vector<std::string> ckpts = ListCheckpoints(dir, 0);
+  REQUIRE(ckpts.size() == 1);
+  CHECK(ckpts[0] == CheckpointPath(dir, 0, 1));
+  Checkpoint ckpt;
+  REQUIRE(ReadCheckpoint(ckpts[0], &ckpt).ok());
+  CHECK(ckpt.plan_hash == f.plan.hash);
+  CHECK(ckpt.step == 1);
+  CHECK(ckpt.updates == 2);
+  REQUIRE(ckpt.tensors.size() == 4);  // value and velocity of each slice
+  CHECK(ckpt.tensors[0].name == "fc.weight");
+  CHECK(ckpt.tensors[0].data == final_w);
+  CHECK(ckpt.tensors[1].name == "fc.weight@velocity");
+  CHECK(ckpt.tensors[3].name == "fc.bias@velocity");
+}
+
+TEST_CASE("a stats request is answered with JSON and a shutdown ends Run") {
+  ServerFixture f("bsp");
+  auto tool = Connect(f);
+  Reply reply;
+  REQUIRE(tool->Call(f.Header(MsgType::kStats, 0, kToolSender), {}, &reply).ok());
+  CHECK(reply.view().header.type == MsgType::kStats);
+  nlohmann::json j = nlohmann::json::parse(reply.view().text);
+  CHECK(j["version"] == 0);
+  CHECK(j["workers_done"] == 0);
+  CHECK(j["consistency"] == "bsp");
+  CHECK(j["updates_from"] == nlohmann::json::array({0, 0}));
+  CHECK(j["ssp_waits"] == 0);
+  CHECK(j["max_staleness_served"] == 0);
+  REQUIRE(tool->Call(f.Header(MsgType::kShutdown, 0, kToolSender), {}, &reply).ok());
+  REQUIRE(f.run.wait_for(milliseconds(3000)) == std::future_status::ready);
+  CHECK(f.run.get().ok());
+}
+
+TEST_CASE("a server that hears from nobody gives up after the plan's timeout") {
+  // A short timeout of its own so the test stays quick.
+  JobConfig job;
+  std::string text = TinyJob("bsp");
+  text.replace(text.find("timeout_ms: 2000"), 16, "timeout_ms: 150");
+  REQUIRE(ParseJob(text, "tiny.yaml", &job).ok());
+  PlanOptions options;
+  options.endpoints = {UniqueEndpoint()};
+  Plan plan;
+  REQUIRE(MakeDataParallelPlan(job, options, &plan).ok());
+  ParameterServer server(plan, ServerOptions());
+  REQUIRE(server.Start().ok());
+  auto run = std::async(std::launch::async, [&] { return server.Run(); });
+  REQUIRE(run.wait_for(milliseconds(kTimeoutMs)) == std::future_status::ready);
+  Status s = run.get();
+  CHECK(s.code() == Status::Code::kTimeout);
+  CHECK(s.message() == "no request from any worker for 150 ms (at version 0, 0 of 2 workers done)");
+}
+
+TEST_CASE("a server id outside the plan is refused at Start") {
+  JobConfig job;
+  REQUIRE(ParseJob(TinyJob("bsp"), "tiny.yaml", &job).ok());
+  Plan plan;
+  REQUIRE(MakeDataParallelPlan(job, PlanOptions(), &plan).ok());
+  ServerOptions options;
+  options.id = 1;
+  ParameterServer server(plan, options);
+  Status s = server.Start();
+  CHECK(s.code() == Status::Code::kInvalidArgument);
+  CHECK(s.message() == "server id 1 is not in the plan (it has 1 servers)");
+}
+
+TEST_CASE("fp16 wire: halves are summed in fp32, a worker's slices come back as halves, a get takes fp32") {
+  ServerFixture f("bsp", "", "updater: momentum", kOneLayer, ", wire: fp16");
+  auto w0 = Connect(f), w1 = Connect(f);
+  const LayerGrads g0 = MakeLayerGrads(0, 0), g1 = MakeLayerGrads(1, 0);
+  Reply r0, r1;
+  REQUIRE(w1->Send(f.Header(MsgType::kUpdateGet, 0, 1), g1.Entries(kFc, ValueEncoding::kF16)).ok());
+  REQUIRE(w0->Call(f.Header(MsgType::kUpdateGet, 0, 0), g0.Entries(kFc, ValueEncoding::kF16), &r0).ok());
+  REQUIRE(w1->Receive(&r1).ok());
+  Reply get;
+  REQUIRE(w0->Call(f.Header(MsgType::kGet, 1, 0), {}, &get).ok());
+  const std::vector<float> w0_values = f.Initial(0);
+  for (const auto& e : get.view().entries) CHECK(e.encoding == ValueEncoding::kF32);
+  // The fp32 master: the mean of the gradients' halves, applied in fp32.
+  std::vector<float> want(12);
+  for (size_t i = 0; i < 12; ++i) {
+    const float h0 = HalfToFloat(FloatToHalf(g0.slices[0][i])), h1 = HalfToFloat(FloatToHalf(g1.slices[0][i]));
+    want[i] = w0_values[i] - kLr * ((0.0f + h0 + h1) * 0.5f);
+  }
+  CheckValues(EntryValues(get, 0), want);
+  // The workers' copies: the master's halves.
+  for (const Reply* r : {&r0, &r1}) {
+    for (const auto& e : r->view().entries) CHECK(e.encoding == ValueEncoding::kF16);
+    CHECK(r->view().entries[0].value_bytes() == 24);
+    const std::vector<float> master = EntryValues(get, 0), halves = EntryValues(*r, 0);
+    for (size_t i = 0; i < 12; ++i) CHECK(halves[i] == HalfToFloat(FloatToHalf(master[i])));
+  }
+  CHECK(f.Stop().ok());
+}
+
+TEST_CASE("clients sharing a connection have requests in flight at once, and it outlives the one that dialled") {
+  ServerFixture f("bsp");
+  RpcClient undialled;
+  std::unique_ptr<RpcClient> nothing;
+  CHECK(undialled.Share(&nothing).code() == Status::Code::kInvalidArgument);
+
+  auto dialled = Connect(f);
+  std::unique_ptr<RpcClient> shared;
+  REQUIRE(dialled->Share(&shared).ok());
+  CHECK(shared->endpoint() == f.endpoint);
+  // A get of version 1 waits on the server; the shared client is answered meanwhile.
+  REQUIRE(dialled->Send(f.Header(MsgType::kGet, 1, 0), {}).ok());
+  Reply reply;
+  REQUIRE(shared->Call(f.Header(MsgType::kStats, 0, kToolSender), {}, &reply).ok());
+  CHECK(reply.view().header.type == MsgType::kStats);
+  dialled.reset();  // abandons its get
+  REQUIRE(shared->Call(f.Header(MsgType::kGet, 0, 0), {}, &reply).ok());
+  CHECK(reply.view().entries.size() == 2);
+  CHECK(f.Stop().ok());
+}
+
+}  // namespace
+}  // namespace shoal
