@@ -23,13 +23,6 @@
 namespace shoal {
 namespace {
 
-// w [2, 5] cut into floats 0..6 (server 0) and 6..10 (server 1); b [3] whole on server 1.
-std::vector<float> Range(float start, int n) {
-  std::vector<float> v(n);
-  for (int i = 0; i < n; ++i) v[i] = start + i;
-  return v;
-}
-
 TEST_CASE("FillParamsFromCheckpoint copies values by name and refuses a mismatch naming it") {
   Checkpoint m;
   m.server = -1;
