@@ -34,6 +34,7 @@ struct YamlFields {
     fields = std::make_unique<Fields>(doc.root, doc.origin, "", what);
   }
   const Fields& operator*() const { return *fields; }
+  const Fields* operator->() const { return fields.get(); }
 };
 
 inline bool Contains(const std::string& text, const std::string& part) {

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <future>
 #include <memory>
 #include <string>
@@ -15,6 +16,7 @@
 #include "comm/half.h"
 #include "core/hash.h"
 #include "server_fixture.h"
+#include "ps/checkpointer.h"
 #include "test_util.h"
 
 namespace shoal {
@@ -139,6 +141,84 @@ TEST_CASE("resume refuses a checkpoint without one of its updater's buffers, wit
   CHECK(s.message() == "'" + path + "': tensor 'fc.bias@exp_avg' is there twice");
   std::filesystem::remove_all(dir);
   std::filesystem::remove_all(edited);
+}
+
+// A server's table as the one-layer job makes it, for the checkpointer alone.
+struct TableOnly {
+  Plan plan;
+  ServerConfig config;
+  std::unique_ptr<ServerTable> table;
+  TableOnly() {
+    JobConfig job;
+    REQUIRE(ParseJob(TinyJob("bsp"), "tiny.yaml", &job).ok());
+    PlanOptions options;
+    options.endpoints = {"inproc://checkpointer-test"};
+    REQUIRE(MakeDataParallelPlan(job, options, &plan).ok());
+    REQUIRE(MakeServerConfig(plan, 0, &config).ok());
+    table = std::make_unique<ServerTable>(config, true);
+  }
+};
+
+TEST_CASE("a snapshot restores into a fresh table: values, the updater's state, versions and clocks") {
+  TableOnly a;
+  for (auto& [key, s] : a.table->slices()) {
+    for (size_t i = 0; i < s.value.size(); ++i) s.value[i] = key + 0.5f * i, s.state[0][i] = -1.0f * i;
+  }
+  for (auto& layer : a.table->layers()) layer.version = 4, layer.updates_from = {4, 3};
+  for (int i = 0; i < 4; ++i) a.table->Advance();
+  const Checkpoint ckpt = SnapshotTable(*a.table, 9, {{"test_accuracy", 0.5}});
+  CHECK(ckpt.step == 4);
+  CHECK(ckpt.updates == 9);
+  CHECK(ckpt.updates_from == std::vector<uint64_t>{4, 3});
+  CHECK(ckpt.tensors.size() == 4);  // 2 slices × (value, velocity)
+  CHECK(ckpt.metric["test_accuracy"] == 0.5);
+  TableOnly b;
+  REQUIRE(RestoreTable(ckpt, "x.ckpt", b.table.get()).ok());
+  CHECK(b.table->version() == 4);
+  CHECK(b.table->NextStepOf(1) == 3);
+  for (const auto& [key, s] : a.table->slices()) {
+    CHECK(b.table->slice(key).value == s.value);
+    CHECK(b.table->slice(key).state == s.state);
+  }
+}
+
+TEST_CASE("the checkpointer writes on its own thread, Flush waits for the disk, and the newest `keep` stay") {
+  TempDir dir;
+  TableOnly t;
+  Checkpointer checkpointer(dir.path + "/ckpt", 0, 2);
+  REQUIRE(checkpointer.Start().ok());
+  for (int step = 1; step <= 4; ++step) {
+    t.table->Advance();
+    checkpointer.Write(SnapshotTable(*t.table, step, nullptr));
+  }
+  CHECK(checkpointer.Flush().ok());
+  CHECK(checkpointer.written() == 4);
+  const std::vector<std::string> kept = ListCheckpoints(dir.path + "/ckpt", 0);
+  REQUIRE(kept.size() == 2);
+  CHECK(kept[1] == CheckpointPath(dir.path + "/ckpt", 0, 4));
+  Checkpoint back;
+  REQUIRE(ReadCheckpoint(kept[1], &back).ok());
+  CHECK(back.step == 4);
+}
+
+TEST_CASE("a checkpoint that cannot be written is reported by Flush, and the next one still is written") {
+  TempDir dir;
+  TableOnly t;
+  const std::string ckpt_dir = dir.path + "/ckpt";
+  Checkpointer checkpointer(ckpt_dir, 0, 3);
+  REQUIRE(checkpointer.Start().ok());
+  std::filesystem::remove_all(ckpt_dir);
+  { std::ofstream(ckpt_dir) << "not a directory"; }
+  checkpointer.Write(SnapshotTable(*t.table, 0, nullptr));
+  Status s = checkpointer.Flush();
+  CHECK(!s.ok());
+  CHECK(Contains(s.message(), ckpt_dir));
+  std::filesystem::remove(ckpt_dir);
+  std::filesystem::create_directories(ckpt_dir);
+  t.table->Advance();
+  checkpointer.Write(SnapshotTable(*t.table, 1, nullptr));
+  CHECK(checkpointer.Flush().ok());
+  CHECK(checkpointer.written() == 1);
 }
 
 }  // namespace

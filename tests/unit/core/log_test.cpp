@@ -1,0 +1,57 @@
+// Tests for lib/core/log: lines on stderr named by the tool, and a flood of
+// them cut down to a few with a count of the rest.
+#include <doctest/doctest.h>
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <string>
+#include <thread>
+
+#include "core/log.h"
+#include "test_util.h"
+
+namespace shoal {
+namespace {
+
+// What `write` logs to stderr, captured through a temporary file.
+template <typename Write>
+std::string Captured(Write write) {
+  std::fflush(stderr);
+  TempDir dir;
+  const std::string path = dir.path + "/stderr";
+  const int saved = dup(STDERR_FILENO);
+  REQUIRE(std::freopen(path.c_str(), "w", stderr) != nullptr);
+  write();
+  std::fflush(stderr);
+  dup2(saved, STDERR_FILENO);
+  close(saved);
+  std::FILE* f = std::fopen(path.c_str(), "r");
+  std::string text;
+  for (int c; (c = std::fgetc(f)) != EOF;) text += static_cast<char>(c);
+  std::fclose(f);
+  return text;
+}
+
+TEST_CASE("a log line is the tool's name, the message and a newline") {
+  SetLogName("dl-test");
+  CHECK(Captured([] { Log("server 0 serving"); }) == "dl-test: server 0 serving\n");
+  SetLogName("shoal");
+}
+
+TEST_CASE("a rate-limited log keeps its burst, then one a interval, counting what it left out") {
+  RateLimitedLog log(3, std::chrono::milliseconds(200));
+  const std::string first = Captured([&] {
+    for (int i = 0; i < 100; ++i) log.Log("refused " + std::to_string(i));
+  });
+  CHECK(Contains(first, "refused 0\n"));
+  CHECK(Contains(first, "refused 2\n"));
+  CHECK(!Contains(first, "refused 3\n"));
+  CHECK(log.suppressed() == 97);
+  std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  const std::string later = Captured([&] { log.Log("refused again"); });
+  CHECK(Contains(later, "refused again (and 97 more like it left out)"));
+}
+
+}  // namespace
+}  // namespace shoal

@@ -1,0 +1,32 @@
+// Tests for lib/core/text: UTF-8 checked, outside text quoted safely.
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include "core/text.h"
+
+namespace shoal {
+namespace {
+
+TEST_CASE("UTF-8: well-formed sequences pass; stray, overlong, surrogate and cut sequences do not") {
+  CHECK(IsUtf8(""));
+  CHECK(IsUtf8("plain"));
+  CHECK(IsUtf8("α·x − c ✓ 😀"));
+  CHECK(!IsUtf8("\xff"));
+  CHECK(!IsUtf8("\xc0\xaf"));          // overlong '/'
+  CHECK(!IsUtf8("\xed\xa0\x80"));      // a surrogate
+  CHECK(!IsUtf8("\xe2\x82"));          // cut short
+  CHECK(!IsUtf8("\xf4\x90\x80\x80"));  // past U+10FFFF
+}
+
+TEST_CASE("Quoted puts text in single quotes, escapes what is not printable UTF-8 and cuts it short") {
+  CHECK(Quoted("fc1") == "'fc1'");
+  CHECK(Quoted("a\nb\xff") == "'a\\x0Ab\\xFF'");
+  CHECK(Quoted("α") == "'α'");
+  const std::string long_text(1000, 'x');
+  const std::string q = Quoted(long_text, 10);
+  CHECK(q == "'" + std::string(10, 'x') + "...'");
+}
+
+}  // namespace
+}  // namespace shoal

@@ -1,0 +1,270 @@
+// Tests for lib/train/batch_loader over a small shard directory written by
+// lib/data/shard_writer: the first pass in the order the records were dealt,
+// later passes reshuffled by the seed, where a loader begins, a bad record's
+// error, and ShardScanner reading a shard once.
+#include <doctest/doctest.h>
+
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "core/file_util.h"
+#include "data/shard.h"
+#include "data/shard_writer.h"
+#include "test_util.h"
+#include "train/batch_loader.h"
+
+namespace shoal {
+namespace {
+
+// 10 train records of 2×3 pixels: record r's pixels are r·10 + p, its label
+// r mod 4, so every record is recognisable after shuffling; dealt to 3
+// shards of 4, 3 and 3 records. 4 test records, in order.
+ShardSpec SmallSpec(const std::string& dir, uint64_t seed) {
+  ShardSpec spec;
+  spec.dataset = "synthetic";
+  spec.out_dir = dir;
+  spec.shards = 3;
+  spec.seed = seed;
+  std::vector<uint8_t> pixels, labels;
+  for (int r = 0; r < 10; ++r) {
+    for (int p = 0; p < 6; ++p) pixels.push_back(static_cast<uint8_t>(r * 10 + p));
+    labels.push_back(static_cast<uint8_t>(r % 4));
+  }
+  spec.train_images = IdxArray{{10, 2, 3}, pixels};
+  spec.train_labels = IdxArray{{10}, labels};
+  spec.test_images = IdxArray{{4, 2, 3}, std::vector<uint8_t>(pixels.begin(), pixels.begin() + 24)};
+  spec.test_labels = IdxArray{{4}, std::vector<uint8_t>(labels.begin(), labels.begin() + 4)};
+  return spec;
+}
+
+constexpr uint64_t kDealSeed = 42;
+
+// Which train record a read-back record is, from its first pixel.
+int RecordId(const float* pixels) { return static_cast<int>(pixels[0] * 255.0f + 0.5f) / 10; }
+
+struct Shards {
+  TempDir dir;
+  Manifest manifest;
+  Shards() {
+    Status s = WriteShards(SmallSpec(dir.path, kDealSeed), &manifest);
+    INFO(s.ToString());
+    REQUIRE(s.ok());
+    REQUIRE(manifest.train.size() == 3);
+  }
+  std::string Path(size_t k) const { return dir.path + "/" + manifest.train[k].file; }
+  // Readers of the given shards, in that order.
+  std::vector<std::unique_ptr<ShardReader>> Open(const std::vector<size_t>& which) const {
+    std::vector<std::unique_ptr<ShardReader>> readers;
+    for (size_t k : which) {
+      readers.push_back(std::make_unique<ShardReader>());
+      Status s = readers.back()->Open(Path(k));
+      INFO(s.ToString());
+      REQUIRE(s.ok());
+    }
+    return readers;
+  }
+  // The record ids of the shards read one after the other: shard k's record
+  // j is dealt record j·3 + k.
+  std::vector<int> Sequence(const std::vector<size_t>& which) const {
+    const std::vector<uint64_t> order = ShuffledOrder(10, kDealSeed);
+    std::vector<int> ids;
+    for (size_t k : which)
+      for (uint64_t j = 0; j < manifest.train[k].records; ++j) ids.push_back(static_cast<int>(order[j * 3 + k]));
+    return ids;
+  }
+};
+
+// The record ids of a batch, checking each record's pixels and label whole.
+std::vector<int> Ids(const Batch& b) {
+  std::vector<int> ids;
+  REQUIRE(b.pixels.size() == static_cast<size_t>(b.size) * 6);
+  REQUIRE(b.labels.size() == static_cast<size_t>(b.size));
+  for (int i = 0; i < b.size; ++i) {
+    const float* pixels = b.pixels.data() + i * 6;
+    const int id = RecordId(pixels);
+    for (int p = 0; p < 6; ++p) CHECK(pixels[p] == doctest::Approx((id * 10 + p) / 255.0f));
+    CHECK(b.labels[i] == id % 4);
+    ids.push_back(id);
+  }
+  return ids;
+}
+
+// The next `n` batches' record ids, one after the other.
+std::vector<int> Take(BatchLoader* loader, int n) {
+  std::vector<int> ids;
+  for (int i = 0; i < n; ++i) {
+    Batch b;
+    Status s = loader->Next(&b);
+    INFO("batch " << i << ": " << s.ToString());
+    REQUIRE(s.ok());
+    const std::vector<int> got = Ids(b);
+    ids.insert(ids.end(), got.begin(), got.end());
+  }
+  return ids;
+}
+
+// What the loader takes at position `at` (over all passes) of `sequence`:
+// in order in pass 0; pass p's order is ShuffledOrder(n, seed·1000003 + p).
+int Expected(const std::vector<int>& sequence, uint64_t seed, uint64_t at) {
+  const uint64_t n = sequence.size(), pass = at / n, i = at % n;
+  if (pass == 0) return sequence[i];
+  return sequence[ShuffledOrder(n, seed * 1000003 + pass)[i]];
+}
+
+TEST_CASE("batch loader: the first pass takes the shards' records in the order they were dealt") {
+  Shards shards;
+  BatchLoader loader(shards.Open({0, 1, 2}), 2, 7);
+  CHECK(loader.records() == 10);
+  CHECK(Take(&loader, 5) == shards.Sequence({0, 1, 2}));
+}
+
+TEST_CASE("batch loader: the shards are read in the order given") {
+  Shards shards;
+  BatchLoader loader(shards.Open({2, 0}), 7, 7);
+  CHECK(loader.records() == 7);
+  CHECK(Take(&loader, 1) == shards.Sequence({2, 0}));
+}
+
+TEST_CASE("batch loader: later passes are permutations of the records, drawn from the seed and the pass") {
+  Shards shards;
+  const std::vector<int> sequence = shards.Sequence({0, 1, 2});
+  // Batches of 4 straddle the passes: 10 records per pass, 40 records = 4 passes.
+  BatchLoader loader(shards.Open({0, 1, 2}), 4, 7);
+  const std::vector<int> ids = Take(&loader, 10);
+  REQUIRE(ids.size() == 40);
+  for (uint64_t at = 0; at < 40; ++at) {
+    INFO("record " << at);
+    CHECK(ids[at] == Expected(sequence, 7, at));
+  }
+  const std::multiset<int> all(sequence.begin(), sequence.end());
+  std::vector<std::vector<int>> passes;
+  for (int p = 0; p < 4; ++p) {
+    passes.emplace_back(ids.begin() + 10 * p, ids.begin() + 10 * (p + 1));
+    INFO("pass " << p);
+    CHECK(std::multiset<int>(passes.back().begin(), passes.back().end()) == all);
+  }
+  // Reshuffled: pass 1 is neither the dealt order nor pass 2's.
+  CHECK(passes[1] != passes[0]);
+  CHECK(passes[1] != passes[2]);
+}
+
+TEST_CASE("batch loader: the same seed repeats the passes; another seed gives another order after the first") {
+  Shards shards;
+  BatchLoader a(shards.Open({0, 1, 2}), 5, 11), b(shards.Open({0, 1, 2}), 5, 11), c(shards.Open({0, 1, 2}), 5, 12);
+  const std::vector<int> ia = Take(&a, 6), ib = Take(&b, 6), ic = Take(&c, 6);
+  CHECK(ia == ib);
+  // The first pass is the dealt order whatever the seed.
+  CHECK(std::vector<int>(ia.begin(), ia.begin() + 10) == std::vector<int>(ic.begin(), ic.begin() + 10));
+  REQUIRE(ShuffledOrder(10, 11 * 1000003 + 1) != ShuffledOrder(10, 12 * 1000003 + 1));
+  CHECK(std::vector<int>(ia.begin() + 10, ia.begin() + 20) != std::vector<int>(ic.begin() + 10, ic.begin() + 20));
+}
+
+TEST_CASE("batch loader: first_record starts exactly there in the sequence over all passes") {
+  Shards shards;
+  const std::vector<int> sequence = shards.Sequence({0, 1, 2});
+  for (uint64_t first : {0ull, 3ull, 10ull, 13ull, 27ull}) {
+    INFO("first_record " << first);
+    BatchLoader loader(shards.Open({0, 1, 2}), 3, 5, first);
+    const std::vector<int> ids = Take(&loader, 4);
+    for (uint64_t i = 0; i < ids.size(); ++i) {
+      INFO("record " << first + i);
+      CHECK(ids[i] == Expected(sequence, 5, first + i));
+    }
+  }
+  // Beginning at 13 gives what an uninterrupted loader gives from its 14th record.
+  BatchLoader whole(shards.Open({0, 1, 2}), 1, 5), resumed(shards.Open({0, 1, 2}), 1, 5, 13);
+  const std::vector<int> all = Take(&whole, 25);
+  CHECK(Take(&resumed, 12) == std::vector<int>(all.begin() + 13, all.end()));
+}
+
+TEST_CASE("batch loader: a bad record's error comes through Next, after the batches before it") {
+  Shards shards;
+  // Flip a pixel of shard 1's last record (record 2): sequence position 4 + 2 = 6.
+  std::string bytes;
+  REQUIRE(ReadFile(shards.Path(1), &bytes).ok());
+  const size_t header = 8 + 4 + 4 + 8 + 4 + 3 * 4 + 4, stride = 6 + 4 + 4;
+  REQUIRE(bytes.size() == header + 3 * stride);
+  bytes[header + 2 * stride + 1] ^= 0x40;
+  REQUIRE(WriteFileAtomic(shards.Path(1), bytes).ok());
+
+  BatchLoader loader(shards.Open({0, 1, 2}), 3, 7);
+  Batch b;
+  Status s = loader.Next(&b);  // positions 0..2
+  INFO(s.ToString());
+  REQUIRE(s.ok());
+  CHECK(b.size == 3);
+  s = loader.Next(&b);  // positions 3..5
+  REQUIRE(s.ok());
+  s = loader.Next(&b);  // positions 6..8: the bad record
+  CHECK(s.code() == Status::Code::kCorruption);
+  CHECK(Contains(s.message(), shards.Path(1)));
+  CHECK(Contains(s.message(), "record 2"));
+  CHECK(Contains(s.message(), "checksum mismatch"));
+  // And again: the loader stops there.
+  Status again = loader.Next(&b);
+  CHECK(again.code() == Status::Code::kCorruption);
+  CHECK(again.message() == s.message());
+}
+
+TEST_CASE("batch loader: no shards, or shards of no records, is an error from Next, not a hang") {
+  BatchLoader loader({}, 4, 1);
+  CHECK(loader.records() == 0);
+  Batch b;
+  Status s = loader.Next(&b);
+  CHECK(s.code() == Status::Code::kInvalidArgument);
+  CHECK(s.message() == "the shards hold no records");
+}
+
+TEST_CASE("shard scanner: reads every record of a shard once, in order, in batches of at most its size") {
+  Shards shards;
+  ShardReader test;
+  REQUIRE(test.Open(shards.dir.path + "/test.shard").ok());
+  ShardScanner scanner(&test, 3);
+  std::vector<int> sizes, ids;
+  for (int i = 0; i < 5; ++i) {
+    Batch b;
+    Status s = scanner.Next(&b);
+    INFO(s.ToString());
+    REQUIRE(s.ok());
+    sizes.push_back(b.size);
+    if (b.size == 0) break;
+    const std::vector<int> got = Ids(b);
+    ids.insert(ids.end(), got.begin(), got.end());
+  }
+  CHECK(sizes == std::vector<int>{3, 1, 0});
+  CHECK(ids == std::vector<int>{0, 1, 2, 3});  // the test set keeps its order
+
+  ShardReader train;
+  REQUIRE(train.Open(shards.Path(0)).ok());
+  ShardScanner whole(&train, 100);
+  Batch b;
+  REQUIRE(whole.Next(&b).ok());
+  CHECK(b.size == 4);
+  CHECK(Ids(b) == shards.Sequence({0}));
+  REQUIRE(whole.Next(&b).ok());
+  CHECK(b.size == 0);
+  CHECK(b.pixels.empty());
+  CHECK(b.labels.empty());
+}
+
+TEST_CASE("shard scanner: a bad record's error names the file and the record") {
+  Shards shards;
+  std::string bytes;
+  REQUIRE(ReadFile(shards.Path(0), &bytes).ok());
+  const size_t header = 8 + 4 + 4 + 8 + 4 + 3 * 4 + 4, stride = 6 + 4 + 4;
+  bytes[header + 1 * stride + 2] ^= 0x01;  // record 1
+  REQUIRE(WriteFileAtomic(shards.Path(0), bytes).ok());
+  ShardReader reader;
+  REQUIRE(reader.Open(shards.Path(0)).ok());
+  ShardScanner scanner(&reader, 4);
+  Batch b;
+  Status s = scanner.Next(&b);
+  CHECK(s.code() == Status::Code::kCorruption);
+  CHECK(Contains(s.message(), shards.Path(0)));
+  CHECK(Contains(s.message(), "record 1"));
+}
+
+}  // namespace
+}  // namespace shoal
