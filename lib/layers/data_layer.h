@@ -11,6 +11,7 @@ class DataLayer : public Layer {
   void Forward(Phase, const std::vector<Layer*>&) override {}
   void Backward(const std::vector<Layer*>&) override {}
   bool WantsGrad() const override { return false; }
+  bool ReadsRecords() const override { return true; }
 
   std::vector<int32_t>& labels() { return labels_; }
   const std::vector<int32_t>& labels() const { return labels_; }

@@ -62,6 +62,9 @@ class Layer {
   virtual bool SplitsOutputs() const { return false; }
   // Whether gradients flow into this layer (not into data, say).
   virtual bool WantsGrad() const { return true; }
+  // Whether the layer works on each worker's own records only (the data
+  // layer reads them, the loss their labels): data parallel, whatever the plan.
+  virtual bool ReadsRecords() const { return false; }
 
   const std::string& name() const { return name_; }
   const std::string& type() const { return type_; }

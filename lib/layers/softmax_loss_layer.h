@@ -12,6 +12,7 @@ class SoftmaxLossLayer : public Layer {
   void Forward(Phase phase, const std::vector<Layer*>& srcs) override;
   void Backward(const std::vector<Layer*>& srcs) override;
   double ForwardFlopsPerRecord() const override { return 4.0 * out_shape_[0]; }
+  bool ReadsRecords() const override { return true; }
   // The data source gives labels only.
   Dependency SourceDependency(size_t src) const override {
     return src == 0 ? Dependency::kFull : Dependency::kNone;

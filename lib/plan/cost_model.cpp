@@ -94,7 +94,7 @@ std::vector<LayerFacts> CollectLayerFacts(const JobConfig& job, const Net& net) 
     f.flops = layer->ForwardFlopsPerRecord() + layer->BackwardFlopsPerRecord();
     f.wants_grad = layer->WantsGrad();
     f.is_input = dynamic_cast<const DataLayer*>(layer.get()) != nullptr;
-    f.rows_only = f.is_input || dynamic_cast<const SoftmaxLossLayer*>(layer.get()) != nullptr;
+    f.rows_only = layer->ReadsRecords();
     const auto& srcs = config.at(f.name)->srclayers;
     for (size_t k = 0; k < srcs.size(); ++k) {
       f.srcs.push_back(index.at(srcs[k]));

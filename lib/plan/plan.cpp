@@ -61,6 +61,9 @@ Status MakePlan(const JobConfig& job, const PlanOptions& options, const Partitio
     l.type = layer.type();
     l.partition_dim = partition.dims.empty() ? 0 : partition.dims[i];
     l.location = partition.locations.empty() ? 0 : partition.locations[i];
+    if (layer.ReadsRecords() && l.partition_dim != 0)
+      return Status::InvalidArgument("layer '" + l.name + "' (" + l.type + ") works on each worker's own records: " +
+                                     "it takes partition_dim 0, not " + std::to_string(l.partition_dim));
     if (l.location < 0 || l.location >= m)
       return Status::InvalidArgument("layer '" + l.name + "': location " + std::to_string(l.location) +
                                      " is not a rank of a group of " + std::to_string(m));

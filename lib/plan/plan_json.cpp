@@ -115,10 +115,15 @@ Status CheckNet(const std::string& source, const Plan& plan) {
   if (plan.layers.size() != net->layers().size())
     return Inconsistent(source, std::to_string(plan.layers.size()) + " layers for a net of " +
                                     std::to_string(net->layers().size()));
-  for (size_t i = 0; i < plan.layers.size(); ++i)
+  for (size_t i = 0; i < plan.layers.size(); ++i) {
     if (plan.layers[i].name != net->layers()[i]->name() || plan.layers[i].type != net->layers()[i]->type())
       return Inconsistent(source, "layer " + std::to_string(i) + " is " + Quoted(plan.layers[i].name) +
                                       ", the job's net has " + Quoted(net->layers()[i]->name()) + " there");
+    if (net->layers()[i]->ReadsRecords() && plan.layers[i].partition_dim != 0)
+      return Inconsistent(source, "layer " + Quoted(plan.layers[i].name) +
+                                      " works on each worker's own records but has partition_dim " +
+                                      std::to_string(plan.layers[i].partition_dim));
+  }
   const std::vector<Param*> params = net->params();
   if (plan.params.size() != params.size())
     return Inconsistent(source, std::to_string(plan.params.size()) + " parameters for a net of " +

@@ -139,6 +139,11 @@ TEST_CASE("PlanFromJson refuses what is not a plan, or a plan of another format 
   Rehash(&j);  // as anyone editing a plan can
   CHECK(PlanFromJson(j, "x.json", &back).message() ==
         "x.json: inconsistent plan: slice 0 belongs to no parameter: 'nope.weight'");
+  j = PlanToJson(plan);
+  j["layers"][6]["partition_dim"] = -1;
+  Rehash(&j);
+  CHECK(PlanFromJson(j, "x.json", &back).message() ==
+        "x.json: inconsistent plan: layer 'loss' works on each worker's own records but has partition_dim -1");
 }
 
 }  // namespace

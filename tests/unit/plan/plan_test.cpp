@@ -210,6 +210,22 @@ TEST_CASE("a feature-partitioned layer's parameters are cut where each rank's ro
   CHECK(keys.size() == 4);  // fc1 weight and bias halves, fc2 weight and bias
 }
 
+TEST_CASE("the data and the loss layer stay on each worker's own records: another partition is refused") {
+  JobConfig job;
+  REQUIRE(ParseJob(MlpJob(), "mlp.yaml", &job).ok());
+  for (size_t layer : {0u, 6u})
+    for (int dim : {1, -1}) {
+      Partition partition;
+      partition.group_size = 2;
+      partition.dims.assign(7, 0);
+      partition.dims[layer] = dim;
+      Plan plan;
+      Status s = MakePlan(job, PlanOptions(), partition, &plan);
+      INFO(s.ToString());
+      CHECK(Contains(s.message(), "works on each worker's own records: it takes partition_dim 0"));
+    }
+}
+
 TEST_CASE("a job that does not build gives no plan") {
   JobConfig job;
   REQUIRE(ParseJob(MlpJob(), "mlp.yaml", &job).ok());
