@@ -325,10 +325,9 @@ TEST_CASE("partitioned net: a plan that puts the loss or the data layer off a ra
 }
 
 TEST_CASE("partitioned net: a layer that cannot split its features, and a group without a channel, are refused") {
-  // softmax_loss split by features.
-  std::vector<int> dims(6, 0);
-  dims[5] = 1;
-  Plan plan = MakeGroupPlan(dims, {});
+  // softmax_loss split by features (MakePlan refuses it: edited in memory).
+  Plan plan = MakeGroupPlan(std::vector<int>(6, 0), {});
+  plan.layers[5].partition_dim = 1;
   GroupChannel channel;
   REQUIRE(channel.Open(GroupPeersOf(plan, 0, kTimeoutMs)).ok());
   std::unique_ptr<PartitionedNet> net;
