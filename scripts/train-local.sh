@@ -1,132 +1,290 @@
 #!/usr/bin/env bash
 # Runs a job on this machine: shards the data when missing, plans, starts the
-# plan's servers and workers on loopback, supervises them (see below), and
-# prints the outcome.
-#
-#   scripts/train-local.sh JOB.yaml [section.field=value ...]
-#   scripts/train-local.sh --resume RUN_DIR     go on with a stopped run: its
-#                                               plan, from its newest checkpoints
-#
-# Environment: RUN_DIR (default runs/<job>-<time>), BASE_PORT (first server
-# port; default picked from the process id), SHOAL_BIN (default build/),
-# RETRIES (restarts allowed, default 3); for dl-plan: STRATEGY (data, the
-# default; model; optimal), GROUP_SIZE (workers per group), PROFILE (cluster
-# profile YAML); EVALUATE=no: worker 0 does not evaluate at the end; CLUSTER: the name of emulated hosts from
-# scripts/netns-cluster.sh up — workers run on its hosts in turn, servers on
-# its head (needs root).
+# plan's servers and workers, supervises them, and prints the outcome.
+# `train-local.sh --help` lists the options. The run owns its processes:
+# each is started with --parent (it stops within a second when this script
+# dies, by any signal) and an incarnation of its own, the run directory is
+# locked while it runs, and its ports are held for it alone.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+usage() {
+  cat <<EOF
+usage: $0 [OPTIONS] JOB.yaml [section.field=value ...]
+       $0 [OPTIONS] --resume RUN_DIR
+
+Trains JOB.yaml (with fields overridden) on this machine: one dl-server per
+server and one dl-worker per worker of its plan, on loopback (or on emulated
+hosts). A process killed by a signal is restarted (a worker rejoins at the
+servers' step; a server brings every process back from the newest checkpoint
+all servers have); bad input (exit 1) stops the run. Everything a run makes
+is in its run directory, with run.json saying what ran and how it ended.
+
+Options (each also read from the environment variable named):
+  --resume RUN_DIR      go on with a stopped run: its plan, from its newest checkpoints
+  --run-dir DIR         RUN_DIR: where the run's files go (default runs/<job>-<time>-<pid>)
+  --base-port N         BASE_PORT: the first server port (default: free ports below 32000)
+  --retries N           RETRIES: restarts allowed in all (default 3)
+  --strategy S          STRATEGY: dl-plan's --strategy: data (default), model, optimal
+  --group-size M        GROUP_SIZE: workers per group for dl-plan
+  --profile FILE        PROFILE: cluster profile (YAML) for dl-plan
+  --cluster NAME        CLUSTER: emulated hosts of scripts/netns-cluster.sh (root): workers on
+                        its hosts in turn, servers on its head
+  --no-eval             EVALUATE=no: worker 0 does not evaluate on the test set
+  -h, --help            this text
+Environment: SHOAL_BIN, where the dl-* tools are (default build/).
+The shards are dealt by data.shard_seed (a job field) into runs/shards/.
+Exit: 0 done, 1 the run failed (the failure is named), 2 usage, 130 interrupted.
+EOF
+}
+log() { echo "train-local: $*" >&2; }
+die_usage() {
+  log "$*"
+  echo "usage: $0 [OPTIONS] JOB.yaml [section.field=value ...] | --resume RUN_DIR (--help: more)" >&2
+  exit 2
+}
+
 bin=${SHOAL_BIN:-$root/build}
-usage() { echo "usage: $0 JOB.yaml [section.field=value ...] | --resume RUN_DIR" >&2; exit 2; }
+run_dir=${RUN_DIR:-}
+base_port=${BASE_PORT:-}
+retries=${RETRIES:-3}
+strategy=${STRATEGY:-data}
+group_size=${GROUP_SIZE:-}
+profile=${PROFILE:-}
+cluster=${CLUSTER:-}
+evaluate=${EVALUATE:-yes}
 resume_run=""
-if [[ "${1:-}" == --resume ]]; then
-  [[ $# -eq 2 && -f "$2/plan.json" ]] || usage
-  run_dir=$2
-  plan=$run_dir/plan.json
-  resume_run=yes
+args=()
+while (($# > 0)); do
+  case $1 in
+    -h | --help) usage; exit 0 ;;
+    --no-eval) evaluate=no; shift ;;
+    --resume | --run-dir | --base-port | --retries | --strategy | --group-size | --profile | --cluster)
+      (($# >= 2)) || die_usage "$1 needs a value"
+      case $1 in
+        --resume) resume_run=$2 ;;
+        --run-dir) run_dir=$2 ;;
+        --base-port) base_port=$2 ;;
+        --retries) retries=$2 ;;
+        --strategy) strategy=$2 ;;
+        --group-size) group_size=$2 ;;
+        --profile) profile=$2 ;;
+        --cluster) cluster=$2 ;;
+      esac
+      shift 2 ;;
+    --) shift; args+=("$@"); break ;;
+    -*) die_usage "unknown option '$1'" ;;
+    *) args+=("$1"); shift ;;
+  esac
+done
+[[ "$retries" =~ ^[0-9]+$ ]] || die_usage "--retries must be a number, not '$retries'"
+[[ -z "$base_port" || "$base_port" =~ ^[0-9]+$ ]] || die_usage "--base-port must be a number, not '$base_port'"
+for tool in dl-shard dl-plan dl-server dl-worker dl-ckpt; do
+  [[ -x "$bin/$tool" ]] || { log "no '$bin/$tool': build first (make), or set SHOAL_BIN"; exit 1; }
+done
+
+if [[ -n "$resume_run" ]]; then
+  ((${#args[@]} == 0)) || die_usage "--resume takes a run directory and nothing else"
+  [[ -d "$resume_run" ]] || die_usage "no run directory '$resume_run'"
+  [[ -f "$resume_run/plan.json" ]] || die_usage "'$resume_run' has no plan.json: not a run directory"
+  run_dir=$resume_run
 else
-  [[ $# -ge 1 && -f "$1" ]] || usage
-  job=$1
-  shift
+  ((${#args[@]} >= 1)) || die_usage "no job file given"
+  job=${args[0]}
+  [[ -f "$job" ]] || die_usage "no job file '$job'"
   sets=()
-  for o in "$@"; do sets+=(--set "$o"); done
-  run_dir=${RUN_DIR:-runs/$(basename "$job" .yaml)-$(date +%Y%m%d-%H%M%S)}
-  base_port=${BASE_PORT:-$((20000 + $$ % 20000))}
-  mkdir -p "$run_dir"
-  plan=$run_dir/plan.json
-  options=(--strategy "${STRATEGY:-data}" --base-port "$base_port")
-  [[ -z "${GROUP_SIZE:-}" ]] || options+=(--group-size "$GROUP_SIZE")
-  [[ -z "${PROFILE:-}" ]] || options+=(--cluster "$PROFILE")
-  if [[ -n "${CLUSTER:-}" ]]; then
+  for o in "${args[@]:1}"; do sets+=(--set "$o"); done
+  run_dir=${run_dir:-runs/$(basename "$job" .yaml)-$(date +%Y%m%d-%H%M%S)-$$}
+fi
+mkdir -p "$run_dir"
+
+# One supervisor per run directory: the lock dies with its holder.
+exec {lock}>"$run_dir/.lock"
+if ! flock -n "$lock"; then
+  log "run directory '$run_dir' is in use by train-local PID $(cat "$run_dir/supervisor.pid" 2>/dev/null || echo '?')"
+  exit 1
+fi
+echo $$ >"$run_dir/supervisor.pid"
+plan=$run_dir/plan.json
+run_id=$(basename "$run_dir")-$$
+started=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+events=$run_dir/processes.jsonl  # one line per start and exit: what run.json sums up
+: >>"$events"
+
+# The fields of plan.json (or of a job planned as data parallel) this script needs, as shell variables.
+read_plan() {  # read_plan FILE
+  eval "$(python3 - "$1" <<'PY'
+import json, shlex, sys
+p = json.load(open(sys.argv[1]))
+c, d = p["cluster"], p["data"]
+print("workers=%d servers=%d separate=%s" % (c["workers"], c["servers"], "yes" if c["server_worker_separate"] else "no"))
+print("dataset=%s shards=%s shard_seed=%d plan_hash=%s" % (shlex.quote(d["dataset"]), shlex.quote(d["shards"]),
+      p["job"]["data"].get("shard_seed", 1), p["hash"]))
+print("server_endpoints=(%s)" % " ".join(shlex.quote(s["endpoint"]) for s in p["servers"]))
+print("worker_endpoints=(%s)" % " ".join(shlex.quote(w.get("endpoint", "")) for w in p["workers"]))
+PY
+)"
+}
+
+if [[ -n "$resume_run" ]]; then
+  read_plan "$plan"
+  if grep -q '"status": *"done"' "$run_dir/run.json" 2>/dev/null; then
+    log "'$run_dir' has finished already (run.json): nothing to resume"
+    exit 1
+  fi
+else
+  "$bin/dl-plan" "$job" "${sets[@]}" --strategy data -o "$run_dir/job-plan.json"  # checks the job, counts the processes
+  read_plan "$run_dir/job-plan.json"
+  rm -f "$run_dir/job-plan.json"
+  options=(--strategy "$strategy")
+  [[ -z "$group_size" ]] || options+=(--group-size "$group_size")
+  [[ -z "$profile" ]] || options+=(--cluster "$profile")
+  if [[ -n "$cluster" ]]; then
     # Servers on the head, worker w on host w mod N: every endpoint on its host's address.
-    mapfile -t cluster_hosts < <("$root/scripts/netns-cluster.sh" hosts "$CLUSTER")
+    mapfile -t cluster_hosts < <("$root/scripts/netns-cluster.sh" hosts "$cluster")
     head=${cluster_hosts[-1]#head }  # `hosts` lists the head last
     unset 'cluster_hosts[-1]'
-    read -r n_workers n_servers separate < <("$bin/dl-plan" "$job" "${sets[@]}" --strategy data |
-      python3 -c 'import json,sys; c = json.load(sys.stdin)["cluster"]; print(c["workers"], c["servers"], c["server_worker_separate"])')
-    endpoints="" worker_endpoints=""
-    for ((w = 0; w < n_workers; w++)); do
+    base_port=${base_port:-$(python3 "$root/scripts/free-ports.py" $((servers + workers)) $$ "$head")}
+    endpoints="" wendpoints=""
+    for ((w = 0; w < workers; w++)); do
       host=${cluster_hosts[w % ${#cluster_hosts[@]}]}
-      worker_endpoints+="${worker_endpoints:+,}tcp://${host#* }:$((base_port + n_servers + w))"
+      wendpoints+="${wendpoints:+,}tcp://${host#* }:$((base_port + servers + w))"
     done
     # Separate servers on the head; servers bound to workers (AllReduce) with theirs.
-    for ((i = 0; i < n_servers; i++)); do
+    for ((i = 0; i < servers; i++)); do
       host=$head
-      [[ "$separate" == True ]] || { host=${cluster_hosts[i % ${#cluster_hosts[@]}]}; host=${host#* }; }
+      [[ "$separate" == yes ]] || { host=${cluster_hosts[i % ${#cluster_hosts[@]}]}; host=${host#* }; }
       endpoints+="${endpoints:+,}tcp://$host:$((base_port + i))"
     done
-    options+=(--endpoints "$endpoints" --worker-endpoints "$worker_endpoints")
+    options+=(--endpoints "$endpoints" --worker-endpoints "$wendpoints")
+  else
+    base_port=${base_port:-$(python3 "$root/scripts/free-ports.py" $((servers + workers)) $$)}
+    options+=(--base-port "$base_port")
   fi
   "$bin/dl-plan" "$job" "${sets[@]}" "${options[@]}" -o "$plan"
+  read_plan "$plan"
 fi
-field() { python3 -c "import json,sys; print(json.load(open(sys.argv[1]))$1)" "$plan"; }
-workers=$(field '["cluster"]["workers"]')
-servers=$(field '["cluster"]["servers"]')
-dataset=$(field '["data"]["dataset"]')
-shards=$(field '["data"]["shards"]')
-[[ -n "$shards" ]] || shards=runs/shards/$dataset-$workers
+[[ -n "$shards" ]] || shards=runs/shards/$dataset-$workers-$shard_seed
 
 if [[ ! -f "$shards/manifest.json" ]]; then
-  echo "train-local: sharding $dataset into $shards ($workers shards)" >&2
-  "$bin/dl-shard" --dataset "$dataset" --out "$shards" --shards "$workers" >"$run_dir/shard.json"
+  log "sharding $dataset into $shards ($workers shards, seed $shard_seed)"
+  "$bin/dl-shard" --dataset "$dataset" --out "$shards" --shards "$workers" --seed "$shard_seed" >"$run_dir/shard.json"
 fi
 
 # Supervision: a process killed by a signal, or a worker that gave up on a
-# server (exit 3), is restarted, at most RETRIES times in all. A worker
+# server (exit 3), is restarted, at most $retries times in all. A worker
 # rejoins at the servers' step; a server takes every server and worker down
 # with it, and they all restart from the newest checkpoint every server has
 # (dl-ckpt prepare-resume), so the servers agree on one version. Any other
 # failure (bad input: exit 1 or 2) stops the run.
-retries=${RETRIES:-3}
 declare -A name_of=()  # pid -> "server I" / "worker W"
-log() { echo "train-local: $*" >&2; }
+declare -A starts=()   # name -> how many times it was started
+now() { date -u +%Y-%m-%dT%H:%M:%S.%3NZ; }
+record() { printf '%s\n' "$1" >>"$events"; }
 
-start_server() {  # start_server I [RESUME_DIR]
-  local resume=()
-  [[ -z "${2:-}" ]] || resume=(--resume "$2")
-  on_host servers "$1" "$bin/dl-server" --plan "$plan" --id "$1" --checkpoint-dir "$run_dir/ckpt" "${resume[@]}" \
-    >>"$run_dir/server-$1.jsonl" 2>>"$run_dir/server-$1.log" &
-  name_of[$!]="server $1"
-}
 # Where a process runs: on the host its plan endpoint names (emulated hosts), or here.
-on_host() {  # on_host workers|servers I CMD...
-  local role=$1 i=$2 address
-  shift 2
-  address=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]][int(sys.argv[3])].get('endpoint', ''))" "$plan" "$role" "$i")
-  address=${address#*://}
+on_host() {  # on_host ENDPOINT CMD...
+  local address=${1#*://} host=""
+  shift
   address=${address%:*}
-  local host=""
-  [[ -z "${CLUSTER:-}" || -z "$address" ]] ||
-    host=$("$root/scripts/netns-cluster.sh" hosts "$CLUSTER" | awk -v a="$address" '$2 == a && $1 != "head" {print $1}')
+  [[ -z "$cluster" || -z "$address" ]] ||
+    host=$("$root/scripts/netns-cluster.sh" hosts "$cluster" | awk -v a="$address" '$2 == a && $1 != "head" {print $1}')
   [[ -z "$host" ]] || exec ip netns exec "$host" "$@"
   exec "$@"
 }
+launched() {  # launched NAME: after starting $!
+  local name=$1 pid=$!
+  name_of[$pid]=$name
+  starts[$name]=$((${starts[$name]:-0} + 1))
+  record "{\"event\": \"start\", \"name\": \"$name\", \"pid\": $pid, \"time\": \"$(now)\"}"
+}
+# Every process dies with this script (--parent) and names its incarnation.
+identity() { echo --parent $$ --incarnation "$run_id/${1/ /-}/$((${starts[$1]:-0} + 1))"; }
+start_server() {  # start_server I [RESUME_DIR]
+  local resume=()
+  [[ -z "${2:-}" ]] || resume=(--resume "$2")
+  # shellcheck disable=SC2046
+  on_host "${server_endpoints[$1]}" "$bin/dl-server" --plan "$plan" --id "$1" --checkpoint-dir "$run_dir/ckpt" \
+    "${resume[@]}" $(identity "server $1") >>"$run_dir/server-$1.jsonl" 2>>"$run_dir/server-$1.log" &
+  launched "server $1"
+}
 start_worker() {  # start_worker W
+  local out=("--no-eval") files=()
+  # Worker 0 reports to us: a live line on a terminal, JSON lines otherwise.
   if (($1 == 0)); then
-    # Worker 0 reports to us: a live line on a terminal, JSON lines otherwise.
-    local evaluate=()
-    [[ "${EVALUATE:-yes}" == yes ]] || evaluate=(--no-eval)
-    on_host workers 0 "$bin/dl-worker" --plan "$plan" --id 0 --shards "$shards" --metrics "$run_dir/worker-0.jsonl" \
-      "${evaluate[@]}" 2>>"$run_dir/worker-0.log" &
-  else
-    on_host workers "$1" "$bin/dl-worker" --plan "$plan" --id "$1" --shards "$shards" --no-eval \
-      >>"$run_dir/worker-$1.jsonl" 2>>"$run_dir/worker-$1.log" &
+    out=()
+    [[ "$evaluate" == yes ]] || out=(--no-eval)
+    files=(--metrics "$run_dir/worker-0.jsonl")
   fi
-  name_of[$!]="worker $1"
+  # shellcheck disable=SC2046
+  if (($1 == 0)); then
+    on_host "${worker_endpoints[0]}" "$bin/dl-worker" --plan "$plan" --id 0 --shards "$shards" "${files[@]}" \
+      "${out[@]}" $(identity "worker 0") 2>>"$run_dir/worker-0.log" &
+  else
+    on_host "${worker_endpoints[$1]}" "$bin/dl-worker" --plan "$plan" --id "$1" --shards "$shards" "${out[@]}" \
+      $(identity "worker $1") >>"$run_dir/worker-$1.jsonl" 2>>"$run_dir/worker-$1.log" &
+  fi
+  launched "worker $1"
 }
 start_all() {  # start_all [RESUME_DIR]
   for ((i = 0; i < servers; i++)); do start_server "$i" "${1:-}"; done
   for ((w = 0; w < workers; w++)); do start_worker "$w"; done
 }
+reaped() {  # reaped PID STATUS
+  record "{\"event\": \"exit\", \"name\": \"${name_of[$1]}\", \"pid\": $1, \"status\": $2, \"time\": \"$(now)\"}"
+  unset "name_of[$1]"
+}
 stop_all() {
-  local pid
+  local pid status
   for pid in "${!name_of[@]}"; do kill "$pid" 2>/dev/null || true; done
-  for pid in "${!name_of[@]}"; do wait "$pid" 2>/dev/null || true; done
-  name_of=()
+  for pid in "${!name_of[@]}"; do
+    status=0
+    wait "$pid" 2>/dev/null || status=$?
+    reaped "$pid" "$status"
+  done
+}
+
+restarts=0
+finish() {  # finish STATUS EXIT_CODE: run.json, then exit
+  python3 - "$run_dir" "$1" "$started" "$(now)" "$plan_hash" "$restarts" "$0" "${args[@]}" <<'PY' || true
+import json, os, sys
+run_dir, status, started, ended, plan_hash, restarts, command = sys.argv[1:8]
+events = [json.loads(l) for l in open(os.path.join(run_dir, "processes.jsonl")) if l.strip()]
+processes = {}
+for e in events:
+    p = processes.setdefault(e["name"], {"name": e["name"], "runs": []})
+    if e["event"] == "start":
+        p["runs"].append({"pid": e["pid"], "started": e["time"]})
+    else:
+        for r in p["runs"]:
+            if r["pid"] == e["pid"]:
+                r.update(ended=e["time"], exit_status=e["status"])
+plan = json.load(open(os.path.join(run_dir, "plan.json")))
+previous = {}
+try:
+    previous = json.load(open(os.path.join(run_dir, "run.json")))
+except (OSError, ValueError):
+    pass
+run = {"format": "shoal-run", "command": [command] + sys.argv[8:], "commit": plan.get("commit"),
+       "plan_hash": plan_hash, "job": plan["job"], "started": previous.get("started", started),
+       "attempts": previous.get("attempts", []) + [{"started": started, "ended": ended, "status": status,
+                                                   "restarts": int(restarts)}],
+       "ended": ended, "status": status, "restarts": previous.get("restarts", 0) + int(restarts),
+       "processes": sorted(processes.values(), key=lambda p: p["name"])}
+tmp = os.path.join(run_dir, "run.json.tmp")
+with open(tmp, "w") as f:
+    json.dump(run, f, indent=2)
+os.replace(tmp, os.path.join(run_dir, "run.json"))
+PY
+  exit "$2"
+}
+interrupted() {
+  stop_all
+  log "interrupted; go on with: $0 --resume $run_dir"
+  finish interrupted 130
 }
 trap 'stop_all' EXIT
-trap 'stop_all; exit 130' INT TERM
+trap 'interrupted' INT TERM HUP
 
 # prepare_resume N: the newest step every server has a good checkpoint of,
 # copied into a directory of its own; prints that directory (empty if none).
@@ -145,23 +303,24 @@ prepare_resume() {
 }
 
 if [[ -n "$resume_run" ]]; then
-  start_all "$(prepare_resume 0)"
+  start_all "$(prepare_resume "r$$")"
 else
   start_all
 fi
 log "$workers workers, $servers servers, plan $plan, logs in $run_dir"
 
 failed=""
-attempt=0
 while ((${#name_of[@]} > 0)); do
   status=0
-  wait -n -p done_pid || status=$?
-  name=${name_of[$done_pid]:-}
-  [[ -n "$name" ]] || continue
-  unset "name_of[$done_pid]"
+  done_pid=""
+  # The shell's own word on a child killed by a signal goes nowhere: we say it better.
+  wait -n -p done_pid 2>/dev/null || status=$?
+  [[ -n "$done_pid" && -n "${name_of[$done_pid]:-}" ]] || continue
+  name=${name_of[$done_pid]}
+  reaped "$done_pid" "$status"
   ((status == 0)) && continue
-  if ((status >= 128 || status == 3)) && ((attempt < retries)); then
-    attempt=$((attempt + 1))
+  if ((status >= 128 || status == 3)) && ((restarts < retries)); then
+    restarts=$((restarts + 1))
     # A worker that gave up on a server that has died is that server's failure:
     # restarting the worker alone would only spend a retry.
     if [[ "$name" == worker* ]]; then
@@ -170,11 +329,11 @@ while ((${#name_of[@]} > 0)); do
       done
     fi
     if [[ "$name" == server* ]]; then
-      log "$name died (exit $status); restarting every server from the newest checkpoint they all have, and the workers (retry $attempt of $retries)"
+      log "$name died (exit $status); restarting every server from the newest checkpoint they all have, and the workers (retry $restarts of $retries)"
       stop_all
-      start_all "$(prepare_resume "$attempt")"
+      start_all "$(prepare_resume "$restarts")"
     else
-      log "$name died (exit $status); restarting it: it rejoins at the servers' step (retry $attempt of $retries)"
+      log "$name died (exit $status); restarting it: it rejoins at the servers' step (retry $restarts of $retries)"
       start_worker "${name#worker }"
     fi
     continue
@@ -186,12 +345,15 @@ while ((${#name_of[@]} > 0)); do
   stop_all
 done
 trap - EXIT
-[[ -z "$failed" ]] || exit 1
+[[ -z "$failed" ]] || finish failed 1
 
 "$bin/dl-ckpt" verify "$run_dir/ckpt" >"$run_dir/verify.json"
-accuracy=$(python3 -c "
+accuracy=$(python3 - "$run_dir/worker-0.jsonl" <<'PY'
 import json, sys
-for line in open(sys.argv[1]):
-    r = json.loads(line) if line.startswith('{') else {}
-    if r.get('event') == 'done': print(r.get('test_accuracy', ''))" "$run_dir/worker-0.jsonl")
+done = [r for r in (json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")) if r.get("event") == "done"]
+if done and "test_accuracy" in done[-1]:
+    print(done[-1]["test_accuracy"])
+PY
+)
 log "done: ${accuracy:+test accuracy $accuracy; }checkpoints in $run_dir/ckpt (verified)"
+finish done 0

@@ -4,6 +4,7 @@
 #include "core/exit_codes.h"
 #include "core/memory_tuning.h"
 #include "core/output.h"
+#include "core/process.h"
 #include "core/slurm_env.h"
 #include "plan/plan.h"
 #include "ps/server.h"
@@ -23,7 +24,16 @@ int main(int argc, char** argv) {
   app.add_option("--keep", options.keep_checkpoints, "checkpoints to keep")->check(CLI::PositiveNumber);
   app.add_option("--resume", options.resume_dir,
                  "start from this server's checkpoint in DIR (written by dl-ckpt prepare-resume)");
+  int parent = 0;
+  std::string incarnation;
+  app.add_option("--parent", parent, "end when process PID (the supervisor that started this one) ends")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--incarnation", incarnation, "the supervisor's name for this life of the process (default: a random one)");
   SHOAL_PARSE_COMMAND_LINE(app, argc, argv);
+  if (parent > 0) {
+    Status ties = DieWithParent(parent);
+    if (!ties.ok()) return ReportFailure(ties);
+  }
 
   Plan plan;
   Status s = LoadPlan(plan_path, &plan);
@@ -33,7 +43,7 @@ int main(int argc, char** argv) {
   s = server.Start();
   if (!s.ok()) return ReportFailure(s);
   Log("server " + std::to_string(options.id) + " serving plan " + plan.hash + " on " +
-      plan.servers[options.id].endpoint);
+      plan.servers[options.id].endpoint + (incarnation.empty() ? "" : " as " + incarnation));
   s = server.Run();
   nlohmann::json record = server.Report();
   record["event"] = "server_done";

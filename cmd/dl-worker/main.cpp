@@ -6,6 +6,7 @@
 #include "core/exit_codes.h"
 #include "core/memory_tuning.h"
 #include "core/output.h"
+#include "core/process.h"
 #include "core/slurm_env.h"
 #include "plan/plan.h"
 #include "train/evaluate.h"
@@ -42,8 +43,18 @@ int main(int argc, char** argv) {
                                    "evaluate this checkpoint on the test shard and exit: a merged file, one step's "
                                    "server files, or a directory (its newest complete step)");
   eval_only->excludes(no_eval_flag)->excludes("--standalone")->excludes("--steps")->excludes("--id");
+  int parent = 0;
+  std::string incarnation;
+  app.add_option("--parent", parent, "end when process PID (the supervisor that started this one) ends")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--incarnation", incarnation, "the supervisor's name for this life of the process (default: a random one)");
   SHOAL_PARSE_COMMAND_LINE(app, argc, argv);
+  if (parent > 0) {
+    Status ties = DieWithParent(parent);
+    if (!ties.ok()) return ReportFailure(ties);
+  }
   options.evaluate = !no_eval;
+  options.incarnation = IncarnationOf(incarnation);
 
   Plan plan;
   Status s = LoadPlan(plan_path, &plan);

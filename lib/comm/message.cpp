@@ -112,6 +112,7 @@ void Encode(const MsgHeader& h, const std::vector<EntryRef>& entries, const std:
   Put<uint32_t>(p, h.sender);
   Put<uint32_t>(p, static_cast<uint32_t>(entries.size()));
   Put<uint64_t>(p, EncodedSize(entries, text) - kHeaderBytes);
+  Put<uint64_t>(p, h.incarnation);
   for (const auto& e : entries) {
     Put<uint32_t>(p, e.key);
     Put<uint16_t>(p, static_cast<uint16_t>(e.encoding));
@@ -142,6 +143,7 @@ Status Decode(const unsigned char* data, size_t size, MessageView* out) {
   out->header.sender = Get<uint32_t>(p);
   uint32_t count = Get<uint32_t>(p);
   uint64_t payload = Get<uint64_t>(p);
+  out->header.incarnation = Get<uint64_t>(p);
   if (payload != size - kHeaderBytes)
     return Status::Corruption("header announces " + std::to_string(payload) +
                               " payload bytes, message carries " + std::to_string(size - kHeaderBytes));

@@ -2,12 +2,16 @@
 // header followed by raw little-endian payload — no text encoding of tensors.
 //
 //   u32 magic "SHOL" | u16 protocol version | u16 type | u64 plan hash |
-//   u64 step (version or clock) | u32 sender | u32 entry count | u64 payload bytes
+//   u64 step (version or clock) | u32 sender | u32 entry count | u64 payload bytes |
+//   u64 incarnation
 //   payload: `entry count` entries, or, for kError, kStats and kMetric, UTF-8 text.
+// The incarnation names one life of the sending process (its supervisor gives
+// it; 0: a tool): a server knows a restarted worker from the one before it.
 //   entry: u32 key | u16 encoding | u16 zero | u32 value count | values
 // Each entry says how its values are encoded (ValueEncoding): fp32, or IEEE
 // half for parameters and gradients under cluster.wire: fp16. Version 1 had
-// 8-byte entries of fp32 only; a peer of the other version is refused.
+// 8-byte entries of fp32 only, version 2 no incarnation; a peer of another
+// version is refused.
 #pragma once
 
 #include <cstddef>
@@ -28,7 +32,8 @@ enum class MsgType : uint16_t {
   kDone = 6,      // the sender has finished training
   kUpdateGet = 7, // an update, answered with the parameters of version step + 1
   kMetric = 8,    // text: an evaluation (JSON) to record in the next checkpoint
-  kJoin = 9,      // answered with the parameters and, as step, the step the sender is to train next
+  kJoin = 9,      // answered with the parameters and, as step, the step the sender is to train next;
+                  // a join's step asks for the parameters as of that step (kJoinWhereTheServerIs: its own)
   kFeature = 10,  // between the workers of a group: one entry, a block of a feature or its gradient
   kExchange = 11, // easgd: the sender's parameters after step `step`; answered with the elastic
                   // difference alpha·(x − centre) that the centre moved by (the sender subtracts it)
@@ -44,16 +49,18 @@ bool IsMsgType(uint16_t type);
 bool CarriesText(MsgType type);
 
 constexpr uint32_t kMsgMagic = 0x4C4F4853;  // "SHOL" read as little-endian
-constexpr uint16_t kProtocolVersion = 2;
-constexpr size_t kHeaderBytes = 40;
+constexpr uint16_t kProtocolVersion = 3;
+constexpr size_t kHeaderBytes = 48;
 constexpr size_t kEntryHeaderBytes = 12;
 constexpr uint32_t kToolSender = ~0u;  // dl-ckpt, tests: not a worker
+constexpr uint64_t kJoinWhereTheServerIs = ~0ull;  // a join's step: at the step the server says
 
 struct MsgHeader {
   MsgType type = MsgType::kReply;
   uint64_t plan_hash = 0;
   uint64_t step = 0;
   uint32_t sender = 0;
+  uint64_t incarnation = 0;
 };
 
 // How an entry's values travel.

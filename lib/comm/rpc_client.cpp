@@ -2,6 +2,8 @@
 
 #include <nng/protocol/reqrep0/req.h>
 
+#include "core/log.h"
+
 namespace shoal {
 
 void Reply::Reset() {
@@ -12,7 +14,7 @@ void Reply::Reset() {
 
 RpcClient::~RpcClient() {
   if (!aio_) return;
-  nng_aio_stop(aio_);  // a request still leaving is abandoned
+  nng_aio_stop(aio_);  // a request still leaving is abandoned (its callback runs first)
   if (sending_ && nng_aio_result(aio_) != 0 && nng_aio_get_msg(aio_)) nng_msg_free(nng_aio_get_msg(aio_));
   if (context_open_) nng_ctx_close(ctx_);
   nng_aio_free(aio_);
@@ -26,6 +28,8 @@ Status RpcClient::Dial(const std::string& endpoint, int timeout_ms, const TlsIde
   if (rv != 0) return Status::IOError(std::string("cannot open a socket: ") + nng_strerror(rv));
   connection_ = std::make_shared<Connection>();
   connection_->socket = socket;
+  nng_pipe_notify(socket, NNG_PIPE_EV_ADD_POST, OnPipe, connection_.get());
+  nng_pipe_notify(socket, NNG_PIPE_EV_REM_POST, OnPipe, connection_.get());
   // Never resend on our own: an update applied twice would be wrong, and
   // our timeout already bounds the wait. Contexts take this when opened.
   nng_socket_set_ms(socket, NNG_OPT_REQ_RESENDTIME, NNG_DURATION_INFINITE);
@@ -52,13 +56,74 @@ Status RpcClient::Share(std::unique_ptr<RpcClient>* other) const {
   shared->connection_ = connection_;
   shared->endpoint_ = endpoint_;
   shared->timeout_ms_ = timeout_ms_;
+  shared->label_ = label_;
   SHOAL_RETURN_IF_ERROR(shared->OpenContext());
   *other = std::move(shared);
   return Status::Ok();
 }
 
+namespace {
+
+int64_t NowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+void RpcClient::OnPipe(nng_pipe, nng_pipe_ev event, void* arg) {
+  auto* c = static_cast<Connection*>(arg);
+  if (event == NNG_PIPE_EV_ADD_POST) {
+    ++c->pipes;
+    c->ever = true;
+  } else if (--c->pipes == 0) {
+    c->lost_at_ms = NowMs();
+  }
+}
+
+std::string RpcClient::Gone() const {
+  const Connection& c = *connection_;
+  if (!c.ever || c.pipes > 0) return "";
+  const int64_t down = NowMs() - c.lost_at_ms;
+  if (down < std::chrono::duration_cast<std::chrono::milliseconds>(kLostAfter).count()) return "";
+  return "server '" + endpoint_ + "' went away (its connection has been closed for " + std::to_string(down / 1000) +
+         " s) while " + label_ + " waited for it to answer " + Pending();
+}
+
+void RpcClient::OnAio(void* arg) {
+  auto* client = static_cast<RpcClient*>(arg);
+  std::lock_guard<std::mutex> lock(client->mu_);
+  client->done_ = true;
+  client->done_cv_.notify_all();
+}
+
+std::string RpcClient::Wait(void (*op)(nng_ctx, nng_aio*), const std::string& what) {
+  std::unique_lock<std::mutex> lock(mu_);
+  done_ = false;
+  lock.unlock();
+  op(ctx_, aio_);
+  lock.lock();
+  const auto start = std::chrono::steady_clock::now();
+  auto next_log = start + kWaitLogEvery;
+  while (!done_cv_.wait_for(lock, std::chrono::milliseconds(250), [&] { return done_; })) {
+    const std::string gone = Gone();
+    if (!gone.empty()) {
+      lock.unlock();
+      nng_aio_cancel(aio_);  // the callback runs; nng_aio_wait then returns at once
+      return gone;
+    }
+    const auto now = std::chrono::steady_clock::now();
+    if (now < next_log) continue;
+    next_log += kWaitLogEvery;
+    Log(label_ + ": still waiting for server '" + endpoint_ + "' " + what + " (" +
+        std::to_string(std::chrono::duration_cast<std::chrono::seconds>(now - start).count()) + " s of " +
+        std::to_string(timeout_ms_ / 1000) + ")");
+  }
+  return "";
+}
+
 Status RpcClient::OpenContext() {
-  int rv = nng_aio_alloc(&aio_, nullptr, nullptr);
+  int rv = nng_aio_alloc(&aio_, OnAio, this);
   if (rv == 0) rv = nng_ctx_open(&ctx_, connection_->socket);
   if (rv != 0)
     return Status::IOError("cannot open a request context to '" + endpoint_ + "': " + nng_strerror(rv));
@@ -68,7 +133,9 @@ Status RpcClient::OpenContext() {
 }
 
 std::string RpcClient::Pending() const {
-  return std::string("'") + MsgTypeName(pending_.type) + "' (step " + std::to_string(pending_.step) + ")";
+  const std::string type = std::string("'") + MsgTypeName(pending_.type) + "'";
+  if (pending_.type == MsgType::kJoin && pending_.step == kJoinWhereTheServerIs) return type;
+  return type + " (step " + std::to_string(pending_.step) + ")";
 }
 
 Status RpcClient::Send(const MsgHeader& header, const std::vector<EntryRef>& entries,
@@ -77,6 +144,10 @@ Status RpcClient::Send(const MsgHeader& header, const std::vector<EntryRef>& ent
     nng_aio_wait(aio_);
     if (nng_aio_result(aio_) != 0) nng_msg_free(nng_aio_get_msg(aio_));
     sending_ = false;
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    done_ = false;
   }
   nng_msg* msg = nullptr;
   int rv = nng_msg_alloc(&msg, EncodedSize(entries, text));
@@ -90,9 +161,24 @@ Status RpcClient::Send(const MsgHeader& header, const std::vector<EntryRef>& ent
   return Status::Ok();
 }
 
+Status RpcClient::WaitSent() {
+  if (!aio_ || !sending_) return Status::Ok();
+  nng_aio_wait(aio_);
+  return nng_aio_result(aio_) == 0 ? Status::Ok() : Status::Unavailable("a request to '" + endpoint_ + "' did not leave");
+}
+
 Status RpcClient::Receive(Reply* reply) {
   reply->Reset();
   if (sending_) {
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      const auto start = std::chrono::steady_clock::now();
+      while (!done_cv_.wait_for(lock, kWaitLogEvery, [&] { return done_; }))
+        Log(label_ + ": still waiting to reach server '" + endpoint_ + "' with " + Pending() + " (" +
+            std::to_string(std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - start)
+                               .count()) +
+            " s of " + std::to_string(timeout_ms_ / 1000) + "; is it running?)");
+    }
     nng_aio_wait(aio_);
     sending_ = false;
     int rv = nng_aio_result(aio_);
@@ -105,8 +191,9 @@ Status RpcClient::Receive(Reply* reply) {
     }
   }
   nng_aio_set_timeout(aio_, timeout_ms_);
-  nng_ctx_recv(ctx_, aio_);
+  const std::string gone = Wait(nng_ctx_recv, "to answer " + Pending());
   nng_aio_wait(aio_);
+  if (!gone.empty()) return Status::Unavailable(gone);
   int rv = nng_aio_result(aio_);
   if (rv == NNG_ETIMEDOUT)
     return Status::Timeout("server '" + endpoint_ + "' did not answer " + Pending() + " within " +

@@ -1,10 +1,17 @@
 // A request/reply client over NNG (req0) to one peer. Every wait is bounded
-// by the timeout, and a timeout names the peer and what was asked.
+// by the timeout, and a timeout names the peer and what was asked; a long
+// wait says so in the log every few seconds, so a worker whose server is not
+// there is never silent.
 #pragma once
 
 #include <nng/nng.h>
 
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <condition_variable>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -54,21 +61,43 @@ class RpcClient {
   // Waits for the last Send to leave, then for its reply, each within the
   // timeout; a kError reply becomes an error.
   Status Receive(Reply* reply);
+  // Waits for the last Send to leave (for tests that must know it has).
+  Status WaitSent();
   Status Call(const MsgHeader& header, const std::vector<EntryRef>& entries, Reply* reply) {
     SHOAL_RETURN_IF_ERROR(Send(header, entries));
     return Receive(reply);
   }
   const std::string& endpoint() const { return endpoint_; }
+  // Who is asking, for the log lines of a long wait ("worker 1").
+  void set_label(std::string label) { label_ = std::move(label); }
+  // How often a long wait is logged.
+  static constexpr std::chrono::seconds kWaitLogEvery{5};
+  // A server whose connection has been down this long has gone: a request
+  // waiting on it fails then, not at the end of its timeout.
+  static constexpr std::chrono::seconds kLostAfter{5};
 
  private:
   // The socket and its dialer, shared by the clients Share makes.
   struct Connection {
     nng_socket socket = NNG_SOCKET_INITIALIZER;
+    // Whether it has been connected, and since when it has not been (a
+    // server that went away is given kLostAfter to come back).
+    std::atomic<int> pipes{0};
+    std::atomic<bool> ever{false};
+    std::atomic<int64_t> lost_at_ms{0};
     ~Connection() { nng_close(socket); }
   };
+  static void OnPipe(nng_pipe pipe, nng_pipe_ev event, void* arg);
+  // Why the connection counts as gone: connected once, down for kLostAfter.
+  std::string Gone() const;
   Status OpenContext();
   // "'update-get' (step 3)": the pending request, for messages.
   std::string Pending() const;
+  // Starts `op` on the aio and waits for it to complete, logging a line
+  // every kWaitLogEvery that it takes: `what` says what it waits for.
+  // Returns why it stopped waiting early: the server went away (Gone); empty otherwise.
+  std::string Wait(void (*op)(nng_ctx, nng_aio*), const std::string& what);
+  static void OnAio(void* arg);
 
   std::shared_ptr<Connection> connection_;
   std::string endpoint_;
@@ -78,6 +107,11 @@ class RpcClient {
   bool context_open_ = false;
   bool sending_ = false;  // a Send whose leaving Receive has not waited for yet
   MsgHeader pending_;     // the request awaiting its reply, for messages
+  std::string label_ = "this process";
+  // The aio's completions, which its callback signals (a long wait is logged).
+  std::mutex mu_;
+  std::condition_variable done_cv_;
+  bool done_ = true;
 };
 
 }  // namespace shoal

@@ -8,12 +8,15 @@ namespace shoal {
 RpcServer::~RpcServer() { Close(); }
 
 Status RpcServer::Listen(const std::string& endpoint, int slots, Handler handler, BadRequest bad,
-                         const TlsIdentity& tls) {
+                         const TlsIdentity& tls, size_t max_request_bytes, PipeClosed closed) {
   handler_ = std::move(handler);
   bad_ = std::move(bad);
+  closed_ = std::move(closed);
   int rv = nng_rep0_open(&socket_);
   if (rv != 0) return Status::IOError(std::string("cannot open a socket: ") + nng_strerror(rv));
   open_ = true;
+  rv = nng_socket_set_size(socket_, NNG_OPT_RECVMAXSZ, max_request_bytes);
+  if (rv != 0) return Status::IOError(std::string("cannot bound the request size: ") + nng_strerror(rv));
   nng_pipe_notify(socket_, NNG_PIPE_EV_ADD_POST, OnPipe, this);
   nng_pipe_notify(socket_, NNG_PIPE_EV_REM_POST, OnPipe, this);
   nng_listener listener;
@@ -26,8 +29,8 @@ Status RpcServer::Listen(const std::string& endpoint, int slots, Handler handler
   }
   if (rv == 0) rv = nng_listener_start(listener, 0);
   if (rv == NNG_EADDRINUSE)
-    return Status::Unavailable("cannot listen on '" + endpoint +
-                               "': address already in use (is another server running there?)");
+    return Status::IOError("cannot listen on '" + endpoint +
+                           "': address already in use (is another server running there?)");
   if (rv != 0) return Status::InvalidArgument("cannot listen on '" + endpoint + "': " + nng_strerror(rv));
   slots_.resize(slots);
   for (int i = 0; i < slots; ++i) {
@@ -65,7 +68,7 @@ void RpcServer::OnEvent(void* arg) {
   MessageView request;
   Status s = Decode(static_cast<const unsigned char*>(nng_msg_body(msg)), nng_msg_len(msg), &request);
   if (s.ok()) {
-    server->handler_(slot->index, request);
+    server->handler_(slot->index, request, nng_pipe_id(nng_msg_get_pipe(msg)));
   } else {
     server->bad_(s);
     MsgHeader h;
@@ -90,10 +93,14 @@ void RpcServer::Reply(int index, const MsgHeader& header, const std::vector<Entr
   nng_ctx_send(slot.ctx, slot.aio);
 }
 
-void RpcServer::OnPipe(nng_pipe, nng_pipe_ev event, void* arg) {
+void RpcServer::OnPipe(nng_pipe pipe, nng_pipe_ev event, void* arg) {
   auto* server = static_cast<RpcServer*>(arg);
-  if (event == NNG_PIPE_EV_ADD_POST) ++server->clients_;
-  else --server->clients_;
+  if (event == NNG_PIPE_EV_ADD_POST) {
+    ++server->clients_;
+    return;
+  }
+  --server->clients_;
+  if (server->closed_) server->closed_(static_cast<uint32_t>(nng_pipe_id(pipe)));
 }
 
 void RpcServer::Drain(int timeout_ms, int linger_ms) {

@@ -6,6 +6,8 @@
 #include <nng/nng.h>
 
 #include <atomic>
+#include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
@@ -20,19 +22,24 @@ class RpcServer {
  public:
   // Called on an NNG thread for each request that decodes; the handler must
   // eventually call Reply(slot, ...) exactly once. `request` is valid only
-  // during the call.
-  using Handler = std::function<void(int slot, const MessageView& request)>;
+  // during the call; `pipe` names the connection it came on.
+  using Handler = std::function<void(int slot, const MessageView& request, uint32_t pipe)>;
   // Called for requests that do not decode (a bad peer must not kill us).
   using BadRequest = std::function<void(const Status& why)>;
+  // Called on an NNG thread when a connection closes (its peer hung up or died).
+  using PipeClosed = std::function<void(uint32_t pipe)>;
 
   RpcServer() = default;
   ~RpcServer();
   RpcServer(const RpcServer&) = delete;
   RpcServer& operator=(const RpcServer&) = delete;
 
-  // A tls+tcp:// endpoint needs `tls` (this process's identity).
-  Status Listen(const std::string& endpoint, int slots, Handler handler, BadRequest bad,
-                const TlsIdentity& tls = {});
+  // A tls+tcp:// endpoint needs `tls` (this process's identity). A request
+  // larger than `max_request_bytes` (0: any size) is dropped by NNG before it
+  // is read whole, and its connection closed. An endpoint in use is an
+  // I/O error naming it.
+  Status Listen(const std::string& endpoint, int slots, Handler handler, BadRequest bad, const TlsIdentity& tls = {},
+                size_t max_request_bytes = 0, PipeClosed closed = nullptr);
   void Reply(int slot, const MsgHeader& header, const std::vector<EntryRef>& entries,
              const std::string& text = "");
   // Waits until every reply handed to NNG has left (or `timeout_ms` passes),
@@ -57,6 +64,7 @@ class RpcServer {
   bool open_ = false;
   Handler handler_;
   BadRequest bad_;
+  PipeClosed closed_;
   std::vector<Slot> slots_;
   std::atomic<int> replies_in_flight_{0};
   std::atomic<int> clients_{0};

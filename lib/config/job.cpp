@@ -114,6 +114,7 @@ Status ParseTrain(const Fields& f, TrainConfig* t) {
   SHOAL_RETURN_IF_ERROR(f.Int("display_every", t->display_every, &t->display_every, 1));
   SHOAL_RETURN_IF_ERROR(f.Int("seed", t->seed, &t->seed, 0));
   SHOAL_RETURN_IF_ERROR(f.Bool("overlap", t->overlap, &t->overlap));
+  SHOAL_RETURN_IF_ERROR(f.Bool("divergence_check", t->divergence_check, &t->divergence_check));
   SHOAL_RETURN_IF_ERROR(f.Int("overlap_bucket_floats", t->overlap_bucket_floats, &t->overlap_bucket_floats, 0));
   if (t->steps == 0 && t->epochs <= 0.0) return f.Error("set 'steps' or 'epochs'");
   if (t->updater == "sgd") t->momentum = 0.0;
@@ -176,6 +177,7 @@ Status ParseCluster(const Fields& f, ClusterConfig* c) {
   SHOAL_RETURN_IF_ERROR(ParseConsistency(f, c));
   SHOAL_RETURN_IF_ERROR(f.Int("slice_floats", c->slice_floats, &c->slice_floats, 1));
   SHOAL_RETURN_IF_ERROR(f.Int("timeout_ms", c->timeout_ms, &c->timeout_ms, 1));
+  SHOAL_RETURN_IF_ERROR(f.Int("lease_ms", c->lease_ms, &c->lease_ms, 100));
   SHOAL_RETURN_IF_ERROR(f.String("tls_dir", c->tls_dir, &c->tls_dir));
   SHOAL_RETURN_IF_ERROR(f.Choice("wire", c->wire, {"fp32", "fp16"}, &c->wire));
   SHOAL_RETURN_IF_ERROR(f.Bool("server_worker_separate", c->server_worker_separate, &c->server_worker_separate));
@@ -205,6 +207,7 @@ Status ParseCluster(const Fields& f, ClusterConfig* c) {
 Status ParseData(const Fields& f, DataConfig* d) {
   SHOAL_RETURN_IF_ERROR(f.Choice("dataset", d->dataset, DatasetNames(), &d->dataset));
   SHOAL_RETURN_IF_ERROR(f.String("shards", "", &d->shards));
+  SHOAL_RETURN_IF_ERROR(f.Int("shard_seed", d->shard_seed, &d->shard_seed, 0));
   return f.CheckNoUnknown();
 }
 

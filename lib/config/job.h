@@ -60,6 +60,9 @@ struct TrainConfig {
   // its next values are collected just before its forward pass (SINGA §5.3);
   // false: one exchange after the whole backward pass. Same results either way.
   bool overlap = true;
+  // A run whose loss stays at a uniform guess's (ln of the classes) for 3
+  // displays and 150 steps is not learning: the workers stop it (exit 1).
+  bool divergence_check = true;
   // With overlap, a request gathers layers from the top down until it holds
   // this many values (lib/train/lanes.h); 0: one request per layer. 1 MiB of
   // fp32, PyTorch DDP's first bucket: fewer, larger messages where layers are small.
@@ -84,6 +87,7 @@ struct ClusterConfig {
   std::string sync_topology = "all";  // which server groups sync: all (all-to-all) | ring
   int slice_floats = 1 << 20;       // parameters larger than this are cut into slices
   int timeout_ms = 60000;           // every wait for a peer gives up after this long
+  int lease_ms = 5000;              // a server whose workers have all been gone this long stops
   std::string tls_dir;              // certificates from scripts/make-certs.sh: TLS with mutual authentication
   std::string wire = "fp32";        // fp32 | fp16: how gradients and parameter values travel (servers keep fp32)
 
@@ -94,6 +98,7 @@ struct ClusterConfig {
 struct DataConfig {
   std::string dataset = "fashion-mnist";  // what dl-shard reads when the shards are missing
   std::string shards;                     // directory written by dl-shard
+  int shard_seed = 1;                     // dl-shard's --seed when train-local deals the shards
 };
 
 struct JobConfig {

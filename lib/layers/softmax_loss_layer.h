@@ -19,6 +19,7 @@ class SoftmaxLossLayer : public Layer {
   }
 
   float loss() const { return loss_; }
+  int classes() const { return out_shape_[0]; }
   int correct() const { return correct_; }
 
  private:

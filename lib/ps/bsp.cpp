@@ -76,7 +76,10 @@ void BspConsistency::AfterUpdate(ServerTable& table, const std::function<void()>
       const Step& s = steps_[index];
       if (layer.spec->holders == 0 || s.contributors < layer.spec->holders || layer.version != table.version())
         continue;
-      for (uint32_t key : layer.spec->keys) table.Apply(table.slice(key), 1.0f / config_.served, layer.version);
+      for (uint32_t key : layer.spec->keys) {
+        previous_[key] = table.slice(key).value;
+        table.Apply(table.slice(key), 1.0f / config_.served, layer.version);
+      }
       ++layer.version;
       NextStep(static_cast<int>(index));
       applied = true;
@@ -90,6 +93,14 @@ uint64_t BspConsistency::TableVersion(const ServerTable& table) const {
   for (int w = 0; w < config_.workers; ++w)
     if (config_.serves[w] && config_.held[w].empty()) slowest = std::min(slowest, table.empty_steps()[w]);
   return slowest;
+}
+
+const std::vector<float>* BspConsistency::ValuesAt(const ServerTable& table, uint32_t key, uint64_t step) const {
+  const ServerTable::Layer& layer = table.layers()[table.LayerOf(key)];
+  if (layer.version == step) return &table.slices().at(key).value;
+  auto before = previous_.find(key);
+  if (layer.version == step + 1 && before != previous_.end()) return &before->second;
+  return nullptr;
 }
 
 bool BspConsistency::Ready(const ServerTable& table, const Read& read) const {

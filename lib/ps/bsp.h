@@ -13,6 +13,7 @@
 // here still takes part in every step with an empty update, as a barrier.
 #pragma once
 
+#include <map>
 #include <vector>
 
 #include "ps/consistency.h"
@@ -37,6 +38,11 @@ class BspConsistency : public Consistency {
   void OnPark(const Read& read) override;
   // Every worker trains the table's current step.
   uint64_t JoinStep(const ServerTable& table, int worker) const override { return table.version(); }
+  // A layer a version past `step` answers with the values it had before its
+  // last update: a worker that died between its sends to two servers rejoins
+  // where the slower one is, and repeats the step on exactly the values it
+  // had, whatever the faster server has applied since.
+  const std::vector<float>* ValuesAt(const ServerTable& table, uint32_t key, uint64_t step) const override;
 
  private:
   // One layer's current step: whose update arrived, summed in worker order.
@@ -54,6 +60,7 @@ class BspConsistency : public Consistency {
   const ServerConfig& config_;
   ServerStats* stats_;
   std::vector<Step> steps_;  // per layer
+  std::map<uint32_t, std::vector<float>> previous_;  // per key: its values before the last update
 };
 
 }  // namespace shoal

@@ -66,6 +66,11 @@ class Consistency {
   virtual void OnAnswer(const ServerTable& table, const Read& read) {}
   // The step a worker that (re)joins trains next.
   virtual uint64_t JoinStep(const ServerTable& table, int worker) const { return table.NextStepOf(worker); }
+  // Slice `key`'s values as of step `step`, for a worker joining there, or
+  // null if the model no longer has them. By default whatever the table holds.
+  virtual const std::vector<float>* ValuesAt(const ServerTable& table, uint32_t key, uint64_t step) const {
+    return &table.slices().at(key).value;
+  }
 
   // easgd: takes the exchange `request` in, filling `diffs` with the
   // difference each of its slices' centre moved by (zeros for a repeat);

@@ -15,6 +15,7 @@ ParameterServer::ParameterServer(const Plan& plan, ServerOptions options)
 Status ParameterServer::Start() {
   SHOAL_RETURN_IF_ERROR(config_status_);
   stats_.updates_from.assign(config_.workers, 0);
+  lives_.assign(config_.workers, WorkerLife());
   model_ = MakeConsistency(config_, &stats_);
   if (!model_) return Status::InvalidArgument("no consistency model is called '" + config_.consistency + "'");
   table_ = std::make_unique<ServerTable>(config_, model_->TakesGradients());
@@ -32,28 +33,21 @@ Status ParameterServer::Start() {
   // a get, a join or a done) plus a few tools.
   const int slots = config_.workers * (static_cast<int>(config_.layers.size()) + 2) + 8;
   return rpc_.Listen(
-      config_.endpoint, slots, [this](int slot, const MessageView& req) { Handle(slot, req); },
+      config_.endpoint, slots, [this](int slot, const MessageView& req, uint32_t pipe) { Handle(slot, req, pipe); },
       [this](const Status& why) {
         std::lock_guard<std::mutex> lock(mu_);
         ++stats_.bad_requests;
         refusals_.Log("refused a request: " + why.ToString());
       },
-      config_.tls);
+      config_.tls, config_.max_request_bytes, [this](uint32_t pipe) { PipeClosed(pipe); });
 }
 
 Status ParameterServer::Run() {
-  const auto timeout = std::chrono::milliseconds(config_.timeout_ms);
   std::unique_lock<std::mutex> lock(mu_);
-  while (!finished_ && !shutdown_) {
-    uint64_t seen = requests_;
-    changed_.wait_for(lock, timeout, [&] { return finished_ || shutdown_ || requests_ != seen; });
-    if (!finished_ && !shutdown_ && requests_ == seen) {
-      failure_ = Status::Timeout("no request from any worker for " + std::to_string(config_.timeout_ms) +
-                                 " ms (at version " + std::to_string(table_->version()) + ", " +
-                                 std::to_string(table_->done_count()) + " of " + std::to_string(config_.served) +
-                                 " workers done)");
-      break;
-    }
+  last_request_ = last_connected_ = std::chrono::steady_clock::now();
+  while (!finished_ && !shutdown_ && failure_.ok()) {
+    changed_.wait_for(lock, std::chrono::milliseconds(200));
+    Watch(std::chrono::steady_clock::now());
   }
   // A BSP server stopped mid-step (shut down, or given up on) may hold a
   // layer a version ahead of the table: no file could name that state, so
@@ -89,9 +83,44 @@ ServerStats ParameterServer::stats() {
   return s;
 }
 
-void ParameterServer::Handle(int slot, const MessageView& req) {
+void ParameterServer::Watch(std::chrono::steady_clock::time_point now) {
+  // A read parked past its deadline is answered with an error: its slot is
+  // free again, and the reader (whose own wait is as long) hears why.
+  parked_.Expire(now, [&](const ParkedRequests::Parked& p) {
+    ReplyError(p.slot, "waited " + std::to_string(config_.timeout_ms) + " ms for version " +
+                           std::to_string(p.read.at) + "; the table is at " + std::to_string(table_->version()));
+  });
+  if (now - last_request_ >= std::chrono::milliseconds(config_.timeout_ms)) {
+    failure_ = Status::Timeout("no request from any worker for " + std::to_string(config_.timeout_ms) +
+                               " ms (at version " + std::to_string(table_->version()) + ", " +
+                               std::to_string(table_->done_count()) + " of " + std::to_string(config_.served) +
+                               " workers done)");
+    return;
+  }
+  if (!any_joined_ || AnyWorkerConnected()) {
+    last_connected_ = now;
+  } else if (now - last_connected_ >= std::chrono::milliseconds(config_.lease_ms)) {
+    failure_ = Status::Unavailable("no worker has been connected for " + std::to_string(config_.lease_ms) +
+                                   " ms (cluster.lease_ms): their supervisor has gone, and this server with it");
+  }
+}
+
+bool ParameterServer::AnyWorkerConnected() const {
+  for (int w = 0; w < config_.workers; ++w)
+    if (config_.serves[w] && lives_[w].connected) return true;
+  return false;
+}
+
+void ParameterServer::PipeClosed(uint32_t pipe) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (WorkerLife& life : lives_)
+    if (life.pipe == pipe) life.connected = false;
+}
+
+void ParameterServer::Handle(int slot, const MessageView& req, uint32_t pipe) {
   std::lock_guard<std::mutex> lock(mu_);
   ++requests_;
+  last_request_ = std::chrono::steady_clock::now();
   changed_.notify_all();
   if (req.header.plan_hash != config_.plan_hash_value) {
     ReplyError(slot, "request for plan " + HexU64(req.header.plan_hash) + ", this server runs plan " +
@@ -116,12 +145,12 @@ void ParameterServer::Handle(int slot, const MessageView& req) {
     case MsgType::kUpdateGet:
     case MsgType::kJoin:
     case MsgType::kDone:
-    case MsgType::kExchange: return HandleWorkerRequest(slot, req);
+    case MsgType::kExchange: return HandleWorkerRequest(slot, req, pipe);
     default: ReplyError(slot, std::string("unexpected request type '") + MsgTypeName(req.header.type) + "'");
   }
 }
 
-void ParameterServer::HandleWorkerRequest(int slot, const MessageView& req) {
+void ParameterServer::HandleWorkerRequest(int slot, const MessageView& req, uint32_t pipe) {
   const uint32_t sender = req.header.sender;
   if (sender >= static_cast<uint32_t>(config_.workers))
     return ReplyError(slot, "sender " + std::to_string(sender) + " is not a worker of the plan (it has " +
@@ -130,9 +159,11 @@ void ParameterServer::HandleWorkerRequest(int slot, const MessageView& req) {
     return ReplyError(slot, "worker " + std::to_string(sender) + " is served by server group " +
                                 std::to_string(config_.worker_server_group[sender]) + ", this server is in group " +
                                 std::to_string(config_.group));
+  if (req.header.type == MsgType::kJoin) return HandleJoin(slot, req, pipe);
+  const std::string impostor = Impostor(req, pipe);
+  if (!impostor.empty()) return ReplyError(slot, impostor);
   switch (req.header.type) {
     case MsgType::kDone: return HandleDone(slot, req);
-    case MsgType::kJoin: return HandleJoin(slot, req);
     case MsgType::kExchange: return HandleExchange(slot, req);
     default: return HandleUpdate(slot, req);
   }
@@ -243,9 +274,50 @@ void ParameterServer::HandleMetric(int slot, const MessageView& req) {
   ReplyOk(slot);
 }
 
-void ParameterServer::HandleJoin(int slot, const MessageView& req) {
+std::string ParameterServer::Impostor(const MessageView& req, uint32_t pipe) {
+  const uint32_t sender = req.header.sender;
+  WorkerLife& life = lives_[sender];
+  if (life.incarnation == 0)
+    return "worker " + std::to_string(sender) + " has not joined (its first request is a join)";
+  if (req.header.incarnation != life.incarnation)
+    return "a request of incarnation " + HexU64(req.header.incarnation) + " of worker " + std::to_string(sender) +
+           ", which is now incarnation " + HexU64(life.incarnation) + " (an old life of it, or another process)";
+  life.pipe = pipe;
+  life.connected = true;
+  return "";
+}
+
+void ParameterServer::HandleJoin(int slot, const MessageView& req, uint32_t pipe) {
   const int sender = static_cast<int>(req.header.sender);
-  ReplyParams(slot, sender, {}, model_->JoinStep(*table_, sender));
+  const uint64_t incarnation = req.header.incarnation;
+  WorkerLife& life = lives_[sender];
+  if (incarnation == 0) return ReplyError(slot, "worker " + std::to_string(sender) + " joins without an incarnation");
+  if (life.incarnation != 0 && life.incarnation != incarnation) {
+    if (life.connected)
+      return ReplyError(slot, "worker " + std::to_string(sender) + " is running already as incarnation " +
+                                  HexU64(life.incarnation) + " (still connected); refusing incarnation " +
+                                  HexU64(incarnation) + ": two processes claim to be worker " + std::to_string(sender));
+    Log("server " + std::to_string(config_.id) + ": worker " + std::to_string(sender) + " rejoins as incarnation " +
+        HexU64(incarnation) + " (was " + HexU64(life.incarnation) + ")");
+  }
+  life = {incarnation, pipe, true};
+  any_joined_ = true;
+  // The values as of the step it is to train: the server's own, or the one
+  // the worker asks for (where another server is, after a crash between sends).
+  const uint64_t step =
+      req.header.step == kJoinWhereTheServerIs ? model_->JoinStep(*table_, sender) : req.header.step;
+  std::vector<EntryRef> entries;
+  for (uint32_t key : config_.held[sender]) {
+    const std::vector<float>* values = model_->ValuesAt(*table_, key, step);
+    if (!values)
+      return ReplyError(slot, "worker " + std::to_string(sender) + " joins at step " + std::to_string(step) +
+                                  ", which this server cannot answer: layer '" +
+                                  table_->layers()[table_->LayerOf(key)].spec->name + "' is at version " +
+                                  std::to_string(table_->layers()[table_->LayerOf(key)].version));
+    entries.push_back({key, values->data(), static_cast<uint32_t>(values->size()), config_.wire});
+  }
+  MsgHeader h{MsgType::kReply, config_.plan_hash_value, step, static_cast<uint32_t>(config_.id)};
+  rpc_.Reply(slot, h, entries);
 }
 
 void ParameterServer::HandleDone(int slot, const MessageView& req) {

@@ -25,10 +25,16 @@
 // A worker that rejoins after a crash asks where to go on (join) and repeats
 // the step it was in: an update of a layer's step already taken in is
 // dropped and answered as the first one was, so nothing is applied twice.
+// Each life of a worker process has an incarnation (every request carries
+// it): a join of a new one while the old one is still connected is refused
+// (two processes claiming one worker id), and once it has joined, requests
+// of the old one are. A server whose workers have all been gone for
+// cluster.lease_ms stops: their supervisor has died, and nobody is coming.
 // A worker's `done` waits until every worker is done and is answered with
 // the final parameters; then the server checkpoints and exits.
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <memory>
@@ -76,15 +82,30 @@ class ParameterServer {
   nlohmann::json Report();
 
  private:
-  void Handle(int slot, const MessageView& request);
-  void HandleWorkerRequest(int slot, const MessageView& request);
+  // One life of a worker as this server knows it.
+  struct WorkerLife {
+    uint64_t incarnation = 0;  // 0: it has not joined
+    uint32_t pipe = 0;         // the connection its last request came on
+    bool connected = false;    // that connection is open
+  };
+
+  void Handle(int slot, const MessageView& request, uint32_t pipe);
+  void HandleWorkerRequest(int slot, const MessageView& request, uint32_t pipe);
+  // Why a worker's request does not come from its current incarnation; empty if it does.
+  std::string Impostor(const MessageView& request, uint32_t pipe);
+  void PipeClosed(uint32_t pipe);
+  // Whether some worker this server serves is connected now.
+  bool AnyWorkerConnected() const;
+  // Run's watch, every fraction of a second: parked reads past their
+  // deadline, no request for the timeout, no worker for the lease.
+  void Watch(std::chrono::steady_clock::time_point now);
   void HandleGet(int slot, const MessageView& request);
   void HandleUpdate(int slot, const MessageView& request);
   void HandleExchange(int slot, const MessageView& request);
   void HandlePut(int slot, const MessageView& request);
   void HandleSync(int slot, const MessageView& request);
   void HandleMetric(int slot, const MessageView& request);
-  void HandleJoin(int slot, const MessageView& request);
+  void HandleJoin(int slot, const MessageView& request, uint32_t pipe);
   void HandleDone(int slot, const MessageView& request);
   // Answers `read` now if the model allows, else parks it.
   void ReadOrPark(int slot, const Read& read);
@@ -117,6 +138,9 @@ class ParameterServer {
   std::unique_ptr<ServerSync> sync_;  // several server groups
   RateLimitedLog refusals_;
   nlohmann::json metric_;  // the last evaluation a worker reported
+  std::vector<WorkerLife> lives_;  // per worker of the plan
+  bool any_joined_ = false;
+  std::chrono::steady_clock::time_point last_request_, last_connected_;
   bool finished_ = false;
   bool shutdown_ = false;
   uint64_t requests_ = 0;

@@ -43,6 +43,7 @@ Status MakeServerConfig(const Plan& plan, int id, ServerConfig* out) {
   c.updater = UpdaterFromTrain(plan.job.train, c.workers);
   SHOAL_RETURN_IF_ERROR(EncodingNamed(cluster.wire, &c.wire));
   c.timeout_ms = cluster.timeout_ms;
+  c.lease_ms = cluster.lease_ms;
   c.checkpoint_every = plan.job.train.checkpoint_every;
   c.seed = plan.job.train.seed;
   c.servers = static_cast<int>(plan.servers.size());

@@ -52,6 +52,7 @@ struct ServerConfig {
   UpdaterConfig updater;
   ValueEncoding wire = ValueEncoding::kF32;  // how workers' slices travel
   int timeout_ms = 0;
+  int lease_ms = 0;            // no worker connected for this long: the server stops
   int checkpoint_every = 0;    // updates between checkpoints; 0: at the end only
   int seed = 1;                // initial values (lib/ps/param_init.h)
   int servers = 0;             // of the plan, every group's

@@ -1,5 +1,7 @@
 #include "train/batch_loader.h"
 
+#include <algorithm>
+
 #include "data/shard_writer.h"
 
 namespace shoal {
@@ -16,9 +18,10 @@ Status ReadRecords(ShardReader* reader, uint64_t first, int count, size_t record
 }  // namespace
 
 BatchLoader::BatchLoader(std::vector<std::unique_ptr<ShardReader>> shards, int batch, uint64_t seed,
-                         uint64_t first_record, int depth)
-    : shards_(std::move(shards)), batch_(batch), depth_(depth), seed_(seed), cursor_(first_record) {
+                         uint64_t first_record, int depth, uint64_t first_pass_seed)
+    : shards_(std::move(shards)), batch_(batch), depth_(std::max(depth, 1)), seed_(seed), cursor_(first_record) {
   for (const auto& s : shards_) total_ += s->records();
+  first_batches_ = ShuffledOrder(total_ / batch_, first_pass_seed * 1000003 + 17);
   record_floats_ = shards_.empty() ? 0 : NumElements(shards_[0]->record_shape());
   thread_ = std::thread([this] { Produce(); });
 }
@@ -43,6 +46,7 @@ Status BatchLoader::ReadBatch(Batch* b) {
       order_pass_ = pass;
     }
     if (pass > 0) at = order_[at];
+    else if (at / batch_ < first_batches_.size()) at = first_batches_[at / batch_] * batch_ + at % batch_;
     size_t shard = 0;
     while (at >= shards_[shard]->records()) at -= shards_[shard++]->records();
     SHOAL_RETURN_IF_ERROR(ReadRecords(shards_[shard].get(), at, 1, record_floats_, b, i));

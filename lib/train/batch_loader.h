@@ -24,12 +24,15 @@ struct Batch {
 class BatchLoader {
  public:
   // Reads the shards one after the other as one sequence of records,
-  // `batch` at a time, keeping `depth` batches ready. The first pass takes the
-  // records in order (the order dl-shard dealt them); every later pass takes
-  // them in a new order drawn from `seed` and the pass number.
-  // `first_record` is where in that sequence (over all passes) to begin.
+  // `batch` at a time, keeping `depth` batches ready. The first pass takes
+  // whole batches of records as dl-shard dealt them, in an order drawn from
+  // `first_pass_seed` (the records of a partial last batch stay last): with
+  // the same seed, W workers × B records step through the records of one
+  // worker × W·B, batch for batch. Every later pass takes the records in a
+  // new order drawn from `seed` and the pass number. `first_record` is where
+  // in that sequence (over all passes) to begin.
   BatchLoader(std::vector<std::unique_ptr<ShardReader>> shards, int batch, uint64_t seed,
-              uint64_t first_record = 0, int depth = 4);
+              uint64_t first_record = 0, int depth = 4, uint64_t first_pass_seed = 0);
   ~BatchLoader();
   BatchLoader(const BatchLoader&) = delete;
   BatchLoader& operator=(const BatchLoader&) = delete;
@@ -48,8 +51,9 @@ class BatchLoader {
   uint64_t total_ = 0;
   uint64_t seed_;
   uint64_t cursor_ = 0;  // records handed out so far, over all passes
-  std::vector<uint64_t> order_;  // the order of pass order_pass_ (the first pass needs none)
+  std::vector<uint64_t> order_;  // the order of pass order_pass_
   uint64_t order_pass_ = 0;
+  std::vector<uint64_t> first_batches_;  // the first pass's order of whole batches
   size_t record_floats_ = 0;
 
   std::mutex mu_;

@@ -4,6 +4,8 @@
 #include <cstring>
 #include <map>
 
+#include "core/fault_injection.h"
+#include "core/process.h"
 #include "plan/partition.h"
 #include "ps/param_init.h"
 #include "train/lanes.h"
@@ -30,10 +32,12 @@ Status LocalTable::FetchAll(const std::vector<Param*>& whole, uint64_t) {
   return Status::Ok();
 }
 
-RemoteTable::RemoteTable(const Plan& plan, int worker, std::vector<Param*> params, int timeout_ms)
+RemoteTable::RemoteTable(const Plan& plan, int worker, std::vector<Param*> params, int timeout_ms,
+                         uint64_t incarnation)
     : plan_(plan),
       worker_(worker),
       timeout_ms_(timeout_ms),
+      incarnation_(incarnation),
       plan_hash_(plan.hash_value()),
       servers_(ServersOf(plan, worker)),
       pieces_(servers_.size()),
@@ -57,6 +61,7 @@ Status RemoteTable::Connect() {
     TlsIdentity tls = TlsIdentityFor(plan_.job.cluster.tls_dir, "worker", worker_);
     tls.server_name = ServerCertificateName(server.id);
     clients_.push_back(std::make_unique<RpcClient>());
+    clients_.back()->set_label("worker " + std::to_string(worker_));
     SHOAL_RETURN_IF_ERROR(clients_.back()->Dial(server.endpoint, timeout_ms_, tls));
   }
   return overlap_ ? OpenLanes() : Status::Ok();
@@ -93,13 +98,25 @@ Status RemoteTable::OpenLanes() {
   return Status::Ok();
 }
 
+// Crash tests (SHOAL_CRASH_AT=worker-between-sends:N[:file]) die before the
+// N-th request of gradients, once every request before it has left: a
+// worker killed between its sends to two servers, exactly.
+void RemoteTable::CrashBetweenSends() {
+  constexpr const char* kPoint = "worker-between-sends";
+  if (!CrashPointArmed(kPoint)) return;
+  for (auto& client : clients_) (void)client->WaitSent();
+  for (Lane& lane : lanes_) (void)lane.client->WaitSent();
+  CrashPoint(kPoint);
+}
+
 Status RemoteTable::SendLane(Lane& lane, uint64_t step) {
   std::vector<EntryRef> entries;
   for (const auto& p : lane.pieces) {
     entries.push_back({p.key, p.param->grad.data() + p.offset, static_cast<uint32_t>(p.count), wire_});
     bytes_sent_ += p.count * BytesPerValue(wire_);
   }
-  MsgHeader h{MsgType::kUpdateGet, plan_hash_, step, static_cast<uint32_t>(worker_)};
+  MsgHeader h{MsgType::kUpdateGet, plan_hash_, step, static_cast<uint32_t>(worker_), incarnation_};
+  CrashBetweenSends();
   SHOAL_RETURN_IF_ERROR(lane.client->Send(h, entries));
   lane.in_flight = true;
   lane.step = step;
@@ -137,7 +154,7 @@ Status RemoteTable::AfterBackward(const Layer& layer, uint64_t step) {
 
 Status RemoteTable::RoundTrip(MsgType type, uint64_t step, Send send, Take take, const std::string& text,
                               std::vector<uint64_t>* steps) {
-  MsgHeader h{type, plan_hash_, step, static_cast<uint32_t>(worker_)};
+  MsgHeader h{type, plan_hash_, step, static_cast<uint32_t>(worker_), incarnation_};
   for (size_t s = 0; s < clients_.size(); ++s) {
     std::vector<EntryRef> entries;
     if (send != Send::kNothing)
@@ -146,6 +163,7 @@ Status RemoteTable::RoundTrip(MsgType type, uint64_t step, Send send, Take take,
         entries.push_back({p.key, from.data() + p.offset, static_cast<uint32_t>(p.count), wire_});
         bytes_sent_ += p.count * BytesPerValue(wire_);
       }
+    if (send == Send::kGrads) CrashBetweenSends();
     SHOAL_RETURN_IF_ERROR(clients_[s]->Send(h, entries, text));
   }
   for (size_t s = 0; s < clients_.size(); ++s) {
@@ -187,10 +205,20 @@ Status RemoteTable::Absorb(int server, const MessageView& reply, const std::vect
 
 Status RemoteTable::Join(uint64_t* step) {
   std::vector<uint64_t> steps;
-  SHOAL_RETURN_IF_ERROR(RoundTrip(MsgType::kJoin, 0, Send::kNothing, Take::kValues, "", &steps));
+  SHOAL_RETURN_IF_ERROR(
+      RoundTrip(MsgType::kJoin, kJoinWhereTheServerIs, Send::kNothing, Take::kValues, "", &steps));
   // Servers agree unless this worker died between its sends to them; then
-  // the earliest step is repeated, and the servers past it drop the repeat.
+  // the earliest step is repeated (the servers past it drop the repeat), on
+  // the values every server had at that step: the ones past it are asked again.
   *step = *std::min_element(steps.begin(), steps.end());
+  for (size_t s = 0; s < clients_.size(); ++s) {
+    if (steps[s] == *step) continue;
+    Reply reply;
+    SHOAL_RETURN_IF_ERROR(
+        clients_[s]->Call({MsgType::kJoin, plan_hash_, *step, static_cast<uint32_t>(worker_), incarnation_}, {},
+                          &reply));
+    SHOAL_RETURN_IF_ERROR(Absorb(static_cast<int>(s), reply.view(), pieces_[s], Take::kValues));
+  }
   return Status::Ok();
 }
 
@@ -203,7 +231,7 @@ Status RemoteTable::FetchAll(const std::vector<Param*>& whole, uint64_t version)
   for (Param* p : whole) by_name[p->name] = p;
   // Under BSP the servers answer once they reach the version: a layer
   // another worker holds may still be on its way.
-  MsgHeader h{MsgType::kGet, plan_hash_, version, static_cast<uint32_t>(worker_)};
+  MsgHeader h{MsgType::kGet, plan_hash_, version, static_cast<uint32_t>(worker_), incarnation_};
   for (size_t s = 0; s < clients_.size(); ++s) SHOAL_RETURN_IF_ERROR(clients_[s]->Send(h, {}, ""));
   for (size_t s = 0; s < clients_.size(); ++s) {
     std::vector<Piece> all;

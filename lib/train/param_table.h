@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "comm/rpc_client.h"
+#include "core/process.h"
 #include "layers/layer.h"
 #include "net/partitioned_net.h"
 #include "plan/plan.h"
@@ -71,8 +72,10 @@ class LocalTable : public ParamTable {
 class RemoteTable : public ParamTable, public LayerHooks {
  public:
   // `params`: what worker `worker` holds (lib/plan/partition.h), named as the
-  // plan's parameters. Every wait gives up after `timeout_ms`, naming the server.
-  RemoteTable(const Plan& plan, int worker, std::vector<Param*> params, int timeout_ms);
+  // plan's parameters. Every wait gives up after `timeout_ms`, naming the
+  // server. Every request carries `incarnation`: this life of the worker.
+  RemoteTable(const Plan& plan, int worker, std::vector<Param*> params, int timeout_ms,
+              uint64_t incarnation = IncarnationOf(""));
   Status Connect();
   Status Join(uint64_t* step) override;
   Status Push(uint64_t step, double loss) override;
@@ -125,11 +128,13 @@ class RemoteTable : public ParamTable, public LayerHooks {
   // Opens the lanes (train.overlap) once the clients are connected.
   Status OpenLanes();
   Status SendLane(Lane& lane, uint64_t step);
+  void CrashBetweenSends();
   Status CollectLane(Lane& lane);
 
   const Plan& plan_;
   int worker_;
   int timeout_ms_;
+  uint64_t incarnation_;
   uint64_t plan_hash_;
   ValueEncoding wire_ = ValueEncoding::kF32;  // cluster.wire: how gradients go and values come back
   std::vector<float> differences_;            // easgd: a reply's differences, decoded

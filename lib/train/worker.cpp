@@ -92,7 +92,7 @@ Status Worker::OpenTable() {
     return Status::Ok();
   }
   const int timeout_ms = options_.timeout_ms > 0 ? options_.timeout_ms : plan_.job.cluster.timeout_ms;
-  auto remote = std::make_unique<RemoteTable>(plan_, options_.id, params, timeout_ms);
+  auto remote = std::make_unique<RemoteTable>(plan_, options_.id, params, timeout_ms, options_.incarnation);
   SHOAL_RETURN_IF_ERROR(remote->Connect());
   remote_ = remote.get();
   // With train.overlap each layer's parameters travel beside its passes.
@@ -115,7 +115,11 @@ Worker::ByteCounts Worker::Counts() const {
 
 Status Worker::Train(WorkerResult* result) {
   const TrainConfig& train = plan_.job.train;
-  BatchLoader loader(std::move(shards_), batch_, train.seed * 7919 + options_.id, first_step_ * batch_);
+  // The first pass's batches in an order of train.seed's (the same for every
+  // worker, so W workers × B still see one worker × W·B's records); later
+  // passes shuffle each worker's records anew.
+  BatchLoader loader(std::move(shards_), batch_, train.seed * 7919 + options_.id, first_step_ * batch_, 4,
+                     static_cast<uint64_t>(train.seed));
   step_ms_.reserve(steps_);
   start_ = last_display_ = Clock::now();
   last_display_step_ = static_cast<long long>(first_step_);
@@ -145,8 +149,7 @@ Status Worker::Step(long long step, const Batch& b) {
   // checkpoints): checked before backprop, which sends them as it goes.
   const double loss = net_->loss_layer().loss();
   if (!std::isfinite(loss))
-    return Status::InvalidArgument("the loss diverged at step " + std::to_string(step) +
-                                   " (lower train.learning_rate)");
+    return Status::InvalidArgument("the loss diverged at step " + std::to_string(step) + TrainingAdvice());
   if (options_.slow_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(options_.slow_ms));
   SHOAL_RETURN_IF_ERROR(net_->Backward(step, hooks_));
   SHOAL_RETURN_IF_ERROR(table_->Push(step, loss));
@@ -180,11 +183,43 @@ Status Worker::Display(long long step, WorkerResult* result) {
                 step + 1, steps_, window_loss_ / window_, r["records_per_s"].get<double>(), SecondsSince(start_));
   output_->Live(r, line);
   result->final_loss = window_loss_ / window_;
+  SHOAL_RETURN_IF_ERROR(CheckLearning(step, window_loss_ / window_));
   window_loss_ = 0.0;
   window_ = 0;
   last_display_ = Clock::now();
   last_display_step_ = step + 1;
   return Status::Ok();
+}
+
+std::string Worker::TrainingAdvice() const {
+  const ClusterConfig& c = plan_.job.cluster;
+  char rate[32];
+  std::snprintf(rate, sizeof rate, "%g", plan_.job.train.learning_rate);
+  return std::string(" at learning rate ") + rate + " under consistency '" + c.consistency + "'" +
+         (c.consistency == "bsp" ? "" : " (stale gradients act as extra momentum: they need a lower rate)") +
+         "; lower train.learning_rate" +
+         (plan_.job.train.divergence_check ? ", or set train.divergence_check: false" : "") + " (docs/job-file.md)";
+}
+
+Status Worker::CheckLearning(long long step, double window_loss) {
+  constexpr int kDisplays = 3;
+  constexpr long long kSteps = 150;
+  if (!plan_.job.train.divergence_check) return Status::Ok();
+  // A uniform guess over C classes loses ln C a record; a collapsed net sits
+  // there (to within noise), a learning one falls below it within a few displays.
+  const double uniform = std::log(static_cast<double>(net_->loss_layer().classes()));
+  if (window_loss < 0.99 * uniform) {
+    stuck_displays_ = 0;
+    return Status::Ok();
+  }
+  if (stuck_displays_++ == 0) stuck_since_ = last_display_step_;
+  if (stuck_displays_ < kDisplays || step + 1 - stuck_since_ < kSteps) return Status::Ok();
+  char detail[96];
+  std::snprintf(detail, sizeof detail, "at or above a uniform guess's (ln %d = %.3f; the last display %.3f)",
+                net_->loss_layer().classes(), uniform, window_loss);
+  return Status::InvalidArgument("the loss has stayed " + std::string(detail) + " for " +
+                                 std::to_string(stuck_displays_) + " displays since step " +
+                                 std::to_string(stuck_since_) + ": the run is not learning" + TrainingAdvice());
 }
 
 Status Worker::Evaluate(long long step, nlohmann::json* record, WorkerResult* result) {

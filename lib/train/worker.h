@@ -29,6 +29,7 @@ struct WorkerOptions {
   int steps = 0;             // overrides the job's steps when > 0
   int timeout_ms = 0;        // overrides the job's cluster.timeout_ms when > 0
   int slow_ms = 0;           // sleeps this long each step: a slow worker on purpose (tests, experiments)
+  uint64_t incarnation = 1;  // this life of the worker (lib/core/process.h): every request carries it
 };
 
 struct WorkerResult {
@@ -58,6 +59,10 @@ class Worker {
   Status Step(long long step, const Batch& b);
   // The progress record of the display window ending after step `step`.
   Status Display(long long step, WorkerResult* result);
+  // What a run that does not learn should try, naming its rate and consistency.
+  std::string TrainingAdvice() const;
+  // Stops a run whose loss stays at a uniform guess's (train.divergence_check).
+  Status CheckLearning(long long step, double window_loss);
   // Worker 0's evaluation of the parameters after `step` steps on the test shard.
   Status Evaluate(long long step, nlohmann::json* record, WorkerResult* result);
   Status Finish(WorkerResult* result);
@@ -94,6 +99,9 @@ class Worker {
   // Time spent evaluating is not training time: time-to-accuracy curves
   // plot accuracy against train_seconds.
   double eval_seconds_ = 0.0;
+  // train.divergence_check: displays in a row at a uniform guess's loss, since which step.
+  int stuck_displays_ = 0;
+  long long stuck_since_ = 0;
 };
 
 }  // namespace shoal

@@ -63,13 +63,14 @@ cp -r "$(shards_for 1)" "$tmp/shards"
 # Header: 8 magic + 4 version + 4 record size + 8 count + 4 rank + 3*4 dims + 4 crc = 44 bytes;
 # records are 784 pixels + label + crc = 792 bytes. Flip a pixel of record 5.
 printf '\xff' | dd of="$tmp/shards/train-00000.shard" bs=1 seek=$((44 + 5 * 792 + 300)) conv=notrunc status=none
+# (a whole epoch: the first pass takes its batches in an order of train.seed's)
 expect_failure 1 "train-00000.shard': record 5: checksum mismatch" \
-  "$bin/dl-worker" --plan "$tmp/plan.json" --standalone --shards "$tmp/shards"
+  "$bin/dl-worker" --plan "$tmp/plan.json" --standalone --shards "$tmp/shards" --steps 940
 ok "a corrupted shard record is refused naming the file and the record"
 
 # A server that never answers: the worker gives up after the plan's timeout,
 # naming the endpoint (exit 3).
-expect_failure 3 "server 'tcp://127.0.0.1:$port' did not (take|answer) 'join' \(step 0\) within 1500 ms" \
+expect_failure 3 "server 'tcp://127.0.0.1:$port' did not (take|answer) 'join' within 1500 ms" \
   "$bin/dl-worker" --plan "$tmp/plan.json" --shards "$(shards_for 1)"
 ok "a worker whose server never answers exits naming the endpoint"
 
@@ -77,9 +78,9 @@ ok "a worker whose server never answers exits naming the endpoint"
 "$bin/dl-server" --plan "$tmp/plan.json" >"$tmp/first.jsonl" 2>"$tmp/first.log" &
 first=$!
 for _ in $(seq 50); do grep -q serving "$tmp/first.log" && break; sleep 0.1; done
-expect_failure 3 "cannot listen on 'tcp://127.0.0.1:$port': address already in use" \
+expect_failure 1 "cannot listen on 'tcp://127.0.0.1:$port': address already in use" \
   "$bin/dl-server" --plan "$tmp/plan.json"
-ok "a second server on a port in use is refused"
+ok "a second server on a port in use is refused (exit 1: not a peer's fault, never retried)"
 "$bin/dl-worker" --plan "$tmp/plan.json" --shards "$(shards_for 1)" --no-eval >/dev/null ||
   fail "the first server stopped serving"
 wait "$first" || fail "the first server failed: $(cat "$tmp/first.log")"

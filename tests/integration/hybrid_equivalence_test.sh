@@ -6,7 +6,7 @@
 # Each worker's bytes per step equal dl-plan's prediction to within 2%.
 . "$(dirname "$0")/lib.sh"
 
-steps=8
+steps=4
 # job MODEL NAME "LAYER=DIM[@RANK] ...": a copy of the model with partition_dim set per layer.
 job() {
   local src=$root/configs/fashion-$1.yaml out=$tmp/$1-$2.yaml expr=() spec layer dim
@@ -97,8 +97,9 @@ ok "MLP: bytes per step of each kind = dl-plan's prediction (within 2%)"
 # from one worker's (a convolution's filters split, a layer computed on a
 # whole group's records) drift apart as far as one worker does whose learning
 # rate differs by 2e-6 (measured: max relative 4e-2 after 8 steps, for both).
-# So every plan is compared after one step, and after several where the
-# arithmetic keeps its shapes.
+# So every plan is compared after one step, and after several (4: 3e-7 where
+# the arithmetic keeps its shapes; by step 8 near-ties can amplify even that
+# to 3e-4, depending on which batches come first) where it keeps its shapes.
 cnn=$root/configs/fashion-cnn.yaml
 steps=1
 run cnn-1x64-once "$cnn" 1 64 --strategy data
@@ -116,7 +117,7 @@ bytes cnn-model-2
 bytes cnn-model-3
 ok "CNN: all-model (filters split) and hybrid plans with a placed layer, groups of 2 and 3 = one worker after a step"
 ok "CNN: bytes per step of each kind = dl-plan's prediction (within 2%)"
-steps=8
+steps=4
 run cnn-1x64 "$cnn" 1 64 --strategy data
 run cnn-1x96 "$cnn" 1 96 --strategy data
 run cnn-hybrid-2 "$(job cnn hybrid "conv1=0 relu1=0 pool1=0 conv2=0 relu2=0 pool2=0 fc1=1 relu3=1 fc2=1")" 2 32 \

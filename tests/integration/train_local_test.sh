@@ -12,14 +12,15 @@ grep -qE "train-local: done: test accuracy 0\.[0-9]+; checkpoints in $run/ckpt \
 [[ $(grep -c '"event":"step"' "$tmp/out") -eq 4 ]] || fail "expected 4 progress records: $(cat "$tmp/out")"
 ok "a BSP run prints its progress as JSON lines and its outcome"
 
-# Worker 1 reads a corrupted shard: it fails, and the script stops the server
+# Worker 1 reads a corrupted shard (within its first epoch, whose batches come
+# in an order of train.seed's): it fails, and the script stops the server
 # and worker 0 (which would otherwise wait for worker 1 until the timeout).
 cp -r "$(shards_for 2)" "$tmp/shards"
 printf '\xff' | dd of="$tmp/shards/train-00001.shard" bs=1 seek=$((44 + 3 * 792)) conv=notrunc status=none
 start=$(date +%s)
 rc=0
 SHOAL_BIN=$bin RUN_DIR=$tmp/bad BASE_PORT=$(fresh_port) "$root/scripts/train-local.sh" \
-  "$root/configs/fashion-mlp.yaml" train.steps=100 data.shards="$tmp/shards" >"$tmp/out" 2>"$tmp/err" || rc=$?
+  "$root/configs/fashion-mlp.yaml" train.epochs=1 data.shards="$tmp/shards" >"$tmp/out" 2>"$tmp/err" || rc=$?
 [[ $rc -eq 1 ]] || fail "train-local exited $rc with a failing worker, want 1"
 grep -q "train-local: worker 1 failed" "$tmp/err" || fail "the failure is not named: $(cat "$tmp/err")"
 grep -q "record 3: checksum mismatch" "$tmp/err" || fail "the worker's reason is not shown: $(cat "$tmp/err")"

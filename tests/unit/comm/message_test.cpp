@@ -35,13 +35,14 @@ std::vector<float> Floats(const EntryView& e) {
 }
 
 // Header and entry field offsets, from the layout in message.h.
-constexpr size_t kVersionAt = 4, kTypeAt = 6, kCountAt = 28, kPayloadAt = 32;
+constexpr size_t kVersionAt = 4, kTypeAt = 6, kCountAt = 28, kPayloadAt = 32, kIncarnationAt = 40;
+static_assert(kIncarnationAt + 8 == kHeaderBytes, "the incarnation ends the header");
 constexpr size_t kEntryEncodingAt = 4, kEntryZeroAt = 6, kEntryCountAt = 8;
 
 const std::vector<float> kA = {1.5f, -2.0f, 3.25f};
 const std::vector<float> kB = {0.0f, 1e-30f, -7.0f, 42.0f, 5.5f};
 
-MsgHeader UpdateHeader() { return {MsgType::kUpdate, 0x0123456789abcdefull, 17, 3}; }
+MsgHeader UpdateHeader() { return {MsgType::kUpdate, 0x0123456789abcdefull, 17, 3, 0xfeedface12345678ull}; }
 
 std::vector<unsigned char> TwoEntryUpdate() {
   return EncodeToBytes(UpdateHeader(), {{7, kA.data(), 3}, {9, kB.data(), 5}});
@@ -59,6 +60,7 @@ TEST_CASE("an update with several entries survives Encode and Decode unchanged")
   CHECK(view.header.plan_hash == 0x0123456789abcdefull);
   CHECK(view.header.step == 17);
   CHECK(view.header.sender == 3);
+  CHECK(view.header.incarnation == 0xfeedface12345678ull);
   CHECK(view.text.empty());
   REQUIRE(view.entries.size() == 3);
   CHECK(view.entries[0].key == 7);
@@ -179,7 +181,7 @@ TEST_CASE("Decode refuses a buffer shorter than a header") {
   MessageView view;
   Status s = Decode(bytes.data(), kHeaderBytes - 1, &view);
   CHECK(s.code() == Status::Code::kCorruption);
-  CHECK(s.message() == "message of 39 bytes is shorter than a header");
+  CHECK(s.message() == "message of 47 bytes is shorter than a header");
   s = Decode(bytes.data(), 0, &view);
   CHECK(s.message() == "message of 0 bytes is shorter than a header");
 }
@@ -195,11 +197,11 @@ TEST_CASE("Decode refuses a message without shoal's magic") {
 
 TEST_CASE("Decode refuses another protocol version, naming both") {
   auto bytes = TwoEntryUpdate();
-  PutAt<uint16_t>(&bytes, kVersionAt, 1);  // 8-byte fp32 entries: read as version 2 they would be garbage
+  PutAt<uint16_t>(&bytes, kVersionAt, 1);  // 8-byte fp32 entries and a shorter header: garbage as version 3
   MessageView view;
   Status s = DecodeBytes(bytes, &view);
   CHECK(s.code() == Status::Code::kCorruption);
-  CHECK(s.message() == "protocol version 1, expected 2");
+  CHECK(s.message() == "protocol version 1, expected 3");
 }
 
 TEST_CASE("Decode refuses an unknown message type, naming it") {

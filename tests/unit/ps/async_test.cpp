@@ -37,7 +37,7 @@ TEST_CASE("async: an update a worker repeats after rejoining is dropped, not app
   auto worker0 = Connect(f);
   Reply reply;
   REQUIRE(Update(worker0.get(), f, 0, 0, MakeGrads(0, 0), &reply).ok());
-  REQUIRE(worker0->Call(f.Header(MsgType::kJoin, 0, 0), {}, &reply).ok());
+  REQUIRE(worker0->Call(f.Header(MsgType::kJoin, kJoinWhereTheServerIs, 0), {}, &reply).ok());
   CHECK(reply.view().header.step == 1);  // its next step
   REQUIRE(Update(worker0.get(), f, 0, 0, MakeGrads(0, 0), &reply).ok());
   ServerStats stats = f.server->stats();

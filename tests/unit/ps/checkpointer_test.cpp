@@ -37,7 +37,7 @@ TEST_CASE("a server resumed from a checkpoint serves its values and version; ano
   // trained values and goes on at step 1.
   {
     ResumedServer again(f, dir);
-    REQUIRE(Connect(f)->Call(f.Header(MsgType::kJoin, 0, 1), {}, &reply).ok());
+    REQUIRE(Connect(f)->Call(f.Header(MsgType::kJoin, kJoinWhereTheServerIs, 1), {}, &reply).ok());
     CHECK(reply.view().header.step == 1);
     CheckValues(EntryValues(reply, 0), trained);
     again.Stop();

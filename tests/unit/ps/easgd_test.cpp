@@ -42,7 +42,7 @@ TEST_CASE("easgd: an exchange moves the centre by alpha·(x − centre) and answ
   ServerFixture f("easgd, easgd_alpha: 0.25");
   auto worker0 = Connect(f), worker1 = Connect(f);
   Reply reply;
-  REQUIRE(worker0->Call(f.Header(MsgType::kJoin, 0, 0), {}, &reply).ok());
+  REQUIRE(worker0->Call(f.Header(MsgType::kJoin, kJoinWhereTheServerIs, 0), {}, &reply).ok());
   CHECK(reply.view().header.step == 0);
   std::vector<float> cw = f.Initial(0), cb = f.Initial(1), dw, db;
 
@@ -64,7 +64,7 @@ TEST_CASE("easgd: an exchange moves the centre by alpha·(x − centre) and answ
 
   // A rejoined worker goes on after its last exchange; repeating that step's
   // exchange moves nothing and gets a difference of 0.
-  REQUIRE(worker0->Call(f.Header(MsgType::kJoin, 0, 0), {}, &reply).ok());
+  REQUIRE(worker0->Call(f.Header(MsgType::kJoin, kJoinWhereTheServerIs, 0), {}, &reply).ok());
   CHECK(reply.view().header.step == 4);
   REQUIRE(worker0->Call(f.Header(MsgType::kExchange, 3, 0), x0.Entries(), &reply).ok());
   CheckValues(EntryValues(reply, 0), std::vector<float>(12, 0.0f));
@@ -113,7 +113,7 @@ TEST_CASE("easgd: a checkpoint holds the centre's values and no updater state; a
   CHECK(ckpt.updates_from == std::vector<uint64_t>{7, 0});
 
   ResumedServer again(f, dir);
-  REQUIRE(Connect(f)->Call(f.Header(MsgType::kJoin, 0, 0), {}, &reply).ok());
+  REQUIRE(Connect(f)->Call(f.Header(MsgType::kJoin, kJoinWhereTheServerIs, 0), {}, &reply).ok());
   CHECK(reply.view().header.step == 7);
   CheckValues(EntryValues(reply, 0), centre);
   again.Stop();

@@ -55,6 +55,24 @@ inline std::string TinyJob(const std::string& consistency, const std::string& tr
          consistency + ", timeout_ms: " + std::to_string(kTimeoutMs) + cluster + "}\n";
 }
 
+// The incarnation of worker `w` in these tests (a tool's is 0).
+inline uint64_t TestIncarnation(uint32_t sender) { return sender < 1000 ? 100 + sender : 0; }
+
+// Every worker of `plan` joins the server at `endpoint` where it is, as a
+// dl-worker does first: after that, its requests are its incarnation's.
+inline void JoinWorkers(const std::string& endpoint, const Plan& plan) {
+  RpcClient client;
+  REQUIRE(client.Dial(endpoint, kTimeoutMs).ok());
+  for (const auto& w : plan.workers) {
+    Reply reply;
+    const uint32_t id = static_cast<uint32_t>(w.id);
+    Status s = client.Call({MsgType::kJoin, plan.hash_value(), kJoinWhereTheServerIs, id, TestIncarnation(id)}, {},
+                           &reply);
+    INFO(s.ToString());
+    REQUIRE(s.ok());
+  }
+}
+
 // One counter for the whole test program: no two servers share an endpoint.
 inline std::string UniqueEndpoint() {
   static std::atomic<int> next{0};
@@ -92,6 +110,7 @@ struct ServerFixture {
     INFO(s.ToString());
     REQUIRE(s.ok());
     run = std::async(std::launch::async, [this] { return server->Run(); });
+    JoinWorkers(endpoint, plan);
   }
 
   // Asks the server to stop (unless it already has) and waits for Run().
@@ -124,7 +143,7 @@ struct ServerFixture {
   }
 
   MsgHeader Header(MsgType type, uint64_t step, uint32_t sender) const {
-    return {type, plan.hash_value(), step, sender};
+    return {type, plan.hash_value(), step, sender, TestIncarnation(sender)};
   }
 };
 
@@ -186,6 +205,7 @@ class ResumedServer {
     INFO(s.ToString());
     REQUIRE(s.ok());
     run_ = std::async(std::launch::async, [this] { return server_.Run(); });
+    JoinWorkers(f.endpoint, f.plan);
   }
   void Stop() {
     Reply reply;

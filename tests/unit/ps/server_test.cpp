@@ -41,12 +41,12 @@ TEST_CASE("join answers with the values and the step to train next; a metric goe
   ServerFixture f("bsp", dir);
   auto worker0 = Connect(f), worker1 = Connect(f);
   Reply reply;
-  REQUIRE(worker0->Call(f.Header(MsgType::kJoin, 0, 0), {}, &reply).ok());
+  REQUIRE(worker0->Call(f.Header(MsgType::kJoin, kJoinWhereTheServerIs, 0), {}, &reply).ok());
   CHECK(reply.view().header.step == 0);
   CheckValues(EntryValues(reply, 0), f.Initial(0));
   REQUIRE(Update(worker0.get(), f, 0, 0, MakeGrads(0, 0), &reply).ok());
   REQUIRE(Update(worker1.get(), f, 0, 1, MakeGrads(1, 0), &reply).ok());
-  REQUIRE(worker1->Call(f.Header(MsgType::kJoin, 0, 1), {}, &reply).ok());
+  REQUIRE(worker1->Call(f.Header(MsgType::kJoin, kJoinWhereTheServerIs, 1), {}, &reply).ok());
   CHECK(reply.view().header.step == 1);
   REQUIRE(worker0->Send({MsgType::kMetric, f.plan.hash_value(), 1, 0}, {}, R"({"step": 1, "test_accuracy": 0.5})").ok());
   REQUIRE(worker0->Receive(&reply).ok());
@@ -197,6 +197,34 @@ TEST_CASE("done: the first worker's done waits for the last; both get the final 
   CHECK(ckpt.tensors[0].data == final_w);
   CHECK(ckpt.tensors[1].name == "fc.weight@velocity");
   CHECK(ckpt.tensors[3].name == "fc.bias@velocity");
+}
+
+TEST_CASE("incarnations: a live worker's id cannot be joined again; once a new one joins, the old one is refused") {
+  ServerFixture f("bsp");  // workers 0 and 1 joined as incarnations 100 and 101
+  Reply reply;
+  {
+    // Worker 0's incarnation 100 is connected: a second process as worker 0 is refused.
+    auto old = Connect(f), impostor = Connect(f);
+    REQUIRE(Update(old.get(), f, 0, 0, MakeGrads(0, 0), &reply).ok());
+    Status s = impostor->Call({MsgType::kJoin, f.plan.hash_value(), kJoinWhereTheServerIs, 0, 777}, {}, &reply);
+    CHECK(Contains(s.message(), "worker 0 is running already as incarnation 0000000000000064 (still connected); "
+                                "refusing incarnation 0000000000000309"));
+  }
+  // Both connections closed: incarnation 777 may join, and 100's requests are refused from then on.
+  for (int i = 0; i < 50; ++i) {
+    auto fresh = Connect(f);
+    Status s = fresh->Call({MsgType::kJoin, f.plan.hash_value(), kJoinWhereTheServerIs, 0, 777}, {}, &reply);
+    if (s.ok()) break;
+    std::this_thread::sleep_for(milliseconds(20));  // the closed connection's news may lag
+  }
+  CHECK(reply.view().header.step == 0);
+  Status s = Update(Connect(f).get(), f, 0, 0, MakeGrads(0, 0), &reply);
+  CHECK(Contains(s.message(), "a request of incarnation 0000000000000064 of worker 0, which is now incarnation "
+                              "0000000000000309"));
+  // A worker that never joined is refused its first update.
+  s = Connect(f)->Call({MsgType::kUpdate, f.plan.hash_value(), 0, 1, 555}, MakeGrads(1, 0).Entries(), &reply);
+  CHECK(Contains(s.message(), "incarnation 000000000000022b of worker 1, which is now incarnation 0000000000000065"));
+  CHECK(f.Stop().ok());
 }
 
 TEST_CASE("a stats request is answered with JSON and a shutdown ends Run") {

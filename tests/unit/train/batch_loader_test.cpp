@@ -1,6 +1,6 @@
 // Tests for lib/train/batch_loader over a small shard directory written by
-// lib/data/shard_writer: the first pass in the order the records were dealt,
-// later passes reshuffled by the seed, where a loader begins, a bad record's
+// lib/data/shard_writer: the first pass in whole dealt batches, in an order
+// of its own seed's, later passes reshuffled by the seed, where a loader begins, a bad record's
 // error, and ShardScanner reading a shard once.
 #include <doctest/doctest.h>
 
@@ -105,22 +105,37 @@ std::vector<int> Take(BatchLoader* loader, int n) {
   return ids;
 }
 
-// What the loader takes at position `at` (over all passes) of `sequence`:
-// in order in pass 0; pass p's order is ShuffledOrder(n, seed·1000003 + p).
-int Expected(const std::vector<int>& sequence, uint64_t seed, uint64_t at) {
+// What the loader takes at position `at` (over all passes) of `sequence`
+// with batches of `batch`: in pass 0 whole batches in the order
+// ShuffledOrder(n / batch, first_pass_seed·1000003 + 17), a partial last
+// batch last; pass p's order is ShuffledOrder(n, seed·1000003 + p).
+int Expected(const std::vector<int>& sequence, uint64_t seed, uint64_t at, uint64_t batch,
+             uint64_t first_pass_seed = 0) {
   const uint64_t n = sequence.size(), pass = at / n, i = at % n;
-  if (pass == 0) return sequence[i];
+  if (pass == 0) {
+    const std::vector<uint64_t> batches = ShuffledOrder(n / batch, first_pass_seed * 1000003 + 17);
+    return i / batch < batches.size() ? sequence[batches[i / batch] * batch + i % batch] : sequence[i];
+  }
   return sequence[ShuffledOrder(n, seed * 1000003 + pass)[i]];
 }
 
-TEST_CASE("batch loader: the first pass takes the shards' records in the order they were dealt") {
+TEST_CASE("batch loader: the first pass takes whole dealt batches in an order of its own seed's") {
   Shards shards;
-  BatchLoader loader(shards.Open({0, 1, 2}), 2, 7);
-  CHECK(loader.records() == 10);
-  CHECK(Take(&loader, 5) == shards.Sequence({0, 1, 2}));
+  const std::vector<int> sequence = shards.Sequence({0, 1, 2});
+  for (uint64_t first_pass_seed : {0ull, 1ull, 2ull}) {
+    INFO("first pass seed " << first_pass_seed);
+    BatchLoader loader(shards.Open({0, 1, 2}), 3, 7, 0, 4, first_pass_seed);
+    CHECK(loader.records() == 10);
+    const std::vector<int> ids = Take(&loader, 3);
+    for (uint64_t at = 0; at < 9; ++at) CHECK(ids[at] == Expected(sequence, 7, at, 3, first_pass_seed));
+  }
+  // The batch order is the seed's: 5 batches of 2 come in another order for another seed.
+  BatchLoader a(shards.Open({0, 1, 2}), 2, 7, 0, 4, 1), b(shards.Open({0, 1, 2}), 2, 7, 0, 4, 2);
+  REQUIRE(ShuffledOrder(5, 1 * 1000003 + 17) != ShuffledOrder(5, 2 * 1000003 + 17));
+  CHECK(Take(&a, 5) != Take(&b, 5));
 }
 
-TEST_CASE("batch loader: the shards are read in the order given") {
+TEST_CASE("batch loader: the shards are read in the order given, a batch as large as the pass as dealt") {
   Shards shards;
   BatchLoader loader(shards.Open({2, 0}), 7, 7);
   CHECK(loader.records() == 7);
@@ -136,7 +151,7 @@ TEST_CASE("batch loader: later passes are permutations of the records, drawn fro
   REQUIRE(ids.size() == 40);
   for (uint64_t at = 0; at < 40; ++at) {
     INFO("record " << at);
-    CHECK(ids[at] == Expected(sequence, 7, at));
+    CHECK(ids[at] == Expected(sequence, 7, at, 4));
   }
   const std::multiset<int> all(sequence.begin(), sequence.end());
   std::vector<std::vector<int>> passes;
@@ -155,7 +170,7 @@ TEST_CASE("batch loader: the same seed repeats the passes; another seed gives an
   BatchLoader a(shards.Open({0, 1, 2}), 5, 11), b(shards.Open({0, 1, 2}), 5, 11), c(shards.Open({0, 1, 2}), 5, 12);
   const std::vector<int> ia = Take(&a, 6), ib = Take(&b, 6), ic = Take(&c, 6);
   CHECK(ia == ib);
-  // The first pass is the dealt order whatever the seed.
+  // The first pass's order is its own seed's (here the default), whatever the later passes'.
   CHECK(std::vector<int>(ia.begin(), ia.begin() + 10) == std::vector<int>(ic.begin(), ic.begin() + 10));
   REQUIRE(ShuffledOrder(10, 11 * 1000003 + 1) != ShuffledOrder(10, 12 * 1000003 + 1));
   CHECK(std::vector<int>(ia.begin() + 10, ia.begin() + 20) != std::vector<int>(ic.begin() + 10, ic.begin() + 20));
@@ -170,11 +185,12 @@ TEST_CASE("batch loader: first_record starts exactly there in the sequence over 
     const std::vector<int> ids = Take(&loader, 4);
     for (uint64_t i = 0; i < ids.size(); ++i) {
       INFO("record " << first + i);
-      CHECK(ids[i] == Expected(sequence, 5, first + i));
+      CHECK(ids[i] == Expected(sequence, 5, first + i, 3));
     }
   }
   // Beginning at 13 gives what an uninterrupted loader gives from its 14th record.
   BatchLoader whole(shards.Open({0, 1, 2}), 1, 5), resumed(shards.Open({0, 1, 2}), 1, 5, 13);
+  // (with batches of one, the first pass's order is a shuffle of the records themselves)
   const std::vector<int> all = Take(&whole, 25);
   CHECK(Take(&resumed, 12) == std::vector<int>(all.begin() + 13, all.end()));
 }
@@ -189,15 +205,19 @@ TEST_CASE("batch loader: a bad record's error comes through Next, after the batc
   bytes[header + 2 * stride + 1] ^= 0x40;
   REQUIRE(WriteFileAtomic(shards.Path(1), bytes).ok());
 
-  BatchLoader loader(shards.Open({0, 1, 2}), 3, 7);
+  // Batches of 5: the first pass takes the dealt batches [0, 5) and [5, 10)
+  // in its seed's order; the bad record is in the second.
+  const std::vector<uint64_t> batches = ShuffledOrder(2, 0 * 1000003 + 17);
+  BatchLoader loader(shards.Open({0, 1, 2}), 5, 7);
   Batch b;
-  Status s = loader.Next(&b);  // positions 0..2
-  INFO(s.ToString());
-  REQUIRE(s.ok());
-  CHECK(b.size == 3);
-  s = loader.Next(&b);  // positions 3..5
-  REQUIRE(s.ok());
-  s = loader.Next(&b);  // positions 6..8: the bad record
+  Status s;
+  if (batches[0] == 0) {
+    s = loader.Next(&b);  // the good batch first
+    INFO(s.ToString());
+    REQUIRE(s.ok());
+    CHECK(b.size == 5);
+  }
+  s = loader.Next(&b);  // the batch with the bad record
   CHECK(s.code() == Status::Code::kCorruption);
   CHECK(Contains(s.message(), shards.Path(1)));
   CHECK(Contains(s.message(), "record 2"));
