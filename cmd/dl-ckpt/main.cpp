@@ -1,7 +1,7 @@
 // dl-ckpt: look into and take out what a run's checkpoints hold.
 // Output is JSON on stdout; a table when stdout is a terminal or with --table
 // (--json forces JSON). Warnings and errors go to stderr.
-#include "parse_command_line.h"
+#include "tool_main.h"
 
 #include <filesystem>
 
@@ -55,9 +55,7 @@ int InspectOrVerify(const std::vector<std::string>& paths, bool inspect) {
   return Print(out);
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int Main(int argc, char** argv) {
   SetLogName("dl-ckpt");
   CLI::App app{"dl-ckpt: inspect, verify, compare, merge and export checkpoints"};
   app.require_subcommand(1);
@@ -151,3 +149,7 @@ int main(int argc, char** argv) {
   if (!choice.skipped.empty()) Log("falling back to step " + std::to_string(choice.step));
   return Print({{"step", choice.step}, {"files", choice.files}, {"skipped", choice.skipped}});
 }
+
+}  // namespace
+
+int main(int argc, char** argv) { return shoal::GuardedMain(Main, argc, argv); }

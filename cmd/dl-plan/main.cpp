@@ -1,6 +1,6 @@
 // dl-plan: job file -> plan.json (partitioning, placement, parameter slices,
 // endpoints, predicted costs); `dl-plan calibrate` measures a cluster profile.
-#include "parse_command_line.h"
+#include "tool_main.h"
 
 #include "config/job.h"
 #include "core/exit_codes.h"
@@ -27,9 +27,7 @@ int WriteOut(const std::string& path, const std::string& text) {
   return s.ok() ? kExitOk : ReportFailure(s);
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int Main(int argc, char** argv) {
   SetLogName("dl-plan");
   CLI::App app{"dl-plan: compute the plan of a training job"};
   std::string job_path, out_path, cluster_path, strategy = "optimal";
@@ -102,3 +100,7 @@ int main(int argc, char** argv) {
   if (explain) Log("the plan's costs\n" + ExplainReport(report));
   return WriteOut(out_path, PlanToJson(plan).dump(2) + "\n");
 }
+
+}  // namespace
+
+int main(int argc, char** argv) { return shoal::GuardedMain(Main, argc, argv); }

@@ -1,5 +1,5 @@
 // dl-server: serves one shard of the parameter table of a plan.
-#include "parse_command_line.h"
+#include "tool_main.h"
 
 #include "core/exit_codes.h"
 #include "core/memory_tuning.h"
@@ -9,7 +9,9 @@
 #include "plan/plan.h"
 #include "ps/server.h"
 
-int main(int argc, char** argv) {
+namespace {
+
+int Main(int argc, char** argv) {
   using namespace shoal;
   SetLogName("dl-server");
   KeepLargeAllocations();
@@ -53,3 +55,7 @@ int main(int argc, char** argv) {
   if (s.ok()) s = out.status();
   return s.ok() ? kExitOk : ReportFailure(s);
 }
+
+}  // namespace
+
+int main(int argc, char** argv) { return shoal::GuardedMain(Main, argc, argv); }

@@ -1,6 +1,6 @@
 // dl-shard: turns a dataset (lib/data/datasets.h) into a shard directory
 // (lib/data/shard.h).
-#include "parse_command_line.h"
+#include "tool_main.h"
 
 #include <filesystem>
 
@@ -9,7 +9,9 @@
 #include "data/datasets.h"
 #include "data/shard_writer.h"
 
-int main(int argc, char** argv) {
+namespace {
+
+int Main(int argc, char** argv) {
   using namespace shoal;
   SetLogName("dl-shard");
   std::string dataset, source, out_dir;
@@ -45,3 +47,7 @@ int main(int argc, char** argv) {
   out.Record(summary);
   return out.status().ok() ? kExitOk : ReportFailure(out.status());
 }
+
+}  // namespace
+
+int main(int argc, char** argv) { return shoal::GuardedMain(Main, argc, argv); }

@@ -1,5 +1,5 @@
 // dl-worker: trains its part of a plan, talking to the plan's servers.
-#include "parse_command_line.h"
+#include "tool_main.h"
 
 #include <cstdio>
 
@@ -12,7 +12,9 @@
 #include "train/evaluate.h"
 #include "train/worker.h"
 
-int main(int argc, char** argv) {
+namespace {
+
+int Main(int argc, char** argv) {
   using namespace shoal;
   SetLogName("dl-worker");
   KeepLargeAllocations();
@@ -81,3 +83,7 @@ int main(int argc, char** argv) {
   if (metrics && std::fclose(metrics) != 0 && s.ok()) s = Status::IOError("cannot write '" + metrics_path + "'");
   return s.ok() ? kExitOk : ReportFailure(s.Within("worker " + std::to_string(options.id)));
 }
+
+}  // namespace
+
+int main(int argc, char** argv) { return shoal::GuardedMain(Main, argc, argv); }

@@ -11,6 +11,9 @@
 #include "core/build_info.h"
 #include "core/file_util.h"
 #include "core/hash.h"
+#include "core/json_fields.h"
+#include "core/json_text.h"
+#include "core/text.h"
 
 namespace shoal {
 namespace {
@@ -20,6 +23,87 @@ using nlohmann::json;
 constexpr char kMagic[8] = {'S', 'H', 'O', 'A', 'L', 'C', 'K', 'P'};
 constexpr uint32_t kFormatVersion = 1;
 constexpr size_t kPreamble = 8 + 4 + 8;
+// What a header may hold: far beyond any plan's, finite for a hostile file.
+constexpr size_t kMaxHeaderBytes = 256u << 20;
+constexpr uint64_t kMaxServers = kMaxCheckpointServers, kMaxWorkers = 1u << 20;
+
+// The header's fields and the tensors' bytes, each checked against the
+// bytes actually there: every tensor within its parameter and within the
+// file, one after another from the data's start to the file's end.
+Status ReadHeader(const std::string& path, const json& h, const std::string& bytes, size_t data_start,
+                  Checkpoint* ckpt) {
+  const JsonFields f(path);
+  *ckpt = Checkpoint();
+  uint64_t u = 0;
+  int64_t i = 0;
+  SHOAL_RETURN_IF_ERROR(f.String(h, "", "plan_hash", &ckpt->plan_hash, 64));
+  SHOAL_RETURN_IF_ERROR(f.Int(h, "", "server", -1, kMaxServers - 1, &i));
+  ckpt->server = static_cast<int>(i);
+  if (h.contains("servers")) SHOAL_RETURN_IF_ERROR(f.Unsigned(h, "", "servers", kMaxServers, &u));
+  ckpt->servers = static_cast<int>(u);
+  SHOAL_RETURN_IF_ERROR(f.Unsigned(h, "", "step", UINT64_MAX, &ckpt->step));
+  SHOAL_RETURN_IF_ERROR(f.Unsigned(h, "", "updates", UINT64_MAX, &ckpt->updates));
+  ckpt->metric = h.value("metric", json());
+  if (h.contains("updates_from")) {
+    const json& from = h.at("updates_from");
+    if (!from.is_array() || from.size() > kMaxWorkers)
+      return f.Error("updates_from", "must be a list of at most " + std::to_string(kMaxWorkers) + " steps");
+    for (size_t w = 0; w < from.size(); ++w) {
+      if (!from[w].is_number_unsigned()) return f.Error("updates_from[" + std::to_string(w) + "]", "must be a step");
+      ckpt->updates_from.push_back(from[w].get<uint64_t>());
+    }
+  }
+  const json* tensors;
+  SHOAL_RETURN_IF_ERROR(f.Get(h, "", "tensors", &tensors));
+  if (!tensors->is_array()) return f.Error("tensors", "must be a list");
+  uint64_t next = 0;  // where the next tensor's data must start
+  const uint64_t data_bytes = bytes.size() - data_start;
+  for (size_t k = 0; k < tensors->size(); ++k) {
+    const json& t = (*tensors)[k];
+    const std::string in = "tensors[" + std::to_string(k) + "].";
+    CheckpointTensor tensor;
+    SHOAL_RETURN_IF_ERROR(f.String(t, in, "name", &tensor.name, 1024));
+    SHOAL_RETURN_IF_ERROR(f.String(t, in, "param", &tensor.param, 1024));
+    SHOAL_RETURN_IF_ERROR(f.String(t, in, "role", &tensor.role, 64));
+    SHOAL_RETURN_IF_ERROR(f.Unsigned(t, in, "key", UINT32_MAX, &u));
+    tensor.key = static_cast<uint32_t>(u);
+    SHOAL_RETURN_IF_ERROR(f.Unsigned(t, in, "offset", UINT64_MAX, &tensor.offset));
+    const json* shape;
+    SHOAL_RETURN_IF_ERROR(f.Get(t, in, "shape", &shape));
+    uint64_t size = 1;
+    if (!shape->is_array() || shape->size() > 8) return f.Error(in + "shape", "must be a list of at most 8 dims");
+    for (const json& d : *shape) {
+      if (!d.is_number_unsigned() || d.get<uint64_t>() == 0 || d.get<uint64_t>() > INT32_MAX ||
+          size > (uint64_t{1} << 40) / d.get<uint64_t>())
+        return f.Error(in + "shape", "must hold positive dims of at most 2^40 floats in all");
+      size *= d.get<uint64_t>();
+      tensor.shape.push_back(static_cast<int>(d.get<uint64_t>()));
+    }
+    uint64_t count = 0, at = 0, crc = 0;
+    SHOAL_RETURN_IF_ERROR(f.Unsigned(t, in, "count", size, &count));
+    if (tensor.offset > size - count)
+      return f.Error(in + "offset", "puts floats " + std::to_string(tensor.offset) + "+" + std::to_string(count) +
+                                        " past its parameter's " + std::to_string(size));
+    SHOAL_RETURN_IF_ERROR(f.Unsigned(t, in, "data_offset", UINT64_MAX, &at));
+    SHOAL_RETURN_IF_ERROR(f.Unsigned(t, in, "crc32", UINT32_MAX, &crc));
+    const std::string where = "'" + path + "': tensor " + Quoted(tensor.name) + " (bytes " +
+                              std::to_string(data_start + at) + ".." + std::to_string(data_start + at + 4 * count) +
+                              ")";
+    if (at != next) return Status::Corruption(where + ": its data does not follow the tensor before it");
+    if (count > (data_bytes - at) / 4)
+      return Status::Corruption(where + " runs past the end of the file (truncated?)");
+    const char* data = bytes.data() + data_start + at;
+    if (Crc32(data, 4 * count) != crc) return Status::Corruption(where + ": checksum mismatch");
+    tensor.data.resize(count);
+    std::memcpy(tensor.data.data(), data, 4 * count);
+    next = at + 4 * count;
+    ckpt->tensors.push_back(std::move(tensor));
+  }
+  if (next != data_bytes)
+    return Status::Corruption("'" + path + "': " + std::to_string(data_bytes - next) +
+                              " bytes after the last tensor's data");
+  return Status::Ok();
+}
 
 // Splits a file into its verified header and the data that follows.
 Status ParseFile(const std::string& path, const std::string& bytes, json* header, size_t* data_start) {
@@ -41,8 +125,9 @@ Status ParseFile(const std::string& path, const std::string& bytes, json* header
   if (stored != computed)
     return Status::Corruption("'" + path + "': header checksum mismatch (bytes " +
                               std::to_string(kPreamble) + ".." + std::to_string(kPreamble + header_bytes) + ")");
-  *header = json::parse(bytes.begin() + kPreamble, bytes.begin() + kPreamble + header_bytes, nullptr, false);
-  if (header->is_discarded()) return Status::Corruption("'" + path + "': header is not JSON");
+  Status parsed = ParseJson(bytes.data() + kPreamble, bytes.data() + kPreamble + header_bytes, "'" + path + "'",
+                            header, kMaxHeaderBytes);
+  if (!parsed.ok()) return Status::Corruption(parsed.message() + " (its header)");
   *data_start = kPreamble + header_bytes + 4;
   return Status::Ok();
 }
@@ -132,7 +217,7 @@ Status ReadCheckpointHeader(const std::string& path, json* header) {
     uint64_t header_bytes;
     std::memcpy(&header_bytes, bytes.data() + 12, 8);
     // The header and its CRC, or what the file has of them (ParseFile names a truncation).
-    uint64_t want = std::min<uint64_t>(header_bytes + 4, file_bytes - kPreamble);
+    uint64_t want = std::min<uint64_t>(std::min<uint64_t>(header_bytes, kMaxHeaderBytes) + 4, file_bytes - kPreamble);
     std::string rest(want, '\0');
     in.read(&rest[0], static_cast<std::streamsize>(want));
     rest.resize(static_cast<size_t>(in.gcount()));
@@ -148,38 +233,11 @@ Status ReadCheckpoint(const std::string& path, Checkpoint* ckpt) {
   json h;
   size_t data_start;
   SHOAL_RETURN_IF_ERROR(ParseFile(path, bytes, &h, &data_start));
-  *ckpt = Checkpoint();
   try {
-    ckpt->plan_hash = h.at("plan_hash");
-    ckpt->server = h.at("server");
-    ckpt->servers = h.value("servers", 0);
-    ckpt->step = h.at("step");
-    ckpt->updates = h.at("updates");
-    ckpt->metric = h.value("metric", json());
-    ckpt->updates_from = h.value("updates_from", std::vector<uint64_t>());
-    for (const auto& t : h.at("tensors")) {
-      CheckpointTensor tensor;
-      tensor.name = t.at("name");
-      tensor.param = t.at("param");
-      tensor.role = t.at("role");
-      tensor.key = t.at("key");
-      tensor.offset = t.at("offset");
-      tensor.shape = t.at("shape").get<std::vector<int>>();
-      uint64_t count = t.at("count"), at = data_start + t.at("data_offset").get<uint64_t>();
-      uint64_t end = at + 4 * count;
-      std::string where = "'" + path + "': tensor '" + tensor.name + "' (bytes " + std::to_string(at) +
-                          ".." + std::to_string(end) + ")";
-      if (end > bytes.size()) return Status::Corruption(where + " runs past the end of the file (truncated?)");
-      uint32_t crc = Crc32(bytes.data() + at, 4 * count);
-      if (crc != t.at("crc32").get<uint32_t>()) return Status::Corruption(where + ": checksum mismatch");
-      tensor.data.resize(count);
-      std::memcpy(tensor.data.data(), bytes.data() + at, 4 * count);
-      ckpt->tensors.push_back(std::move(tensor));
-    }
-  } catch (const json::exception& e) {
+    return ReadHeader(path, h, bytes, data_start, ckpt);
+  } catch (const json::exception& e) {  // nlohmann's own, should a check above miss one
     return Status::Corruption("'" + path + "': malformed header: " + e.what());
   }
-  return Status::Ok();
 }
 
 }  // namespace shoal

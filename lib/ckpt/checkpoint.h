@@ -19,6 +19,9 @@
 
 namespace shoal {
 
+// The most servers a checkpoint may name (its id, its run's count).
+inline constexpr uint64_t kMaxCheckpointServers = 1u << 16;
+
 struct CheckpointTensor {
   std::string name;    // "<param>", or "<param>@<state>" for the updater's state
   std::string param;

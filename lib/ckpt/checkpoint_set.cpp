@@ -7,6 +7,7 @@
 #include <set>
 
 #include "core/file_util.h"
+#include "core/json_fields.h"
 
 namespace shoal {
 namespace {
@@ -17,12 +18,14 @@ namespace fs = std::filesystem;
 bool ParseName(const std::string& name, int* server, unsigned long long* step) {
   char tail[8] = {0};
   return std::sscanf(name.c_str(), "server-%d-step-%llu%7s", server, step, tail) == 3 &&
-         std::string(tail) == ".ckpt" && *server >= 0;
+         std::string(tail) == ".ckpt" && *server >= 0 && static_cast<uint64_t>(*server) < kMaxCheckpointServers;
 }
 
+// "0, 1, 5", the first 20 only: a message stays a line.
 std::string Join(const std::vector<int>& ids) {
   std::string out;
-  for (int id : ids) out += (out.empty() ? "" : ", ") + std::to_string(id);
+  for (size_t i = 0; i < ids.size() && i < 20; ++i) out += (out.empty() ? "" : ", ") + std::to_string(ids[i]);
+  if (ids.size() > 20) out += " and " + std::to_string(ids.size() - 20) + " more";
   return out;
 }
 
@@ -39,16 +42,18 @@ CheckpointInfo ReadInfo(const std::string& path, int server, uint64_t step) {
     info.error = s.message();
     return info;
   }
-  try {
-    info.server = h.at("server");
-    info.step = h.at("step");
-    info.updates = h.at("updates");
-    info.servers = h.value("servers", 0);
-    info.plan_hash = h.at("plan_hash");
-    info.metric = h.value("metric", json());
-  } catch (const json::exception& e) {
-    info.error = "'" + path + "': malformed header: " + e.what();
-  }
+  const JsonFields f(path);
+  int64_t id = 0;
+  uint64_t servers = 0;
+  s = f.Int(h, "", "server", -1, kMaxCheckpointServers - 1, &id);
+  if (s.ok()) s = f.Unsigned(h, "", "step", UINT64_MAX, &info.step);
+  if (s.ok()) s = f.Unsigned(h, "", "updates", UINT64_MAX, &info.updates);
+  if (s.ok() && h.contains("servers")) s = f.Unsigned(h, "", "servers", kMaxCheckpointServers, &servers);
+  if (s.ok()) s = f.String(h, "", "plan_hash", &info.plan_hash, 64);
+  info.server = static_cast<int>(id);
+  info.servers = static_cast<int>(servers);
+  info.metric = h.value("metric", json());
+  if (!s.ok()) info.error = s.message();
   if (info.error.empty() && (info.server != server || info.step != step))
     info.error = "'" + path + "': header says server " + std::to_string(info.server) + ", step " +
                  std::to_string(info.step) + ", not what the name says";
@@ -197,32 +202,46 @@ Status MergeCheckpoints(const std::vector<std::string>& files, Checkpoint* merge
                                    std::to_string(servers) + ")");
 
   // Whole tensors by (param, role), in the plan's order (slice keys follow it).
+  // The pieces must cover each exactly once before a float of it is
+  // allocated: a whole is paid for by the pieces' own data.
   struct Whole {
-    CheckpointTensor tensor;
-    std::vector<std::pair<uint64_t, uint64_t>> pieces;  // [offset, end)
+    const CheckpointTensor* first = nullptr;
+    uint64_t size = 0;
+    uint32_t key = UINT32_MAX;
+    std::vector<const CheckpointTensor*> pieces;
   };
   std::map<std::pair<std::string, std::string>, Whole> wholes;
   for (size_t i = 0; i < parts.size(); ++i) {
-    for (auto& t : parts[i].tensors) {
-      std::string where = "'" + files[i] + "': tensor '" + t.name + "'";
-      uint64_t size = 1;
-      for (int d : t.shape) size *= d > 0 ? static_cast<uint64_t>(d) : 0;
-      auto [it, fresh] = wholes.try_emplace({t.param, t.role});
-      Whole& w = it->second;
-      if (fresh) {
-        w.tensor = {t.role == "value" ? t.param : t.param + "@" + t.role, t.param, t.role, t.key, 0, t.shape,
-                    std::vector<float>(size, 0.0f)};
-      } else if (w.tensor.shape != t.shape) {
-        return Status::Corruption(where + ": parameter '" + t.param + "' has another shape in another file");
+    for (const auto& t : parts[i].tensors) {
+      Whole& w = wholes[{t.param, t.role}];
+      if (!w.first) {
+        w.first = &t;
+        w.size = 1;
+        for (int d : t.shape) w.size *= static_cast<uint64_t>(d);  // ReadCheckpoint bounds them
+      } else if (w.first->shape != t.shape) {
+        return Status::Corruption("'" + files[i] + "': tensor '" + t.name + "': parameter '" + t.param +
+                                  "' has another shape in another file");
       }
-      w.tensor.key = std::min(w.tensor.key, t.key);
-      if (t.offset + t.data.size() > size)
-        return Status::Corruption(where + ": floats " + std::to_string(t.offset) + ".." +
-                                  std::to_string(t.offset + t.data.size()) + " run past parameter '" + t.param +
-                                  "' (" + std::to_string(size) + " floats)");
-      std::copy(t.data.begin(), t.data.end(), w.tensor.data.begin() + t.offset);
-      w.pieces.push_back({t.offset, t.offset + t.data.size()});
+      w.key = std::min(w.key, t.key);
+      w.pieces.push_back(&t);
     }
+  }
+  for (auto& [id, w] : wholes) {
+    std::sort(w.pieces.begin(), w.pieces.end(), [](auto* a, auto* b) { return a->offset < b->offset; });
+    const std::string what = "parameter '" + id.first + "' (" + id.second + ")";
+    uint64_t covered = 0;
+    for (const CheckpointTensor* t : w.pieces) {
+      if (t->offset > covered)
+        return Status::InvalidArgument(what + ": floats " + std::to_string(covered) + ".." +
+                                       std::to_string(t->offset) + " are in none of the files (a server missing?)");
+      if (t->offset < covered)
+        return Status::Corruption(what + ": floats " + std::to_string(t->offset) + ".." + std::to_string(covered) +
+                                  " are in more than one slice");
+      covered = t->offset + t->data.size();
+    }
+    if (covered < w.size)
+      return Status::InvalidArgument(what + ": floats " + std::to_string(covered) + ".." + std::to_string(w.size) +
+                                     " are in none of the files (a server missing?)");
   }
   *merged = Checkpoint();
   merged->plan_hash = first.plan_hash;
@@ -234,23 +253,10 @@ Status MergeCheckpoints(const std::vector<std::string>& files, Checkpoint* merge
     if (merged->metric.is_null()) merged->metric = c.metric;
   }
   for (auto& [id, w] : wholes) {
-    std::sort(w.pieces.begin(), w.pieces.end());
-    uint64_t covered = 0;
-    for (const auto& [begin, end] : w.pieces) {
-      std::string what = "parameter '" + id.first + "' (" + id.second + ")";
-      if (begin > covered)
-        return Status::InvalidArgument(what + ": floats " + std::to_string(covered) + ".." + std::to_string(begin) +
-                                       " are in none of the files (a server missing?)");
-      if (begin < covered)
-        return Status::Corruption(what + ": floats " + std::to_string(begin) + ".." + std::to_string(covered) +
-                                  " are in more than one slice");
-      covered = end;
-    }
-    if (covered < w.tensor.data.size())
-      return Status::InvalidArgument("parameter '" + id.first + "' (" + id.second + "): floats " +
-                                     std::to_string(covered) + ".." + std::to_string(w.tensor.data.size()) +
-                                     " are in none of the files (a server missing?)");
-    merged->tensors.push_back(std::move(w.tensor));
+    CheckpointTensor whole{id.second == "value" ? id.first : id.first + "@" + id.second, id.first, id.second, w.key, 0,
+                           w.first->shape, std::vector<float>(w.size)};
+    for (const CheckpointTensor* t : w.pieces) std::copy(t->data.begin(), t->data.end(), whole.data.begin() + t->offset);
+    merged->tensors.push_back(std::move(whole));
   }
   std::stable_sort(merged->tensors.begin(), merged->tensors.end(),
                    [](const CheckpointTensor& a, const CheckpointTensor& b) {

@@ -90,7 +90,7 @@ Status UpdaterHyperParameters(const Fields& f, TrainConfig* t) {
 Status ParseTrain(const Fields& f, TrainConfig* t) {
   std::string algorithm;
   SHOAL_RETURN_IF_ERROR(f.Choice("algorithm", "bp", {"bp"}, &algorithm));
-  SHOAL_RETURN_IF_ERROR(f.Int("batch_size", t->batch_size, &t->batch_size, 1));
+  SHOAL_RETURN_IF_ERROR(f.Int("batch_size", t->batch_size, &t->batch_size, 1, 1 << 20));
   SHOAL_RETURN_IF_ERROR(f.Int("steps", t->steps, &t->steps, 0));
   SHOAL_RETURN_IF_ERROR(f.Float("epochs", t->epochs, &t->epochs, 0.0, 1e6));
   SHOAL_RETURN_IF_ERROR(f.Choice("updater", t->updater, {std::begin(kUpdaterNames), std::end(kUpdaterNames)},
@@ -170,15 +170,21 @@ Status ParseConsistency(const Fields& f, ClusterConfig* c) {
 }
 
 Status ParseCluster(const Fields& f, ClusterConfig* c) {
-  SHOAL_RETURN_IF_ERROR(f.Int("nworker_groups", c->nworker_groups, &c->nworker_groups, 1));
-  SHOAL_RETURN_IF_ERROR(f.Int("nworkers_per_group", c->nworkers_per_group, &c->nworkers_per_group, 1));
-  SHOAL_RETURN_IF_ERROR(f.Int("nserver_groups", c->nserver_groups, &c->nserver_groups, 1));
-  SHOAL_RETURN_IF_ERROR(f.Int("nservers_per_group", c->nservers_per_group, &c->nservers_per_group, 1));
+  // At most 2^16 workers and 2^14 servers: each listens on a port of its own.
+  SHOAL_RETURN_IF_ERROR(f.Int("nworker_groups", c->nworker_groups, &c->nworker_groups, 1, 1 << 16));
+  SHOAL_RETURN_IF_ERROR(f.Int("nworkers_per_group", c->nworkers_per_group, &c->nworkers_per_group, 1, 1 << 16));
+  SHOAL_RETURN_IF_ERROR(f.Int("nserver_groups", c->nserver_groups, &c->nserver_groups, 1, 1 << 14));
+  SHOAL_RETURN_IF_ERROR(f.Int("nservers_per_group", c->nservers_per_group, &c->nservers_per_group, 1, 1 << 14));
+  if (static_cast<int64_t>(c->nworker_groups) * c->nworkers_per_group > (1 << 16))
+    return f.Error("more than 65536 workers (nworker_groups × nworkers_per_group)");
+  if (static_cast<int64_t>(c->nserver_groups) * c->nservers_per_group > (1 << 14))
+    return f.Error("more than 16384 servers (nserver_groups × nservers_per_group)");
   SHOAL_RETURN_IF_ERROR(ParseConsistency(f, c));
   SHOAL_RETURN_IF_ERROR(f.Int("slice_floats", c->slice_floats, &c->slice_floats, 1));
   SHOAL_RETURN_IF_ERROR(f.Int("timeout_ms", c->timeout_ms, &c->timeout_ms, 1));
   SHOAL_RETURN_IF_ERROR(f.Int("lease_ms", c->lease_ms, &c->lease_ms, 100));
   SHOAL_RETURN_IF_ERROR(f.String("tls_dir", c->tls_dir, &c->tls_dir));
+  if (c->tls_dir.size() > 4096) return f.FieldError("tls_dir", "is longer than 4096 bytes");
   SHOAL_RETURN_IF_ERROR(f.Choice("wire", c->wire, {"fp32", "fp16"}, &c->wire));
   SHOAL_RETURN_IF_ERROR(f.Bool("server_worker_separate", c->server_worker_separate, &c->server_worker_separate));
   SHOAL_RETURN_IF_ERROR(f.Int("sync_freq", c->sync_freq, &c->sync_freq, 0));

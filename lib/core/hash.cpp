@@ -19,14 +19,16 @@ uint32_t Crc32(const void* data, size_t size) {
   return static_cast<uint32_t>(crc);
 }
 
-uint64_t Fnv1a64(const std::string& bytes) {
-  uint64_t h = 14695981039346656037ull;
-  for (unsigned char c : bytes) {
-    h ^= c;
+uint64_t Fnv1a64(uint64_t h, const void* data, size_t size) {
+  const auto* p = static_cast<const unsigned char*>(data);
+  for (size_t i = 0; i < size; ++i) {
+    h ^= p[i];
     h *= 1099511628211ull;
   }
   return h;
 }
+
+uint64_t Fnv1a64(const std::string& bytes) { return Fnv1a64(kFnv1a64Start, bytes.data(), bytes.size()); }
 
 std::string HexU64(uint64_t value) {
   char buf[17];

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/build_info.h"
+#include "core/json_text.h"
 
 namespace shoal {
 
@@ -32,7 +33,7 @@ std::string Cell(const json& v) {
     for (const auto& x : v) s += (s.empty() ? "" : v.size() > 4 ? "," : " ") + Cell(x);
     return s.empty() ? "-" : s;
   }
-  return v.dump();
+  return JsonText(v);
 }
 
 bool IsTableOfRecords(const json& v) {
@@ -106,16 +107,16 @@ void Output::Write(std::FILE* f, const std::string& text) {
 }
 
 void Output::Copy(const json& record) {
-  if (copy_) Write(copy_, WithCommit(record).dump() + "\n");
+  if (copy_) Write(copy_, JsonText(WithCommit(record)) + "\n");
 }
 
 void Output::Result(const json& result) {
-  Write(out_, table_ ? RenderTable(result) : WithCommit(result).dump(2) + "\n");
+  Write(out_, table_ ? RenderTable(result) : JsonText(WithCommit(result), 2) + "\n");
 }
 
 void Output::Record(const json& r) {
   Copy(r);
-  if (!table_) return Write(out_, WithCommit(r).dump() + "\n");
+  if (!table_) return Write(out_, JsonText(WithCommit(r)) + "\n");
   if (line_open_) Write(out_, "\n");
   line_open_ = false;
   // "done  steps 120  test_accuracy 0.8612  ..." on one line.
@@ -123,14 +124,14 @@ void Output::Record(const json& r) {
   for (const auto& [key, value] : r.items()) {
     if (key == "event") continue;
     line += "  " + key + " " + (value.is_number_float() ? Cell(value) : value.is_string() ? value.get<std::string>()
-                                                                                            : value.dump());
+                                                                                            : JsonText(value));
   }
   Write(out_, line + "\n");
 }
 
 void Output::Live(const json& record, const std::string& line) {
   Copy(record);
-  if (!table_) return Write(out_, WithCommit(record).dump() + "\n");
+  if (!table_) return Write(out_, JsonText(WithCommit(record)) + "\n");
   Write(out_, "\r\033[K" + line);
   line_open_ = true;
 }

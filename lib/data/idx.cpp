@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <algorithm>
 
 namespace shoal {
 namespace {
@@ -12,6 +13,8 @@ namespace {
 constexpr uint8_t kUnsignedByte = 0x08;
 // No published idx array has more dims; a larger rank means garbage.
 constexpr int kMaxRank = 8;
+// Any published idx file holds far less (Fashion-MNIST: 47 MB).
+constexpr uint64_t kMaxIdxBytes = uint64_t{4} << 30;
 
 std::string Hex(unsigned value) {
   char buf[16];
@@ -90,22 +93,29 @@ Status ReadIdx(const std::string& path, IdxArray* out) {
       return Status::Corruption(where + ": dim " + std::to_string(i) + " is " + std::to_string(d));
     dims[i] = static_cast<int>(d);
     expected *= d;
-    // Cap before allocating: a corrupt header must not ask for terabytes.
-    if (expected > (uint64_t{1} << 34))
-      return Status::Corruption(where + ": dims describe more than 16 GiB of data");
+    if (expected > kMaxIdxBytes)
+      return Status::Corruption(where + ": dims describe more than " + std::to_string(kMaxIdxBytes >> 30) +
+                                " GiB of data");
   }
 
-  // Read one byte past the expected length to detect trailing data.
-  std::vector<uint8_t> bytes(expected + 1);
-  n = ReadUpTo(file.get(), bytes.data(), bytes.size());
-  if (n < 0) return Status::IOError(where + ": " + GzError(file.get()));
-  if (static_cast<uint64_t>(n) < expected)
+  // The data as it comes, in pieces: a header is only a claim, and memory
+  // goes to bytes that are there. One byte past the claim shows trailing data.
+  std::vector<uint8_t> bytes;
+  constexpr size_t kPiece = 16u << 20;
+  while (bytes.size() <= expected) {
+    const size_t at = bytes.size();
+    bytes.resize(at + std::min<uint64_t>(kPiece, expected + 1 - at));
+    n = ReadUpTo(file.get(), bytes.data() + at, bytes.size() - at);
+    if (n < 0) return Status::IOError(where + ": " + GzError(file.get()));
+    bytes.resize(at + static_cast<size_t>(n));
+    if (n == 0) break;
+  }
+  if (bytes.size() < expected)
     return Status::Corruption(where + ": truncated: dims need " + std::to_string(expected) +
-                              " bytes of data, found " + std::to_string(n));
-  if (static_cast<uint64_t>(n) > expected)
+                              " bytes of data, found " + std::to_string(bytes.size()));
+  if (bytes.size() > expected)
     return Status::Corruption(where + ": trailing bytes after " + std::to_string(expected) +
                               " bytes of data");
-  bytes.resize(expected);
   out->dims = std::move(dims);
   out->bytes = std::move(bytes);
   return Status::Ok();

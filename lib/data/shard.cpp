@@ -7,10 +7,15 @@
 
 #include "core/file_util.h"
 #include "core/hash.h"
+#include "core/json_fields.h"
+#include "core/json_text.h"
 #include "data/shard_writer.h"
 
 namespace shoal {
 namespace {
+
+// A manifest lists a few hundred shards at most: a few MB of JSON is plenty.
+constexpr size_t kMaxManifestBytes = 16u << 20;
 
 // Fixed part of the header: magic, version, record bytes, record count, rank.
 constexpr size_t kFixedHeaderBytes = 8 + 4 + 4 + 8 + 4;
@@ -35,42 +40,15 @@ std::string Hex32(uint32_t v) {
 
 using Json = nlohmann::json;
 
-class ManifestFields {
+// The manifest's fields, plus what a shard entry is.
+class ManifestFields : public JsonFields {
  public:
-  ManifestFields(const std::string& file) : file_(file) {}
-  Status Error(const std::string& field, const std::string& what) const {
-    return Status::InvalidArgument("'" + file_ + "': field '" + field + "' " + what);
-  }
-  Status Get(const Json& obj, const std::string& prefix, const char* name, const Json** out) const {
-    auto it = obj.find(name);
-    if (it == obj.end()) return Error(prefix + name, "is missing");
-    *out = &*it;
-    return Status::Ok();
-  }
-  Status String(const Json& obj, const std::string& prefix, const char* name, std::string* out) const {
-    const Json* v;
-    SHOAL_RETURN_IF_ERROR(Get(obj, prefix, name, &v));
-    if (!v->is_string() || v->get<std::string>().empty())
-      return Error(prefix + name, "must be a non-empty string");
-    *out = v->get<std::string>();
-    return Status::Ok();
-  }
-  Status Unsigned(const Json& obj, const std::string& prefix, const char* name, uint64_t max,
-                  uint64_t* out) const {
-    const Json* v;
-    SHOAL_RETURN_IF_ERROR(Get(obj, prefix, name, &v));
-    if (!v->is_number_unsigned() || v->get<uint64_t>() > max)
-      return Error(prefix + name, "must be an integer in 0.." + std::to_string(max));
-    *out = v->get<uint64_t>();
-    return Status::Ok();
-  }
+  using JsonFields::JsonFields;
   // A shard's file name: plain, so a manifest cannot point outside its directory.
   Status Shard(const Json& obj, const std::string& field, ShardInfo* shard) const {
-    if (!obj.is_object()) return Error(field, "must be an object");
-    for (auto it = obj.begin(); it != obj.end(); ++it)
-      if (it.key() != "file" && it.key() != "records" && it.key() != "fnv1a64")
-        return Error(field + "." + it.key(), "is not a known field");
-    SHOAL_RETURN_IF_ERROR(String(obj, field + ".", "file", &shard->file));
+    static const char* const kKnown[] = {"file", "records", "fnv1a64", nullptr};
+    SHOAL_RETURN_IF_ERROR(OnlyKnown(obj, field + ".", kKnown));
+    SHOAL_RETURN_IF_ERROR(String(obj, field + ".", "file", &shard->file, 255));
     if (shard->file.find('/') != std::string::npos || shard->file == "." || shard->file == "..")
       return Error(field + ".file", "must be a file name within the directory");
     SHOAL_RETURN_IF_ERROR(Unsigned(obj, field + ".", "records", UINT64_MAX, &shard->records));
@@ -80,9 +58,6 @@ class ManifestFields {
       return Error(field + ".fnv1a64", "must be 16 lowercase hex digits");
     return Status::Ok();
   }
-
- private:
-  std::string file_;
 };
 
 Status ParseManifest(const Json& root, const ManifestFields& f, Manifest* m) {
@@ -155,9 +130,9 @@ Status ParseManifest(const Json& root, const ManifestFields& f, Manifest* m) {
 Status LoadManifest(const std::string& dir, Manifest* manifest) {
   const std::string path = dir + "/manifest.json";
   std::string text;
-  SHOAL_RETURN_IF_ERROR(ReadFile(path, &text));
-  Json root = Json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (root.is_discarded()) return Status::InvalidArgument("'" + path + "': not valid JSON");
+  SHOAL_RETURN_IF_ERROR(ReadFile(path, &text, kMaxManifestBytes));
+  Json root;
+  SHOAL_RETURN_IF_ERROR(ParseJson(text, "'" + path + "'", &root, kMaxManifestBytes));
   if (!root.is_object()) return Status::InvalidArgument("'" + path + "': must be a JSON object");
   Manifest m;
   SHOAL_RETURN_IF_ERROR(ParseManifest(root, ManifestFields(path), &m));
@@ -251,6 +226,29 @@ Status ShardReader::Open(const std::string& path) {
   return Status::Ok();
 }
 
+Status ShardReader::Open(const std::string& dir, const ShardInfo& info, const Manifest& manifest) {
+  const std::string path = dir + "/" + info.file;
+  SHOAL_RETURN_IF_ERROR(Open(path));
+  const std::string where = "'" + path + "'";
+  if (records_ != info.records)
+    return Status::Corruption(where + " holds " + std::to_string(records_) + " records; '" + dir +
+                              "/manifest.json' says " + std::to_string(info.records));
+  if (shape_ != manifest.record_shape)
+    return Status::Corruption(where + " holds records of " + ShapeToString(shape_) + "; '" + dir +
+                              "/manifest.json' says " + ShapeToString(manifest.record_shape));
+  // The whole file against the manifest's hash of it (read once, in pieces).
+  uint64_t hash = kFnv1a64Start;
+  std::vector<unsigned char> chunk(1 << 20);
+  if (fseeko(file_, 0, SEEK_SET) != 0) return Status::IOError("cannot seek in " + where);
+  for (size_t n; (n = std::fread(chunk.data(), 1, chunk.size(), file_)) > 0;) hash = Fnv1a64(hash, chunk.data(), n);
+  if (std::ferror(file_)) return Status::IOError("cannot read " + where);
+  if (HexU64(hash) != info.fnv1a64)
+    return Status::Corruption(where + " has FNV-1a 64 " + HexU64(hash) + "; '" + dir + "/manifest.json' says " +
+                              info.fnv1a64 + " (the file changed after dl-shard wrote it)");
+  classes_ = static_cast<uint32_t>(manifest.classes);
+  return Status::Ok();
+}
+
 Status ShardReader::Read(uint64_t index, float* pixels, int32_t* label) {
   const std::string where = "'" + path_ + "': record " + std::to_string(index);
   if (!file_) return Status::InvalidArgument("'" + path_ + "': shard is not open");
@@ -268,7 +266,9 @@ Status ShardReader::Read(uint64_t index, float* pixels, int32_t* label) {
     return Status::Corruption(where + ": checksum mismatch (stored " + Hex32(stored) + ", computed " +
                               Hex32(computed) + ")");
   const uint32_t raw_label = LoadU32(buffer_.data() + record_bytes_);
-  if (raw_label > 0x7fffffff) return Status::Corruption(where + ": label " + std::to_string(raw_label) + " out of range");
+  if (raw_label >= classes_)
+    return Status::Corruption(where + ": label " + std::to_string(raw_label) + " is not one of the " +
+                              std::to_string(classes_) + " classes");
   for (uint32_t i = 0; i < record_bytes_; ++i) pixels[i] = buffer_[i] * kPixelScale;
   *label = static_cast<int32_t>(raw_label);
   return Status::Ok();

@@ -50,6 +50,11 @@ class ShardReader {
   ShardReader& operator=(const ShardReader&) = delete;
 
   Status Open(const std::string& path);
+  // Opens `dir`/`info.file` and checks that it is the shard the manifest
+  // lists: its record count, its records' shape, and the whole file's FNV-1a
+  // 64; a record whose label is not one of the manifest's classes is refused
+  // as it is read.
+  Status Open(const std::string& dir, const ShardInfo& info, const Manifest& manifest);
   const std::string& path() const { return path_; }
   uint64_t records() const { return records_; }
   const Shape& record_shape() const { return shape_; }
@@ -64,6 +69,7 @@ class ShardReader {
   uint32_t record_bytes_ = 0;
   uint64_t records_ = 0;
   uint64_t data_offset_ = 0;
+  uint32_t classes_ = 0x7fffffff;  // labels must be below it
   std::vector<uint8_t> buffer_;
 };
 

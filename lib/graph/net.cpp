@@ -30,9 +30,18 @@ Status BuildLayer(const JobConfig& job, const LayerConfig& cfg, const nlohmann::
     for (const auto& t : LayerTypes()) known += (known.empty() ? "" : ", ") + t;
     return fields.FieldError("type", "is '" + cfg.type + "', not a layer type (known: " + known + ")");
   }
-  layer->Init(cfg.name, cfg.type, allocate_params);
+  layer->Init(cfg.name, cfg.type);
   SHOAL_RETURN_IF_ERROR(layer->Setup(fields, srcs));
   SHOAL_RETURN_IF_ERROR(fields.CheckNoUnknown());
+  // Bounded before a float is allocated (docs/job-file.md).
+  if (layer->feature_size() > kMaxFeatureFloats)
+    return fields.Error("its feature is " + std::to_string(layer->feature_size()) + " floats a record (" +
+                        ShapeToString(layer->out_shape()) + "); at most " + std::to_string(kMaxFeatureFloats));
+  for (const Param& p : layer->params())
+    if (NumElements(p.shape) > kMaxParamFloats)
+      return fields.Error("parameter '" + p.name + "' " + ShapeToString(p.shape) + " is " +
+                          std::to_string(NumElements(p.shape)) + " floats; at most " + std::to_string(kMaxParamFloats));
+  if (allocate_params) layer->AllocateParams();
   if (resolved) *resolved = fields.resolved();
   *out = std::move(layer);
   return Status::Ok();

@@ -25,6 +25,10 @@ Status BuildLayer(const JobConfig& job, const LayerConfig& config, const nlohman
                   const std::vector<const Layer*>& srcs, bool allocate_params, std::unique_ptr<Layer>* layer,
                   nlohmann::json* resolved = nullptr);
 
+// The most floats one parameter, and one record's feature of one layer, may hold.
+inline constexpr size_t kMaxParamFloats = size_t{1} << 30;   // 4 GiB
+inline constexpr size_t kMaxFeatureFloats = size_t{1} << 26;  // 256 MiB a record
+
 class Net {
  public:
   // Sets every layer up (shapes, parameters) and checks the graph: known

@@ -15,10 +15,10 @@ class ConvolutionLayer : public Layer {
     g_.channels = in[0];
     g_.height = in[1];
     g_.width = in[2];
-    SHOAL_RETURN_IF_ERROR(fields.RequiredInt("num_output", &g_.filters));
-    SHOAL_RETURN_IF_ERROR(fields.RequiredInt("kernel", &g_.kernel));
-    SHOAL_RETURN_IF_ERROR(fields.Int("stride", 1, &g_.stride, 1));
-    SHOAL_RETURN_IF_ERROR(fields.Int("pad", 0, &g_.pad, 0));
+    SHOAL_RETURN_IF_ERROR(fields.RequiredInt("num_output", &g_.filters, 1, kMaxFilters));
+    SHOAL_RETURN_IF_ERROR(fields.RequiredInt("kernel", &g_.kernel, 1, kMaxWindow));
+    SHOAL_RETURN_IF_ERROR(fields.Int("stride", 1, &g_.stride, 1, kMaxWindow));
+    SHOAL_RETURN_IF_ERROR(fields.Int("pad", 0, &g_.pad, 0, kMaxWindow));
     if (g_.kernel > g_.height + 2 * g_.pad || g_.kernel > g_.width + 2 * g_.pad)
       return fields.FieldError("kernel", "is larger than the padded source " + ShapeToString(in));
     out_shape_ = {g_.filters, g_.out_height(), g_.out_width()};

@@ -11,7 +11,7 @@ class FullyConnectedLayer : public Layer {
  public:
   Status Setup(const Fields& fields, const std::vector<const Layer*>& srcs) override {
     if (srcs.size() != 1) return fields.Error("needs exactly one source layer");
-    SHOAL_RETURN_IF_ERROR(fields.RequiredInt("num_output", &out_));
+    SHOAL_RETURN_IF_ERROR(fields.RequiredInt("num_output", &out_, 1, kMaxUnits));
     in_ = static_cast<int>(srcs[0]->feature_size());
     out_shape_ = {out_};
     // PyTorch's Linear default: U(-1/sqrt(fan_in), 1/sqrt(fan_in)) for both.

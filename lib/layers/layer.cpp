@@ -20,12 +20,15 @@ Param& Layer::AddParam(const std::string& suffix, Shape shape, ParamInit init) {
   p.name = name_ + "." + suffix;
   p.shape = shape;
   p.init = init;
-  if (allocate_params_) {
-    p.value = Tensor(shape);
-    p.grad = Tensor(shape);
-  }
   params_.push_back(std::move(p));
   return params_.back();
+}
+
+void Layer::AllocateParams() {
+  for (Param& p : params_) {
+    p.value = Tensor(p.shape);
+    p.grad = Tensor(p.shape);
+  }
 }
 
 Status RequireImageSource(const Fields& fields, const std::vector<const Layer*>& srcs) {

@@ -77,13 +77,14 @@ class Layer {
   const std::vector<Param>& params() const { return params_; }
   size_t param_count() const;
 
-  // `allocate_params`: false when the net is only planned, never run (its
-  // parameters can be gigabytes: only their shapes are wanted).
-  void Init(std::string name, std::string type, bool allocate_params = true) {
+  void Init(std::string name, std::string type) {
     name_ = std::move(name);
     type_ = std::move(type);
-    allocate_params_ = allocate_params;
   }
+  // Gives every parameter its values and gradients (Setup only says their
+  // shapes: a net that is only planned never allocates them, and a layer's
+  // sizes are checked before anything is).
+  void AllocateParams();
   // Shapes data() and grad() for a batch of `batch` records.
   void Allocate(int batch);
 
@@ -98,8 +99,15 @@ class Layer {
  private:
   std::string name_;
   std::string type_;
-  bool allocate_params_ = true;
 };
+
+// The bounds of the fields that size a layer (docs/job-file.md): generous for
+// any net in use, finite so that no job dl-plan accepts asks for memory beyond
+// reason; Net::Build bounds each parameter and feature too (lib/graph/net.h).
+inline constexpr int kMaxUnits = 1 << 24;    // a fully connected layer's num_output
+inline constexpr int kMaxFilters = 1 << 16;  // a convolution's num_output
+inline constexpr int kMaxWindow = 1024;      // kernel, stride, pad
+inline constexpr int kMaxDataDim = 1 << 16;  // each dim of a data layer's shape (at most 4)
 
 // For layers over images: exactly one source, shaped [channels, height, width].
 Status RequireImageSource(const Fields& fields, const std::vector<const Layer*>& srcs);

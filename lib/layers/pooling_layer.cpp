@@ -15,8 +15,8 @@ class PoolingLayer : public Layer {
     g_.channels = in[0];
     g_.height = in[1];
     g_.width = in[2];
-    SHOAL_RETURN_IF_ERROR(fields.RequiredInt("kernel", &g_.kernel));
-    SHOAL_RETURN_IF_ERROR(fields.Int("stride", g_.kernel, &g_.stride, 1));
+    SHOAL_RETURN_IF_ERROR(fields.RequiredInt("kernel", &g_.kernel, 1, kMaxWindow));
+    SHOAL_RETURN_IF_ERROR(fields.Int("stride", g_.kernel, &g_.stride, 1, kMaxWindow));
     if (g_.kernel > g_.height || g_.kernel > g_.width)
       return fields.FieldError("kernel", "is larger than the source " + ShapeToString(in));
     out_shape_ = {g_.channels, g_.out_height(), g_.out_width()};

@@ -15,7 +15,7 @@ ConnectionLayer::ConnectionLayer(GroupChannel* channel, int index, const std::st
       needed_(std::move(needed)),
       floats_(NumElements(full_shape)),
       source_wants_grad_(source_wants_grad) {
-  Init(source + "->" + consumer, "connection", false);
+  Init(source + "->" + consumer, "connection");
   out_shape_ = ShapeAt(needed_, rank_, full_shape);
 }
 

@@ -14,7 +14,7 @@ namespace {
 class ShapeOnlyLayer : public Layer {
  public:
   ShapeOnlyLayer(const std::string& name, Shape shape) {
-    Init(name, "shape", false);
+    Init(name, "shape");
     out_shape_ = std::move(shape);
   }
   Status Setup(const Fields&, const std::vector<const Layer*>&) override { return Status::Ok(); }

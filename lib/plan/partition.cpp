@@ -1,7 +1,8 @@
 #include "plan/partition.h"
 
 #include <algorithm>
-#include <stdexcept>
+
+#include "core/log.h"
 
 namespace shoal {
 
@@ -19,7 +20,7 @@ const LayerPlan& LayerOfParam(const Plan& plan, const std::string& param) {
   const std::string layer = param.substr(0, param.rfind('.'));
   for (const auto& l : plan.layers)
     if (l.name == layer) return l;
-  throw std::logic_error("parameter '" + param + "' belongs to no layer of the plan");
+  Fatal("parameter '" + param + "' belongs to no layer of the plan (LoadPlan checks every plan)");
 }
 
 Range HeldRows(const Plan& plan, const ParamPlan& param, int rank) {

@@ -1,8 +1,10 @@
 #include "plan/plan.h"
 
+#include <cstdio>
 #include <memory>
 
 #include "core/build_info.h"
+#include "core/text.h"
 #include "graph/net.h"
 #include "plan/partition.h"
 
@@ -14,6 +16,56 @@ const ParamPlan* Plan::FindParam(const std::string& name) const {
   for (const auto& p : params)
     if (p.name == name) return &p;
   return nullptr;
+}
+
+namespace {
+
+// An endpoint given on a command line: text, of a sane length, transport://address.
+Status CheckEndpoint(const std::string& what, const std::string& endpoint) {
+  if (endpoint.size() > 512 || !IsUtf8(endpoint) || endpoint.find("://") == std::string::npos)
+    return Status::InvalidArgument(what + ", " + Quoted(endpoint) + ", is not transport://address");
+  return Status::Ok();
+}
+
+std::string GiB(double bytes) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f GiB", bytes / (1u << 30));
+  return text;
+}
+
+}  // namespace
+
+Status CheckPlanMemory(const Plan& plan) {
+  const int m = GroupSize(plan);
+  const double batch = plan.job.train.batch_size;
+  double all_params = 0, all_features = 0;
+  for (const auto& p : plan.params) all_params += NumElements(p.shape);
+  for (const auto& l : plan.layers) all_features += l.feature_size;
+  for (int r = 0; r < m; ++r) {
+    // Its parameters (values and gradients), and its features (data and gradients) of its records.
+    double floats = 0;
+    for (const auto& p : plan.params) floats += 2.0 * HeldFloats(plan, p, r).size();
+    for (const auto& l : plan.layers) {
+      const double records = l.partition_dim == 0 ? batch : batch * m;
+      const double share = l.partition_dim == 1 ? 1.0 / m : l.partition_dim == -1 ? (l.location == r ? 1.0 : 0.0) : 1.0;
+      floats += 2.0 * records * l.feature_size * share;
+    }
+    // Worker 0 of each group may evaluate: the whole net, in batches of 500 records.
+    if (r == 0) floats += all_params + 500.0 * all_features;
+    if (4.0 * floats > kMaxProcessBytes)
+      return Status::InvalidArgument("worker rank " + std::to_string(r) + " of a group would need " + GiB(4.0 * floats) +
+                                     " for its parameters and features; a process may use at most " +
+                                     GiB(kMaxProcessBytes) + " (docs/job-file.md): a smaller batch or model, "
+                                     "or more workers to split it");
+  }
+  std::vector<double> server_floats(plan.servers.size(), 0.0);
+  for (const auto& s : plan.slices) server_floats[s.server] += s.count;
+  for (size_t s = 0; s < server_floats.size(); ++s)
+    if (4.0 * 4 * server_floats[s] > kMaxProcessBytes)  // value, gradient sum and up to two state buffers
+      return Status::InvalidArgument("server " + std::to_string(s) + " would need " +
+                                     GiB(16.0 * server_floats[s]) + " for its slices; a process may use at most " +
+                                     GiB(kMaxProcessBytes) + " (docs/job-file.md): more servers");
+  return Status::Ok();
 }
 
 namespace {
@@ -103,6 +155,16 @@ Status MakePlan(const JobConfig& job, const PlanOptions& options, const Partitio
       }
     }
   }
+  for (const auto& e : options.endpoints) SHOAL_RETURN_IF_ERROR(CheckEndpoint("an endpoint given", e));
+  for (const auto& e : options.worker_endpoints) SHOAL_RETURN_IF_ERROR(CheckEndpoint("a worker endpoint given", e));
+  // Loopback ports follow base_port: one per server, then one per worker.
+  if (options.endpoints.empty() || (m > 1 && options.worker_endpoints.empty())) {
+    const int64_t last = static_cast<int64_t>(options.base_port) + c.servers() + c.workers() - 1;
+    if (options.base_port < 1 || last > 65535)
+      return Status::InvalidArgument("ports " + std::to_string(options.base_port) + ".." + std::to_string(last) +
+                                     " for " + std::to_string(c.servers()) + " servers and " +
+                                     std::to_string(c.workers()) + " workers run past 65535: give a lower base port");
+  }
   if (!options.endpoints.empty() && static_cast<int>(options.endpoints.size()) != c.servers())
     return Status::InvalidArgument("the job has " + std::to_string(c.servers()) + " servers but " +
                                    std::to_string(options.endpoints.size()) + " endpoints were given");
@@ -117,6 +179,7 @@ Status MakePlan(const JobConfig& job, const PlanOptions& options, const Partitio
       w.endpoint = options.worker_endpoints.empty() ? Loopback(c, options.base_port + c.servers() + w.id)
                                                     : options.worker_endpoints[w.id];
   }
+  SHOAL_RETURN_IF_ERROR(CheckPlanMemory(*plan));
   // The job as every process will read it: the layers' fields resolved too.
   plan->job.resolved = net->ResolvedJob(job);
   plan->hash = PlanContentHash(*plan);

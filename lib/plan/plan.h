@@ -85,6 +85,15 @@ struct Partition {
   nlohmann::json report;           // the planner's cost report; null: none
 };
 
+// The most memory a plan may ask of one process (a worker's parameters and
+// features, a server's slices); MakePlan refuses a job that needs more.
+inline constexpr double kMaxProcessBytes = 64.0 * (1u << 30);
+
+// What a process of the plan will hold, against kMaxProcessBytes: a job
+// that cannot run is refused when it is planned (and loaded), not by a
+// server's or a worker's failed allocation.
+Status CheckPlanMemory(const Plan& plan);
+
 // The plan for a partition: parameters cut into slices of at most
 // cluster.slice_floats (and where a partitioned layer's ranks divide them),
 // dealt to servers in turn; the workers in groups with their endpoints.

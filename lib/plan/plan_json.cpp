@@ -7,6 +7,7 @@
 
 #include "core/file_util.h"
 #include "core/hash.h"
+#include "core/json_text.h"
 #include "core/text.h"
 #include "graph/net.h"
 #include "plan/partition.h"
@@ -68,7 +69,7 @@ json ContentToJson(const Plan& plan) {
   return j;
 }
 
-std::string HashOf(const json& content) { return HexU64(Fnv1a64(content.dump())); }
+std::string HashOf(const json& content) { return HexU64(Fnv1a64(JsonText(content))); }
 
 // Reads the plan's fields; nlohmann's type errors become the caller's Status.
 void ReadContent(const json& j, Plan* plan) {
@@ -84,7 +85,7 @@ void ReadContent(const json& j, Plan* plan) {
     pp.name = p.at("name");
     pp.shape = p.at("shape").get<Shape>();
     const std::string kind = p.at("init").at("kind");
-    if (kind != "uniform" && kind != "constant") throw std::invalid_argument("init kind " + Quoted(kind, 40));
+    if (kind != "uniform" && kind != "constant") throw std::invalid_argument("init kind " + Quoted(kind, 40));  // caught below
     pp.init.kind = kind == "uniform" ? ParamInit::Kind::kUniform : ParamInit::Kind::kConstant;
     pp.init.value = p.at("init").at("value");
     pp.slices = p.at("slices").get<std::vector<uint32_t>>();
@@ -250,14 +251,15 @@ Status PlanFromJson(const json& j, const std::string& source, Plan* plan) {
   SHOAL_RETURN_IF_ERROR(ParseJob(JsonDocument(j.at("job"), source + " (job)"), &plan->job));
   SHOAL_RETURN_IF_ERROR(CheckNet(source, *plan));
   SHOAL_RETURN_IF_ERROR(CheckProcesses(source, *plan));
-  return CheckSlices(source, *plan);
+  SHOAL_RETURN_IF_ERROR(CheckSlices(source, *plan));
+  return CheckPlanMemory(*plan).Within(source);
 }
 
 Status LoadPlan(const std::string& path, Plan* plan) {
   std::string text;
   SHOAL_RETURN_IF_ERROR(ReadFile(path, &text, kMaxPlanBytes));
-  json j = json::parse(text, nullptr, false);
-  if (j.is_discarded()) return Status::InvalidArgument(Quoted(path) + ": not valid JSON");
+  json j;
+  SHOAL_RETURN_IF_ERROR(ParseJson(text, Quoted(path), &j, kMaxPlanBytes));
   return PlanFromJson(j, path, plan);
 }
 

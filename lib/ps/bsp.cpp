@@ -103,6 +103,13 @@ const std::vector<float>* BspConsistency::ValuesAt(const ServerTable& table, uin
   return nullptr;
 }
 
+std::string BspConsistency::RefuseRead(const ServerTable& table, const Read& read) const {
+  const uint64_t version = table.VersionOf(read.layers);
+  if (read.at <= version + 1) return "";
+  return "a read of version " + std::to_string(read.at) + " while the table is at " + std::to_string(version) +
+         ": no worker waits for more than the next version";
+}
+
 bool BspConsistency::Ready(const ServerTable& table, const Read& read) const {
   return read.at <= table.VersionOf(read.layers);
 }

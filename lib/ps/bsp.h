@@ -35,6 +35,8 @@ class BspConsistency : public Consistency {
   // The slowest layer, and the workers holding nothing here (a step's barrier too).
   uint64_t TableVersion(const ServerTable& table) const override;
   bool Ready(const ServerTable& table, const Read& read) const override;
+  // No worker waits for more than the version after the table's.
+  std::string RefuseRead(const ServerTable& table, const Read& read) const override;
   void OnPark(const Read& read) override;
   // Every worker trains the table's current step.
   uint64_t JoinStep(const ServerTable& table, int worker) const override { return table.version(); }

@@ -60,6 +60,10 @@ class Consistency {
   // The version the table has reached.
   virtual uint64_t TableVersion(const ServerTable& table) const { return table.SlowestLayer(); }
 
+  // Why a read that cannot be answered now must not wait either (one no
+  // worker could be waiting for, so far ahead it would hold its slot for
+  // nothing); empty if it may wait.
+  virtual std::string RefuseRead(const ServerTable& table, const Read& read) const { return ""; }
   // Whether a read can be answered now, and what a read waiting or answered counts.
   virtual bool Ready(const ServerTable& table, const Read& read) const { return true; }
   virtual void OnPark(const Read& read) {}

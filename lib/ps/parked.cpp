@@ -18,6 +18,12 @@ int ParkedRequests::AnswerReady(const std::function<bool(const Parked&)>& ready,
   return done;
 }
 
+size_t ParkedRequests::CountFrom(uint32_t sender) const {
+  size_t n = 0;
+  for (const auto& p : parked_) n += p.sender == sender;
+  return n;
+}
+
 void ParkedRequests::Expire(Clock::time_point now, const std::function<void(const Parked&)>& expire) {
   std::vector<Parked> still;
   for (const auto& p : parked_) {

@@ -22,12 +22,15 @@ class ParkedRequests {
     Read read;
     bool done;                  // a worker's done: answered when every worker is done
     Clock::time_point deadline;
+    uint32_t sender;            // who asked (a worker, or a tool)
   };
 
   bool empty() const { return parked_.empty(); }
   size_t size() const { return parked_.size(); }
   const std::vector<Parked>& all() const { return parked_; }
   void Park(Parked parked) { parked_.push_back(std::move(parked)); }
+  // How many `sender` has waiting.
+  size_t CountFrom(uint32_t sender) const;
   // Answers (and drops) every request `ready` says can be answered now, in
   // the order they came; returns how many done requests were answered.
   int AnswerReady(const std::function<bool(const Parked&)>& ready, const std::function<void(const Parked&)>& answer);

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "core/hash.h"
+#include "core/json_text.h"
 
 namespace shoal {
 
@@ -134,7 +135,7 @@ void ParameterServer::Handle(int slot, const MessageView& req, uint32_t pipe) {
     case MsgType::kMetric: return HandleMetric(slot, req);
     case MsgType::kStats: {
       MsgHeader h{MsgType::kStats, config_.plan_hash_value, table_->version(), static_cast<uint32_t>(config_.id)};
-      rpc_.Reply(slot, h, {}, StatsJson().dump());
+      rpc_.Reply(slot, h, {}, JsonText(StatsJson()));
       return;
     }
     case MsgType::kShutdown:
@@ -171,13 +172,22 @@ void ParameterServer::HandleWorkerRequest(int slot, const MessageView& req, uint
 
 void ParameterServer::HandleGet(int slot, const MessageView& req) {
   ++stats_.gets;
-  ReadOrPark(slot, Read{-1, req.header.step, {}});
+  ReadOrPark(slot, Read{-1, req.header.step, {}}, req.header.sender);
 }
 
-void ParameterServer::ReadOrPark(int slot, const Read& read) {
+void ParameterServer::ReadOrPark(int slot, const Read& read, uint32_t sender) {
   if (model_->Ready(*table_, read)) return Answer(slot, read);
+  std::string refusal = model_->RefuseRead(*table_, read);
+  // A request waiting holds one of the slots: a worker has one per lane and
+  // one more, a tool (not a worker) a few at most, so no peer can hold them all.
+  const bool worker = sender < static_cast<uint32_t>(config_.workers);
+  const size_t allowed = worker ? config_.layers.size() + 1 : kToolRequestsWaiting;
+  if (refusal.empty() && parked_.CountFrom(worker ? sender : kToolSender) >= allowed)
+    refusal = "sender " + std::to_string(sender) + " has " + std::to_string(allowed) + " requests waiting already";
+  if (!refusal.empty()) return ReplyError(slot, refusal);
   model_->OnPark(read);
-  parked_.Park({slot, read, false, ParkedRequests::Clock::now() + std::chrono::milliseconds(config_.timeout_ms)});
+  parked_.Park({slot, read, false, ParkedRequests::Clock::now() + std::chrono::milliseconds(config_.timeout_ms),
+                worker ? sender : kToolSender});
 }
 
 void ParameterServer::Answer(int slot, const Read& read) {
@@ -215,7 +225,7 @@ void ParameterServer::HandleUpdate(int slot, const MessageView& req) {
   model_->AfterUpdate(*table_, [this] { CatchUp(); });
   // One round trip per step and lane: the reply carries the next version
   // of the layers updated, once the model lets it be read.
-  if (req.header.type == MsgType::kUpdateGet) ReadOrPark(slot, Read{sender, step + 1, layers});
+  if (req.header.type == MsgType::kUpdateGet) ReadOrPark(slot, Read{sender, step + 1, layers}, req.header.sender);
   else ReplyOk(slot);
   ServeParked();
 }
@@ -268,8 +278,9 @@ void ParameterServer::HandleSync(int slot, const MessageView& req) {
 }
 
 void ParameterServer::HandleMetric(int slot, const MessageView& req) {
-  nlohmann::json metric = nlohmann::json::parse(req.text, nullptr, false);
-  if (metric.is_discarded() || !metric.is_object()) return ReplyError(slot, "a metric must be a JSON object");
+  nlohmann::json metric;
+  if (!ParseJson(req.text, "a metric", &metric, 64u << 10).ok() || !metric.is_object())
+    return ReplyError(slot, "a metric must be a JSON object of at most 64 KiB");
   metric_ = metric;
   ReplyOk(slot);
 }
@@ -323,7 +334,7 @@ void ParameterServer::HandleJoin(int slot, const MessageView& req, uint32_t pipe
 void ParameterServer::HandleDone(int slot, const MessageView& req) {
   table_->MarkDone(static_cast<int>(req.header.sender));
   parked_.Park({slot, Read{static_cast<int>(req.header.sender), 0, {}}, true,
-                ParkedRequests::Clock::time_point::max()});
+                ParkedRequests::Clock::time_point::max(), req.header.sender});
   ServeParked();
 }
 

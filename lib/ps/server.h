@@ -108,7 +108,8 @@ class ParameterServer {
   void HandleJoin(int slot, const MessageView& request, uint32_t pipe);
   void HandleDone(int slot, const MessageView& request);
   // Answers `read` now if the model allows, else parks it.
-  void ReadOrPark(int slot, const Read& read);
+  void ReadOrPark(int slot, const Read& read, uint32_t sender);
+  static constexpr size_t kToolRequestsWaiting = 4;
   void Answer(int slot, const Read& read);
   void ServeParked();
   // Advances the table to the version the model says it has reached, with

@@ -38,6 +38,15 @@ std::string SspConsistency::RefuseUpdate(const ServerTable& table, int worker, u
          std::to_string(clock);
 }
 
+std::string SspConsistency::RefuseRead(const ServerTable& table, const Read& read) const {
+  uint64_t fastest = 0;
+  for (int w = 0; w < config_.workers; ++w)
+    if (config_.serves[w]) fastest = std::max(fastest, table.NextStepOf(w));
+  if (read.at <= fastest + 1) return "";
+  return "a read at clock " + std::to_string(read.at) + " while the fastest worker is at " + std::to_string(fastest) +
+         ": no worker reads past its next clock";
+}
+
 bool SspConsistency::Ready(const ServerTable& table, const Read& read) const {
   return SspReadable(read.at, Slowest(table), config_.staleness);
 }

@@ -36,6 +36,8 @@ class SspConsistency : public AsyncConsistency {
   std::string RefuseUpdate(const ServerTable& table, int worker, uint64_t step,
                            const std::vector<int>& layers) const override;
   bool Ready(const ServerTable& table, const Read& read) const override;
+  // No worker reads at a clock past the fastest one's next.
+  std::string RefuseRead(const ServerTable& table, const Read& read) const override;
   void OnPark(const Read& read) override { ++stats_->ssp_waits; }
   void OnAnswer(const ServerTable& table, const Read& read) override;
 

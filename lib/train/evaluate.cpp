@@ -90,7 +90,7 @@ Status EvaluateCheckpoint(const Plan& plan, const EvalOptions& options, nlohmann
   SHOAL_RETURN_IF_ERROR(LoadManifest(dir, &manifest));
   SHOAL_RETURN_IF_ERROR(CheckShardsFitNet(manifest, dir, net.get()));
   ShardReader test;
-  SHOAL_RETURN_IF_ERROR(test.Open(dir + "/" + manifest.test.file));
+  SHOAL_RETURN_IF_ERROR(test.Open(dir, manifest.test, manifest));
   EvalResult eval;
   SHOAL_RETURN_IF_ERROR(EvaluateOnShard(net.get(), &test, 0, &eval));
   *record = {{"event", "eval"},

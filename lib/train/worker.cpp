@@ -76,11 +76,11 @@ Status Worker::OpenShards() {
     total_records_ += manifest.train[s].records;
     if (static_cast<int>(s % workers_) != options_.id) continue;
     shards_.push_back(std::make_unique<ShardReader>());
-    SHOAL_RETURN_IF_ERROR(shards_.back()->Open(dir + "/" + manifest.train[s].file));
+    SHOAL_RETURN_IF_ERROR(shards_.back()->Open(dir, manifest.train[s], manifest));
   }
   if (evaluates_) {
     test_ = std::make_unique<ShardReader>();
-    SHOAL_RETURN_IF_ERROR(test_->Open(dir + "/" + manifest.test.file));
+    SHOAL_RETURN_IF_ERROR(test_->Open(dir, manifest.test, manifest));
   }
   return Status::Ok();
 }

@@ -63,6 +63,7 @@ cp -r "$(shards_for 1)" "$tmp/shards"
 # Header: 8 magic + 4 version + 4 record size + 8 count + 4 rank + 3*4 dims + 4 crc = 44 bytes;
 # records are 784 pixels + label + crc = 792 bytes. Flip a pixel of record 5.
 printf '\xff' | dd of="$tmp/shards/train-00000.shard" bs=1 seek=$((44 + 5 * 792 + 300)) conv=notrunc status=none
+rehash_manifest "$tmp/shards" train-00000.shard
 # (a whole epoch: the first pass takes its batches in an order of train.seed's)
 expect_failure 1 "train-00000.shard': record 5: checksum mismatch" \
   "$bin/dl-worker" --plan "$tmp/plan.json" --standalone --shards "$tmp/shards" --steps 940

@@ -42,6 +42,24 @@ shards_for() {
   echo "$dir"
 }
 
+# rehash_manifest DIR FILE: records shard FILE's FNV-1a 64 in DIR/manifest.json
+# anew, as anyone who edits a shard can: what is left to catch a changed
+# record is the record's own CRC.
+rehash_manifest() {
+  python3 - "$1" "$2" <<'PY'
+import json, os, sys
+d, name = sys.argv[1:]
+h = 14695981039346656037
+for b in open(os.path.join(d, name), "rb").read():
+    h = ((h ^ b) * 1099511628211) & 0xFFFFFFFFFFFFFFFF
+m = json.load(open(os.path.join(d, "manifest.json")))
+for s in m["train"] + [m["test"]]:
+    if s["file"] == name:
+        s["fnv1a64"] = "%016x" % h
+json.dump(m, open(os.path.join(d, "manifest.json"), "w"), indent=2)
+PY
+}
+
 # validate_plan FILE: FILE validates against schemas/plan.schema.json.
 validate_plan() {
   python3 - "$root/schemas/plan.schema.json" "$1" <<'PY'

@@ -55,6 +55,7 @@ for at in range(44 + 300, len(b), 792):  # 44-byte header; records of 784 pixels
     b[at] ^= 0xFF
 open(sys.argv[1], "wb").write(b)
 PY
+rehash_manifest "$tmp/shards" train-00001.shard
 id=$(submit bad train.steps=50 data.shards="$tmp/shards")
 code=$(exit_code "$id")
 [[ "$code" != 0 ]] || fail "a job with a failing worker exited 0"

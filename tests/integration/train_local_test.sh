@@ -17,6 +17,7 @@ ok "a BSP run prints its progress as JSON lines and its outcome"
 # and worker 0 (which would otherwise wait for worker 1 until the timeout).
 cp -r "$(shards_for 2)" "$tmp/shards"
 printf '\xff' | dd of="$tmp/shards/train-00001.shard" bs=1 seek=$((44 + 3 * 792)) conv=notrunc status=none
+rehash_manifest "$tmp/shards" train-00001.shard
 start=$(date +%s)
 rc=0
 SHOAL_BIN=$bin RUN_DIR=$tmp/bad BASE_PORT=$(fresh_port) "$root/scripts/train-local.sh" \

@@ -128,6 +128,7 @@ inline std::unique_ptr<Layer> SetUpLayer(const std::string& type, const std::str
   Status s = layer->Setup(fields, srcs);
   INFO(s.ToString());
   REQUIRE(s.ok());
+  layer->AllocateParams();
   REQUIRE(fields.CheckNoUnknown().ok());
   return layer;
 }

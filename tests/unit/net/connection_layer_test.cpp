@@ -27,7 +27,7 @@ constexpr int kM = 2;
 class SourceLayer : public Layer {
  public:
   SourceLayer(const std::string& name, Shape shape) {
-    Init(name, "source", false);
+    Init(name, "source");
     out_shape_ = std::move(shape);
   }
   Status Setup(const Fields&, const std::vector<const Layer*>&) override { return Status::Ok(); }

@@ -26,7 +26,7 @@ namespace {
 TEST_CASE("a server that stops answers the requests still waiting, naming why") {
   ServerFixture f("bsp");
   auto waiting = Connect(f);
-  REQUIRE(waiting->Send(f.Header(MsgType::kGet, 5, 0), {}).ok());
+  REQUIRE(waiting->Send(f.Header(MsgType::kGet, 1, 0), {}).ok());
   Reply reply;
   auto answer = std::async(std::launch::async, [&] { return waiting->Receive(&reply); });
   std::this_thread::sleep_for(milliseconds(50));
@@ -34,6 +34,28 @@ TEST_CASE("a server that stops answers the requests still waiting, naming why") 
   Status s = answer.get();
   INFO(s.ToString());
   CHECK(Contains(s.message(), "server 0 is stopping"));
+}
+
+TEST_CASE("no peer holds the request slots: a read far ahead is refused at once, and a tool waits with 4 at most") {
+  ServerFixture f("bsp");
+  Reply reply;
+  Status s = Connect(f)->Call(f.Header(MsgType::kGet, 1000000, kToolSender), {}, &reply);
+  CHECK(Contains(s.message(), "a read of version 1000000 while the table is at 0: no worker waits for more than "
+                              "the next version"));
+  std::vector<std::unique_ptr<RpcClient>> tools;
+  for (int i = 0; i < 4; ++i) {
+    tools.push_back(Connect(f));
+    REQUIRE(tools.back()->Send(f.Header(MsgType::kGet, 1, kToolSender), {}).ok());
+  }
+  std::this_thread::sleep_for(milliseconds(100));
+  s = Connect(f)->Call(f.Header(MsgType::kGet, 1, kToolSender), {}, &reply);
+  CHECK(Contains(s.message(), "has 4 requests waiting already"));
+  // The workers still get through: their step completes and their reads are answered.
+  auto w0 = Connect(f), w1 = Connect(f);
+  REQUIRE(Update(w0.get(), f, 0, 0, MakeGrads(0, 0), &reply).ok());
+  REQUIRE(Update(w1.get(), f, 0, 1, MakeGrads(1, 0), &reply).ok());
+  for (auto& t : tools) CHECK(t->Receive(&reply).ok());
+  CHECK(f.Stop().ok());
 }
 
 TEST_CASE("join answers with the values and the step to train next; a metric goes into the checkpoint") {

@@ -202,7 +202,7 @@ TEST_CASE("remote table: a server that is not there makes join fail within the t
 // A stand-in for a net's layer: the lanes know layers by name only.
 class NamedLayer : public Layer {
  public:
-  explicit NamedLayer(const std::string& name) { Init(name, "test", false); }
+  explicit NamedLayer(const std::string& name) { Init(name, "test"); }
   Status Setup(const Fields&, const std::vector<const Layer*>&) override { return Status::Ok(); }
   void Forward(Phase, const std::vector<Layer*>&) override {}
   void Backward(const std::vector<Layer*>&) override {}

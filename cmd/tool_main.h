@@ -1,0 +1,37 @@
+// What every dl-* main shares: CLI11 with shoal's exit codes (help exits 0,
+// every usage error exits 2, whatever CLI11's own code), and a last guard:
+// memory that runs out, or an exception some library let escape, ends the
+// tool with a one-line error and exit 1, never with abort()'s signal.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <exception>
+#include <new>
+#include <string>
+
+#include "core/exit_codes.h"
+#include "core/text.h"
+
+#define SHOAL_PARSE_COMMAND_LINE(app, argc, argv)             \
+  try {                                                       \
+    (app).parse((argc), (argv));                              \
+  } catch (const CLI::ParseError& parse_error) {              \
+    return (app).exit(parse_error) == 0 ? ::shoal::kExitOk    \
+                                        : ::shoal::kExitUsage; \
+  }
+
+namespace shoal {
+
+template <typename Main>
+int GuardedMain(Main body, int argc, char** argv) {
+  try {
+    return body(argc, argv);
+  } catch (const std::bad_alloc&) {
+    return ReportFailure(Status::IOError("out of memory"));
+  } catch (const std::exception& e) {
+    return ReportFailure(Status::IOError(std::string("unexpected: ") + Quoted(e.what(), 200)));
+  }
+}
+
+}  // namespace shoal

@@ -1,0 +1,38 @@
+// Typed reads of the fields of untrusted JSON (a manifest, a checkpoint's
+// header): each checks the field is there, of its type and in its range, and
+// an error names the file and the field ("'x.ckpt': field 'tensors[3].count'
+// must be an integer in 0..1024"). Parse the text with ParseJson first.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "core/status.h"
+
+namespace shoal {
+
+class JsonFields {
+ public:
+  // `file` names the source in messages.
+  explicit JsonFields(std::string file) : file_(std::move(file)) {}
+  Status Error(const std::string& field, const std::string& what) const;
+  // `prefix` places the object's fields ("tensors[3]." , or "" at the top).
+  Status Get(const nlohmann::json& obj, const std::string& prefix, const char* name,
+             const nlohmann::json** out) const;
+  // A string of 1..max_bytes bytes.
+  Status String(const nlohmann::json& obj, const std::string& prefix, const char* name, std::string* out,
+                size_t max_bytes = 4096) const;
+  Status Unsigned(const nlohmann::json& obj, const std::string& prefix, const char* name, uint64_t max,
+                  uint64_t* out) const;
+  Status Int(const nlohmann::json& obj, const std::string& prefix, const char* name, int64_t min, int64_t max,
+             int64_t* out) const;
+  // Refuses a field not in `known` (a null-terminated list).
+  Status OnlyKnown(const nlohmann::json& obj, const std::string& prefix, const char* const* known) const;
+
+ private:
+  std::string file_;
+};
+
+}  // namespace shoal
