@@ -30,8 +30,11 @@ int Main(int argc, char** argv) {
   std::string incarnation;
   app.add_option("--parent", parent, "end when process PID (the supervisor that started this one) ends")
       ->check(CLI::PositiveNumber);
-  app.add_option("--incarnation", incarnation, "the supervisor's name for this life of the process (default: a random one)");
+  app.add_option("--incarnation", incarnation,
+                 "the supervisor's name for this life of the server; a shutdown request must carry it "
+                 "(default: none, and anyone may shut it down)");
   SHOAL_PARSE_COMMAND_LINE(app, argc, argv);
+  if (!incarnation.empty()) options.incarnation = IncarnationOf(incarnation);
   if (parent > 0) {
     Status ties = DieWithParent(parent);
     if (!ties.ok()) return ReportFailure(ties);

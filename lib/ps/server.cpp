@@ -139,6 +139,9 @@ void ParameterServer::Handle(int slot, const MessageView& req, uint32_t pipe) {
       return;
     }
     case MsgType::kShutdown:
+      // Only whoever started this server knows its incarnation: no other peer stops it.
+      if (options_.incarnation != 0 && req.header.incarnation != options_.incarnation)
+        return ReplyError(slot, "a shutdown names this server's incarnation (its supervisor knows it)");
       shutdown_ = true;
       changed_.notify_all();
       return ReplyOk(slot);
@@ -250,6 +253,8 @@ void ParameterServer::HandleExchange(int slot, const MessageView& req) {
 }
 
 void ParameterServer::HandlePut(int slot, const MessageView& req) {
+  // Values set from outside the run: before it begins, never under it.
+  if (any_joined_) return ReplyError(slot, "a put sets values before the first worker joins, not during a run");
   const std::string mismatch = table_->MismatchedSlice(req);
   if (!mismatch.empty()) return ReplyError(slot, "put " + mismatch);
   for (const auto& e : req.entries) CopyValues(e, table_->slice(e.key).value.data());

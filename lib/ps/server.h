@@ -62,6 +62,9 @@ struct ServerOptions {
   std::string checkpoint_dir;  // empty: no checkpoints
   std::string resume_dir;      // start from this server's checkpoint there (dl-ckpt prepare-resume)
   int keep_checkpoints = 3;
+  // This life of the server (lib/core/process.h); a shutdown request must
+  // carry it. 0: anyone may shut it down (tests, a server run by hand).
+  uint64_t incarnation = 0;
 };
 
 class ParameterServer {
