@@ -2,7 +2,7 @@
 BUILD ?= build
 JOBS ?= 2
 
-.PHONY: all deps test demo bench slurm clean
+.PHONY: all deps test test-sanitize fuzz demo bench slurm clean
 all:
 	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release >/dev/null
 	@cmake --build $(BUILD) -j$(JOBS)
@@ -11,7 +11,24 @@ deps:
 	scripts/install-deps.sh
 
 test: deps all
-	cd $(BUILD) && ctest --output-on-failure -j$(JOBS) --timeout 300
+	scripts/run-tests.sh $(BUILD) -j$(JOBS) --timeout 300
+
+# The whole suite again, built with AddressSanitizer and UndefinedBehaviorSanitizer.
+SANITIZE_BUILD ?= build-sanitize
+test-sanitize: deps
+	@cmake -S . -B $(SANITIZE_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSHOAL_SANITIZE=ON >/dev/null
+	@cmake --build $(SANITIZE_BUILD) -j$(JOBS)
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	  scripts/run-tests.sh $(SANITIZE_BUILD) -j$(JOBS) --timeout 600
+
+# Every libFuzzer target for FUZZ_SECONDS each (clang; tests/fuzz/).
+FUZZ_BUILD ?= build-fuzz
+FUZZ_SECONDS ?= 30
+fuzz: deps
+	@cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=clang \
+	  -DCMAKE_CXX_COMPILER=clang++ -DSHOAL_FUZZ=ON >/dev/null
+	@cmake --build $(FUZZ_BUILD) -j$(JOBS) --target fuzzers
+	scripts/fuzz.sh $(FUZZ_BUILD) $(FUZZ_SECONDS) $(JOBS)
 
 demo: deps all
 	scripts/demo.sh
@@ -25,4 +42,4 @@ slurm: all
 	sbatch scripts/slurm/train.sbatch $(JOB) $(ARGS)
 
 clean:
-	rm -rf $(BUILD)
+	rm -rf $(BUILD) $(SANITIZE_BUILD) $(FUZZ_BUILD)

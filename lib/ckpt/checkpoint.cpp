@@ -128,6 +128,7 @@ Status ParseFile(const std::string& path, const std::string& bytes, json* header
   Status parsed = ParseJson(bytes.data() + kPreamble, bytes.data() + kPreamble + header_bytes, "'" + path + "'",
                             header, kMaxHeaderBytes);
   if (!parsed.ok()) return Status::Corruption(parsed.message() + " (its header)");
+  if (!header->is_object()) return Status::Corruption("'" + path + "': its header is not a JSON object");
   *data_start = kPreamble + header_bytes + 4;
   return Status::Ok();
 }

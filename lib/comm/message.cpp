@@ -79,6 +79,7 @@ Status EncodingNamed(const std::string& name, ValueEncoding* encoding) {
 }
 
 void CopyValues(const EntryView& e, float* out) {
+  if (e.count == 0) return;  // `out` may be null then, which memcpy must not see
   if (e.encoding == ValueEncoding::kF16) HalvesToFloats(e.data, e.count, out);
   else std::memcpy(out, e.data, 4ull * e.count);
 }
@@ -118,6 +119,7 @@ void Encode(const MsgHeader& h, const std::vector<EntryRef>& entries, const std:
     Put<uint16_t>(p, static_cast<uint16_t>(e.encoding));
     Put<uint16_t>(p, 0);
     Put<uint32_t>(p, e.count);
+    if (e.count == 0) continue;  // e.data may be null
     if (e.encoding == ValueEncoding::kF16) FloatsToHalves(e.data, e.count, p);
     else std::memcpy(p, e.data, 4ull * e.count);
     p += e.count * BytesPerValue(e.encoding);

@@ -23,6 +23,24 @@ std::string Place(const std::string& source, const YAML::Mark& mark) {
 // Builds the tree from the parser's events. Every node is counted before it
 // is made and every scalar checked, so a hostile file costs what its limits
 // allow and no more. The first fault wins; the rest of the events are ignored.
+// Where a second document starts, if the text has one.
+class SecondDocument : public YAML::EventHandler {
+ public:
+  void OnDocumentStart(const YAML::Mark& mark) override { mark_ = mark; }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t, const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+  const YAML::Mark& mark() const { return mark_; }
+
+ private:
+  YAML::Mark mark_;
+};
+
 class TreeBuilder : public YAML::EventHandler {
  public:
   TreeBuilder(std::string source, Origin* origin) : source_(std::move(source)), origin_(origin) {}
@@ -145,7 +163,7 @@ class TreeBuilder : public YAML::EventHandler {
     }
     *slot = std::move(empty);
     origin_->Set(pointer, false, Place(source_, mark));
-    stack_.push_back({slot, pointer, mark});
+    stack_.push_back({slot, pointer, mark, false, {}, {}});
   }
 
   void Close() {
@@ -207,8 +225,12 @@ Status ParseYaml(const std::string& text, const std::string& source, Document* d
   std::istringstream in(text);
   try {
     YAML::Parser parser(in);
-    while (parser.HandleNextDocument(builder)) {
-    }
+    // One document, and never a loop over them: on a stray token (",")
+    // yaml-cpp 0.7 returns empty documents forever (its issue 1040).
+    SecondDocument second;
+    if (parser.HandleNextDocument(builder) && builder.status().ok() && parser.HandleNextDocument(second))
+      return Status::InvalidArgument(Place(source, second.mark()) +
+                                     ": malformed YAML: a second document or a stray token; this must be one document");
   } catch (const YAML::Exception& e) {
     // The parser's word first: events before a syntax error can look like
     // anything (a fault of the handler's is often its symptom).

@@ -127,17 +127,21 @@ Status ParseManifest(const Json& root, const ManifestFields& f, Manifest* m) {
 
 }  // namespace
 
+Status ParseManifest(const std::string& text, const std::string& source, Manifest* manifest) {
+  Json root;
+  SHOAL_RETURN_IF_ERROR(ParseJson(text, "'" + source + "'", &root, kMaxManifestBytes));
+  if (!root.is_object()) return Status::InvalidArgument("'" + source + "': must be a JSON object");
+  Manifest m;
+  SHOAL_RETURN_IF_ERROR(ParseManifest(root, ManifestFields(source), &m));
+  *manifest = std::move(m);
+  return Status::Ok();
+}
+
 Status LoadManifest(const std::string& dir, Manifest* manifest) {
   const std::string path = dir + "/manifest.json";
   std::string text;
   SHOAL_RETURN_IF_ERROR(ReadFile(path, &text, kMaxManifestBytes));
-  Json root;
-  SHOAL_RETURN_IF_ERROR(ParseJson(text, "'" + path + "'", &root, kMaxManifestBytes));
-  if (!root.is_object()) return Status::InvalidArgument("'" + path + "': must be a JSON object");
-  Manifest m;
-  SHOAL_RETURN_IF_ERROR(ParseManifest(root, ManifestFields(path), &m));
-  *manifest = std::move(m);
-  return Status::Ok();
+  return ParseManifest(text, path, manifest);
 }
 
 // ---- shard files ----

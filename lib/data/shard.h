@@ -41,6 +41,8 @@ struct Manifest {
 
 // Reads and checks dir/manifest.json; errors name the file and the field.
 Status LoadManifest(const std::string& dir, Manifest* manifest);
+// The same from its text; `source` names it in messages.
+Status ParseManifest(const std::string& text, const std::string& source, Manifest* manifest);
 
 class ShardReader {
  public:

@@ -337,6 +337,8 @@ void ParameterServer::HandleJoin(int slot, const MessageView& req, uint32_t pipe
 }
 
 void ParameterServer::HandleDone(int slot, const MessageView& req) {
+  if (parked_.CountFrom(req.header.sender) > 0)
+    return ReplyError(slot, "worker " + std::to_string(req.header.sender) + " has a request waiting already");
   table_->MarkDone(static_cast<int>(req.header.sender));
   parked_.Park({slot, Read{static_cast<int>(req.header.sender), 0, {}}, true,
                 ParkedRequests::Clock::time_point::max(), req.header.sender});

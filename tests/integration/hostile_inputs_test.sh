@@ -25,6 +25,7 @@ PY
 
 # ---- job files and overrides (dl-plan) ----
 refused 1 "--set 'train.batch_size=\['.*malformed YAML" "$bin/dl-plan" "$mlp" --set 'train.batch_size=['
+refused 1 "--set 'cluster=,':1:1: malformed YAML: a second document or a stray token" "$bin/dl-plan" "$mlp" --set 'cluster=,'
 refused 1 "--set 'train.steps=lots': section 'train': field 'steps' must be an integer" \
   "$bin/dl-plan" "$mlp" --set train.steps=lots
 refused 1 "field 'steps' must be at most 2147483647, got 1e12" "$bin/dl-plan" "$mlp" --set train.steps=1e12

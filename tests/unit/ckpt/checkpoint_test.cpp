@@ -17,6 +17,7 @@
 #include "ckpt/checkpoint.h"
 #include "ckpt/compare.h"
 #include "core/file_util.h"
+#include "core/hash.h"
 
 namespace shoal {
 namespace {
@@ -142,6 +143,26 @@ TEST_CASE("a flipped byte in the header is refused as a header checksum mismatch
   Status s = ReadCheckpoint(path, &read);
   CHECK(s.code() == Status::Code::kCorruption);
   CHECK(Contains(s.message(), "header checksum mismatch (bytes 20.."));
+}
+
+TEST_CASE("a header that is JSON but not an object is refused, by every reader") {
+  TempDir dir;
+  const std::string path = dir.path + "/a.ckpt";
+  const std::string header = "[1, 2]";
+  const uint32_t version = 1, crc = Crc32(header.data(), header.size());
+  const uint64_t header_bytes = header.size();
+  std::string bytes("SHOALCKP", 8);
+  bytes.append(reinterpret_cast<const char*>(&version), 4);
+  bytes.append(reinterpret_cast<const char*>(&header_bytes), 8);
+  bytes += header;
+  bytes.append(reinterpret_cast<const char*>(&crc), 4);
+  WriteBytes(path, bytes);
+  Checkpoint read;
+  nlohmann::json h;
+  for (const Status& s : {ReadCheckpoint(path, &read), ReadCheckpointHeader(path, &h)}) {
+    CHECK(s.code() == Status::Code::kCorruption);
+    CHECK(s.message() == "'" + path + "': its header is not a JSON object");
+  }
 }
 
 TEST_CASE("a truncated checkpoint is refused, naming what is cut") {

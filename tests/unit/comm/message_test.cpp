@@ -72,6 +72,19 @@ TEST_CASE("an update with several entries survives Encode and Decode unchanged")
   CHECK(Floats(view.entries[2]) == kB);
 }
 
+TEST_CASE("an entry of no values may point nowhere, either way over the wire") {
+  const std::vector<float> none;
+  for (ValueEncoding encoding : {ValueEncoding::kF32, ValueEncoding::kF16}) {
+    const auto bytes = EncodeToBytes(UpdateHeader(), {{4, none.data(), 0, encoding}, {7, kA.data(), 3, encoding}});
+    MessageView view;
+    REQUIRE(DecodeBytes(bytes, &view).ok());
+    REQUIRE(view.entries.size() == 2);
+    CHECK(view.entries[0].count == 0);
+    CopyValues(view.entries[0], nullptr);
+    CHECK(Floats(view.entries[1]).size() == 3);
+  }
+}
+
 TEST_CASE("an exchange carries parameters as entries, type 11 on the wire, and round-trips") {
   auto bytes = EncodeToBytes({MsgType::kExchange, 5, 40, 1}, {{2, kA.data(), 3}});
   CHECK(bytes[kTypeAt] == 11);

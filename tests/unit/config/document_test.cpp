@@ -35,6 +35,19 @@ TEST_CASE("malformed YAML is refused with the parser's place and word") {
   CHECK(Contains(s.message(), "malformed YAML"));
 }
 
+TEST_CASE("a second document or a stray token is refused, not read forever (yaml-cpp 0.7's issue 1040)") {
+  Document doc;
+  for (std::string text : {",", "a: 1\n---\nb: 2\n"}) {
+    Status s = Parse(text, &doc);
+    INFO(text);
+    CHECK(s.code() == Status::Code::kInvalidArgument);
+    CHECK(Contains(s.message(), "t.yaml:"));
+    CHECK(Contains(s.message(), "this must be one document"));
+  }
+  CHECK(Contains(Parse("a: 1\n,\n", &doc).message(), "malformed YAML"));
+  CHECK(Contains(ApplyOverride("cluster=,", &doc).message(), "--set 'cluster=,':1:1: malformed YAML"));
+}
+
 TEST_CASE("a key given twice, anchors and aliases, and a key that is not a name are refused") {
   Document doc;
   Status s = Parse("a: 1\nb: 2\na: 3\n", &doc);
