@@ -63,6 +63,12 @@ int main(int argc, char** argv) {
   RpcClient client;
   s = client.Dial(options.endpoints[0], 60000);
   if (!s.ok()) return Fail(s);
+  // A worker's first request is a join (incarnation 1: this process's only life).
+  {
+    Reply joined;
+    s = client.Call({MsgType::kJoin, plan.hash_value(), kJoinWhereTheServerIs, 0, 1}, {}, &joined);
+    if (!s.ok()) return Fail(s);
+  }
   // The worker's slices: every slice, zero gradients (the values barely matter).
   std::vector<std::vector<float>> grads;
   std::vector<EntryRef> entries;
@@ -73,13 +79,13 @@ int main(int argc, char** argv) {
   for (int step = 0; step < steps; ++step) {
     Reply reply;
     const auto t0 = std::chrono::steady_clock::now();
-    s = client.Call({MsgType::kUpdateGet, plan.hash_value(), static_cast<uint64_t>(step), 0}, entries, &reply);
+    s = client.Call({MsgType::kUpdateGet, plan.hash_value(), static_cast<uint64_t>(step), 0, 1}, entries, &reply);
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     if (!s.ok()) return Fail(s);
     ((every > 0 && (step + 1) % every == 0) ? with : without).push_back(ms);
   }
   Reply reply;
-  s = client.Call({MsgType::kDone, plan.hash_value(), 0, 0}, {}, &reply);
+  s = client.Call({MsgType::kDone, plan.hash_value(), 0, 0, 1}, {}, &reply);
   if (!s.ok()) return Fail(s);
   s = run.get();
   if (!s.ok()) return Fail(s);

@@ -1,101 +1,223 @@
 #!/usr/bin/env python3
-"""shoal vs the PyTorch peers, as ratios measured in one run on one machine.
+"""shoal against the PyTorch peers of bench/peers/, as ratios (shoal ÷ peer; < 1 is
+faster) measured side by side in one run on one machine.
 
-- single process, batch 64, 1 and 2 threads, mlp and cnn:
-  dl-worker --standalone  vs  peers/torch_fashion.py
-- synchronous data parallel, 2 workers x batch 32 (BSP, 1 server), mlp and cnn, with
-  train.overlap on (each layer's parameters travel beside backprop) and off (one exchange
-  after it): scripts/train-local.sh  vs  peers/torch_ddp.py --world 2
+Rows (--rows, any of):
+- single: one process, batch 64, 1 and 2 threads: dl-worker --standalone against
+  peers/torch_single.py;
+- bsp: synchronous data parallel, W workers × 32 records (W = 1, 2, 4; one server),
+  train.overlap on and off: scripts/train-local.sh against peers/torch_ddp.py --world W;
+- tta: the CNN's training seconds to 88% test accuracy (--target-accuracy) (evaluated every 100 steps,
+  evaluation excluded on both sides), BSP 2 × 32 against DDP 2 × 32 and one process × 64
+  against torch_single.py.
 
-Each figure is the median ms per training step. Usage: bench/run.sh [--steps N]
-[--models mlp,cnn] [--bsp-only]
+- exchange: a 4 MB and a 64 MB tensor's update-get round trip through a parameter
+  server against a raw NNG req/rep echo of the same bytes (bench/exchange_throughput.cpp);
+  here the ratio is of throughputs, higher is better.
+
+Each row runs its sides alternately (shoal, peer, shoal, peer, …: --repeats pairs), so
+a shared machine's drift weighs on both alike; a row's ratio is the median of its
+pairs' ratios, with their range, and the JSON keeps every pair.
+Usage: bench/run.sh [--rows single,bsp,tta,exchange] [--models mlp,cnn] [--repeats N] [--steps N]
 """
-import argparse, json, os, subprocess, sys, tempfile, time
+import argparse, itertools, json, os, signal, statistics, subprocess, sys, tempfile, time
+
+EVAL_EVERY = 100
+
+
+def json_lines(text):
+    return [json.loads(l) for l in text.splitlines() if l.startswith("{")]
 
 
 def run(cmd, **kw):
-    out = subprocess.run(cmd, check=True, capture_output=True, text=True, **kw)
-    return [json.loads(l) for l in out.stdout.splitlines() if l.startswith("{")]
+    out = subprocess.run(cmd, capture_output=True, text=True, **kw)
+    if out.returncode != 0:
+        sys.exit(f"bench: {' '.join(cmd)} exited {out.returncode}:\n{out.stderr[-2000:]}")
+    return json_lines(out.stdout)
 
 
 def last(records, event):
     return [r for r in records if r.get("event") == event][-1]
 
 
-def shards(a, n):
-    d = os.path.join(a.bin, "bench-shards", f"fashion-mnist-{n}")
-    if not os.path.exists(os.path.join(d, "manifest.json")):
-        run([os.path.join(a.bin, "dl-shard"), "--dataset", "fashion-mnist", "--out", d, "--shards", str(n)])
-    return d
+class Bench:
+    def __init__(self, a, tmp):
+        self.a, self.tmp, self.runs = a, tmp, 0
+
+    def tool(self, name):
+        return os.path.join(self.a.bin, name)
+
+    def job(self, model):
+        return os.path.join(self.a.root, "configs", f"fashion-{model}.yaml")
+
+    def shards(self, n):
+        d = os.path.join(self.a.bin, "bench-shards", f"fashion-mnist-{n}")
+        if not os.path.exists(os.path.join(d, "manifest.json")):
+            run([self.tool("dl-shard"), "--dataset", "fashion-mnist", "--out", d, "--shards", str(n)])
+        return d
+
+    def peer(self, script, *args):
+        return run(["/usr/bin/python3", os.path.join(self.a.root, "bench", "peers", script), *map(str, args)])[-1]
+
+    # --- shoal, one process -------------------------------------------------------
+    def single_plan(self, model, overrides=()):
+        self.runs += 1
+        plan = os.path.join(self.tmp, f"single-{self.runs}.json")
+        sets = [x for o in ("train.batch_size=64", "cluster.nworkers_per_group=1", *overrides) for x in ("--set", o)]
+        run([self.tool("dl-plan"), self.job(model), *sets, "-o", plan])
+        return plan
+
+    def shoal_single(self, model, threads):
+        r = run([self.tool("dl-worker"), "--plan", self.single_plan(model), "--standalone", "--no-eval",
+                 "--threads", str(threads), "--steps", str(self.a.steps), "--shards", self.shards(1)])
+        return last(r, "done")["ms_per_step_median"]
+
+    # --- shoal, servers and workers --------------------------------------------------
+    def train_local(self, model, workers, overrides, until=None):
+        """Runs scripts/train-local.sh; returns worker 0's records. With `until`, stops the
+        run (as Ctrl-C would) once a record of worker 0 satisfies it."""
+        self.runs += 1
+        run_dir = os.path.join(self.tmp, f"run-{self.runs}")
+        env = dict(os.environ, SHOAL_BIN=self.a.bin, RUN_DIR=run_dir)
+        cmd = [os.path.join(self.a.root, "scripts", "train-local.sh"), *([] if until else ["--no-eval"]),
+               self.job(model), "train.batch_size=32", f"cluster.nworkers_per_group={workers}",
+               f"data.shards={self.shards(workers)}", *overrides]
+        err = open(run_dir + ".err", "w+")
+        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=err)
+        log = os.path.join(run_dir, "worker-0.jsonl")
+        while proc.poll() is None:
+            if until is not None and os.path.exists(log):
+                with open(log) as f:
+                    if any(until(r) for r in json_lines(f.read())):
+                        proc.send_signal(signal.SIGINT)   # train-local stops its processes and exits 130
+                        proc.wait()
+                        break
+            time.sleep(0.2)
+        err.seek(0)
+        stderr = err.read()
+        with open(log) as f:
+            records = json_lines(f.read())
+        if until is None and proc.returncode != 0:
+            sys.exit(f"bench: train-local.sh exited {proc.returncode}:\n{stderr[-2000:]}")
+        return records
+
+    def shoal_bsp(self, model, workers, overlap):
+        r = self.train_local(model, workers, [f"train.steps={self.a.steps}", f"train.overlap={str(overlap).lower()}"])
+        return last(r, "done")["ms_per_step_median"]
+
+    # --- time to accuracy ------------------------------------------------------------
+    def reached(self, r):
+        return r.get("event") == "eval" and r["test_accuracy"] >= self.a.target_accuracy
+
+    def seconds_to_target(self, records):
+        hit = [r for r in records if self.reached(r)]
+        if not hit:
+            sys.exit(f"bench: shoal did not reach {self.a.target_accuracy} in {self.a.tta_max_steps} steps")
+        return hit[0]["train_seconds"]
+
+    def shoal_tta_bsp(self):
+        return self.seconds_to_target(self.train_local(
+            "cnn", 2, [f"train.steps={self.a.tta_max_steps}", f"train.eval_every={EVAL_EVERY}"], until=self.reached))
+
+    def shoal_tta_single(self):
+        # dl-worker --standalone prints its records on stdout; stop it at the target as above.
+        plan = self.single_plan("cnn", [f"train.steps={self.a.tta_max_steps}", f"train.eval_every={EVAL_EVERY}"])
+        proc = subprocess.Popen([self.tool("dl-worker"), "--plan", plan, "--standalone", "--shards", self.shards(1)],
+                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        records = []
+        for line in proc.stdout:
+            records += json_lines(line)
+            if records and self.reached(records[-1]):
+                proc.terminate()
+                break
+        proc.wait()
+        return self.seconds_to_target(records)
+
+    def peer_tta(self, script, *args):
+        r = self.peer(script, "cnn", *args, "--target-accuracy", self.a.target_accuracy, "--eval-every", EVAL_EVERY,
+                      "--max-steps", self.a.tta_max_steps)
+        if not r["reached"]:
+            sys.exit(f"bench: the peer did not reach {self.a.target_accuracy}: {r}")
+        return r["train_seconds"]
 
 
-def shoal_single(a, model, threads, tmp):
-    plan = os.path.join(tmp, f"{model}-single.json")
-    subprocess.run([os.path.join(a.bin, "dl-plan"), os.path.join(a.root, "configs", f"fashion-{model}.yaml"),
-                    "--set", "train.batch_size=64", "--set", "cluster.nworkers_per_group=1", "-o", plan], check=True)
-    r = run([os.path.join(a.bin, "dl-worker"), "--plan", plan, "--standalone", "--no-eval", "--threads", str(threads),
-             "--steps", str(a.steps), "--shards", shards(a, 1)])
-    return last(r, "done")["ms_per_step_median"]
+def rows(b, a):
+    """(case, fields, peer, {variant: shoal}) for every row asked for; each side is a
+    function returning a time, ms per step or seconds to the target."""
+    for model in a.models:
+        if "single" in a.rows:
+            for threads in (1, 2):
+                yield (f"{model} single process, batch 64, {threads} thread(s)",
+                       {"model": model, "threads": threads, "unit": "ms/step", "target": 0.8 if model == "mlp" else 0.85 if threads == 2 else 1.0},
+                       lambda m=model, t=threads: b.peer("torch_single.py", m, "--threads", t, "--steps", a.steps)["ms_per_step_median"],
+                       {"": lambda m=model, t=threads: b.shoal_single(m, t)})
+        if "bsp" in a.rows:
+            for workers in (1, 2, 4):
+                yield (f"{model} BSP {workers} worker(s) x 32",
+                       {"model": model, "workers": workers, "unit": "ms/step", "target": 0.8},
+                       lambda m=model, w=workers: b.peer("torch_ddp.py", m, "--world", w, "--batch", 32, "--steps", a.steps)["ms_per_step_median"],
+                       {f", overlap {o}": lambda m=model, w=workers, o=o: b.shoal_bsp(m, w, o == "on") for o in ("on", "off")})
+    if "tta" in a.rows:
+        yield (f"cnn BSP 2 workers x 32, seconds to {a.target_accuracy}", {"model": "cnn", "workers": 2, "unit": "s", "target": 0.8},
+               lambda: b.peer_tta("torch_ddp.py", "--world", 2, "--batch", 32), {"": b.shoal_tta_bsp})
+        yield (f"cnn single process x 64, seconds to {a.target_accuracy}", {"model": "cnn", "unit": "s", "target": 0.8},
+               lambda: b.peer_tta("torch_single.py", "--threads", 1, "--batch", 64), {"": b.shoal_tta_single})
 
 
-def peer_single(a, model, threads):
-    r = run(["/usr/bin/python3", os.path.join(a.peers, "torch_fashion.py"), model, "--threads", str(threads),
-             "--batch", "64", "--steps", str(a.steps)])
-    return r[-1]["ms_per_step_median"]
+def exchange_rows(a):
+    """A 4 MB and a 64 MB tensor's update-get round trip through a parameter server
+    against a raw NNG echo of the same bytes (bench/exchange_throughput.cpp, which
+    alternates the two itself): ratio of throughputs, higher is better."""
+    for floats, rounds in ((1 << 20, 40), (1 << 24, 6)):
+        r = run([os.path.join(a.bin, "exchange_throughput"), str(floats), str(rounds), str(max(a.repeats, 3))])[-1]
+        yield {"case": f"exchange {r['message_mb']:.0f} MB update-get vs raw NNG echo", "unit": "GB/s",
+               "target": 0.8, "higher_is_better": True, "ratio": r["ratio"], "ratio_min": min(r["ratios"]),
+               "ratio_max": max(r["ratios"]), "shoal": r["shoal_gb_per_s"], "peer": r["raw_nng_gb_per_s"],
+               "pairs": [{"ratio": x} for x in r["ratios"]]}
 
 
-def shoal_bsp(a, model, tmp, overlap):
-    run_dir = os.path.join(tmp, f"{model}-bsp-overlap-{'on' if overlap else 'off'}")
-    env = dict(os.environ, SHOAL_BIN=a.bin, RUN_DIR=run_dir)
-    subprocess.run([os.path.join(a.root, "scripts", "train-local.sh"), os.path.join(a.root, "configs", f"fashion-{model}.yaml"),
-                    f"train.steps={a.steps}", "train.batch_size=32", "cluster.nworkers_per_group=2",
-                    f"train.overlap={'true' if overlap else 'false'}", f"data.shards={shards(a, 2)}"],
-                   check=True, env=env, capture_output=True)
-    ms = []
-    for w in range(2):
-        with open(os.path.join(run_dir, f"worker-{w}.jsonl")) as f:
-            ms.append(last([json.loads(l) for l in f if l.startswith("{")], "done")["ms_per_step_median"])
-    return sorted(ms)[len(ms) // 2] if len(ms) % 2 else sum(ms) / len(ms)
-
-
-def peer_ddp(a, model):
-    r = run(["/usr/bin/python3", os.path.join(a.peers, "torch_ddp.py"), model, "--world", "2", "--batch", "32",
-             "--steps", str(a.steps)])
-    return r[-1]["ms_per_step_median"]
+def measure(case, fields, peer, variants, repeats):
+    """Alternates the sides, `repeats` times: each shoal variant, then the peer, ..."""
+    pairs = {v: [] for v in variants}
+    for _ in range(repeats):
+        shoal = {v: fn() for v, fn in list(variants.items())[:1]}
+        p = peer()
+        shoal.update({v: fn() for v, fn in list(variants.items())[1:]})
+        for v, s in shoal.items():
+            pairs[v].append({"shoal": s, "peer": p, "ratio": s / p})
+    for v, ps in pairs.items():
+        ratios = [x["ratio"] for x in ps]
+        yield dict(fields, case=case + v, ratio=statistics.median(ratios), ratio_min=min(ratios), ratio_max=max(ratios),
+                   shoal=statistics.median(x["shoal"] for x in ps), peer=statistics.median(x["peer"] for x in ps),
+                   pairs=ps)
 
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--root", required=True); ap.add_argument("--bin", required=True)
-    ap.add_argument("--peers", required=True); ap.add_argument("--out", required=True)
-    ap.add_argument("--steps", type=int, default=200)
-    ap.add_argument("--models", default="mlp,cnn")
-    ap.add_argument("--bsp-only", action="store_true", help="only the BSP rows (overlap on and off vs torch_ddp)")
+    ap.add_argument("--root", required=True)
+    ap.add_argument("--bin", required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--rows", default="single,bsp,tta,exchange", type=lambda s: s.split(","))
+    ap.add_argument("--models", default="mlp,cnn", type=lambda s: s.split(","))
+    ap.add_argument("--repeats", type=int, default=3, help="shoal/peer pairs per row (at least 3 for a range)")
+    ap.add_argument("--steps", type=int, default=200, help="timed steps of a ms/step row")
+    ap.add_argument("--target-accuracy", type=float, default=0.88, help="of the time-to-accuracy rows")
+    ap.add_argument("--tta-max-steps", type=int, default=4000, help="steps a time-to-accuracy run may take")
     a = ap.parse_args()
     commit = subprocess.run(["git", "-C", a.root, "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
-    rows = []
+    result = {"commit": commit, "steps": a.steps, "repeats": a.repeats, "host_cpus": os.cpu_count(),
+              "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "rows": []}
+    print(f"{'case':52} {'shoal':>9} {'peer':>9} {'unit':>7} {'ratio':>6} {'range':>11} {'target':>6}", flush=True)
     with tempfile.TemporaryDirectory() as tmp:
-        for model in a.models.split(","):
-            for threads in () if a.bsp_only else (1, 2):
-                s, p = shoal_single(a, model, threads, tmp), peer_single(a, model, threads)
-                rows.append({"case": f"{model} single process, batch 64, {threads} thread(s)", "model": model,
-                             "shoal_ms": s, "peer": "torch_fashion.py", "peer_ms": p, "ratio": s / p, "target": 1.0})
-            # The peer runs between the two shoal runs, so that a shared machine's
-            # drift over the minutes weighs on both ratios alike.
-            on = shoal_bsp(a, model, tmp, overlap=True)
-            p = peer_ddp(a, model)
-            off = shoal_bsp(a, model, tmp, overlap=False)
-            for overlap, s in (("on", on), ("off", off)):
-                rows.append({"case": f"{model} BSP 2 workers x 32, overlap {overlap}", "model": model,
-                             "overlap": overlap == "on", "shoal_ms": s, "peer": "torch_ddp.py --world 2", "peer_ms": p,
-                             "ratio": s / p, "target": 0.8})
-    result = {"commit": commit, "steps": a.steps, "host_cpus": os.cpu_count(),
-              "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "rows": rows}
-    with open(a.out, "w") as f:
-        json.dump(result, f, indent=2)
-    print(f"{'case':44} {'shoal ms':>9} {'peer ms':>9} {'ratio':>6} {'target':>6}")
-    for r in rows:
-        print(f"{r['case']:44} {r['shoal_ms']:9.2f} {r['peer_ms']:9.2f} {r['ratio']:6.2f} {'<=' + str(r['target']):>6}")
+        b = Bench(a, tmp)
+        measured = (r for row in rows(b, a) for r in measure(*row, a.repeats))
+        for r in itertools.chain(measured, exchange_rows(a) if "exchange" in a.rows else ()):
+            result["rows"].append(r)
+            bound = (">=" if r.get("higher_is_better") else "<=") + str(r["target"])
+            print(f"{r['case']:52} {r['shoal']:9.2f} {r['peer']:9.2f} {r['unit']:>7} {r['ratio']:6.2f} "
+                  f"{r['ratio_min']:5.2f}-{r['ratio_max']:<5.2f} {bound:>6}", flush=True)
+            with open(a.out, "w") as f:           # as it goes: an interrupted bench keeps its rows
+                json.dump(result, f, indent=2)
     print(f"written to {a.out}")
 
 

@@ -6,4 +6,4 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 "$root/scripts/install-deps.sh" --bench
 mkdir -p "$root/bench/out"
 exec python3 "$root/bench/compare_peers.py" --root "$root" --bin "${SHOAL_BIN:-$root/build}" \
-  --peers "${SHOAL_PEERS:-$root/../shared/peers}" --out "$root/bench/out/bench.json" "$@"
+  --out "$root/bench/out/bench.json" "$@"

@@ -1,0 +1,49 @@
+#!/usr/bin/python3
+"""PyTorch peer, one process: the same model, data, initialisation and updater as
+shoal's configs/fashion-{mlp,cnn}.yaml trained by dl-worker --standalone.
+
+  torch_single.py {mlp|cnn} [--threads N] [--batch B] [--steps S]
+      ms per training step (median past the first 10 steps)
+  torch_single.py {mlp|cnn} --target-accuracy A [--eval-every K] [--max-steps S] ...
+      training seconds until the test accuracy, evaluated every K steps (evaluation
+      time excluded), first reaches A
+
+Prints one JSON line."""
+import argparse, json, sys, os
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import common
+
+ap = argparse.ArgumentParser()
+ap.add_argument("kind", choices=["mlp", "cnn"])
+ap.add_argument("--threads", type=int, default=1)
+ap.add_argument("--batch", type=int, default=64)
+ap.add_argument("--steps", type=int, default=200)
+ap.add_argument("--lr", type=float, default=0.05)
+ap.add_argument("--seed", type=int, default=1)
+ap.add_argument("--target-accuracy", type=float, default=0)
+ap.add_argument("--eval-every", type=int, default=100)
+ap.add_argument("--max-steps", type=int, default=5000)
+a = ap.parse_args()
+common.pin_threads(a.threads)
+import torch
+
+torch.manual_seed(a.seed)
+x, y = common.dataset("train")
+net = common.model(a.kind)
+out = {"peer": "pytorch-" + torch.__version__, "model": a.kind, "threads": a.threads, "batch": a.batch}
+if a.target_accuracy > 0:
+    xt, yt = common.dataset("test")
+    trace = []
+
+    def on_eval(step):
+        trace.append((step, common.accuracy(net, xt, yt)))
+        return trace[-1][1] >= a.target_accuracy
+
+    seconds = common.train(net, x, y, a.batch, a.max_steps, a.lr, a.seed, a.eval_every, on_eval)
+    reached = trace and trace[-1][1] >= a.target_accuracy
+    out.update({"target_accuracy": a.target_accuracy, "eval_every": a.eval_every, "reached": bool(reached),
+                "steps": len(seconds), "train_seconds": sum(seconds), "test_accuracy": trace[-1][1] if trace else None})
+else:
+    out["ms_per_step_median"] = common.median_ms(common.train(net, x, y, a.batch, a.steps + 10, a.lr, a.seed))
+print(json.dumps(out))
