@@ -248,7 +248,9 @@ Status PlanFromJson(const json& j, const std::string& source, Plan* plan) {
     return Status::Corruption(source + ": content hash " + computed + " does not match the recorded " +
                               Quoted(plan->hash, 40) + " (the plan was edited after dl-plan wrote it)");
   // Everything a process relies on without checking again.
-  SHOAL_RETURN_IF_ERROR(ParseJob(JsonDocument(j.at("job"), source + " (job)"), &plan->job));
+  const auto job = j.find("job");
+  if (job == j.end()) return Status::InvalidArgument(source + ": malformed plan: it has no field 'job'");
+  SHOAL_RETURN_IF_ERROR(ParseJob(JsonDocument(*job, source + " (job)"), &plan->job));
   SHOAL_RETURN_IF_ERROR(CheckNet(source, *plan));
   SHOAL_RETURN_IF_ERROR(CheckProcesses(source, *plan));
   SHOAL_RETURN_IF_ERROR(CheckSlices(source, *plan));

@@ -144,6 +144,11 @@ TEST_CASE("PlanFromJson refuses what is not a plan, or a plan of another format 
   Rehash(&j);
   CHECK(PlanFromJson(j, "x.json", &back).message() ==
         "x.json: inconsistent plan: layer 'loss' works on each worker's own records but has partition_dim -1");
+  // Found by plan_fuzzer: the job read after the hash check, by a throwing lookup.
+  j = PlanToJson(plan);
+  j.erase("job");
+  Rehash(&j);
+  CHECK(PlanFromJson(j, "x.json", &back).message() == "x.json: malformed plan: it has no field 'job'");
 }
 
 }  // namespace
