@@ -2,6 +2,10 @@
 // plan passes before any process acts on it: a plan is untrusted input (its
 // hash proves only that nobody edited it without recomputing the hash).
 #include <algorithm>
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+#include <type_traits>
 #include <map>
 #include <memory>
 
@@ -71,31 +75,71 @@ json ContentToJson(const Plan& plan) {
 
 std::string HashOf(const json& content) { return HexU64(Fnv1a64(JsonText(content))); }
 
-// Reads the plan's fields; nlohmann's type errors become the caller's Status.
+// A number of the plan as T, or an exception naming it (caught by the
+// caller): nlohmann's own conversion of 1e30 to an int is undefined behaviour.
+template <typename T>
+T Number(const json& v, const std::string& what) {
+  using Limits = std::numeric_limits<T>;
+  if constexpr (std::is_integral_v<T>) {
+    bool fits = false;
+    if (v.is_number_unsigned()) {
+      fits = v.get<uint64_t>() <= static_cast<uint64_t>(Limits::max());
+    } else if (v.is_number_integer()) {
+      const int64_t x = v.get<int64_t>();
+      fits = x >= static_cast<int64_t>(Limits::min()) && (x < 0 || static_cast<uint64_t>(x) <= Limits::max());
+    }
+    if (!fits) throw std::invalid_argument(what + " must be an integer from " + std::to_string(Limits::min()) +
+                                           " to " + std::to_string(Limits::max()) + ", got " + v.dump());
+    return v.is_number_unsigned() ? static_cast<T>(v.get<uint64_t>()) : static_cast<T>(v.get<int64_t>());
+  } else {
+    if (!v.is_number() || !(std::fabs(v.get<double>()) <= static_cast<double>(Limits::max())))
+      throw std::invalid_argument(what + " must be a finite number, got " + v.dump());
+    return static_cast<T>(v.get<double>());
+  }
+}
+template <typename T>
+T Number(const json& obj, const char* key, const std::string& where) {
+  return Number<T>(obj.at(key), where + "." + key);
+}
+
+// Reads the plan's fields; nlohmann's type errors and Number's become the caller's Status.
 void ReadContent(const json& j, Plan* plan) {
   plan->hash = j.at("hash").get<std::string>();
   plan->strategy = j.at("strategy").get<std::string>();
   plan->commit = j.at("commit").get<std::string>();
   if (j.contains("planner")) plan->planner = j.at("planner");
-  for (const auto& l : j.at("layers"))
-    plan->layers.push_back({l.at("name"), l.at("type"), l.at("partition_dim"), l.value("location", 0),
-                            l.at("params"), l.at("feature_size"), l.at("forward_flops")});
+  for (const auto& l : j.at("layers")) {
+    const std::string at = "layers[" + std::to_string(plan->layers.size()) + "]";
+    plan->layers.push_back({l.at("name"), l.at("type"), Number<int>(l, "partition_dim", at),
+                            l.contains("location") ? Number<int>(l, "location", at) : 0,
+                            Number<size_t>(l, "params", at), Number<size_t>(l, "feature_size", at),
+                            Number<double>(l, "forward_flops", at)});
+  }
   for (const auto& p : j.at("params")) {
+    const std::string at = "params[" + std::to_string(plan->params.size()) + "]";
     ParamPlan pp;
     pp.name = p.at("name");
-    pp.shape = p.at("shape").get<Shape>();
+    for (const auto& d : p.at("shape")) pp.shape.push_back(Number<int>(d, at + ".shape"));
     const std::string kind = p.at("init").at("kind");
-    if (kind != "uniform" && kind != "constant") throw std::invalid_argument("init kind " + Quoted(kind, 40));  // caught below
+    if (kind != "uniform" && kind != "constant") throw std::invalid_argument("init kind " + Quoted(kind, 40));
     pp.init.kind = kind == "uniform" ? ParamInit::Kind::kUniform : ParamInit::Kind::kConstant;
-    pp.init.value = p.at("init").at("value");
-    pp.slices = p.at("slices").get<std::vector<uint32_t>>();
+    pp.init.value = Number<float>(p.at("init"), "value", at + ".init");
+    for (const auto& k : p.at("slices")) pp.slices.push_back(Number<uint32_t>(k, at + ".slices"));
     plan->params.push_back(pp);
   }
-  for (const auto& s : j.at("slices"))
-    plan->slices.push_back({s.at("key"), s.at("param"), s.at("offset"), s.at("count"), s.at("server")});
-  for (const auto& w : j.at("workers"))
-    plan->workers.push_back({w.at("id"), w.at("group"), w.at("rank"), w.value("endpoint", "")});
-  for (const auto& s : j.at("servers")) plan->servers.push_back({s.at("id"), s.at("endpoint")});
+  for (const auto& s : j.at("slices")) {
+    const std::string at = "slices[" + std::to_string(plan->slices.size()) + "]";
+    plan->slices.push_back({Number<uint32_t>(s, "key", at), s.at("param"), Number<size_t>(s, "offset", at),
+                            Number<size_t>(s, "count", at), Number<int>(s, "server", at)});
+  }
+  for (const auto& w : j.at("workers")) {
+    const std::string at = "workers[" + std::to_string(plan->workers.size()) + "]";
+    plan->workers.push_back({Number<int>(w, "id", at), Number<int>(w, "group", at), Number<int>(w, "rank", at),
+                             w.value("endpoint", "")});
+  }
+  for (const auto& s : j.at("servers"))
+    plan->servers.push_back({Number<int>(s, "id", "servers[" + std::to_string(plan->servers.size()) + "]"),
+                             s.at("endpoint")});
 }
 
 Status Inconsistent(const std::string& source, const std::string& why) {

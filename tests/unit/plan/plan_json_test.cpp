@@ -149,6 +149,21 @@ TEST_CASE("PlanFromJson refuses what is not a plan, or a plan of another format 
   j.erase("job");
   Rehash(&j);
   CHECK(PlanFromJson(j, "x.json", &back).message() == "x.json: malformed plan: it has no field 'job'");
+  // Found by plan_fuzzer (UBSan): a number no int holds, converted by nlohmann regardless.
+  j = PlanToJson(plan);
+  j["layers"][1]["partition_dim"] = 2.56e27;
+  Rehash(&j);
+  CHECK(PlanFromJson(j, "x.json", &back).message() ==
+        "x.json: malformed plan: layers[1].partition_dim must be an integer from -2147483648 to 2147483647, got 2.56e+27");
+  j = PlanToJson(plan);
+  j["slices"][0]["count"] = -1;
+  Rehash(&j);
+  CHECK(Contains(PlanFromJson(j, "x.json", &back).message(), "slices[0].count must be an integer from 0 to"));
+  j = PlanToJson(plan);
+  j["params"][0]["init"]["value"] = 1e300;
+  Rehash(&j);
+  CHECK(PlanFromJson(j, "x.json", &back).message() ==
+        "x.json: malformed plan: params[0].init.value must be a finite number, got 1e+300");
 }
 
 }  // namespace
