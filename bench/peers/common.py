@@ -9,6 +9,21 @@ import gzip, os, sys
 DATA = os.environ.get("SHOAL_FASHION_MNIST", "/usr/share/datasets/fashion-mnist")
 
 
+def arguments(batch):
+    """The options both peers take; each adds its own (threads, world)."""
+    import argparse
+    ap = argparse.ArgumentParser()
+    ap.add_argument("kind", choices=["mlp", "cnn"])
+    ap.add_argument("--batch", type=int, default=batch, help="records per step (per process under DDP)")
+    ap.add_argument("--steps", type=int, default=200, help="timed steps")
+    ap.add_argument("--lr", type=float, default=0.05)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--target-accuracy", type=float, default=0, help="train until this test accuracy instead")
+    ap.add_argument("--eval-every", type=int, default=100)
+    ap.add_argument("--max-steps", type=int, default=5000)
+    return ap
+
+
 def pin_threads(n):
     if "torch" in sys.modules:
         raise RuntimeError("pin_threads must run before torch is imported")

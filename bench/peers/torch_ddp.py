@@ -10,7 +10,7 @@ model, data, initialisation and updater as shoal's BSP runs of configs/fashion-*
       (evaluation time excluded), first reaches A
 
 Prints one JSON line."""
-import argparse, json, os, socket, statistics, sys
+import json, os, socket, statistics, sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common
@@ -53,16 +53,8 @@ def rank_main(rank, a, port, queue):
 
 
 if __name__ == "__main__":
-    ap = argparse.ArgumentParser()
-    ap.add_argument("kind", choices=["mlp", "cnn"])
+    ap = common.arguments(batch=32)
     ap.add_argument("--world", type=int, default=2)
-    ap.add_argument("--batch", type=int, default=32)
-    ap.add_argument("--steps", type=int, default=200)
-    ap.add_argument("--lr", type=float, default=0.05)
-    ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--target-accuracy", type=float, default=0)
-    ap.add_argument("--eval-every", type=int, default=100)
-    ap.add_argument("--max-steps", type=int, default=5000)
     a = ap.parse_args()
     # Plain multiprocessing, not torch's: a rank must not load torch before it pins its threads.
     import multiprocessing as mp

@@ -9,21 +9,13 @@ shoal's configs/fashion-{mlp,cnn}.yaml trained by dl-worker --standalone.
       time excluded), first reaches A
 
 Prints one JSON line."""
-import argparse, json, sys, os
+import json, os, sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common
 
-ap = argparse.ArgumentParser()
-ap.add_argument("kind", choices=["mlp", "cnn"])
+ap = common.arguments(batch=64)
 ap.add_argument("--threads", type=int, default=1)
-ap.add_argument("--batch", type=int, default=64)
-ap.add_argument("--steps", type=int, default=200)
-ap.add_argument("--lr", type=float, default=0.05)
-ap.add_argument("--seed", type=int, default=1)
-ap.add_argument("--target-accuracy", type=float, default=0)
-ap.add_argument("--eval-every", type=int, default=100)
-ap.add_argument("--max-steps", type=int, default=5000)
 a = ap.parse_args()
 common.pin_threads(a.threads)
 import torch

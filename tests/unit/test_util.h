@@ -5,8 +5,10 @@
 
 #include <filesystem>
 #include <memory>
+#include <random>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "config/document.h"
 #include "config/fields.h"
@@ -39,6 +41,15 @@ struct YamlFields {
 
 inline bool Contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
+}
+
+// n floats uniform in [-1, 1), the same for the same seed.
+inline std::vector<float> Random(size_t n, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  std::vector<float> v(n);
+  for (float& x : v) x = u(rng);
+  return v;
 }
 
 }  // namespace shoal

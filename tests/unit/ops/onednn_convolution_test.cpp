@@ -7,24 +7,16 @@
 
 #include <algorithm>
 #include <cmath>
-#include <random>
 #include <string>
 #include <vector>
 
 #include "ops/blas.h"
 #include "ops/convolution.h"
 #include "ops/onednn_convolution.h"
+#include "test_util.h"
 
 namespace shoal {
 namespace {
-
-std::vector<float> Random(size_t n, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-  std::vector<float> v(n);
-  for (float& x : v) x = u(rng);
-  return v;
-}
 
 // Within 1e-5 of the tensor's largest magnitude (sums cancel).
 void CheckClose(const std::vector<float>& want, const std::vector<float>& got, const std::string& what) {

@@ -8,7 +8,6 @@
 #include <cmath>
 #include <cstdint>
 #include <functional>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -18,17 +17,10 @@
 #include "ops/fully_connected.h"
 #include "ops/parallel.h"
 #include "ops/pooling.h"
+#include "test_util.h"
 
 namespace shoal {
 namespace {
-
-std::vector<float> Random(size_t n, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-  std::vector<float> v(n);
-  for (float& x : v) x = u(rng);
-  return v;
-}
 
 // Every element within 1e-5 relative to the tensor's largest magnitude: sums
 // that cancel make a per-element relative bound meaningless.
