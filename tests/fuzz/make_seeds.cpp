@@ -24,22 +24,12 @@
 #include "plan/plan.h"
 #include "plan/planner.h"
 #include "ps/server.h"
+#include "tiny_job.h"
 
 namespace fs = std::filesystem;
 using namespace shoal;
 
 namespace {
-
-// Two layers with parameters (12 + 3 and 6 + 2 floats): small plans, checkpoints, messages.
-const char* const kTinyJob =
-    "model:\n"
-    "  layers:\n"
-    "    - {name: data, type: data, shape: [1, 2, 2]}\n"
-    "    - {name: fc, type: fully_connected, srclayers: data, num_output: 3}\n"
-    "    - {name: fc2, type: fully_connected, srclayers: fc, num_output: 2}\n"
-    "    - {name: loss, type: softmax_loss, srclayers: [fc2, data]}\n"
-    "train: {steps: 6, updater: momentum, learning_rate: 0.1, momentum: 0.9, seed: 3}\n"
-    "cluster: {nworkers_per_group: 2, nservers_per_group: 2, timeout_ms: 2000}\n";
 
 void Check(const Status& s, const std::string& what) {
   if (s.ok()) return;
@@ -77,7 +67,7 @@ std::vector<fs::path> ShippedJobs() {
 void JobsAndPlans(const fs::path& out) {
   Corpus jobs(out, "job"), plans(out, "plan");
   for (const fs::path& path : ShippedJobs()) {
-    const std::string text = path == "tiny" ? kTinyJob : Read(path);
+    const std::string text = path == "tiny" ? TinyJob(2) : Read(path);
     jobs.Add(text);
     JobConfig job;
     if (!ParseJob(text, path.string(), &job).ok()) continue;  // a model file without a cluster, say
@@ -145,7 +135,7 @@ void ShardsAndIdx(const fs::path& out, const fs::path& scratch) {
 // evaluation, then shut down (which checkpoints).
 void Checkpoints(const fs::path& out, const fs::path& scratch) {
   JobConfig job;
-  Check(ParseJob(kTinyJob, "tiny.yaml", &job), "the tiny job");
+  Check(ParseJob(TinyJob(2), "tiny.yaml", &job), "the tiny job");
   PlanOptions options;
   options.endpoints = {"inproc://seeds-0", "inproc://seeds-1"};
   Plan plan;

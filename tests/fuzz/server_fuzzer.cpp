@@ -20,6 +20,7 @@
 #include "config/job.h"
 #include "plan/plan.h"
 #include "ps/server.h"
+#include "tiny_job.h"
 
 namespace shoal {
 namespace {
@@ -27,18 +28,9 @@ namespace {
 constexpr int kModels = 4;
 const char* const kConsistency[kModels] = {"bsp", "ssp, staleness: 1", "async", "easgd, easgd_tau: 2"};
 
-// Two workers, one server, two layers: fc (keys 0: 12 floats, 1: 3) and fc2 (2: 6, 3: 2).
+// Two workers, one server (tiny_job.h), under consistency model `model`.
 Plan MakeFuzzPlan(int model, const std::string& endpoint) {
-  const std::string text =
-      "model:\n"
-      "  layers:\n"
-      "    - {name: data, type: data, shape: [1, 2, 2]}\n"
-      "    - {name: fc, type: fully_connected, srclayers: data, num_output: 3}\n"
-      "    - {name: fc2, type: fully_connected, srclayers: fc, num_output: 2}\n"
-      "    - {name: loss, type: softmax_loss, srclayers: [fc2, data]}\n"
-      "train: {steps: 6, updater: momentum, learning_rate: 0.1, momentum: 0.9, seed: 3}\n"
-      "cluster: {nworkers_per_group: 2, nservers_per_group: 1, timeout_ms: 2000, consistency: " +
-      std::string(kConsistency[model]) + "}\n";
+  const std::string text = TinyJob(1, kConsistency[model]);
   JobConfig job;
   Plan plan;
   PlanOptions options;

@@ -66,32 +66,32 @@ finished between-3 $!
 same calm-3 between-3
 ok "3 servers, overlap off: a worker killed between its sends of step 100 rejoins; parameters bit for bit"
 
+# kill_randomly NAME SERVERS KIND COUNT FIRST LAST PAUSE: a run of NAME on
+# SERVERS servers whose KIND (dl-worker or dl-server) of id 0 or 1 is killed
+# with kill -9 COUNT times, at random steps of FIRST, FIRST+10, ... below LAST, PAUSE seconds
+# apart; the kills that landed are in `kills`.
+kill_randomly() {
+  local name=$1 servers=$2 kind=$3 count=$4 first=$5 last=$6 pause=$7 runner step victim
+  kills=()
+  train "$name" "$servers"
+  runner=$!
+  for step in $(python3 -c "import random; print(*sorted(random.sample(range($first, $last, 10), $count)))"); do
+    wait_for_step "$name" "$step" || break
+    victim=$((RANDOM % 2))
+    pkill -9 -f "$kind --plan $tmp/$name/plan.json --id $victim " && kills+=("${kind#dl-} $victim at ~$step")
+    sleep "$pause"
+  done
+  finished "$name" "$runner"
+}
+
 # Random kill -9 of workers, three times in one run.
-kills=()
-train workers-3 3
-runner=$!
-for step in $(python3 -c "import random; print(*sorted(random.sample(range(30, $((steps - 60)), 10), 3)))"); do
-  wait_for_step workers-3 "$step" || break
-  victim=$((RANDOM % 2))
-  pkill -9 -f "dl-worker --plan $tmp/workers-3/plan.json --id $victim " && kills+=("worker $victim at ~$step")
-  sleep 0.3
-done
-finished workers-3 $runner
+kill_randomly workers-3 3 dl-worker 3 30 $((steps - 60)) 0.3
 ((${#kills[@]} >= 2)) || fail "too few kills landed: ${kills[*]}"
 same calm-3 workers-3
 ok "3 servers: kill -9 of ${kills[*]}: parameters bit for bit as undisturbed"
 
 # Random kill -9 of servers: every process comes back from the newest checkpoint all servers have.
-kills=()
-train servers-2 2
-runner=$!
-for step in $(python3 -c "import random; print(*sorted(random.sample(range(60, $((steps - 80)), 10), 2)))"); do
-  wait_for_step servers-2 "$step" || break
-  victim=$((RANDOM % 2))
-  pkill -9 -f "dl-server --plan $tmp/servers-2/plan.json --id $victim " && kills+=("server $victim at ~$step")
-  sleep 1
-done
-finished servers-2 $runner
+kill_randomly servers-2 2 dl-server 2 60 $((steps - 80)) 1
 ((${#kills[@]} >= 1)) || fail "no kill landed"
 same calm-2 servers-2
 ok "2 servers: kill -9 of ${kills[*]}: parameters bit for bit as undisturbed"
