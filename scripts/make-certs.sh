@@ -2,7 +2,8 @@
 # Makes a job's certificates for TLS with mutual authentication:
 #   scripts/make-certs.sh DIR SERVERS WORKERS
 # writes DIR/ca.pem (the job's CA; its key DIR/ca.key), and for each process
-# DIR/server-<i>.{pem,key} and DIR/worker-<w>.{pem,key}, signed by the CA.
+# DIR/server-<i>.{pem,key} and DIR/worker-<w>.{pem,key}, and DIR/tool-0.{pem,key}
+# for dl-top, signed by the CA.
 # A server's certificate names it ("server-<i>"), which workers check.
 # Point the job at DIR with cluster.tls_dir; each job gets its own CA, so a
 # process of another job is refused.
@@ -29,5 +30,6 @@ issue() {  # issue NAME
 }
 for ((i = 0; i < servers; i++)); do issue "server-$i"; done
 for ((w = 0; w < workers; w++)); do issue "worker-$w"; done
+issue tool-0  # dl-top's, to read the servers' stats
 rm -f "$dir/ca.srl"
-echo "make-certs: CA and $servers server and $workers worker certificates in $dir" >&2
+echo "make-certs: CA, $servers server, $workers worker and one tool certificate in $dir" >&2

@@ -65,6 +65,7 @@ void RpcServer::OnEvent(void* arg) {
     return;
   }
   nng_msg* msg = nng_aio_get_msg(slot->aio);
+  server->bytes_received_ += nng_msg_len(msg);
   MessageView request;
   Status s = Decode(static_cast<const unsigned char*>(nng_msg_body(msg)), nng_msg_len(msg), &request);
   if (s.ok()) {
@@ -82,10 +83,12 @@ void RpcServer::Reply(int index, const MsgHeader& header, const std::vector<Entr
                       const std::string& text) {
   Slot& slot = slots_[index];
   nng_msg* msg = nullptr;
-  if (nng_msg_alloc(&msg, EncodedSize(entries, text)) != 0) {
+  const size_t size = EncodedSize(entries, text);
+  if (nng_msg_alloc(&msg, size) != 0) {
     Receive(&slot);
     return;
   }
+  bytes_sent_ += size;
   Encode(header, entries, text, static_cast<unsigned char*>(nng_msg_body(msg)));
   slot.sending = true;
   ++replies_in_flight_;

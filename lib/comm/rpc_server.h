@@ -47,6 +47,9 @@ class RpcServer {
   // client that is still reading could cut its last reply short.
   void Drain(int timeout_ms, int linger_ms);
   void Close();
+  // Bytes of every request read and every reply handed to NNG, headers included.
+  uint64_t bytes_received() const { return bytes_received_; }
+  uint64_t bytes_sent() const { return bytes_sent_; }
 
  private:
   struct Slot {
@@ -68,6 +71,7 @@ class RpcServer {
   std::vector<Slot> slots_;
   std::atomic<int> replies_in_flight_{0};
   std::atomic<int> clients_{0};
+  std::atomic<uint64_t> bytes_received_{0}, bytes_sent_{0};
 };
 
 }  // namespace shoal

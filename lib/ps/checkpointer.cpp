@@ -119,6 +119,11 @@ uint64_t Checkpointer::written() const {
   return written_;
 }
 
+int64_t Checkpointer::last_step() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return last_step_;
+}
+
 void Checkpointer::Loop() {
   std::unique_lock<std::mutex> lock(mu_);
   while (true) {
@@ -132,8 +137,10 @@ void Checkpointer::Loop() {
     Status s = WriteAndPrune(ckpt);
     lock.lock();
     writing_ = false;
-    if (s.ok()) ++written_;
-    else if (failure_.ok()) failure_ = s;
+    if (s.ok()) {
+      ++written_;
+      last_step_ = static_cast<int64_t>(ckpt.step);
+    } else if (failure_.ok()) failure_ = s;
     if (!s.ok()) Log(s.ToString());
     changed_.notify_all();
   }

@@ -41,8 +41,9 @@ class Checkpointer {
   // Waits until every snapshot handed over is on disk; the first failure since the last Flush.
   Status Flush();
   void Stop();
-  // Checkpoints written so far.
+  // Checkpoints written so far, and the step of the newest (-1: none yet).
   uint64_t written() const;
+  int64_t last_step() const;
 
  private:
   void Loop();
@@ -56,6 +57,7 @@ class Checkpointer {
   std::optional<Checkpoint> pending_;
   bool writing_ = false, stopping_ = false;
   uint64_t written_ = 0;
+  int64_t last_step_ = -1;
   Status failure_;
   std::thread thread_;
 };

@@ -77,10 +77,18 @@ Status ParameterServer::Run() {
 
 ServerStats ParameterServer::stats() {
   std::lock_guard<std::mutex> lock(mu_);
+  return StatsNow();
+}
+
+ServerStats ParameterServer::StatsNow() const {
   ServerStats s = stats_;
   s.version = table_ ? table_->version() : 0;
   s.workers_done = table_ ? table_->done_count() : 0;
+  s.parked = parked_.size();
   s.checkpoints = checkpointer_.written();
+  s.last_checkpoint_step = checkpointer_.last_step();
+  s.bytes_in = rpc_.bytes_received();
+  s.bytes_out = rpc_.bytes_sent();
   return s;
 }
 
@@ -433,11 +441,7 @@ nlohmann::json ParameterServer::Report() {
 }
 
 nlohmann::json ParameterServer::StatsJson() {
-  ServerStats s = stats_;
-  s.version = table_ ? table_->version() : 0;
-  s.workers_done = table_ ? table_->done_count() : 0;
-  s.checkpoints = checkpointer_.written();
-  nlohmann::json j = StatsToJson(s);
+  nlohmann::json j = StatsToJson(StatsNow());
   j["server"] = config_.id;
   j["consistency"] = config_.consistency;
   j["syncs_sent"] = sync_ ? sync_->sent() : 0;

@@ -125,6 +125,8 @@ class ParameterServer {
   void ReplyOk(int slot);
   void ReplyError(int slot, const std::string& why);
   Status Resume();
+  // What the counters say now, and the same as the JSON a stats request gets (mu_ held).
+  ServerStats StatsNow() const;
   nlohmann::json StatsJson();
 
   Status config_status_;

@@ -10,10 +10,14 @@ nlohmann::json StatsToJson(const ServerStats& s) {
           {"updates_from", s.updates_from},
           {"gets", s.gets},
           {"gets_waited", s.gets_waited},
+          {"parked", s.parked},
           {"ssp_waits", s.ssp_waits},
           {"max_staleness_served", s.max_staleness_served},
           {"bad_requests", s.bad_requests},
           {"checkpoints", s.checkpoints},
+          {"last_checkpoint_step", s.last_checkpoint_step < 0 ? nlohmann::json() : nlohmann::json(s.last_checkpoint_step)},
+          {"bytes_in", s.bytes_in},
+          {"bytes_out", s.bytes_out},
           {"syncs_received", s.syncs_received},
           {"workers_done", s.workers_done}};
 }

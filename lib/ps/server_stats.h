@@ -23,6 +23,7 @@ struct ServerStats {
   std::vector<uint64_t> updates_from;
   uint64_t gets = 0;
   uint64_t gets_waited = 0;
+  uint64_t parked = 0;  // reads waiting now for their version (BSP) or the slowest worker (SSP)
   // ssp: reads parked until the slowest worker caught up to within the slack.
   uint64_t ssp_waits = 0;
   // ssp: the most, over every read answered, of its clock − the slowest
@@ -31,6 +32,8 @@ struct ServerStats {
   uint64_t max_staleness_served = 0;
   uint64_t bad_requests = 0;
   uint64_t checkpoints = 0;
+  int64_t last_checkpoint_step = -1;  // -1: none written yet
+  uint64_t bytes_in = 0, bytes_out = 0;  // every request and reply, headers included
   uint64_t syncs_received = 0;  // several server groups: neighbours' copies averaged in
   int workers_done = 0;
 };
