@@ -15,7 +15,7 @@ out=$root/bench/out
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$out"
-"$root/scripts/install-deps.sh" --bench
+"$root/scripts/install-deps.sh"
 
 # name: overrides of configs/fashion-cnn.yaml (4 workers x 16 = the peers' batch of 64).
 # Asynchronous ones train at the lower learning rate they need (see tests/integration/async_test.sh);

@@ -1,20 +1,15 @@
 #!/usr/bin/env bash
 # Installs the Debian packages shoal needs. Idempotent: installs only what is missing.
-#   scripts/install-deps.sh          build, run and test
-#   scripts/install-deps.sh --bench  also what the benchmarks need (matplotlib for their plots)
+#   scripts/install-deps.sh   build, run, test, report and benchmark
 set -euo pipefail
 
 packages=(build-essential cmake pkg-config git libcli11-dev nlohmann-json3-dev libyaml-cpp-dev
           libnng-dev libopenblas-dev libdnnl-dev doctest-dev zlib1g-dev dataset-fashion-mnist
-          python3 python3-jsonschema python3-numpy python3-torch openssl iproute2 slurm-wlm munge
+          python3 python3-jsonschema python3-numpy python3-torch python3-matplotlib openssl iproute2 slurm-wlm munge
           clang libclang-rt-14-dev)  # the fuzzers (make fuzz)
 # The PyTorch peers need python3-torch and python3-numpy, which the tests need
-# too (tests/integration/torch_export_check.py); --bench adds the plotting.
-case "${1:-}" in
-  "") ;;
-  --bench) packages+=(python3-matplotlib) ;;
-  *) echo "usage: $0 [--bench]" >&2; exit 2 ;;
-esac
+# too (tests/integration/torch_export_check.py); dl-report draws with matplotlib.
+(( $# == 0 )) || { echo "usage: $0" >&2; exit 2; }
 
 missing=()
 for p in "${packages[@]}"; do

@@ -11,6 +11,7 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 usage() {
   cat <<EOF
 usage: $0 [OPTIONS] JOB.yaml [section.field=value ...]
+       $0 [OPTIONS] --plan PLAN.json
        $0 [OPTIONS] --resume RUN_DIR
 
 Trains JOB.yaml (with fields overridden) on this machine: one dl-server per
@@ -21,6 +22,7 @@ all servers have); bad input (exit 1) stops the run. Everything a run makes
 is in its run directory, with run.json saying what ran and how it ended.
 
 Options (each also read from the environment variable named):
+  --plan PLAN.json      run this plan of dl-plan's as it is (its endpoints included) instead of a job
   --resume RUN_DIR      go on with a stopped run: its plan, from its newest checkpoints
   --run-dir DIR         RUN_DIR: where the run's files go (default runs/<job>-<time>-<pid>)
   --base-port N         BASE_PORT: the first server port (default: free ports below 32000)
@@ -40,10 +42,11 @@ EOF
 log() { echo "train-local: $*" >&2; }
 die_usage() {
   log "$*"
-  echo "usage: $0 [OPTIONS] JOB.yaml [section.field=value ...] | --resume RUN_DIR (--help: more)" >&2
+  echo "usage: $0 [OPTIONS] JOB.yaml [section.field=value ...] | --plan PLAN.json | --resume RUN_DIR (--help: more)" >&2
   exit 2
 }
 
+command_line=("$@")  # for run.json
 bin=${SHOAL_BIN:-$root/build}
 run_dir=${RUN_DIR:-}
 base_port=${BASE_PORT:-}
@@ -54,15 +57,17 @@ profile=${PROFILE:-}
 cluster=${CLUSTER:-}
 evaluate=${EVALUATE:-yes}
 resume_run=""
+given_plan=""
 args=()
 while (($# > 0)); do
   case $1 in
     -h | --help) usage; exit 0 ;;
     --no-eval) evaluate=no; shift ;;
-    --resume | --run-dir | --base-port | --retries | --strategy | --group-size | --profile | --cluster)
+    --resume | --plan | --run-dir | --base-port | --retries | --strategy | --group-size | --profile | --cluster)
       (($# >= 2)) || die_usage "$1 needs a value"
       case $1 in
         --resume) resume_run=$2 ;;
+        --plan) given_plan=$2 ;;
         --run-dir) run_dir=$2 ;;
         --base-port) base_port=$2 ;;
         --retries) retries=$2 ;;
@@ -88,6 +93,10 @@ if [[ -n "$resume_run" ]]; then
   [[ -d "$resume_run" ]] || die_usage "no run directory '$resume_run'"
   [[ -f "$resume_run/plan.json" ]] || die_usage "'$resume_run' has no plan.json: not a run directory"
   run_dir=$resume_run
+elif [[ -n "$given_plan" ]]; then
+  ((${#args[@]} == 0)) || die_usage "--plan takes a plan and no job or overrides (they are in the plan)"
+  [[ -f "$given_plan" ]] || die_usage "no plan file '$given_plan'"
+  run_dir=${run_dir:-runs/$(basename "$given_plan" .json)-$(date +%Y%m%d-%H%M%S)-$$}
 else
   ((${#args[@]} >= 1)) || die_usage "no job file given"
   job=${args[0]}
@@ -132,6 +141,12 @@ if [[ -n "$resume_run" ]]; then
     log "'$run_dir' has finished already (run.json): nothing to resume"
     exit 1
   fi
+elif [[ -n "$given_plan" ]]; then
+  # Checked whole (hash, job, net) before anything starts; the servers and
+  # workers read its copy in the run directory, which keeps what the run ran.
+  "$bin/dl-plan" check "$given_plan" >/dev/null || exit 1
+  [[ "$(realpath "$given_plan")" == "$(realpath -m "$plan")" ]] || cp "$given_plan" "$plan"
+  read_plan "$plan"
 else
   "$bin/dl-plan" "$job" "${sets[@]}" --strategy data -o "$run_dir/job-plan.json"  # checks the job, counts the processes
   read_plan "$run_dir/job-plan.json"
@@ -246,36 +261,8 @@ stop_all() {
 
 restarts=0
 finish() {  # finish STATUS EXIT_CODE: run.json, then exit
-  python3 - "$run_dir" "$1" "$started" "$(now)" "$plan_hash" "$restarts" "$0" "${args[@]}" <<'PY' || true
-import json, os, sys
-run_dir, status, started, ended, plan_hash, restarts, command = sys.argv[1:8]
-events = [json.loads(l) for l in open(os.path.join(run_dir, "processes.jsonl")) if l.strip()]
-processes = {}
-for e in events:
-    p = processes.setdefault(e["name"], {"name": e["name"], "runs": []})
-    if e["event"] == "start":
-        p["runs"].append({"pid": e["pid"], "started": e["time"]})
-    else:
-        for r in p["runs"]:
-            if r["pid"] == e["pid"]:
-                r.update(ended=e["time"], exit_status=e["status"])
-plan = json.load(open(os.path.join(run_dir, "plan.json")))
-previous = {}
-try:
-    previous = json.load(open(os.path.join(run_dir, "run.json")))
-except (OSError, ValueError):
-    pass
-run = {"format": "shoal-run", "command": [command] + sys.argv[8:], "commit": plan.get("commit"),
-       "plan_hash": plan_hash, "job": plan["job"], "started": previous.get("started", started),
-       "attempts": previous.get("attempts", []) + [{"started": started, "ended": ended, "status": status,
-                                                   "restarts": int(restarts)}],
-       "ended": ended, "status": status, "restarts": previous.get("restarts", 0) + int(restarts),
-       "processes": sorted(processes.values(), key=lambda p: p["name"])}
-tmp = os.path.join(run_dir, "run.json.tmp")
-with open(tmp, "w") as f:
-    json.dump(run, f, indent=2)
-os.replace(tmp, os.path.join(run_dir, "run.json"))
-PY
+  python3 "$root/scripts/run-record.py" "$run_dir" "$1" "$started" "$(now)" "$plan_hash" "$restarts" \
+    "$0" "${command_line[@]}" || true
   exit "$2"
 }
 interrupted() {

@@ -1,5 +1,6 @@
 // dl-plan: job file -> plan.json (partitioning, placement, parameter slices,
-// endpoints, predicted costs); `dl-plan calibrate` measures a cluster profile.
+// endpoints, predicted costs); `dl-plan calibrate` measures a cluster profile;
+// `dl-plan check` reads a plan as the servers and workers will, and says what it runs.
 #include "tool_main.h"
 
 #include "config/job.h"
@@ -68,8 +69,25 @@ int Main(int argc, char** argv) {
   calibrate->add_option("--name", calibration.name, "the profile's name");
   calibrate->add_option("--seconds", calibration.seconds_each, "time spent on each measurement")
       ->check(CLI::Range(0.01, 10.0));
+  CLI::App* check = app.add_subcommand("check", "check a plan.json whole, as servers and workers load it, "
+                                                "and print what it runs as JSON");
+  std::string check_path;
+  check->add_option("plan", check_path, "plan.json (- reads standard input)")->required();
   SHOAL_PARSE_COMMAND_LINE(app, argc, argv);
 
+  if (check->parsed()) {
+    Plan plan;
+    Status s = LoadPlan(check_path, &plan);
+    if (!s.ok()) return ReportFailure(s);
+    nlohmann::json endpoints = nlohmann::json::array();
+    for (const ServerPlan& server : plan.servers) endpoints.push_back(server.endpoint);
+    return WriteOut("", nlohmann::json{{"plan", check_path}, {"ok", true}, {"hash", plan.hash},
+                                       {"name", plan.job.name}, {"workers", plan.workers.size()},
+                                       {"servers", plan.servers.size()},
+                                       {"consistency", plan.job.cluster.consistency},
+                                       {"server_endpoints", endpoints}}
+                                .dump(2) + "\n");
+  }
   if (calibrate->parsed()) {
     if (!job_path.empty()) {
       Log("'calibrate' takes no job file");

@@ -44,6 +44,16 @@ for f in server-0.jsonl server-0.log worker-0.jsonl worker-0.log worker-1.jsonl 
 done
 grep -q '"endpoint": "tcp://127.0.0.1:' "$tmp/good/plan.json" || fail "endpoints not from the nodes' addresses"
 ok "one log per rank; endpoints from the allocation's nodes"
+python3 - "$tmp/good/run.json" <<'PY' || fail "run.json of the good job: $(cat "$tmp/good/run.json")"
+import json, sys
+run = json.load(open(sys.argv[1]))
+assert run["format"] == "shoal-run" and run["status"] == "done", run["status"]
+assert run["command"][-1].startswith("data.shards="), run["command"]
+steps = {p["name"]: p["runs"] for p in run["processes"]}
+assert sorted(steps) == ["servers", "workers"], steps
+assert all(r[0]["exit_status"] == 0 for r in steps.values()), steps
+PY
+ok "run.json: the command, status done, both steps exited 0"
 
 # A worker that fails (a corrupted shard: a pixel of every record flipped)
 # fails the job, and stops the server.
@@ -60,7 +70,9 @@ id=$(submit bad train.steps=50 data.shards="$tmp/shards")
 code=$(exit_code "$id")
 [[ "$code" != 0 ]] || fail "a job with a failing worker exited 0"
 grep -qE "record [0-9]+: checksum mismatch" "$tmp/bad/worker-1.log" || fail "worker 1's log lacks the reason"
-ok "a failing worker fails the job (exit $code) with its reason in its log"
+python3 -c "import json,sys; r=json.load(open(sys.argv[1])); sys.exit(r['status'] != 'failed')" "$tmp/bad/run.json" ||
+  fail "the failed job's run.json does not say failed"
+ok "a failing worker fails the job (exit $code) with its reason in its log and in run.json"
 
 "$root/scripts/slurm/local-cluster.sh" stop "$cluster"
 sleep 0.5
