@@ -22,7 +22,7 @@ all servers have); bad input (exit 1) stops the run. Everything a run makes
 is in its run directory, with run.json saying what ran and how it ended.
 
 Options (each also read from the environment variable named):
-  --plan PLAN.json      run this plan of dl-plan's as it is (its endpoints included) instead of a job
+  --plan PLAN.json      run this plan of dl-plan's instead of a job, on this run's ports (or hosts)
   --resume RUN_DIR      go on with a stopped run: its plan, from its newest checkpoints
   --run-dir DIR         RUN_DIR: where the run's files go (default runs/<job>-<time>-<pid>)
   --base-port N         BASE_PORT: the first server port (default: free ports below 32000)
@@ -141,19 +141,21 @@ if [[ -n "$resume_run" ]]; then
     log "'$run_dir' has finished already (run.json): nothing to resume"
     exit 1
   fi
-elif [[ -n "$given_plan" ]]; then
-  # Checked whole (hash, job, net) before anything starts; the servers and
-  # workers read its copy in the run directory, which keeps what the run ran.
-  "$bin/dl-plan" check "$given_plan" >/dev/null || exit 1
-  [[ "$(realpath "$given_plan")" == "$(realpath -m "$plan")" ]] || cp "$given_plan" "$plan"
-  read_plan "$plan"
 else
-  "$bin/dl-plan" "$job" "${sets[@]}" --strategy data -o "$run_dir/job-plan.json"  # checks the job, counts the processes
-  read_plan "$run_dir/job-plan.json"
-  rm -f "$run_dir/job-plan.json"
-  options=(--strategy "$strategy")
-  [[ -z "$group_size" ]] || options+=(--group-size "$group_size")
-  [[ -z "$profile" ]] || options+=(--cluster "$profile")
+  if [[ -n "$given_plan" ]]; then
+    # Checked whole (hash, job, net) before anything starts; it is run as it
+    # is but for its endpoints, which are this run's (dl-plan relocate).
+    "$bin/dl-plan" check "$given_plan" >/dev/null || exit 1
+    read_plan "$given_plan"
+    planning=(relocate "$given_plan")
+  else
+    "$bin/dl-plan" "$job" "${sets[@]}" --strategy data -o "$run_dir/job-plan.json"  # checks the job, counts the processes
+    read_plan "$run_dir/job-plan.json"
+    rm -f "$run_dir/job-plan.json"
+    planning=("$job" "${sets[@]}" --strategy "$strategy")
+    [[ -z "$group_size" ]] || planning+=(--group-size "$group_size")
+    [[ -z "$profile" ]] || planning+=(--cluster "$profile")
+  fi
   if [[ -n "$cluster" ]]; then
     # Servers on the head, worker w on host w mod N: every endpoint on its host's address.
     mapfile -t cluster_hosts < <("$root/scripts/netns-cluster.sh" hosts "$cluster")
@@ -171,12 +173,12 @@ else
       [[ "$separate" == yes ]] || { host=${cluster_hosts[i % ${#cluster_hosts[@]}]}; host=${host#* }; }
       endpoints+="${endpoints:+,}tcp://$host:$((base_port + i))"
     done
-    options+=(--endpoints "$endpoints" --worker-endpoints "$wendpoints")
+    planning+=(--endpoints "$endpoints" --worker-endpoints "$wendpoints")
   else
     base_port=${base_port:-$(python3 "$root/scripts/free-ports.py" $((servers + workers)) $$)}
-    options+=(--base-port "$base_port")
+    planning+=(--base-port "$base_port")
   fi
-  "$bin/dl-plan" "$job" "${sets[@]}" "${options[@]}" -o "$plan"
+  "$bin/dl-plan" "${planning[@]}" -o "$plan"
   read_plan "$plan"
 fi
 [[ -n "$shards" ]] || shards=runs/shards/$dataset-$workers-$shard_seed

@@ -1,6 +1,7 @@
 // dl-plan: job file -> plan.json (partitioning, placement, parameter slices,
 // endpoints, predicted costs); `dl-plan calibrate` measures a cluster profile;
-// `dl-plan check` reads a plan as the servers and workers will, and says what it runs.
+// `dl-plan check` reads a plan as the servers and workers will, and says what
+// it runs; `dl-plan relocate` moves a plan to other ports or hosts.
 #include "tool_main.h"
 
 #include "config/job.h"
@@ -73,8 +74,27 @@ int Main(int argc, char** argv) {
                                                 "and print what it runs as JSON");
   std::string check_path;
   check->add_option("plan", check_path, "plan.json (- reads standard input)")->required();
+  CLI::App* relocate = app.add_subcommand("relocate", "the same plan on other endpoints (ports or hosts)");
+  std::string relocate_path, relocate_out;
+  PlanOptions moved;
+  relocate->add_option("plan", relocate_path, "plan.json (- reads standard input)")->required();
+  relocate->add_option("-o,--out", relocate_out, "where to write the plan (default: standard output)");
+  relocate->add_option("--endpoints", moved.endpoints, "server endpoints, one per server")->delimiter(',');
+  relocate->add_option("--worker-endpoints", moved.worker_endpoints, "worker endpoints, one per worker")
+      ->delimiter(',');
+  relocate->add_option("--base-port", moved.base_port, "first loopback port where no endpoints are given")
+      ->check(CLI::Range(1, 65535));
   SHOAL_PARSE_COMMAND_LINE(app, argc, argv);
 
+  if (relocate->parsed()) {
+    Plan plan;
+    Status s = LoadPlan(relocate_path, &plan);
+    const bool grouped = s.ok() && !plan.workers.empty() && !plan.workers[0].endpoint.empty();
+    if (s.ok()) s = PlaceEndpoints(moved, grouped, &plan);
+    if (!s.ok()) return ReportFailure(s);
+    plan.hash = PlanContentHash(plan);
+    return WriteOut(relocate_out, PlanToJson(plan).dump(2) + "\n");
+  }
   if (check->parsed()) {
     Plan plan;
     Status s = LoadPlan(check_path, &plan);

@@ -88,6 +88,37 @@ std::vector<size_t> RankBoundaries(const Plan& plan, const ParamPlan& param, int
 
 }  // namespace
 
+Status PlaceEndpoints(const PlanOptions& options, bool grouped, Plan* plan) {
+  const ClusterConfig& c = plan->job.cluster;
+  const int servers = static_cast<int>(plan->servers.size()), workers = static_cast<int>(plan->workers.size());
+  for (const auto& e : options.endpoints) SHOAL_RETURN_IF_ERROR(CheckEndpoint("an endpoint given", e));
+  for (const auto& e : options.worker_endpoints) SHOAL_RETURN_IF_ERROR(CheckEndpoint("a worker endpoint given", e));
+  // Loopback ports follow base_port: one per server, then one per worker.
+  if (options.endpoints.empty() || (grouped && options.worker_endpoints.empty())) {
+    const int64_t last = static_cast<int64_t>(options.base_port) + servers + workers - 1;
+    if (options.base_port < 1 || last > 65535)
+      return Status::InvalidArgument("ports " + std::to_string(options.base_port) + ".." + std::to_string(last) +
+                                     " for " + std::to_string(servers) + " servers and " +
+                                     std::to_string(workers) + " workers run past 65535: give a lower base port");
+  }
+  if (!options.endpoints.empty() && static_cast<int>(options.endpoints.size()) != servers)
+    return Status::InvalidArgument("the job has " + std::to_string(servers) + " servers but " +
+                                   std::to_string(options.endpoints.size()) + " endpoints were given");
+  for (ServerPlan& server : plan->servers)
+    server.endpoint =
+        options.endpoints.empty() ? Loopback(c, options.base_port + server.id) : options.endpoints[server.id];
+  // Groups of one need no endpoints; given, they say where the workers run.
+  if (grouped || !options.worker_endpoints.empty()) {
+    if (!options.worker_endpoints.empty() && static_cast<int>(options.worker_endpoints.size()) != workers)
+      return Status::InvalidArgument("the job has " + std::to_string(workers) + " workers but " +
+                                     std::to_string(options.worker_endpoints.size()) + " worker endpoints were given");
+    for (auto& w : plan->workers)
+      w.endpoint = options.worker_endpoints.empty() ? Loopback(c, options.base_port + servers + w.id)
+                                                    : options.worker_endpoints[w.id];
+  }
+  return Status::Ok();
+}
+
 Status MakePlan(const JobConfig& job, const PlanOptions& options, const Partition& partition, Plan* plan) {
   std::unique_ptr<Net> net;
   SHOAL_RETURN_IF_ERROR(Net::Build(job, &net, /*allocate_params=*/false));
@@ -155,30 +186,8 @@ Status MakePlan(const JobConfig& job, const PlanOptions& options, const Partitio
       }
     }
   }
-  for (const auto& e : options.endpoints) SHOAL_RETURN_IF_ERROR(CheckEndpoint("an endpoint given", e));
-  for (const auto& e : options.worker_endpoints) SHOAL_RETURN_IF_ERROR(CheckEndpoint("a worker endpoint given", e));
-  // Loopback ports follow base_port: one per server, then one per worker.
-  if (options.endpoints.empty() || (m > 1 && options.worker_endpoints.empty())) {
-    const int64_t last = static_cast<int64_t>(options.base_port) + c.servers() + c.workers() - 1;
-    if (options.base_port < 1 || last > 65535)
-      return Status::InvalidArgument("ports " + std::to_string(options.base_port) + ".." + std::to_string(last) +
-                                     " for " + std::to_string(c.servers()) + " servers and " +
-                                     std::to_string(c.workers()) + " workers run past 65535: give a lower base port");
-  }
-  if (!options.endpoints.empty() && static_cast<int>(options.endpoints.size()) != c.servers())
-    return Status::InvalidArgument("the job has " + std::to_string(c.servers()) + " servers but " +
-                                   std::to_string(options.endpoints.size()) + " endpoints were given");
-  for (int i = 0; i < c.servers(); ++i)
-    plan->servers.push_back({i, options.endpoints.empty() ? Loopback(c, options.base_port + i) : options.endpoints[i]});
-  // Groups of one need no endpoints; given, they say where the workers run.
-  if (m > 1 || !options.worker_endpoints.empty()) {
-    if (!options.worker_endpoints.empty() && static_cast<int>(options.worker_endpoints.size()) != c.workers())
-      return Status::InvalidArgument("the job has " + std::to_string(c.workers()) + " workers but " +
-                                     std::to_string(options.worker_endpoints.size()) + " worker endpoints were given");
-    for (auto& w : plan->workers)
-      w.endpoint = options.worker_endpoints.empty() ? Loopback(c, options.base_port + c.servers() + w.id)
-                                                    : options.worker_endpoints[w.id];
-  }
+  for (int i = 0; i < c.servers(); ++i) plan->servers.push_back({i, ""});
+  SHOAL_RETURN_IF_ERROR(PlaceEndpoints(options, m > 1, plan));
   SHOAL_RETURN_IF_ERROR(CheckPlanMemory(*plan));
   // The job as every process will read it: the layers' fields resolved too.
   plan->job.resolved = net->ResolvedJob(job);

@@ -101,6 +101,10 @@ Status MakePlan(const JobConfig& job, const PlanOptions& options, const Partitio
 // Every layer on partition_dim 0, in groups of one.
 Status MakeDataParallelPlan(const JobConfig& job, const PlanOptions& options, Plan* plan);
 
+// Gives the plan's servers, and its workers where they need one (`grouped`:
+// groups of more than one) or endpoints are given, their endpoints; the
+// caller rehashes. A plan made for other ports or hosts is moved by it.
+Status PlaceEndpoints(const PlanOptions& options, bool grouped, Plan* plan);
 // The hash a plan's content has (what Plan::hash records).
 std::string PlanContentHash(const Plan& plan);
 nlohmann::json PlanToJson(const Plan& plan);

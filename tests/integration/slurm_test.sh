@@ -55,6 +55,13 @@ assert all(r[0]["exit_status"] == 0 for r in steps.values()), steps
 PY
 ok "run.json: the command, status done, both steps exited 0"
 
+# An experiment's Makefile submits its runs with LAUNCH=slurm (sbatch --wait).
+make -C "$root/experiments/sweep" LAUNCH=slurm OUT="$tmp/exp" BIN="$bin" RATES=0.05 WORKERS=2 CONSISTENCY=bsp \
+  COMMON="train.steps=40 train.display_every=20" report >"$tmp/exp.log" 2>&1 || fail "make LAUNCH=slurm: $(tail -n 20 "$tmp/exp.log")"
+grep -q "sbatch --wait" "$tmp/exp.log" || fail "the experiment did not go through sbatch"
+grep -qE "^bsp-w2-lr0.05 +done +40 " "$tmp/exp/report/report.txt" || fail "no row for the Slurm run: $(cat "$tmp/exp/report/report.txt")"
+ok "make LAUNCH=slurm runs an experiment through sbatch --wait and reports it"
+
 # A worker that fails (a corrupted shard: a pixel of every record flipped)
 # fails the job, and stops the server.
 cp -r "$(shards_for 2)" "$tmp/shards"

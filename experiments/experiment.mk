@@ -1,0 +1,75 @@
+# What every experiment's Makefile shares. Each of its runs is a chain of
+# files, so that `make -j2` runs a grid and a second `make` redoes only what
+# changed:
+#
+#   $(OUT)/shards-W/manifest.json   dl-shard: the dataset dealt to W workers
+#   $(OUT)/RUN/plan.json            dl-plan: the job with the run's overrides
+#                                   (rewritten only when its content changes)
+#   $(OUT)/RUN/run/run.json         the run (its directory): train-local.sh on
+#                                   ports of its own, or sbatch --wait with LAUNCH=slurm
+#   $(OUT)/RUN/result.json          dl-report --json: the run's final figures
+#   $(OUT)/report/                  dl-report over every run: report.txt, loss and accuracy PNG/SVG
+#
+# The including Makefile sets JOB (a job file), RUNS (names), and per run
+# sets_RUN (its section.field=value overrides) and workers_RUN (W above);
+# COMMON holds overrides every run shares, TITLE the pictures' title.
+# EXCLUSIVE = yes makes local runs take the machine one at a time (make -j
+# still plans, shards and reports beside them): for experiments that compare
+# times, which a neighbour sharing the cores would skew.
+ROOT := $(abspath $(dir $(lastword $(MAKEFILE_LIST)))..)
+BIN ?= $(ROOT)/build
+OUT ?= out
+LAUNCH ?= local
+# With LAUNCH=slurm: nodes per run's allocation.
+NODES ?= 2
+# The job's dataset, and the seed that deals it to the workers.
+DATASET ?= fashion-mnist
+SEED ?= 1
+
+.DELETE_ON_ERROR:
+.SECONDEXPANSION:
+.PHONY: all report clean
+all: report
+report: $(OUT)/report/report.txt
+
+# Static pattern rules: every file of the chain is a target by name, so none
+# is an intermediate that make would skip when missing or remove when done.
+SHARDS := $(sort $(foreach r,$(RUNS),$(OUT)/shards-$(workers_$(r))/manifest.json))
+$(SHARDS): $(OUT)/shards-%/manifest.json:
+	$(BIN)/dl-shard --dataset $(DATASET) --out $(@D) --shards $* --seed $(SEED) >/dev/null
+
+$(RUNS:%=$(OUT)/%/plan.json): $(OUT)/%/plan.json: $(JOB) $(MAKEFILE_LIST) $$(OUT)/shards-$$(workers_$$*)/manifest.json
+	@mkdir -p $(@D)
+	$(BIN)/dl-plan $(JOB) --strategy data \
+	  $(foreach s,$(COMMON) $(sets_$*),--set $(s)) --set data.shards=$(abspath $(OUT))/shards-$(workers_$*) \
+	  -o $@.new
+	@if cmp -s $@.new $@; then rm $@.new; else mv $@.new $@; fi
+
+# A run starts clean: what an earlier run of it left (checkpoints above all)
+# goes first. A run that failed (a rate that diverges, say) is a result: its
+# run.json says so and the report shows it; one that left no run.json
+# (interrupted, bad input) stops make, and the next make tries it again.
+ifeq ($(LAUNCH),slurm)
+launch = jq .job $1 >$2/job.json && RUN_DIR=$(abspath $2) SHOAL_ROOT=$(ROOT) SHOAL_BIN=$(BIN) \
+  sbatch --wait --nodes=$(NODES) --output=$2/launch.log $(ROOT)/scripts/slurm/train.sbatch $2/job.json
+else ifeq ($(LAUNCH),local)
+launch = SHOAL_BIN=$(BIN) $(if $(filter yes,$(EXCLUSIVE)),flock $(OUT)/.machine) \
+  $(ROOT)/scripts/train-local.sh --plan $1 --run-dir $2 >/dev/null 2>$2/launch.log
+else
+$(error LAUNCH is local or slurm, not '$(LAUNCH)')
+endif
+$(RUNS:%=$(OUT)/%/run/run.json): $(OUT)/%/run/run.json: $(OUT)/%/plan.json
+	@rm -rf $(@D) && mkdir -p $(@D)
+	$(call launch,$<,$(@D)) || { tail -n 3 $(@D)/launch.log >&2; grep -qs '"status": "failed"' $@; }
+
+$(RUNS:%=$(OUT)/%/result.json): $(OUT)/%/result.json: $(OUT)/%/run/run.json
+	$(BIN)/dl-report --json --label $* $(<D) >$@
+
+$(OUT)/report/report.txt: $(RUNS:%=$(OUT)/%/result.json)
+	@mkdir -p $(@D)
+	$(BIN)/dl-report $(RUNS:%=$(OUT)/%/run) $(RUNS:%=--label %) --out $(@D) --title "$(TITLE)" >$@.new
+	@mv $@.new $@
+	@cat $@
+
+clean:
+	rm -rf $(OUT)

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# Runs as files: tools that read one file take "-" for standard input and
+# compose in pipelines; experiments/sweep's Makefile trains a small grid with
+# make -j2, a second make redoes nothing, a wider grid trains only its new
+# runs; dl-report's table, JSON and pictures, and its errors on bad records.
+. "$(dirname "$0")/lib.sh"
+
+# Pipelines: a job on standard input, a plan through check and relocate, a
+# checkpoint on standard input.
+"$bin/dl-plan" - <"$root/configs/fashion-mlp.yaml" | jq -e '.layers | length == 7' >/dev/null ||
+  fail "dl-plan - did not read the job from standard input"
+"$bin/dl-plan" "$root/configs/fashion-mlp.yaml" --set train.steps=30 --set train.checkpoint_every=30 |
+  "$bin/dl-plan" relocate - --base-port "$(fresh_port)" >"$tmp/plan.json"
+"$bin/dl-plan" check - <"$tmp/plan.json" | jq -e '.ok and .workers == 2 and .servers == 1' >/dev/null ||
+  fail "dl-plan check - on a relocated plan"
+"$bin/dl-server" --plan - --checkpoint-dir "$tmp/ckpt" <"$tmp/plan.json" >"$tmp/server.jsonl" 2>"$tmp/server.log" &
+for w in 0 1; do
+  "$bin/dl-worker" --plan "$tmp/plan.json" --id $w --shards "$(shards_for 2)" --no-eval >/dev/null 2>"$tmp/worker-$w.log" &
+done
+wait || fail "a pipeline-started process failed: $(cat "$tmp"/*.log)"
+ckpt=$(ls "$tmp"/ckpt/*.ckpt | tail -n 1)
+"$bin/dl-ckpt" inspect - <"$ckpt" | jq -e '.[0].step == 30' >/dev/null || fail "dl-ckpt inspect - on a checkpoint"
+ok "dl-plan - | dl-plan relocate - | dl-plan check -, dl-server --plan -, dl-ckpt inspect - read standard input"
+
+# A 2 x 2 grid (BSP and async, 1 and 2 workers), short runs, two at a time.
+grid=(-C "$root/experiments/sweep" OUT="$tmp/sweep" BIN="$bin" RATES=0.05 WORKERS="1 2"
+      COMMON="train.steps=60 train.display_every=20 train.eval_every=30")
+make -j2 "${grid[@]}" report >"$tmp/make1.log" 2>&1 || fail "make -j2 report: $(tail -n 20 "$tmp/make1.log")"
+for run in bsp-w1-lr0.05 bsp-w2-lr0.05 async-w1-lr0.05 async-w2-lr0.05; do
+  for f in plan.json run/run.json result.json; do
+    [[ -s "$tmp/sweep/$run/$f" ]] || fail "no $run/$f"
+  done
+  grep -qE "^$run +done +60 " "$tmp/sweep/report/report.txt" || fail "no row for $run: $(cat "$tmp/sweep/report/report.txt")"
+done
+for f in loss.png loss.svg accuracy.png accuracy.svg; do
+  [[ -s "$tmp/sweep/report/$f" ]] || fail "no report/$f"
+done
+[[ "$(head -c 4 "$tmp/sweep/report/accuracy.png" | tail -c 3)" == PNG ]] || fail "accuracy.png is not a PNG"
+grep -q "<svg" "$tmp/sweep/report/loss.svg" || fail "loss.svg is not SVG"
+python3 - "$tmp/sweep/bsp-w2-lr0.05/result.json" "$tmp/sweep/bsp-w2-lr0.05/run/worker-0.jsonl" <<'PY' ||
+import json, sys
+row = json.load(open(sys.argv[1]))[0]
+done = [json.loads(l) for l in open(sys.argv[2]) if '"done"' in l][-1]
+assert row["run"] == "bsp-w2-lr0.05" and row["status"] == "done", row
+assert row["test_accuracy"] == done["test_accuracy"] and row["ms_per_step"] == done["ms_per_step_median"], row
+assert row["steps"] == 60 and row["restarts"] == 0 and row["bytes_per_step"] > 0 and row["wall_s"] > 0, row
+PY
+  fail "result.json does not match the run's own records"
+ok "make -j2 report trains a 2 x 2 grid; report.txt, result.json from the runs' records, PNG and SVG"
+
+stamps() { stat -c '%n %Y' "$tmp"/sweep/*/run/run.json; }
+before=$(stamps)
+make "${grid[@]}" report >"$tmp/make2.log" 2>&1 || fail "a second make: $(tail -n 20 "$tmp/make2.log")"
+[[ "$(stamps)" == "$before" ]] || fail "a second make redid runs: $(diff <(echo "$before") <(stamps))"
+! grep -q "train-local.sh" "$tmp/make2.log" || fail "a second make started a run"
+make "${grid[@]}" RATES="0.05 0.02" report >"$tmp/make3.log" 2>&1 || fail "a wider grid: $(tail -n 20 "$tmp/make3.log")"
+[[ $(grep -c "train-local.sh --plan" "$tmp/make3.log") == 4 ]] || fail "the wider grid did not train exactly its 4 new runs"
+[[ "$(stat -c '%n %Y' "$tmp"/sweep/*-lr0.05/run/run.json)" == "$before" ]] || fail "the wider grid redid old runs"
+[[ $(grep -c " done " "$tmp/sweep/report/report.txt") == 8 ]] || fail "the report lacks runs: $(cat "$tmp/sweep/report/report.txt")"
+ok "a second make redoes nothing; a wider grid trains only its 4 new runs and reports all 8"
+
+# Bad input is named, with its file and line; nothing is drawn.
+cp -r "$tmp/sweep/bsp-w1-lr0.05/run" "$tmp/bad"
+echo '{"event": "step", "step": 80, "loss": "x", "elapsed_s": 1}' >>"$tmp/bad/worker-0.jsonl"
+expect_failure 1 "worker-0.jsonl:[0-9]+: a 'step' record's 'loss' is \"x\", not a number" "$bin/dl-report" "$tmp/bad"
+echo 'not json' >>"$tmp/bad/worker-0.jsonl"
+expect_failure 1 "worker-0.jsonl:[0-9]+: not a JSON record" "$bin/dl-report" "$tmp/bad"
+expect_failure 1 "nowhere/run.json: No such file" "$bin/dl-report" "$tmp/nowhere"
+expect_failure 2 "2 --label for 1 runs" "$bin/dl-report" "$tmp/sweep/bsp-w1-lr0.05/run" --label a --label b
+ok "dl-report names a bad record's file and line, a missing run.json, a label count that does not match"
