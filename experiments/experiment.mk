@@ -32,13 +32,19 @@ SEED ?= 1
 all: report
 report: $(OUT)/report/report.txt
 
+# The tools, built first when they are the checkout's own and missing.
+TOOLS := $(BIN)/dl-shard $(BIN)/dl-plan $(BIN)/dl-report
+$(TOOLS) &:
+	$(MAKE) -C $(ROOT) all
+
 # Static pattern rules: every file of the chain is a target by name, so none
 # is an intermediate that make would skip when missing or remove when done.
 SHARDS := $(sort $(foreach r,$(RUNS),$(OUT)/shards-$(workers_$(r))/manifest.json))
-$(SHARDS): $(OUT)/shards-%/manifest.json:
+$(SHARDS): $(OUT)/shards-%/manifest.json: | $(TOOLS)
 	$(BIN)/dl-shard --dataset $(DATASET) --out $(@D) --shards $* --seed $(SEED) >/dev/null
 
-$(RUNS:%=$(OUT)/%/plan.json): $(OUT)/%/plan.json: $(JOB) $(MAKEFILE_LIST) $$(OUT)/shards-$$(workers_$$*)/manifest.json
+$(RUNS:%=$(OUT)/%/plan.json): $(OUT)/%/plan.json: $(JOB) $(MAKEFILE_LIST) $$(OUT)/shards-$$(workers_$$*)/manifest.json \
+  | $(TOOLS)
 	@mkdir -p $(@D)
 	$(BIN)/dl-plan $(JOB) --strategy data \
 	  $(foreach s,$(COMMON) $(sets_$*),--set $(s)) --set data.shards=$(abspath $(OUT))/shards-$(workers_$*) \

@@ -23,6 +23,9 @@ cp -r "$tmp/certs" "$tmp/live"
 "$bin/dl-server" --plan "$tmp/plan.json" >"$tmp/server.jsonl" 2>"$tmp/server.log" &
 server=$!
 for _ in $(seq 50); do grep -q serving "$tmp/server.log" && break; sleep 0.1; done
+"$bin/dl-top" "$tmp/plan.json" --once --json --interval 0.1 | jq -e '.reachable == 1' >/dev/null ||
+  fail "dl-top did not read the TLS server's stats with the job's tool-0 certificate"
+ok "dl-top reads a TLS server's stats with the job's tool certificate"
 
 cp "$tmp/other/worker-0.pem" "$tmp/other/worker-0.key" "$tmp/live/"
 expect_failure 3 "server 'tls\+tcp://127.0.0.1:$port' did not take 'join'" \
