@@ -17,7 +17,10 @@ Rows (--rows, any of):
 
 Each row runs its sides alternately (shoal, peer, shoal, peer, …: --repeats pairs), so
 a shared machine's drift weighs on both alike; a row's ratio is the median of its
-pairs' ratios, with their range, and the JSON keeps every pair.
+pairs' ratios, with their range, and the JSON keeps every pair. Under each shoal row
+of single and bsp, where its time went (the median run's), per step: worker 0's
+compute, input, encode, waiting on servers and decode, and the servers' update,
+encode and decode, from the processes' own counters (`time_s`, `handle_s`, ...).
 Usage: bench/run.sh [--rows single,bsp,tta,exchange] [--models mlp,cnn] [--repeats N] [--steps N]
 """
 import argparse, itertools, json, os, signal, statistics, subprocess, sys, tempfile, time
@@ -38,6 +41,36 @@ def run(cmd, **kw):
 
 def last(records, event):
     return [r for r in records if r.get("event") == event][-1]
+
+
+WHERE = (("compute", "compute"), ("input", "input"), ("encode", "encode"), ("wait_servers", "waiting on servers"),
+         ("decode", "decode"), ("server_update", "servers: update"), ("server_encode", "encode"),
+         ("server_decode", "decode"))
+
+
+def where_the_time_goes(records, run_dir=None):
+    """ms per step: worker 0's own counters (its done record's time_s) and, for a
+    run with servers, theirs (each one's last record), summed over the servers."""
+    done = last(records, "done")
+    t, steps = done.get("time_s"), done["steps"]
+    if not t or not steps:
+        return None
+    profile = {k: 1000 * t[k] / steps for k in ("compute", "input", "encode", "wait_servers", "decode")}
+    if run_dir:
+        servers = []
+        for name in sorted(os.listdir(run_dir)):
+            if name.startswith("server-") and name.endswith(".jsonl"):
+                with open(os.path.join(run_dir, name)) as f:
+                    servers.append(last(json_lines(f.read()), "server_done"))
+        # Replies are encoded while a request is handled: the update is the rest.
+        profile["server_update"] = 1000 * sum(s["handle_s"] - s["encode_s"] for s in servers) / steps
+        profile["server_encode"] = 1000 * sum(s["encode_s"] for s in servers) / steps
+        profile["server_decode"] = 1000 * sum(s["decode_s"] for s in servers) / steps
+    return profile
+
+
+def profile_line(profile):
+    return "    ms/step: " + ", ".join(f"{label} {profile[k]:.2f}" for k, label in WHERE if k in profile)
 
 
 class Bench:
@@ -70,7 +103,7 @@ class Bench:
     def shoal_single(self, model, threads):
         r = run([self.tool("dl-worker"), "--plan", self.single_plan(model), "--standalone", "--no-eval",
                  "--threads", str(threads), "--steps", str(self.a.steps), "--shards", self.shards(1)])
-        return last(r, "done")["ms_per_step_median"]
+        return last(r, "done")["ms_per_step_median"], where_the_time_goes(r)
 
     # --- shoal, servers and workers --------------------------------------------------
     def train_local(self, model, workers, overrides, until=None):
@@ -99,11 +132,12 @@ class Bench:
             records = json_lines(f.read())
         if until is None and proc.returncode != 0:
             sys.exit(f"bench: train-local.sh exited {proc.returncode}:\n{stderr[-2000:]}")
-        return records
+        return records, run_dir
 
     def shoal_bsp(self, model, workers, overlap):
-        r = self.train_local(model, workers, [f"train.steps={self.a.steps}", f"train.overlap={str(overlap).lower()}"])
-        return last(r, "done")["ms_per_step_median"]
+        r, run_dir = self.train_local(model, workers,
+                                      [f"train.steps={self.a.steps}", f"train.overlap={str(overlap).lower()}"])
+        return last(r, "done")["ms_per_step_median"], where_the_time_goes(r, run_dir)
 
     # --- time to accuracy ------------------------------------------------------------
     def reached(self, r):
@@ -116,8 +150,9 @@ class Bench:
         return hit[0]["train_seconds"]
 
     def shoal_tta_bsp(self):
-        return self.seconds_to_target(self.train_local(
-            "cnn", 2, [f"train.steps={self.a.tta_max_steps}", f"train.eval_every={EVAL_EVERY}"], until=self.reached))
+        records, _ = self.train_local("cnn", 2, [f"train.steps={self.a.tta_max_steps}", f"train.eval_every={EVAL_EVERY}"],
+                                      until=self.reached)
+        return self.seconds_to_target(records)
 
     def shoal_tta_single(self):
         # dl-worker --standalone prints its records on stdout; stop it at the target as above.
@@ -184,12 +219,15 @@ def measure(case, fields, peer, variants, repeats):
         p = peer()
         shoal.update({v: fn() for v, fn in list(variants.items())[1:]})
         for v, s in shoal.items():
-            pairs[v].append({"shoal": s, "peer": p, "ratio": s / p})
+            # A side gives its time, or its time and where it went.
+            s, profile = s if isinstance(s, tuple) else (s, None)
+            pairs[v].append({"shoal": s, "peer": p, "ratio": s / p, "shoal_ms_per_step": profile})
     for v, ps in pairs.items():
         ratios = [x["ratio"] for x in ps]
+        middle = sorted(ps, key=lambda x: x["shoal"])[len(ps) // 2]
         yield dict(fields, case=case + v, ratio=statistics.median(ratios), ratio_min=min(ratios), ratio_max=max(ratios),
                    shoal=statistics.median(x["shoal"] for x in ps), peer=statistics.median(x["peer"] for x in ps),
-                   pairs=ps)
+                   where=middle["shoal_ms_per_step"], pairs=ps)
 
 
 def main():
@@ -216,6 +254,8 @@ def main():
             bound = (">=" if r.get("higher_is_better") else "<=") + str(r["target"])
             print(f"{r['case']:52} {r['shoal']:9.2f} {r['peer']:9.2f} {r['unit']:>7} {r['ratio']:6.2f} "
                   f"{r['ratio_min']:5.2f}-{r['ratio_max']:<5.2f} {bound:>6}", flush=True)
+            if r.get("where"):  # the median shoal run's own counters
+                print(profile_line(r["where"]), flush=True)
             with open(a.out, "w") as f:           # as it goes: an interrupted bench keeps its rows
                 json.dump(result, f, indent=2)
     print(f"written to {a.out}")

@@ -67,7 +67,11 @@ void RpcServer::OnEvent(void* arg) {
   nng_msg* msg = nng_aio_get_msg(slot->aio);
   server->bytes_received_ += nng_msg_len(msg);
   MessageView request;
-  Status s = Decode(static_cast<const unsigned char*>(nng_msg_body(msg)), nng_msg_len(msg), &request);
+  Status s;
+  {
+    Timed timed(&server->decoding_);
+    s = Decode(static_cast<const unsigned char*>(nng_msg_body(msg)), nng_msg_len(msg), &request);
+  }
   if (s.ok()) {
     server->handler_(slot->index, request, nng_pipe_id(nng_msg_get_pipe(msg)));
   } else {
@@ -84,12 +88,15 @@ void RpcServer::Reply(int index, const MsgHeader& header, const std::vector<Entr
   Slot& slot = slots_[index];
   nng_msg* msg = nullptr;
   const size_t size = EncodedSize(entries, text);
-  if (nng_msg_alloc(&msg, size) != 0) {
-    Receive(&slot);
-    return;
+  {
+    Timed timed(&encoding_);
+    if (nng_msg_alloc(&msg, size) != 0) {
+      Receive(&slot);
+      return;
+    }
+    Encode(header, entries, text, static_cast<unsigned char*>(nng_msg_body(msg)));
   }
   bytes_sent_ += size;
-  Encode(header, entries, text, static_cast<unsigned char*>(nng_msg_body(msg)));
   slot.sending = true;
   ++replies_in_flight_;
   nng_aio_set_msg(slot.aio, msg);

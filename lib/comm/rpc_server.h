@@ -15,6 +15,7 @@
 #include "comm/message.h"
 #include "comm/tls.h"
 #include "core/status.h"
+#include "core/time_sum.h"
 
 namespace shoal {
 
@@ -50,6 +51,9 @@ class RpcServer {
   // Bytes of every request read and every reply handed to NNG, headers included.
   uint64_t bytes_received() const { return bytes_received_; }
   uint64_t bytes_sent() const { return bytes_sent_; }
+  // Seconds spent decoding requests and encoding replies (message allocation included).
+  double decode_seconds() const { return decoding_.seconds(); }
+  double encode_seconds() const { return encoding_.seconds(); }
 
  private:
   struct Slot {
@@ -72,6 +76,7 @@ class RpcServer {
   std::atomic<int> replies_in_flight_{0};
   std::atomic<int> clients_{0};
   std::atomic<uint64_t> bytes_received_{0}, bytes_sent_{0};
+  TimeSum decoding_, encoding_;
 };
 
 }  // namespace shoal

@@ -89,6 +89,9 @@ ServerStats ParameterServer::StatsNow() const {
   s.last_checkpoint_step = checkpointer_.last_step();
   s.bytes_in = rpc_.bytes_received();
   s.bytes_out = rpc_.bytes_sent();
+  s.handle_s = handling_.seconds();
+  s.encode_s = rpc_.encode_seconds();
+  s.decode_s = rpc_.decode_seconds();
   return s;
 }
 
@@ -128,6 +131,7 @@ void ParameterServer::PipeClosed(uint32_t pipe) {
 
 void ParameterServer::Handle(int slot, const MessageView& req, uint32_t pipe) {
   std::lock_guard<std::mutex> lock(mu_);
+  Timed timed(&handling_);
   ++requests_;
   last_request_ = std::chrono::steady_clock::now();
   changed_.notify_all();

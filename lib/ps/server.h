@@ -46,6 +46,7 @@
 
 #include "comm/rpc_server.h"
 #include "core/log.h"
+#include "core/time_sum.h"
 #include "plan/plan.h"
 #include "ps/checkpointer.h"
 #include "ps/consistency.h"
@@ -137,6 +138,7 @@ class ParameterServer {
   std::mutex mu_;
   std::condition_variable changed_;
   ServerStats stats_;
+  TimeSum handling_;  // in Handle
   std::unique_ptr<Consistency> model_;
   std::unique_ptr<ServerTable> table_;
   ParkedRequests parked_;

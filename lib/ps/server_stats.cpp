@@ -18,6 +18,9 @@ nlohmann::json StatsToJson(const ServerStats& s) {
           {"last_checkpoint_step", s.last_checkpoint_step < 0 ? nlohmann::json() : nlohmann::json(s.last_checkpoint_step)},
           {"bytes_in", s.bytes_in},
           {"bytes_out", s.bytes_out},
+          {"handle_s", s.handle_s},
+          {"encode_s", s.encode_s},
+          {"decode_s", s.decode_s},
           {"syncs_received", s.syncs_received},
           {"workers_done", s.workers_done}};
 }

@@ -34,6 +34,10 @@ struct ServerStats {
   uint64_t checkpoints = 0;
   int64_t last_checkpoint_step = -1;  // -1: none written yet
   uint64_t bytes_in = 0, bytes_out = 0;  // every request and reply, headers included
+  // Seconds busy: handling requests (gradients summed, updates applied,
+  // replies encoded; under the server's lock), and of that, encoding the
+  // replies; decoding the requests (before the lock).
+  double handle_s = 0, encode_s = 0, decode_s = 0;
   uint64_t syncs_received = 0;  // several server groups: neighbours' copies averaged in
   int workers_done = 0;
 };

@@ -117,7 +117,7 @@ Status RemoteTable::SendLane(Lane& lane, uint64_t step) {
   }
   MsgHeader h{MsgType::kUpdateGet, plan_hash_, step, static_cast<uint32_t>(worker_), incarnation_};
   CrashBetweenSends();
-  SHOAL_RETURN_IF_ERROR(lane.client->Send(h, entries));
+  SHOAL_RETURN_IF_ERROR(TimedSend(lane.client.get(), h, entries));
   lane.in_flight = true;
   lane.step = step;
   return Status::Ok();
@@ -127,7 +127,7 @@ Status RemoteTable::CollectLane(Lane& lane) {
   if (!lane.in_flight) return Status::Ok();
   lane.in_flight = false;
   Reply reply;
-  SHOAL_RETURN_IF_ERROR(lane.client->Receive(&reply));
+  SHOAL_RETURN_IF_ERROR(TimedReceive(lane.client.get(), &reply));
   SHOAL_RETURN_IF_ERROR(Absorb(lane.server, reply.view(), lane.pieces, Take::kValues));
   for (const auto& e : reply.view().entries) bytes_received_ += e.value_bytes();
   return Status::Ok();
@@ -164,11 +164,11 @@ Status RemoteTable::RoundTrip(MsgType type, uint64_t step, Send send, Take take,
         bytes_sent_ += p.count * BytesPerValue(wire_);
       }
     if (send == Send::kGrads) CrashBetweenSends();
-    SHOAL_RETURN_IF_ERROR(clients_[s]->Send(h, entries, text));
+    SHOAL_RETURN_IF_ERROR(TimedSend(clients_[s].get(), h, entries, text));
   }
   for (size_t s = 0; s < clients_.size(); ++s) {
     Reply reply;
-    SHOAL_RETURN_IF_ERROR(clients_[s]->Receive(&reply));
+    SHOAL_RETURN_IF_ERROR(TimedReceive(clients_[s].get(), &reply));
     if (take != Take::kNothing) {
       SHOAL_RETURN_IF_ERROR(Absorb(static_cast<int>(s), reply.view(), pieces_[s], take));
       for (const auto& e : reply.view().entries) bytes_received_ += e.value_bytes();
@@ -178,7 +178,19 @@ Status RemoteTable::RoundTrip(MsgType type, uint64_t step, Send send, Take take,
   return Status::Ok();
 }
 
+Status RemoteTable::TimedSend(RpcClient* client, const MsgHeader& header, const std::vector<EntryRef>& entries,
+                             const std::string& text) {
+  Timed timed(&encoding_);
+  return client->Send(header, entries, text);
+}
+
+Status RemoteTable::TimedReceive(RpcClient* client, Reply* reply) {
+  Timed timed(&waiting_);
+  return client->Receive(reply);
+}
+
 Status RemoteTable::Absorb(int server, const MessageView& reply, const std::vector<Piece>& pieces, Take take) {
+  Timed timed(&decoding_);
   const std::string& endpoint = plan_.servers[servers_[server]].endpoint;
   if (reply.header.plan_hash != plan_hash_)
     return Status::InvalidArgument("server '" + endpoint + "' answered for another plan");
@@ -232,13 +244,13 @@ Status RemoteTable::FetchAll(const std::vector<Param*>& whole, uint64_t version)
   // Under BSP the servers answer once they reach the version: a layer
   // another worker holds may still be on its way.
   MsgHeader h{MsgType::kGet, plan_hash_, version, static_cast<uint32_t>(worker_), incarnation_};
-  for (size_t s = 0; s < clients_.size(); ++s) SHOAL_RETURN_IF_ERROR(clients_[s]->Send(h, {}, ""));
+  for (size_t s = 0; s < clients_.size(); ++s) SHOAL_RETURN_IF_ERROR(TimedSend(clients_[s].get(), h, {}));
   for (size_t s = 0; s < clients_.size(); ++s) {
     std::vector<Piece> all;
     for (const auto& slice : plan_.slices)
       if (slice.server == servers_[s]) all.push_back({slice.key, by_name.at(slice.param), slice.offset, slice.count});
     Reply reply;
-    SHOAL_RETURN_IF_ERROR(clients_[s]->Receive(&reply));
+    SHOAL_RETURN_IF_ERROR(TimedReceive(clients_[s].get(), &reply));
     SHOAL_RETURN_IF_ERROR(Absorb(static_cast<int>(s), reply.view(), all, Take::kValues));
   }
   return Status::Ok();

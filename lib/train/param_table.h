@@ -12,6 +12,7 @@
 
 #include "comm/rpc_client.h"
 #include "core/process.h"
+#include "core/time_sum.h"
 #include "layers/layer.h"
 #include "net/partitioned_net.h"
 #include "plan/plan.h"
@@ -100,6 +101,13 @@ class RemoteTable : public ParamTable, public LayerHooks {
   // Updates (easgd: exchanges) sent, each to every server: what the servers'
   // updates_from should count for this worker.
   uint64_t updates_sent() const { return updates_sent_; }
+  // Seconds spent encoding requests (and handing them to NNG), waiting for
+  // the servers' replies, and decoding them into the params.
+  struct Busy {
+    double encode = 0, wait = 0, decode = 0;
+    double total() const { return encode + wait + decode; }
+  };
+  Busy busy() const { return {encoding_.seconds(), waiting_.seconds(), decoding_.seconds()}; }
 
  private:
   struct Piece {
@@ -113,6 +121,10 @@ class RemoteTable : public ParamTable, public LayerHooks {
   // given) receives each reply's step.
   Status RoundTrip(MsgType type, uint64_t step, Send send, Take take, const std::string& text = "",
                    std::vector<uint64_t>* steps = nullptr);
+  // A client's Send and Receive, timed (busy()).
+  Status TimedSend(RpcClient* client, const MsgHeader& header, const std::vector<EntryRef>& entries,
+              const std::string& text = "");
+  Status TimedReceive(RpcClient* client, Reply* reply);
   // Copies a reply's slices into `pieces` (or subtracts them), which it must
   // match one for one.
   Status Absorb(int server, const MessageView& reply, const std::vector<Piece>& pieces, Take take);
@@ -146,6 +158,7 @@ class RemoteTable : public ParamTable, public LayerHooks {
   std::map<std::string, std::vector<size_t>> lanes_of_layer_;  // lowest layer's name -> its lanes
   uint64_t bytes_sent_ = 0, bytes_received_ = 0;
   uint64_t updates_sent_ = 0;
+  TimeSum encoding_, waiting_, decoding_;
 };
 
 }  // namespace shoal

@@ -126,7 +126,9 @@ Status Worker::Train(WorkerResult* result) {
   window_bytes_ = Counts();
   for (long long step = static_cast<long long>(first_step_); step < steps_; ++step) {
     Batch b;
+    const auto asked = Clock::now();
     SHOAL_RETURN_IF_ERROR(loader.Next(&b));
+    input_seconds_ += SecondsSince(asked);
     SHOAL_RETURN_IF_ERROR(Step(step, b));
     const bool last = step + 1 == steps_;
     if ((step + 1) % train.display_every == 0 || last) SHOAL_RETURN_IF_ERROR(Display(step, result));
@@ -141,6 +143,7 @@ Status Worker::Train(WorkerResult* result) {
 
 Status Worker::Step(long long step, const Batch& b) {
   const auto t0 = Clock::now();
+  const RemoteTable::Busy before = remote_ ? remote_->busy() : RemoteTable::Busy();
   net_->Allocate(b.size);
   std::memcpy(net_->data_layer().data().data(), b.pixels.data(), 4 * b.pixels.size());
   net_->data_layer().labels() = b.labels;
@@ -154,6 +157,13 @@ Status Worker::Step(long long step, const Batch& b) {
   SHOAL_RETURN_IF_ERROR(net_->Backward(step, hooks_));
   SHOAL_RETURN_IF_ERROR(table_->Push(step, loss));
   step_ms_.push_back(1000.0 * SecondsSince(t0));
+  step_seconds_ += step_ms_.back() / 1000.0;
+  if (remote_) {
+    const RemoteTable::Busy after = remote_->busy();
+    step_busy_.encode += after.encode - before.encode;
+    step_busy_.wait += after.wait - before.wait;
+    step_busy_.decode += after.decode - before.decode;
+  }
   window_loss_ += loss;
   ++window_;
   return Status::Ok();
@@ -246,6 +256,14 @@ Status Worker::Finish(WorkerResult* result) {
   nlohmann::json done = {{"event", "done"}, {"worker", options_.id}, {"steps", steps_},
                          {"train_seconds", train_seconds}, {"ms_per_step_median", result->ms_per_step_median},
                          {"final_loss", result->final_loss}};
+  // Where the steps' time went; compute includes what the forward and
+  // backward passes wait for features of a group's other workers.
+  done["time_s"] = {{"input", input_seconds_},
+                    {"steps", step_seconds_},
+                    {"compute", step_seconds_ - step_busy_.total()},
+                    {"encode", step_busy_.encode},
+                    {"wait_servers", step_busy_.wait},
+                    {"decode", step_busy_.decode}};
   // What the servers' updates_from should count for this worker (async: no update lost).
   if (remote_) done["updates_sent"] = remote_->updates_sent();
   // Worker 0 evaluates the parameters its last step produced (under BSP, the

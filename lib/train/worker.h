@@ -99,6 +99,10 @@ class Worker {
   // Time spent evaluating is not training time: time-to-accuracy curves
   // plot accuracy against train_seconds.
   double eval_seconds_ = 0.0;
+  // Where the steps' time went (the done record's time_s): waiting for
+  // batches, the steps themselves, and in them the parameter traffic.
+  double input_seconds_ = 0.0, step_seconds_ = 0.0;
+  RemoteTable::Busy step_busy_;
   // train.divergence_check: displays in a row at a uniform guess's loss, since which step.
   int stuck_displays_ = 0;
   long long stuck_since_ = 0;

@@ -57,6 +57,21 @@ print(f"  {len(live)} live frames, versions {live[0]['version']}..{live[-1]['ver
 PY
 ok "each frame agrees with the servers' own stats: counters, rates, workers' steps, lag, checkpoints"
 
+python3 - "$run" <<'PY' || fail "where the time went, by the processes' own counters (above)"
+import json, sys
+done = [json.loads(l) for l in open(f"{sys.argv[1]}/worker-0.jsonl") if '"done"' in l][-1]
+t = done["time_s"]
+parts = t["compute"] + t["encode"] + t["wait_servers"] + t["decode"]
+assert all(t[k] >= 0 for k in t) and abs(parts - t["steps"]) < 1e-6 * t["steps"] + 1e-9, t
+assert t["wait_servers"] > 0 and t["encode"] > 0 and t["decode"] > 0 and t["compute"] > 0, t
+assert t["steps"] <= done["train_seconds"], (t, done["train_seconds"])
+for i in (0, 1):
+    s = [json.loads(l) for l in open(f"{sys.argv[1]}/server-{i}.jsonl") if l.startswith("{")][-1]
+    assert s["handle_s"] > 0 and s["decode_s"] > 0 and 0 < s["encode_s"] <= s["handle_s"], s
+print("  worker 0 per step (ms): " + ", ".join(f"{k} {1000 * v / 4000:.3f}" for k, v in t.items()))
+PY
+ok "worker 0's time_s parts add up to its steps' time; the servers count handling, encoding and decoding"
+
 expect_failure 3 "no server of plan [0-9a-f]+ answered" "$bin/dl-top" "$run/plan.json" --once --timeout-ms 300
 expect_failure 1 "fashion-mlp.yaml.: not valid JSON at byte 1" "$bin/dl-top" "$root/configs/fashion-mlp.yaml" --once
 ok "dl-top names what is wrong: no server answering, a file that is not a plan"

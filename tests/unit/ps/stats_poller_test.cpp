@@ -33,6 +33,11 @@ TEST_CASE("dl-top's view: a live server's counters as it reports them, and rates
   CHECK(server["updates_received"] == truth.updates_received);
   CHECK(server["updates_received"] == 4);
   CHECK(server["parked"] == 0);
+  // The server's own clock: busy handling requests, encoding replies in them, decoding them.
+  CHECK(truth.handle_s > 0);
+  CHECK(truth.encode_s > 0);
+  CHECK(truth.decode_s > 0);
+  CHECK(truth.encode_s <= truth.handle_s);
   CHECK(view["worker_steps"] == nlohmann::json::array({3, 1}));
   CHECK(view["slowest_worker"] == 1);
   CHECK(view["lag"] == 2);
