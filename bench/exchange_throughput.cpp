@@ -163,6 +163,7 @@ int main(int argc, char** argv) {
       Reply reply;
       Status st = client.Call({MsgType::kUpdateGet, plan.hash_value(), step, 0, 1}, entries, &reply);
       if (!st.ok()) return -1;
+      client.Recycle(&reply);  // as a worker does, once it has the values
     }
     return std::chrono::duration<double>(Clock::now() - t0).count();
   };

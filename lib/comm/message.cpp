@@ -1,5 +1,7 @@
 #include "comm/message.h"
 
+#include <algorithm>
+
 #include <cstring>
 #include <iterator>
 
@@ -82,6 +84,23 @@ void CopyValues(const EntryView& e, float* out) {
   if (e.count == 0) return;  // `out` may be null then, which memcpy must not see
   if (e.encoding == ValueEncoding::kF16) HalvesToFloats(e.data, e.count, out);
   else std::memcpy(out, e.data, 4ull * e.count);
+}
+
+void AddValues(const EntryView& e, float* sum) {
+  if (e.encoding == ValueEncoding::kF16) {
+    float chunk[1024];  // converted a piece at a time: no buffer the size of the entry
+    for (uint32_t begin = 0; begin < e.count; begin += 1024) {
+      const uint32_t n = std::min<uint32_t>(1024, e.count - begin);
+      HalvesToFloats(e.data + 2ull * begin, n, chunk);
+      for (uint32_t i = 0; i < n; ++i) sum[begin + i] += chunk[i];
+    }
+    return;
+  }
+  for (uint32_t i = 0; i < e.count; ++i) {  // unaligned loads, which the compiler vectorises
+    float v;
+    std::memcpy(&v, e.data + 4ull * i, 4);
+    sum[i] += v;
+  }
 }
 
 const char* MsgTypeName(MsgType type) {

@@ -83,7 +83,7 @@ struct EntryRef {
 };
 
 // A decoded entry: points into the received buffer, valid while it lives.
-// The values may be unaligned and either encoding: read them with CopyValues.
+// The values may be unaligned and either encoding: read them with CopyValues or AddValues.
 struct EntryView {
   uint32_t key;
   const unsigned char* data;
@@ -95,6 +95,8 @@ struct EntryView {
 
 // Writes the entry's `count` values, as floats, to `out`.
 void CopyValues(const EntryView& entry, float* out);
+// Adds them to `sum`, read where they lie (no copy of fp32 values first).
+void AddValues(const EntryView& entry, float* sum);
 
 struct MessageView {
   MsgHeader header;

@@ -150,7 +150,7 @@ Status RpcClient::Send(const MsgHeader& header, const std::vector<EntryRef>& ent
     done_ = false;
   }
   nng_msg* msg = nullptr;
-  int rv = nng_msg_alloc(&msg, EncodedSize(entries, text));
+  int rv = spare_.Take(EncodedSize(entries, text), &msg);
   if (rv != 0) return Status::IOError(std::string("cannot allocate a message: ") + nng_strerror(rv));
   Encode(header, entries, text, static_cast<unsigned char*>(nng_msg_body(msg)));
   pending_ = header;

@@ -13,9 +13,11 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "comm/message.h"
+#include "comm/spare_message.h"
 #include "comm/tls.h"
 #include "core/status.h"
 
@@ -63,6 +65,11 @@ class RpcClient {
   Status Receive(Reply* reply);
   // Waits for the last Send to leave (for tests that must know it has).
   Status WaitSent();
+  // Takes a reply that is no longer read: its message carries the next request.
+  void Recycle(Reply* reply) {
+    spare_.Keep(std::exchange(reply->msg_, nullptr));
+    reply->Reset();
+  }
   Status Call(const MsgHeader& header, const std::vector<EntryRef>& entries, Reply* reply) {
     SHOAL_RETURN_IF_ERROR(Send(header, entries));
     return Receive(reply);
@@ -108,6 +115,7 @@ class RpcClient {
   bool sending_ = false;  // a Send whose leaving Receive has not waited for yet
   MsgHeader pending_;     // the request awaiting its reply, for messages
   std::string label_ = "this process";
+  SpareMessage spare_;  // a recycled reply, for the next request
   // The aio's completions, which its callback signals (a long wait is logged).
   std::mutex mu_;
   std::condition_variable done_cv_;

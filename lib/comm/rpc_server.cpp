@@ -80,7 +80,7 @@ void RpcServer::OnEvent(void* arg) {
     h.type = MsgType::kError;
     server->Reply(slot->index, h, {}, s.ToString());
   }
-  nng_msg_free(msg);
+  slot->spare.Keep(msg);
 }
 
 void RpcServer::Reply(int index, const MsgHeader& header, const std::vector<EntryRef>& entries,
@@ -90,7 +90,7 @@ void RpcServer::Reply(int index, const MsgHeader& header, const std::vector<Entr
   const size_t size = EncodedSize(entries, text);
   {
     Timed timed(&encoding_);
-    if (nng_msg_alloc(&msg, size) != 0) {
+    if (slot.spare.Take(size, &msg) != 0) {
       Receive(&slot);
       return;
     }
@@ -126,6 +126,7 @@ void RpcServer::Close() {
   for (auto& s : slots_) {
     nng_ctx_close(s.ctx);
     if (s.aio) nng_aio_free(s.aio);
+    s.spare.Drop();
   }
   nng_close(socket_);
   slots_.clear();

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "comm/message.h"
+#include "comm/spare_message.h"
 #include "comm/tls.h"
 #include "core/status.h"
 #include "core/time_sum.h"
@@ -62,6 +63,7 @@ class RpcServer {
     nng_aio* aio = nullptr;
     nng_ctx ctx = NNG_CTX_INITIALIZER;
     bool sending = false;
+    SpareMessage spare;  // its last request, for its next reply
   };
   static void OnEvent(void* arg);
   static void OnPipe(nng_pipe pipe, nng_pipe_ev event, void* arg);

@@ -120,13 +120,8 @@ std::vector<const EntryView*> ServerTable::EntriesOf(const MessageView& req, int
 }
 
 void ServerTable::AddGradients(const std::vector<const EntryView*>& entries) {
-  std::vector<float> grad;  // fp32 whatever the wire carried: sums stay fp32
-  for (const EntryView* e : entries) {
-    std::vector<float>& sum = slices_.at(e->key).grad_sum;
-    grad.resize(e->count);
-    CopyValues(*e, grad.data());
-    for (uint32_t i = 0; i < e->count; ++i) sum[i] += grad[i];
-  }
+  // fp32 sums whatever the wire carried.
+  for (const EntryView* e : entries) AddValues(*e, slices_.at(e->key).grad_sum.data());
 }
 
 void ServerTable::Apply(Slice& s, float scale, uint64_t version) {

@@ -130,6 +130,7 @@ Status RemoteTable::CollectLane(Lane& lane) {
   SHOAL_RETURN_IF_ERROR(TimedReceive(lane.client.get(), &reply));
   SHOAL_RETURN_IF_ERROR(Absorb(lane.server, reply.view(), lane.pieces, Take::kValues));
   for (const auto& e : reply.view().entries) bytes_received_ += e.value_bytes();
+  lane.client->Recycle(&reply);
   return Status::Ok();
 }
 
@@ -174,6 +175,7 @@ Status RemoteTable::RoundTrip(MsgType type, uint64_t step, Send send, Take take,
       for (const auto& e : reply.view().entries) bytes_received_ += e.value_bytes();
     }
     if (steps) steps->push_back(reply.view().header.step);
+    clients_[s]->Recycle(&reply);
   }
   return Status::Ok();
 }

@@ -130,6 +130,25 @@ TEST_CASE("fp16 entries carry two bytes a value, say so, and decode to the value
   CHECK(Floats(view.entries[2]) == kA);
 }
 
+TEST_CASE("AddValues adds an entry's values where they lie, fp32 and fp16 alike, as CopyValues reads them") {
+  std::vector<float> many(2500);  // past AddValues' fp16 chunk of 1024
+  for (size_t i = 0; i < many.size(); ++i) many[i] = 0.001f * static_cast<float>(i) - 1.0f;
+  for (ValueEncoding encoding : {ValueEncoding::kF32, ValueEncoding::kF16}) {
+    // One leading value of another entry puts these at an odd offset: unaligned reads.
+    const float one = 3.0f;
+    auto bytes = EncodeToBytes(UpdateHeader(), {{1, &one, 1, encoding}, {2, many.data(), 2500, encoding}});
+    MessageView view;
+    REQUIRE(DecodeBytes(bytes, &view).ok());
+    const EntryView& e = view.entries[1];
+    std::vector<float> sum(e.count, 0.5f), want = Floats(e);
+    AddValues(e, sum.data());
+    for (size_t i = 0; i < want.size(); ++i) {
+      INFO("value " << i);
+      REQUIRE(sum[i] == 0.5f + want[i]);
+    }
+  }
+}
+
 TEST_CASE("Decode refuses an unknown value encoding and a non-zero reserved field, naming the entry") {
   MessageView view;
   for (uint16_t encoding : {2, 3, 0xffff}) {
