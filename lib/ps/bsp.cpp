@@ -13,7 +13,8 @@ void BspConsistency::NextStep(int index) {
   Step& s = steps_[index];
   s.contributed.assign(config_.workers, false);
   s.contributors = 0;
-  s.waiting.assign(config_.workers, {});
+  s.waiting.resize(config_.workers);
+  for (Waiting& w : s.waiting) w.used = 0;
   // The first worker to sum: past the ones that hold none of the layer.
   const LayerSpec& spec = config_.layers[index];
   for (s.next_to_sum = 0; s.next_to_sum < config_.workers && spec.held[s.next_to_sum].empty();) ++s.next_to_sum;
@@ -42,9 +43,13 @@ void BspConsistency::TakeUpdate(ServerTable& table, int index, int worker, uint6
     table.AddGradients(entries);
     ++s.next_to_sum;
   } else {
+    Waiting& w = s.waiting[worker];
     for (const EntryView* e : entries) {
-      s.waiting[worker].emplace_back(e->key, std::vector<float>(e->count));
-      CopyValues(*e, s.waiting[worker].back().second.data());
+      if (w.used == w.grads.size()) w.grads.emplace_back();
+      auto& [key, grad] = w.grads[w.used++];
+      key = e->key;
+      grad.resize(e->count);
+      CopyValues(*e, grad.data());
     }
   }
   SumInOrder(table, index);
@@ -57,11 +62,13 @@ void BspConsistency::SumInOrder(ServerTable& table, int index) {
     const int w = s.next_to_sum;
     if (spec.held[w].empty()) continue;  // nothing of this layer to wait for
     if (!s.contributed[w]) return;
-    for (const auto& [key, grad] : s.waiting[w]) {
+    Waiting& waiting = s.waiting[w];
+    for (size_t i = 0; i < waiting.used; ++i) {
+      const auto& [key, grad] = waiting.grads[i];
       std::vector<float>& sum = table.slice(key).grad_sum;
-      for (size_t i = 0; i < grad.size(); ++i) sum[i] += grad[i];
+      for (size_t j = 0; j < grad.size(); ++j) sum[j] += grad[j];
     }
-    s.waiting[w].clear();
+    waiting.used = 0;
   }
 }
 

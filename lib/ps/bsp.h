@@ -47,12 +47,19 @@ class BspConsistency : public Consistency {
   const std::vector<float>* ValuesAt(const ServerTable& table, uint32_t key, uint64_t step) const override;
 
  private:
+  // A worker's gradients that came before their turn to be summed, kept
+  // until it; the buffers stay from step to step (a step's are the sizes of
+  // the last's), only the first `used` hold this step's.
+  struct Waiting {
+    std::vector<std::pair<uint32_t, std::vector<float>>> grads;
+    size_t used = 0;
+  };
   // One layer's current step: whose update arrived, summed in worker order.
   struct Step {
     std::vector<bool> contributed;
     int contributors = 0;
     int next_to_sum = 0;
-    std::vector<std::vector<std::pair<uint32_t, std::vector<float>>>> waiting;  // per worker
+    std::vector<Waiting> waiting;  // per worker
   };
   // Sums the gradients waiting in worker order as far as they go.
   void SumInOrder(ServerTable& table, int index);

@@ -125,9 +125,7 @@ void ServerTable::AddGradients(const std::vector<const EntryView*>& entries) {
 }
 
 void ServerTable::Apply(Slice& s, float scale, uint64_t version) {
-  for (float& g : s.grad_sum) g *= scale;
-  ApplyUpdate(config_.updater, version, s.value.size(), s.grad_sum.data(), s.value.data(), &s.state);
-  std::fill(s.grad_sum.begin(), s.grad_sum.end(), 0.0f);
+  ApplySumUpdate(config_.updater, version, s.value.size(), s.grad_sum.data(), scale, s.value.data(), &s.state);
 }
 
 }  // namespace shoal

@@ -25,37 +25,58 @@ double ScheduledRate(const UpdaterConfig& c, uint64_t step) {
 // operation, in float32, with its scalars (1 − beta, bias corrections)
 // computed in double as Python does, so that results agree to rounding.
 
-void Sgd(float lr, float wd, size_t n, const float* grad, float* w) {
-  for (size_t i = 0; i < n; ++i) w[i] -= lr * (grad[i] + wd * w[i]);
+// Where a rule reads gradient i: as given, or (a server's sum) scaled and
+// cleared in the same pass, so that the update reads its memory once. The
+// scaled value is the float a separate `g *= scale` pass would have left.
+struct Given {
+  const float* g;
+  float operator()(size_t i) const { return g[i]; }
+};
+struct Consumed {
+  float* g;
+  float scale;
+  float operator()(size_t i) const {
+    const float v = g[i] * scale;
+    g[i] = 0.0f;
+    return v;
+  }
+};
+
+template <typename Grad>
+void Sgd(float lr, float wd, size_t n, Grad grad, float* w) {
+  for (size_t i = 0; i < n; ++i) w[i] -= lr * (grad(i) + wd * w[i]);
 }
 
-void Momentum(float lr, float wd, float mu, bool nesterov, size_t n, const float* grad, float* w, float* v) {
+template <typename Grad>
+void Momentum(float lr, float wd, float mu, bool nesterov, size_t n, Grad grad, float* w, float* v) {
   for (size_t i = 0; i < n; ++i) {
-    const float g = grad[i] + wd * w[i];
+    const float g = grad(i) + wd * w[i];
     v[i] = v[i] * mu + g;
     w[i] -= lr * (nesterov ? g + mu * v[i] : v[i]);
   }
 }
 
-void Adagrad(float lr, float wd, float eps, size_t n, const float* grad, float* w, float* sum_sq) {
+template <typename Grad>
+void Adagrad(float lr, float wd, float eps, size_t n, Grad grad, float* w, float* sum_sq) {
   for (size_t i = 0; i < n; ++i) {
-    const float g = grad[i] + wd * w[i];
+    const float g = grad(i) + wd * w[i];
     sum_sq[i] += g * g;
     w[i] -= lr * g / (std::sqrt(sum_sq[i]) + eps);
   }
 }
 
-void Rmsprop(float lr, float wd, double alpha, float eps, size_t n, const float* grad, float* w, float* avg) {
+template <typename Grad>
+void Rmsprop(float lr, float wd, double alpha, float eps, size_t n, Grad grad, float* w, float* avg) {
   const float a = static_cast<float>(alpha), keep = static_cast<float>(1.0 - alpha);
   for (size_t i = 0; i < n; ++i) {
-    const float g = grad[i] + wd * w[i];
+    const float g = grad(i) + wd * w[i];
     avg[i] = avg[i] * a + keep * g * g;
     w[i] -= lr * g / (std::sqrt(avg[i]) + eps);
   }
 }
 
-void Adam(const UpdaterConfig& c, double lr, uint64_t step, size_t n, const float* grad, float* w, float* m,
-          float* u) {
+template <typename Grad>
+void Adam(const UpdaterConfig& c, double lr, uint64_t step, size_t n, Grad grad, float* w, float* m, float* u) {
   const double k = static_cast<double>(step) + 1.0;  // Adam's step count: this update is its k-th
   const float b1 = static_cast<float>(c.beta1), b2 = static_cast<float>(c.beta2);
   const float one_minus_b1 = static_cast<float>(1.0 - c.beta1), one_minus_b2 = static_cast<float>(1.0 - c.beta2);
@@ -63,7 +84,7 @@ void Adam(const UpdaterConfig& c, double lr, uint64_t step, size_t n, const floa
   const float correction2_sqrt = static_cast<float>(std::sqrt(1.0 - std::pow(c.beta2, k)));
   const float eps = static_cast<float>(c.epsilon), wd = static_cast<float>(c.weight_decay);
   for (size_t i = 0; i < n; ++i) {
-    const float g = grad[i] + wd * w[i];
+    const float g = grad(i) + wd * w[i];
     m[i] = m[i] * b1 + one_minus_b1 * g;
     u[i] = u[i] * b2 + one_minus_b2 * g * g;
     w[i] -= step_size * m[i] / (std::sqrt(u[i]) / correction2_sqrt + eps);
@@ -108,8 +129,8 @@ UpdaterState NewUpdaterState(const UpdaterConfig& config, size_t n) {
 
 float LearningRateAt(const UpdaterConfig& c, uint64_t step) { return static_cast<float>(ScheduledRate(c, step)); }
 
-void ApplyUpdate(const UpdaterConfig& c, uint64_t step, size_t n, const float* grad, float* value,
-                 UpdaterState* state) {
+template <typename Grad>
+void Update(const UpdaterConfig& c, uint64_t step, size_t n, Grad grad, float* value, UpdaterState* state) {
   const float lr = LearningRateAt(c, step), wd = static_cast<float>(c.weight_decay);
   const float eps = static_cast<float>(c.epsilon), mu = static_cast<float>(c.momentum);
   std::vector<std::vector<float>>& s = *state;
@@ -121,6 +142,16 @@ void ApplyUpdate(const UpdaterConfig& c, uint64_t step, size_t n, const float* g
     case UpdateRule::kRmsprop: return Rmsprop(lr, wd, c.rmsprop_alpha, eps, n, grad, value, s[0].data());
     case UpdateRule::kAdam: return Adam(c, ScheduledRate(c, step), step, n, grad, value, s[0].data(), s[1].data());
   }
+}
+
+void ApplyUpdate(const UpdaterConfig& c, uint64_t step, size_t n, const float* grad, float* value,
+                 UpdaterState* state) {
+  Update(c, step, n, Given{grad}, value, state);
+}
+
+void ApplySumUpdate(const UpdaterConfig& c, uint64_t step, size_t n, float* grad_sum, float scale, float* value,
+                    UpdaterState* state) {
+  Update(c, step, n, Consumed{grad_sum, scale}, value, state);
 }
 
 }  // namespace shoal
