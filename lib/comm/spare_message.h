@@ -8,21 +8,21 @@
 
 #include <nng/nng.h>
 
+#include <atomic>
 #include <cstddef>
-#include <utility>
 
 namespace shoal {
 
+// Take and Keep may race (a server slot's reply is taken by whichever
+// thread answers it, while the slot's own thread keeps its last request):
+// the spare changes hands by atomic exchange, so each message has one owner.
 class SpareMessage {
  public:
   SpareMessage() = default;
   ~SpareMessage() { Drop(); }
-  SpareMessage(SpareMessage&& other) noexcept : msg_(std::exchange(other.msg_, nullptr)) {}
+  SpareMessage(SpareMessage&& other) noexcept : msg_(other.msg_.exchange(nullptr)) {}
   SpareMessage& operator=(SpareMessage&& other) noexcept {
-    if (this != &other) {
-      Drop();
-      msg_ = std::exchange(other.msg_, nullptr);
-    }
+    if (this != &other) Keep(other.msg_.exchange(nullptr));
     return *this;
   }
   SpareMessage(const SpareMessage&) = delete;
@@ -31,25 +31,23 @@ class SpareMessage {
   // A message with a body of `size` bytes (their contents undefined) and no
   // header: the spare when it has the room, a new one otherwise. NNG's error, or 0.
   int Take(size_t size, nng_msg** msg) {
-    if (msg_ && nng_msg_capacity(msg_) >= size) {
-      *msg = std::exchange(msg_, nullptr);
-      nng_msg_header_clear(*msg);
-      return nng_msg_realloc(*msg, size);  // within its capacity: no allocation, no copy
+    nng_msg* spare = msg_.exchange(nullptr);
+    if (spare && nng_msg_capacity(spare) >= size) {
+      nng_msg_header_clear(spare);
+      *msg = spare;
+      return nng_msg_realloc(spare, size);  // within its capacity: no allocation, no copy
     }
-    Drop();
+    if (spare) nng_msg_free(spare);
     return nng_msg_alloc(msg, size);
   }
   // Keeps `msg`, which its giver no longer reads, for the next Take.
   void Keep(nng_msg* msg) {
-    Drop();
-    msg_ = msg;
+    if (nng_msg* old = msg_.exchange(msg)) nng_msg_free(old);
   }
-  void Drop() {
-    if (msg_) nng_msg_free(std::exchange(msg_, nullptr));
-  }
+  void Drop() { Keep(nullptr); }
 
  private:
-  nng_msg* msg_ = nullptr;
+  std::atomic<nng_msg*> msg_{nullptr};
 };
 
 }  // namespace shoal

@@ -83,10 +83,8 @@ void BspConsistency::AfterUpdate(ServerTable& table, const std::function<void()>
       const Step& s = steps_[index];
       if (layer.spec->holders == 0 || s.contributors < layer.spec->holders || layer.version != table.version())
         continue;
-      for (uint32_t key : layer.spec->keys) {
-        previous_[key] = table.slice(key).value;
-        table.Apply(table.slice(key), 1.0f / config_.served, layer.version);
-      }
+      for (uint32_t key : layer.spec->keys)
+        table.Apply(table.slice(key), 1.0f / config_.served, layer.version, &previous_[key]);
       ++layer.version;
       NextStep(static_cast<int>(index));
       applied = true;

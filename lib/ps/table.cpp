@@ -124,8 +124,15 @@ void ServerTable::AddGradients(const std::vector<const EntryView*>& entries) {
   for (const EntryView* e : entries) AddValues(*e, slices_.at(e->key).grad_sum.data());
 }
 
-void ServerTable::Apply(Slice& s, float scale, uint64_t version) {
-  ApplySumUpdate(config_.updater, version, s.value.size(), s.grad_sum.data(), scale, s.value.data(), &s.state);
+void ServerTable::Apply(Slice& s, float scale, uint64_t version, std::vector<float>* before) {
+  const size_t n = s.value.size();
+  if (!before) {
+    ApplySumUpdate(config_.updater, version, n, s.grad_sum.data(), scale, s.value.data(), s.value.data(), &s.state);
+    return;
+  }
+  before->resize(n);
+  ApplySumUpdate(config_.updater, version, n, s.grad_sum.data(), scale, s.value.data(), before->data(), &s.state);
+  s.value.swap(*before);
 }
 
 }  // namespace shoal

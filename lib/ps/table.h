@@ -88,8 +88,10 @@ class ServerTable {
   // Adds gradients (fp32 whatever the wire carried) to their slices' sums.
   void AddGradients(const std::vector<const EntryView*>& entries);
   // Applies a slice's sum × `scale` with the updater as the update that
-  // makes version `version` + 1, and clears the sum.
-  void Apply(Slice& slice, float scale, uint64_t version);
+  // makes version `version` + 1, and clears the sum. With `before`, the
+  // values as they were are kept there (the update writes the new ones into
+  // it, and it and the slice's values change places: no copy).
+  void Apply(Slice& slice, float scale, uint64_t version, std::vector<float>* before = nullptr);
 
  private:
   const ServerConfig& config_;

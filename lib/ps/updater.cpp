@@ -43,40 +43,43 @@ struct Consumed {
 };
 
 template <typename Grad>
-void Sgd(float lr, float wd, size_t n, Grad grad, float* w) {
-  for (size_t i = 0; i < n; ++i) w[i] -= lr * (grad(i) + wd * w[i]);
+void Sgd(float lr, float wd, size_t n, Grad grad, const float* w, float* out) {
+  for (size_t i = 0; i < n; ++i) out[i] = w[i] - lr * (grad(i) + wd * w[i]);
 }
 
 template <typename Grad>
-void Momentum(float lr, float wd, float mu, bool nesterov, size_t n, Grad grad, float* w, float* v) {
+void Momentum(float lr, float wd, float mu, bool nesterov, size_t n, Grad grad, const float* w, float* out,
+              float* v) {
   for (size_t i = 0; i < n; ++i) {
     const float g = grad(i) + wd * w[i];
     v[i] = v[i] * mu + g;
-    w[i] -= lr * (nesterov ? g + mu * v[i] : v[i]);
+    out[i] = w[i] - lr * (nesterov ? g + mu * v[i] : v[i]);
   }
 }
 
 template <typename Grad>
-void Adagrad(float lr, float wd, float eps, size_t n, Grad grad, float* w, float* sum_sq) {
+void Adagrad(float lr, float wd, float eps, size_t n, Grad grad, const float* w, float* out, float* sum_sq) {
   for (size_t i = 0; i < n; ++i) {
     const float g = grad(i) + wd * w[i];
     sum_sq[i] += g * g;
-    w[i] -= lr * g / (std::sqrt(sum_sq[i]) + eps);
+    out[i] = w[i] - lr * g / (std::sqrt(sum_sq[i]) + eps);
   }
 }
 
 template <typename Grad>
-void Rmsprop(float lr, float wd, double alpha, float eps, size_t n, Grad grad, float* w, float* avg) {
+void Rmsprop(float lr, float wd, double alpha, float eps, size_t n, Grad grad, const float* w, float* out,
+             float* avg) {
   const float a = static_cast<float>(alpha), keep = static_cast<float>(1.0 - alpha);
   for (size_t i = 0; i < n; ++i) {
     const float g = grad(i) + wd * w[i];
     avg[i] = avg[i] * a + keep * g * g;
-    w[i] -= lr * g / (std::sqrt(avg[i]) + eps);
+    out[i] = w[i] - lr * g / (std::sqrt(avg[i]) + eps);
   }
 }
 
 template <typename Grad>
-void Adam(const UpdaterConfig& c, double lr, uint64_t step, size_t n, Grad grad, float* w, float* m, float* u) {
+void Adam(const UpdaterConfig& c, double lr, uint64_t step, size_t n, Grad grad, const float* w, float* out,
+          float* m, float* u) {
   const double k = static_cast<double>(step) + 1.0;  // Adam's step count: this update is its k-th
   const float b1 = static_cast<float>(c.beta1), b2 = static_cast<float>(c.beta2);
   const float one_minus_b1 = static_cast<float>(1.0 - c.beta1), one_minus_b2 = static_cast<float>(1.0 - c.beta2);
@@ -87,7 +90,7 @@ void Adam(const UpdaterConfig& c, double lr, uint64_t step, size_t n, Grad grad,
     const float g = grad(i) + wd * w[i];
     m[i] = m[i] * b1 + one_minus_b1 * g;
     u[i] = u[i] * b2 + one_minus_b2 * g * g;
-    w[i] -= step_size * m[i] / (std::sqrt(u[i]) / correction2_sqrt + eps);
+    out[i] = w[i] - step_size * m[i] / (std::sqrt(u[i]) / correction2_sqrt + eps);
   }
 }
 
@@ -130,28 +133,30 @@ UpdaterState NewUpdaterState(const UpdaterConfig& config, size_t n) {
 float LearningRateAt(const UpdaterConfig& c, uint64_t step) { return static_cast<float>(ScheduledRate(c, step)); }
 
 template <typename Grad>
-void Update(const UpdaterConfig& c, uint64_t step, size_t n, Grad grad, float* value, UpdaterState* state) {
+void Update(const UpdaterConfig& c, uint64_t step, size_t n, Grad grad, const float* w, float* out,
+            UpdaterState* state) {
   const float lr = LearningRateAt(c, step), wd = static_cast<float>(c.weight_decay);
   const float eps = static_cast<float>(c.epsilon), mu = static_cast<float>(c.momentum);
   std::vector<std::vector<float>>& s = *state;
   switch (c.rule) {
-    case UpdateRule::kSgd: return Sgd(lr, wd, n, grad, value);
-    case UpdateRule::kMomentum: return Momentum(lr, wd, mu, false, n, grad, value, s[0].data());
-    case UpdateRule::kNesterov: return Momentum(lr, wd, mu, true, n, grad, value, s[0].data());
-    case UpdateRule::kAdagrad: return Adagrad(lr, wd, eps, n, grad, value, s[0].data());
-    case UpdateRule::kRmsprop: return Rmsprop(lr, wd, c.rmsprop_alpha, eps, n, grad, value, s[0].data());
-    case UpdateRule::kAdam: return Adam(c, ScheduledRate(c, step), step, n, grad, value, s[0].data(), s[1].data());
+    case UpdateRule::kSgd: return Sgd(lr, wd, n, grad, w, out);
+    case UpdateRule::kMomentum: return Momentum(lr, wd, mu, false, n, grad, w, out, s[0].data());
+    case UpdateRule::kNesterov: return Momentum(lr, wd, mu, true, n, grad, w, out, s[0].data());
+    case UpdateRule::kAdagrad: return Adagrad(lr, wd, eps, n, grad, w, out, s[0].data());
+    case UpdateRule::kRmsprop: return Rmsprop(lr, wd, c.rmsprop_alpha, eps, n, grad, w, out, s[0].data());
+    case UpdateRule::kAdam:
+      return Adam(c, ScheduledRate(c, step), step, n, grad, w, out, s[0].data(), s[1].data());
   }
 }
 
 void ApplyUpdate(const UpdaterConfig& c, uint64_t step, size_t n, const float* grad, float* value,
                  UpdaterState* state) {
-  Update(c, step, n, Given{grad}, value, state);
+  Update(c, step, n, Given{grad}, value, value, state);
 }
 
-void ApplySumUpdate(const UpdaterConfig& c, uint64_t step, size_t n, float* grad_sum, float scale, float* value,
-                    UpdaterState* state) {
-  Update(c, step, n, Consumed{grad_sum, scale}, value, state);
+void ApplySumUpdate(const UpdaterConfig& c, uint64_t step, size_t n, float* grad_sum, float scale,
+                    const float* value, float* updated, UpdaterState* state) {
+  Update(c, step, n, Consumed{grad_sum, scale}, value, updated, state);
 }
 
 }  // namespace shoal

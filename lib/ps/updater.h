@@ -65,9 +65,11 @@ float LearningRateAt(const UpdaterConfig& config, uint64_t step);
 void ApplyUpdate(const UpdaterConfig& config, uint64_t step, size_t n, const float* grad, float* value,
                  UpdaterState* state);
 // The same update by `grad_sum` × `scale` (a server's sum of its workers'
-// gradients), leaving the sum zero for the next step: one pass over memory
-// where scaling, updating and clearing would take three; bit for bit the same.
-void ApplySumUpdate(const UpdaterConfig& config, uint64_t step, size_t n, float* grad_sum, float scale, float* value,
-                    UpdaterState* state);
+// gradients), leaving the sum zero for the next step and the new values in
+// `updated` (which may be `value`, or keep `value` as it was): one pass over
+// memory where scaling, copying, updating and clearing would take four;
+// bit for bit the same.
+void ApplySumUpdate(const UpdaterConfig& config, uint64_t step, size_t n, float* grad_sum, float scale,
+                    const float* value, float* updated, UpdaterState* state);
 
 }  // namespace shoal

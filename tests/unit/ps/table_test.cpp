@@ -135,5 +135,23 @@ TEST_CASE("gradients add up in fp32, and Apply steps the updater and clears the 
   CHECK(bias.grad_sum == std::vector<float>(3, 0.0f));
 }
 
+TEST_CASE("Apply keeping the values before: the same new values bit for bit, the old ones kept") {
+  TableFixture f;
+  ServerTable in_place(f.config, true), keeping(f.config, true);
+  Request a(0, {{0, 12}, {1, 3}});
+  std::vector<float> before;
+  for (int step = 0; step < 3; ++step) {  // the velocity carries from step to step
+    in_place.AddGradients(in_place.EntriesOf(a.view, 0));
+    keeping.AddGradients(keeping.EntriesOf(a.view, 0));
+    const std::vector<float> old = keeping.slice(0).value;
+    in_place.Apply(in_place.slice(0), 0.5f, step);
+    keeping.Apply(keeping.slice(0), 0.5f, step, &before);
+    CHECK(keeping.slice(0).value == in_place.slice(0).value);
+    CHECK(keeping.slice(0).state == in_place.slice(0).state);
+    CHECK(before == old);
+    CHECK(keeping.slice(0).grad_sum == std::vector<float>(12, 0.0f));
+  }
+}
+
 }  // namespace
 }  // namespace shoal
