@@ -322,13 +322,17 @@ while ((${#name_of[@]} > 0)); do
     restarts=$((restarts + 1))
     # A worker that gave up on a server that has died is that server's failure:
     # restarting the worker alone would only spend a retry.
+    why="exit $status"
     if [[ "$name" == worker* ]]; then
       for pid in "${!name_of[@]}"; do
-        [[ "${name_of[$pid]}" == server* ]] && ! running "$pid" && name=${name_of[$pid]}
+        if [[ "${name_of[$pid]}" == server* ]] && ! running "$pid"; then
+          why="$name gave up on it: exit $status"
+          name=${name_of[$pid]}
+        fi
       done
     fi
     if [[ "$name" == server* ]]; then
-      log "$name died (exit $status); restarting every server from the newest checkpoint they all have, and the workers (retry $restarts of $retries)"
+      log "$name died ($why); restarting every server from the newest checkpoint they all have, and the workers (retry $restarts of $retries)"
       stop_all
       start_all "$(prepare_resume "$restarts")"
     else

@@ -118,6 +118,7 @@ LayerCost NodeCost(const LayerFacts& layer, Choice choice, const Grouping& g, co
                        : choice == Choice::kModel ? SplitShares(layer.units, m).max
                                                   : 1.0 / m;
   cost.compute_s = layer.flops * records * share / p.flops_per_second();
+  cost.overlapped = g.overlap;
   if (layer.params == 0.0) return cost;
   // Replicas of the parameters that the servers keep consistent; every
   // replica's gradients go to the servers and its values come back.
@@ -125,9 +126,10 @@ LayerCost NodeCost(const LayerFacts& layer, Choice choice, const Grouping& g, co
   const double per_worker = choice == Choice::kModel ? layer.params * share : layer.params;
   const double total = layer.params * replicas;  // each direction
   const double busiest = g.servers > 0 && total / g.servers > per_worker ? total / g.servers : per_worker;
-  cost.param_bytes_out = cost.param_bytes_in = per_worker * g.param_value_bytes;
-  cost.param_floats_total = 2.0 * total;
-  cost.param_s = 2.0 * busiest * g.param_value_bytes / p.bytes_per_second() + 2.0 * p.latency_seconds();
+  const double rate = g.exchanges_per_step;
+  cost.param_bytes_out = cost.param_bytes_in = rate * per_worker * g.param_value_bytes;
+  cost.param_floats_total = rate * 2.0 * total;
+  cost.param_s = rate * (2.0 * busiest * g.param_value_bytes / p.bytes_per_second() + 2.0 * p.latency_seconds());
   return cost;
 }
 

@@ -48,6 +48,8 @@ struct Grouping {
   int batch = 1;       // B: records per step over all workers
   int servers = 0;     // S; 0: enough that server links are never the bottleneck
   double param_value_bytes = 4.0;  // a gradient or parameter value on the wire (cluster.wire)
+  bool overlap = true;             // train.overlap: parameter traffic hides behind compute (else follows it)
+  double exchanges_per_step = 1.0; // parameter exchanges per step (EASGD: one every easgd_tau steps)
   int groups() const { return workers / group_size; }
   double records_per_group() const { return static_cast<double>(batch) / groups(); }
 };
@@ -59,8 +61,12 @@ struct LayerCost {
   double param_bytes_out = 0.0, param_bytes_in = 0.0;      // gradients sent, values received
   double feature_bytes_in = 0.0, feature_bytes_out = 0.0;  // sources fetched, their gradients sent
   double param_floats_total = 0.0, feature_floats_total = 0.0;
-  // Parameter traffic overlaps with compute; feature traffic is on the critical path.
-  double node_seconds() const { return compute_s > param_s ? compute_s : param_s; }
+  bool overlapped = true;  // parameter traffic overlaps with compute (train.overlap), or follows it
+  // Feature traffic is always on the critical path.
+  double node_seconds() const {
+    if (!overlapped) return compute_s + param_s;
+    return compute_s > param_s ? compute_s : param_s;
+  }
   double seconds() const { return node_seconds() + feature_s; }
   void Add(const LayerCost& other);
 };

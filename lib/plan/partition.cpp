@@ -2,7 +2,6 @@
 
 #include <algorithm>
 
-#include "core/log.h"
 
 namespace shoal {
 
@@ -10,21 +9,12 @@ Range SplitRange(size_t units, int parts, int index) {
   return {units * index / parts, units * (index + 1) / parts};
 }
 
-int GroupSize(const Plan& plan) {
-  int m = 1;
-  for (const auto& w : plan.workers) m = std::max(m, w.rank + 1);
-  return m;
-}
+int GroupSize(const Plan& plan) { return plan.group_size; }
 
-const LayerPlan& LayerOfParam(const Plan& plan, const std::string& param) {
-  const std::string layer = param.substr(0, param.rfind('.'));
-  for (const auto& l : plan.layers)
-    if (l.name == layer) return l;
-  Fatal("parameter '" + param + "' belongs to no layer of the plan (LoadPlan checks every plan)");
-}
+const LayerPlan& LayerOfParam(const Plan& plan, const ParamPlan& param) { return plan.layers.at(param.layer); }
 
 Range HeldRows(const Plan& plan, const ParamPlan& param, int rank) {
-  const LayerPlan& layer = LayerOfParam(plan, param.name);
+  const LayerPlan& layer = LayerOfParam(plan, param);
   const size_t rows = param.shape.empty() ? 1 : static_cast<size_t>(param.shape[0]);
   if (layer.partition_dim == 1) return SplitRange(rows, GroupSize(plan), rank);
   if (layer.partition_dim == -1 && layer.location != rank) return {};
@@ -56,7 +46,7 @@ std::vector<uint32_t> KeysHeldBy(const Plan& plan, int worker) {
   std::vector<uint32_t> keys;
   for (const auto& s : plan.slices) {
     if (ServerGroupOfServer(plan, s.server) != group) continue;
-    const Range held = HeldFloats(plan, *plan.FindParam(s.param), rank);
+    const Range held = HeldFloats(plan, plan.params[s.param_index], rank);
     if (s.offset >= held.begin && s.offset + s.count <= held.end) keys.push_back(s.key);
   }
   return keys;  // slices are listed by key

@@ -29,7 +29,7 @@ Range SplitRange(size_t units, int parts, int index);
 int GroupSize(const Plan& plan);
 
 // The layer a parameter belongs to ("<layer>.<name>").
-const LayerPlan& LayerOfParam(const Plan& plan, const std::string& param);
+const LayerPlan& LayerOfParam(const Plan& plan, const ParamPlan& param);
 
 // The rows (first-dimension indices) of `param` that rank `rank` holds; empty
 // when it holds none. In floats: rows × the floats of one row.

@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <memory>
+#include <unordered_map>
 
 #include "core/build_info.h"
 #include "core/text.h"
@@ -88,6 +89,29 @@ std::vector<size_t> RankBoundaries(const Plan& plan, const ParamPlan& param, int
 
 }  // namespace
 
+Status IndexPlan(Plan* plan) {
+  plan->group_size = 1;
+  for (const auto& w : plan->workers) plan->group_size = std::max(plan->group_size, w.rank + 1);
+  std::unordered_map<std::string, size_t> layers, params;
+  for (size_t i = 0; i < plan->layers.size(); ++i) layers.emplace(plan->layers[i].name, i);
+  for (size_t i = 0; i < plan->params.size(); ++i) {
+    ParamPlan& p = plan->params[i];
+    params.emplace(p.name, i);
+    // A parameter is named "<layer>.<name>".
+    auto layer = layers.find(p.name.substr(0, p.name.rfind('.')));
+    if (layer == layers.end()) return Status::InvalidArgument("parameter " + Quoted(p.name) + " belongs to no layer");
+    p.layer = layer->second;
+  }
+  for (size_t i = 0; i < plan->slices.size(); ++i) {
+    SlicePlan& s = plan->slices[i];
+    auto param = params.find(s.param);
+    if (param == params.end())
+      return Status::InvalidArgument("slice " + std::to_string(i) + " belongs to no parameter: " + Quoted(s.param));
+    s.param_index = param->second;
+  }
+  return Status::Ok();
+}
+
 Status PlaceEndpoints(const PlanOptions& options, bool grouped, Plan* plan) {
   const ClusterConfig& c = plan->job.cluster;
   const int servers = static_cast<int>(plan->servers.size()), workers = static_cast<int>(plan->workers.size());
@@ -157,12 +181,14 @@ Status MakePlan(const JobConfig& job, const PlanOptions& options, const Partitio
   }
   for (int w = 0; w < c.workers(); ++w) plan->workers.push_back({w, w / m, w % m, ""});
   for (Param* p : net->params()) plan->params.push_back({p->name, p->shape, p->init, {}});
+  SHOAL_RETURN_IF_ERROR(IndexPlan(plan));
   // Each server group holds a whole copy; the first group's slices are the
   // ones a parameter lists (and the ones checkpoints hold).
   const int per_group = c.nservers_per_group;
   for (int group = 0; group < c.nserver_groups; ++group) {
     int next_server = 0;
-    for (ParamPlan& pp : plan->params) {
+    for (size_t p = 0; p < plan->params.size(); ++p) {
+      ParamPlan& pp = plan->params[p];
       size_t begin = 0;
       for (size_t end : RankBoundaries(*plan, pp, m)) {
         // Servers with their workers (AllReduce): each owns 1/S of every
@@ -176,6 +202,7 @@ Status MakePlan(const JobConfig& job, const PlanOptions& options, const Partitio
             s.param = pp.name;
             s.offset = offset;
             s.count = std::min<size_t>(c.slice_floats, begin + part.end - offset);
+            s.param_index = p;
             s.server = group * per_group + (c.server_worker_separate ? next_server : static_cast<int>(piece));
             if (c.server_worker_separate) next_server = (next_server + 1) % per_group;
             if (group == 0) pp.slices.push_back(s.key);

@@ -33,6 +33,7 @@ struct SlicePlan {
   size_t offset = 0;  // floats into the parameter
   size_t count = 0;
   int server = 0;
+  size_t param_index = 0;  // its parameter's index in Plan::params (IndexPlan; not in plan.json)
 };
 
 struct ParamPlan {
@@ -40,6 +41,7 @@ struct ParamPlan {
   Shape shape;
   ParamInit init;
   std::vector<uint32_t> slices;  // keys, in offset order
+  size_t layer = 0;              // its layer's index in Plan::layers (IndexPlan; not in plan.json)
 };
 
 struct WorkerPlan {
@@ -65,6 +67,7 @@ struct Plan {
   std::vector<SlicePlan> slices;  // indexed by key
   std::vector<WorkerPlan> workers;
   std::vector<ServerPlan> servers;
+  int group_size = 1;  // M: the workers of a group (IndexPlan; not in plan.json)
 
   uint64_t hash_value() const;
   const ParamPlan* FindParam(const std::string& name) const;
@@ -100,6 +103,12 @@ Status CheckPlanMemory(const Plan& plan);
 Status MakePlan(const JobConfig& job, const PlanOptions& options, const Partition& partition, Plan* plan);
 // Every layer on partition_dim 0, in groups of one.
 Status MakeDataParallelPlan(const JobConfig& job, const PlanOptions& options, Plan* plan);
+
+// Fills what a plan derives from its content, so that lookups are by index
+// (a plan of a million slices is written and read in linear time): each
+// parameter's layer, each slice's parameter, the group size. Fails naming a
+// parameter of no layer or a slice of no parameter.
+Status IndexPlan(Plan* plan);
 
 // Gives the plan's servers, and its workers where they need one (`grouped`:
 // groups of more than one) or endpoints are given, their endpoints; the

@@ -57,10 +57,18 @@ json ContentToJson(const Plan& plan) {
     j["params"].push_back({{"name", p.name}, {"shape", p.shape},
                            {"init", {{"kind", InitKindName(p.init.kind)}, {"value", p.init.value}}},
                            {"slices", p.slices}});
-  j["slices"] = json::array();
-  for (const auto& s : plan.slices)
-    j["slices"].push_back({{"key", s.key}, {"param", s.param}, {"offset", s.offset},
-                           {"count", s.count}, {"server", s.server}});
+  // A plan may hold a million slices: each object is built in place
+  // (an initializer list builds every pair as an array first).
+  json::array_t& slices = (j["slices"] = json::array()).get_ref<json::array_t&>();
+  slices.reserve(plan.slices.size());
+  for (const auto& s : plan.slices) {
+    json::object_t& slice = slices.emplace_back(json::object()).get_ref<json::object_t&>();
+    slice.emplace("key", s.key);
+    slice.emplace("param", s.param);
+    slice.emplace("offset", s.offset);
+    slice.emplace("count", s.count);
+    slice.emplace("server", s.server);
+  }
   j["workers"] = json::array();
   for (const auto& w : plan.workers) {
     json worker = {{"id", w.id}, {"group", w.group}, {"rank", w.rank}};
@@ -219,24 +227,20 @@ Status CheckProcesses(const std::string& source, const Plan& plan) {
 Status CheckSlices(const std::string& source, const Plan& plan) {
   const ClusterConfig& c = plan.job.cluster;
   const auto& params = plan.params;
-  std::map<std::string, size_t> param_index;
-  for (size_t i = 0; i < params.size(); ++i) param_index[params[i].name] = i;
   std::vector<std::vector<std::vector<const SlicePlan*>>> tiles(
       c.nserver_groups, std::vector<std::vector<const SlicePlan*>>(params.size()));
   for (size_t i = 0; i < plan.slices.size(); ++i) {
     const SlicePlan& s = plan.slices[i];
     const std::string slice = "slice " + std::to_string(i);
-    auto p = param_index.find(s.param);
     if (s.key != i) return Inconsistent(source, slice + " has key " + std::to_string(s.key));
-    if (p == param_index.end()) return Inconsistent(source, slice + " belongs to no parameter: " + Quoted(s.param));
     if (s.server < 0 || s.server >= c.servers())
       return Inconsistent(source, slice + " is on server " + std::to_string(s.server) + " of " +
                                       std::to_string(c.servers()));
-    const size_t size = NumElements(plan.params[p->second].shape);
+    const size_t size = NumElements(plan.params[s.param_index].shape);
     if (s.count == 0 || s.offset >= size || s.count > size - s.offset)
       return Inconsistent(source, slice + " covers [" + std::to_string(s.offset) + ", +" + std::to_string(s.count) +
                                       ") of " + Quoted(s.param) + ", which has " + std::to_string(size) + " floats");
-    tiles[s.server / c.nservers_per_group][p->second].push_back(&s);
+    tiles[s.server / c.nservers_per_group][s.param_index].push_back(&s);
   }
   for (int group = 0; group < c.nserver_groups; ++group)
     for (size_t p = 0; p < params.size(); ++p) {
@@ -296,6 +300,7 @@ Status PlanFromJson(const json& j, const std::string& source, Plan* plan) {
   if (job == j.end()) return Status::InvalidArgument(source + ": malformed plan: it has no field 'job'");
   SHOAL_RETURN_IF_ERROR(ParseJob(JsonDocument(*job, source + " (job)"), &plan->job));
   SHOAL_RETURN_IF_ERROR(CheckNet(source, *plan));
+  SHOAL_RETURN_IF_ERROR(IndexPlan(plan).Within(source + ": inconsistent plan"));
   SHOAL_RETURN_IF_ERROR(CheckProcesses(source, *plan));
   SHOAL_RETURN_IF_ERROR(CheckSlices(source, *plan));
   return CheckPlanMemory(*plan).Within(source);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <map>
 #include <memory>
@@ -84,6 +85,26 @@ Status CheckOverrides(const std::vector<LayerFacts>& layers, const std::vector<L
   return Status::Ok();
 }
 
+// The step's mini-batch (train.batch_size x the job's workers, fixed
+// whatever the workers) gives every worker at least one record.
+Status CheckRecordsPerWorker(int workers, int batch, const std::string& where) {
+  if (workers <= batch) return Status::Ok();
+  return Status::InvalidArgument(where + ": " + std::to_string(workers) + " workers but a step's mini-batch has " +
+                                 std::to_string(batch) +
+                                 " records (train.batch_size x the job's workers): every worker needs one");
+}
+
+// A step's mini-batch: train.batch_size x the job's workers (each may be
+// large, so their product is checked).
+Status StepRecords(const JobConfig& job, int* records) {
+  const int64_t step = static_cast<int64_t>(job.train.batch_size) * job.cluster.workers();
+  if (step > (int64_t{1} << 30))
+    return Status::InvalidArgument(job.source + ": a step of " + std::to_string(step) +
+                                   " records (train.batch_size x the job's workers) is more than 2^30");
+  *records = static_cast<int>(step);
+  return Status::Ok();
+}
+
 std::vector<int> Divisors(int n) {
   std::vector<int> d;
   for (int m = 1; m <= n; ++m)
@@ -131,10 +152,7 @@ Status PlanLayers(const std::vector<LayerFacts>& layers, const std::vector<Layer
   if (p.nodes > 0 && n > p.nodes)
     return Status::InvalidArgument(where + ": " + std::to_string(n) + " workers, but the cluster profile '" +
                                    p.name + "' has " + std::to_string(p.nodes) + " nodes");
-  if (n > batch)
-    return Status::InvalidArgument(where + ": " + std::to_string(n) + " workers but a step's mini-batch has " +
-                                   std::to_string(batch) +
-                                   " records (train.batch_size x the job's workers): every worker needs one");
+  SHOAL_RETURN_IF_ERROR(CheckRecordsPerWorker(n, batch, where));
   if (options.servers < 0) return Status::InvalidArgument(where + ": the number of servers must be positive");
   SHOAL_RETURN_IF_ERROR(CheckOverrides(layers, overrides, options, n, where));
 
@@ -157,17 +175,26 @@ Status PlanLayers(const std::vector<LayerFacts>& layers, const std::vector<Layer
   base.batch = batch;
   base.servers = options.servers;
   base.param_value_bytes = options.param_value_bytes;
+  base.overlap = options.overlap;
+  base.exchanges_per_step = options.exchanges_per_step;
   // Every layer that can take `c` takes it; the others are data parallel.
   auto fixed = [&](Choice c) {
     std::vector<Choice> v;
     for (const auto& l : layers) v.push_back(Allowed(l) & Only(c) ? c : Choice::kData);
     return v;
   };
-  if (options.group_size < 0 || (options.group_size > 0 && n % options.group_size != 0))
+  const int job_group = options.job_group > 0 ? options.job_group : n;
+  if (n % job_group != 0)
+    return Status::InvalidArgument(where + ": groups of " + std::to_string(job_group) + " workers do not divide " +
+                                   std::to_string(n));
+  if (options.group_size < 0 || (options.group_size > 0 && job_group % options.group_size != 0))
     return Status::InvalidArgument(where + ": groups of " + std::to_string(options.group_size) +
-                                   " do not divide " + std::to_string(n) + " workers");
+                                   " do not divide " +
+                                   (job_group == n ? std::to_string(n) + " workers"
+                                                   : "the job's groups of " + std::to_string(job_group) +
+                                                         " workers (cluster.nworkers_per_group)"));
   Grouping one_group = base, singletons = base;
-  one_group.group_size = n;
+  one_group.group_size = job_group;
   report->all_data = EvaluateChoices(layers, fixed(Choice::kData), ranks, singletons, p);
   report->all_model = EvaluateChoices(layers, fixed(Choice::kModel), ranks, one_group, p);
 
@@ -177,12 +204,12 @@ Status PlanLayers(const std::vector<LayerFacts>& layers, const std::vector<Layer
     report->choices = fixed(Choice::kData);
     report->optimum = EvaluateChoices(layers, report->choices, ranks, chosen, p);
   } else if (options.strategy == Strategy::kModel) {
-    chosen.group_size = options.group_size > 0 ? options.group_size : n;
+    chosen.group_size = options.group_size > 0 ? options.group_size : job_group;
     report->choices = fixed(Choice::kModel);
     report->optimum = EvaluateChoices(layers, report->choices, ranks, chosen, p);
   } else {
     double best_free = INFINITY, best_honoured = INFINITY;
-    const std::vector<int> sizes = options.group_size > 0 ? std::vector<int>{options.group_size} : Divisors(n);
+    const std::vector<int> sizes = options.group_size > 0 ? std::vector<int>{options.group_size} : Divisors(job_group);
     for (int m : sizes) {
       Grouping g = base;
       g.group_size = m;
@@ -221,23 +248,54 @@ Status PlanLayers(const std::vector<LayerFacts>& layers, const std::vector<Layer
   return Status::Ok();
 }
 
-Status PlanJob(const JobConfig& job, const PlannerOptions& options, PartitionReport* report) {
+Status ResizeJob(const JobConfig& job, int workers, JobConfig* resized) {
+  *resized = job;
+  const ClusterConfig& c = job.cluster;
+  if (workers == c.workers()) return Status::Ok();
+  int batch = 0;
+  SHOAL_RETURN_IF_ERROR(StepRecords(job, &batch));
+  SHOAL_RETURN_IF_ERROR(CheckRecordsPerWorker(workers, batch, job.source));
+  if (batch % workers != 0)
+    return Status::InvalidArgument(job.source + ": a step's " + std::to_string(batch) + " records (train.batch_size x " +
+                                   std::to_string(c.workers()) + " workers) do not divide over " +
+                                   std::to_string(workers) + " workers");
+  if (workers % c.nworker_groups != 0)
+    return Status::InvalidArgument(job.source + ": " + std::to_string(workers) + " workers do not make the job's " +
+                                   std::to_string(c.nworker_groups) + " worker groups (cluster.nworker_groups) " +
+                                   "of equal size");
+  resized->train.batch_size = batch / workers;
+  resized->cluster.nworkers_per_group = workers / c.nworker_groups;
+  resized->resolved["train"]["batch_size"] = resized->train.batch_size;
+  resized->resolved["cluster"]["nworkers_per_group"] = resized->cluster.nworkers_per_group;
+  return Status::Ok();
+}
+
+Status PlanJob(const JobConfig& given, const PlannerOptions& options, PartitionReport* report) {
+  JobConfig job;
+  SHOAL_RETURN_IF_ERROR(ResizeJob(given, options.workers > 0 ? options.workers : given.cluster.workers(), &job));
   std::unique_ptr<Net> net;
   SHOAL_RETURN_IF_ERROR(Net::Build(job, &net, /*allocate_params=*/false));
   std::vector<LayerFacts> layers = CollectLayerFacts(job, *net);
   std::vector<LayerOverride> overrides;
   SHOAL_RETURN_IF_ERROR(ReadOverrides(job, layers, &overrides));
   PlannerOptions o = options;
-  if (o.workers == 0) o.workers = job.cluster.workers();
+  o.workers = job.cluster.workers();
+  o.job_group = job.cluster.nworkers_per_group;
   ValueEncoding wire;
   SHOAL_RETURN_IF_ERROR(EncodingNamed(job.cluster.wire, &wire).Within(job.source));
   o.param_value_bytes = static_cast<double>(BytesPerValue(wire));
-  const int batch = job.train.batch_size * job.cluster.workers();
+  const bool easgd = job.cluster.consistency == "easgd";
+  o.overlap = job.train.overlap && !easgd;  // as lib/train/param_table.cpp runs it
+  o.exchanges_per_step = easgd ? 1.0 / job.cluster.easgd_tau : 1.0;
+  int batch = 0;
+  SHOAL_RETURN_IF_ERROR(StepRecords(job, &batch));
   return PlanLayers(layers, overrides, batch, o, job.source, report);
 }
 
-Status BuildPlan(const JobConfig& job, const PlannerOptions& planner, const PlanOptions& options,
+Status BuildPlan(const JobConfig& given, const PlannerOptions& planner, const PlanOptions& options,
                  PartitionReport* report, Plan* plan) {
+  JobConfig job;
+  SHOAL_RETURN_IF_ERROR(ResizeJob(given, planner.workers > 0 ? planner.workers : given.cluster.workers(), &job));
   SHOAL_RETURN_IF_ERROR(PlanJob(job, planner, report));
   Partition partition;
   partition.group_size = report->grouping.group_size;

@@ -22,11 +22,19 @@ const char* StrategyName(Strategy s);
 
 struct PlannerOptions {
   Strategy strategy = Strategy::kOptimal;
-  int workers = 0;  // N; 0: the job's workers
+  int workers = 0;  // N; 0: the job's workers (another N: ResizeJob)
   int servers = 0;  // S; 0: the planner chooses
-  int group_size = 0;  // M; 0: the planner chooses (optimal), 1 (data), N (model)
+  int group_size = 0;  // M; 0: the planner chooses (optimal), 1 (data), the job's group (model)
+  // The job's groups of workers (nworkers_per_group): they run asynchronously
+  // to each other, so a planned group lies within one (M divides it); 0: N.
+  int job_group = 0;
   ClusterProfile profile;
   double param_value_bytes = 4.0;  // a gradient or value on the wire; PlanJob takes the job's cluster.wire
+  // As the workers execute the job (PlanJob takes them from it): parameter
+  // traffic overlapped with compute (train.overlap; never under EASGD), and
+  // exchanges per step (EASGD: one every easgd_tau steps).
+  bool overlap = true;
+  double exchanges_per_step = 1.0;
 };
 
 // A user's fixed choice for a layer.
@@ -55,13 +63,19 @@ struct PartitionReport {
   PlanTotals chosen;      // what is written: the strategy with the overrides honoured
   PlanTotals optimum;     // the free optimum, overrides ignored
   PlanTotals all_data;    // every layer data parallel (M = 1)
-  PlanTotals all_model;   // every layer model parallel, one group of N
+  PlanTotals all_model;   // every layer model parallel, one group of N (of the job's group)
   std::vector<PlanTotals> by_group_size;  // the best plan for each M tried
   size_t max_states = 0;
   bool has_overrides = false;
 };
 
-// Plans a built job. Errors name the job file and the layer or field.
+// The job on `workers` workers, as SINGA scales it: the step's mini-batch
+// (train.batch_size × the job's workers) and the number of worker groups
+// kept; refused naming both when they do not divide.
+Status ResizeJob(const JobConfig& job, int workers, JobConfig* resized);
+
+// Plans a built job (on options.workers, ResizeJob). Errors name the job
+// file and the layer or field.
 Status PlanJob(const JobConfig& job, const PlannerOptions& options, PartitionReport* report);
 
 // All of dl-plan: plans `job` (PlanJob) and writes the plan of the

@@ -54,11 +54,11 @@ Status MakeServerConfig(const Plan& plan, int id, ServerConfig* out) {
   std::map<uint32_t, int> layer_of;  // key -> index in c.layers
   for (const SlicePlan& sp : plan.slices) {
     if (sp.server != id) continue;
-    const ParamPlan& param = *plan.FindParam(sp.param);
+    const ParamPlan& param = plan.params[sp.param_index];
     SliceSpec s{sp.key, sp.param, sp.param, sp.offset, sp.count, param.shape, param.init};
     if (param.slices.size() > 1) s.name += "[" + std::to_string(sp.offset) + "]";
     c.slices.push_back(s);
-    const std::string& layer = LayerOfParam(plan, sp.param).name;
+    const std::string& layer = LayerOfParam(plan, param).name;
     if (c.layers.empty() || c.layers.back().name != layer) {
       c.layers.emplace_back();
       c.layers.back().name = layer;

@@ -48,7 +48,7 @@ RemoteTable::RemoteTable(const Plan& plan, int worker, std::vector<Param*> param
   // Keys increase, as the servers list them.
   for (uint32_t key : KeysHeldBy(plan, worker)) {
     const SlicePlan& s = plan.slices[key];
-    const size_t held_from = HeldFloats(plan, *plan.FindParam(s.param), rank).begin;
+    const size_t held_from = HeldFloats(plan, plan.params[s.param_index], rank).begin;
     const size_t local = std::find(servers_.begin(), servers_.end(), s.server) - servers_.begin();
     pieces_[local].push_back({s.key, by_name.at(s.param), s.offset - held_from, s.count});
   }
@@ -78,7 +78,7 @@ Status RemoteTable::OpenLanes() {
     std::vector<std::vector<Piece>> pieces;
     std::vector<size_t> floats;
     for (const Piece& p : pieces_[s]) {
-      const std::string& layer = LayerOfParam(plan_, p.param->name).name;
+      const std::string& layer = LayerOfParam(plan_, *plan_.FindParam(p.param->name)).name;
       if (layers.empty() || layers.back() != layer) {
         layers.push_back(layer);
         pieces.emplace_back();

@@ -91,8 +91,10 @@ run model-off "$mlp" --strategy model --group-size 2 --set cluster.nservers_per_
 run model-layers "$mlp" --strategy model --group-size 2 --set cluster.nservers_per_group=3 \
   --set cluster.slice_floats=50000 --set train.overlap_bucket_floats=0
 same model-off model-layers
+# Every layer's partition written: the planner's choice depends on train.overlap.
 sed -e 's/{name: fc1, /{name: fc1, partition_dim: -1, location: "0", /' \
-  -e 's/{name: fc3, /{name: fc3, partition_dim: -1, location: "1", /' "$mlp" >"$tmp/placed.yaml"
+  -e 's/{name: fc3, /{name: fc3, partition_dim: -1, location: "1", /' \
+  -e 's/{name: \(relu1\|fc2\|relu2\), /{name: \1, partition_dim: 0, /' "$mlp" >"$tmp/placed.yaml"
 run placed-off "$tmp/placed.yaml" --group-size 2 --set cluster.nservers_per_group=8 \
   --set cluster.slice_floats=100000 --set train.overlap=false
 run placed-layers "$tmp/placed.yaml" --group-size 2 --set cluster.nservers_per_group=8 \

@@ -66,3 +66,16 @@ ok "an override that cannot be honoured is refused"
 expect_failure 2 "" "$bin/dl-plan" "$root/configs/fashion-mlp.yaml" --strategy fastest
 expect_failure 2 "not expected" "$bin/dl-plan" calibrate "$root/configs/fashion-mlp.yaml"
 ok "usage errors exit 2"
+
+"$bin/dl-plan" "$root/configs/models/alexnet.yaml" --workers 16 -o "$tmp/alexnet16.json" || fail "dl-plan --workers 16"
+python3 - "$tmp/alexnet16.json" <<'PY' || fail "--workers 16 did not write a plan of 16 workers sharing the step"
+import json, sys
+p = json.load(open(sys.argv[1]))
+assert len(p["workers"]) == 16 and p["cluster"]["workers"] == 16, p["cluster"]
+assert p["job"]["train"]["batch_size"] == 16, p["job"]["train"]  # 8 x 32 records over 16
+PY
+"$bin/dl-plan" check "$tmp/alexnet16.json" >/dev/null || fail "the 16-worker plan does not load"
+ok "--workers N writes the job on N workers, the step's records shared"
+
+python3 "$root/scripts/doc-figures.py" --check "$bin" || fail "the docs quote figures dl-plan no longer gives"
+ok "the figures README.md and docs/planner.md quote are what dl-plan says"

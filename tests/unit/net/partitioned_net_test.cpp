@@ -199,7 +199,7 @@ void CheckAgainstWhole(const Plan& plan, const Whole& whole, GroupRun& group) {
       }
     }
   for (const auto& [name, want] : whole.grads) {
-    const LayerPlan& layer = LayerOfParam(plan, name);
+    const LayerPlan& layer = LayerOfParam(plan, *plan.FindParam(name));
     size_t nonzero = 0;
     for (size_t i = 0; i < want.size(); ++i) {
       INFO(name << "[" << i << "]: summed " << sums[name][i] / kM << ", whole net " << want[i]);

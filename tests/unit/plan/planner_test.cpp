@@ -11,6 +11,7 @@
 
 #include "config/job.h"
 #include "plan/cluster_profile.h"
+#include "plan/partition.h"
 #include "plan/planner.h"
 
 namespace shoal {
@@ -126,6 +127,39 @@ TEST_CASE("cluster.wire: fp16 halves the predicted parameter bytes and leaves th
   }
   CHECK(params > 0.0);
   CHECK(features > 0.0);
+}
+
+TEST_CASE("train.overlap and EASGD's period change the predicted step as the workers run it") {
+  PlannerOptions o;
+  o.profile = LoadProfile("configs/clusters/1gbe-8node.yaml");
+  o.workers = 4;
+  o.servers = 1;
+  o.strategy = Strategy::kData;
+  const PartitionReport on = Plan("configs/fashion-cnn.yaml", o);
+  const PartitionReport off = Plan("configs/fashion-cnn.yaml", o, {"train.overlap=false"});
+  // Off: each layer's compute, then its parameter traffic; on: the longer of the two.
+  double serial = 0.0, overlapped = 0.0;
+  for (const LayerCost& c : on.costs) {
+    serial += c.compute_s + c.param_s + c.feature_s;
+    overlapped += std::max(c.compute_s, c.param_s) + c.feature_s;
+  }
+  CHECK(off.chosen.seconds == doctest::Approx(serial));
+  CHECK(on.chosen.seconds == doctest::Approx(overlapped));
+  CHECK(on.chosen.seconds < off.chosen.seconds);
+  // EASGD exchanges every easgd_tau steps and never overlaps (lib/train/param_table.cpp).
+  const PartitionReport easgd =
+      Plan("configs/fashion-cnn.yaml", o,
+           {"cluster.consistency=easgd", "cluster.nworker_groups=2", "cluster.nworkers_per_group=1",
+            "cluster.easgd_tau=4"});
+  REQUIRE(easgd.costs.size() == on.costs.size());
+  double easgd_serial = 0.0;
+  for (size_t i = 0; i < on.costs.size(); ++i) {
+    INFO("layer " << on.layers[i].name);
+    CHECK(easgd.costs[i].param_bytes_out == doctest::Approx(on.costs[i].param_bytes_out / 4));
+    CHECK(easgd.costs[i].param_s == doctest::Approx(on.costs[i].param_s / 4));
+    easgd_serial += easgd.costs[i].compute_s + easgd.costs[i].param_s + easgd.costs[i].feature_s;
+  }
+  CHECK(easgd.chosen.seconds == doctest::Approx(easgd_serial));
 }
 
 // A uniform chain: data [d] -> L fully connected layers of d outputs -> loss.
@@ -285,6 +319,55 @@ TEST_CASE("--strategy data and model fix every layer; the shipped profiles and m
     CHECK(r.chosen.seconds <= r.all_model.seconds * (1 + 1e-9));
   }
   CHECK(r.max_states >= 3);
+}
+
+TEST_CASE("--workers N writes a plan of N workers sharing the job's step, in the job's worker groups") {
+  JobConfig job;
+  REQUIRE(LoadJobFile(Source("configs/models/alexnet.yaml"), {}, &job).ok());  // 8 workers x 32
+  PlannerOptions o;
+  o.workers = 16;
+  for (Strategy strategy : {Strategy::kOptimal, Strategy::kData, Strategy::kModel}) {
+    o.strategy = strategy;
+    PartitionReport r;
+    shoal::Plan plan;
+    Status s = BuildPlan(job, o, PlanOptions(), &r, &plan);
+    INFO(StrategyName(strategy) << ": " << s.ToString());
+    REQUIRE(s.ok());
+    CHECK(plan.workers.size() == 16);
+    CHECK(plan.job.train.batch_size == 16);
+    CHECK(plan.job.resolved["train"]["batch_size"] == 16);
+    CHECK(plan.job.cluster.workers() == 16);
+    CHECK(r.grouping.workers == 16);
+    CHECK(GroupSize(plan) == r.grouping.group_size);
+    if (strategy == Strategy::kModel) CHECK(r.grouping.group_size == 16);
+  }
+  // Groups that run asynchronously bound the planned group: M divides each.
+  job.cluster.consistency = "async";
+  job.cluster.nworker_groups = 4;
+  job.cluster.nworkers_per_group = 2;
+  o.workers = 0;
+  o.strategy = Strategy::kModel;
+  PartitionReport r;
+  REQUIRE(PlanJob(job, o, &r).ok());
+  CHECK(r.grouping.group_size == 2);
+  CHECK(r.all_model.group_size == 2);
+  o.strategy = Strategy::kOptimal;
+  o.workers = 16;
+  REQUIRE(PlanJob(job, o, &r).ok());
+  for (const PlanTotals& t : r.by_group_size) CHECK(4 % t.group_size == 0);  // 16 workers in 4 groups of 4
+  o.group_size = 8;
+  Status s = PlanJob(job, o, &r);
+  CHECK(Contains(s.message(), "groups of 8 do not divide the job's groups of 4 workers (cluster.nworkers_per_group)"));
+  o.group_size = 0;
+  o.workers = 6;
+  s = PlanJob(job, o, &r);
+  CHECK(Contains(s.message(), "a step's 256 records (train.batch_size x 8 workers) do not divide over 6 workers"));
+  o.workers = 12;
+  job.cluster.nworker_groups = 5;
+  job.cluster.nworkers_per_group = 1;
+  job.train.batch_size = 12;  // a step of 60 records
+  s = PlanJob(job, o, &r);
+  CHECK(Contains(s.message(), "12 workers do not make the job's 5 worker groups (cluster.nworker_groups) of equal size"));
 }
 
 }  // namespace
