@@ -38,6 +38,12 @@ Status ParseClusterProfile(const std::string& text, const std::string& source, C
   SHOAL_RETURN_IF_ERROR(f.Float("latency_us", p->latency_us, &p->latency_us, 0.0, 1e9));
   SHOAL_RETURN_IF_ERROR(Positive(f, "gflops_per_worker", p->gflops_per_worker, &p->gflops_per_worker));
   SHOAL_RETURN_IF_ERROR(f.Int("nodes", p->nodes, &p->nodes, 0));
+  SHOAL_RETURN_IF_ERROR(f.Int("workers_per_node", p->workers_per_node, &p->workers_per_node, 1, 1 << 16));
+  SHOAL_RETURN_IF_ERROR(f.Float("backplane_gbps", p->backplane_gbps, &p->backplane_gbps, 0.0, 1e9));
+  SHOAL_RETURN_IF_ERROR(f.Int("nodes_per_rack", p->nodes_per_rack, &p->nodes_per_rack, 0, 1 << 20));
+  if (p->nodes_per_rack > 0 && !f.Has("uplink_gbps"))
+    return f.FieldError("nodes_per_rack", "needs 'uplink_gbps', the bandwidth of a rack's uplink");
+  if (p->nodes_per_rack > 0) SHOAL_RETURN_IF_ERROR(Positive(f, "uplink_gbps", p->uplink_gbps, &p->uplink_gbps));
   return f.CheckNoUnknown();
 }
 
@@ -55,7 +61,10 @@ std::string ClusterProfileToYaml(const ClusterProfile& p, const std::string& com
       << "bandwidth_gbps: " << p.bandwidth_gbps << "\n"
       << "latency_us: " << p.latency_us << "\n"
       << "gflops_per_worker: " << p.gflops_per_worker << "\n"
-      << "nodes: " << p.nodes << "\n";
+      << "nodes: " << p.nodes << "\n"
+      << "workers_per_node: " << p.workers_per_node << "\n"
+      << "backplane_gbps: " << p.backplane_gbps << "   # 0: non-blocking\n";
+  if (p.nodes_per_rack > 0) out << "nodes_per_rack: " << p.nodes_per_rack << "\nuplink_gbps: " << p.uplink_gbps << "\n";
   return out.str();
 }
 

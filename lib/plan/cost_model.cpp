@@ -66,6 +66,25 @@ Move Relayout(Layout have, Layout need, bool same_rank, double x, int m, Shares 
   return {busiest, x * others, m - 1.0};
 }
 
+// One leg of a relayout through the network: a group's ranks fill nodes of
+// workers_per_node in order, so peers on the same node exchange in memory;
+// the busiest NIC, the backplane or a rack's uplink bounds the rest.
+double FeatureLegSeconds(const Move& move, const Grouping& g, const ClusterProfile& p) {
+  // m > 1 here: a group of one moves nothing.
+  const int m = g.group_size, k = p.workers_per_node;
+  if (m <= k && k % m == 0) return 0.0;  // every group lies within a node
+  // A group over several nodes: a rank's peers beyond its node (all, when groups straddle nodes).
+  const double off_node = m > k ? (m - k) / (m - 1.0) : 1.0;
+  double leg = k * move.busiest * off_node * kBytesPerFloat / p.bytes_per_second();
+  if (p.backplane_gbps > 0)
+    leg = std::max(leg, move.group_total * g.groups() * off_node * kBytesPerFloat / p.backplane_bytes_per_second());
+  const int rack_workers = p.nodes_per_rack * k;
+  if (p.nodes_per_rack > 0 && m > rack_workers)
+    leg = std::max(leg, rack_workers * move.busiest * (m - rack_workers) / (m - 1.0) * kBytesPerFloat /
+                            p.uplink_bytes_per_second());
+  return leg;
+}
+
 }  // namespace
 
 void LayerCost::Add(const LayerCost& o) {
@@ -121,15 +140,28 @@ LayerCost NodeCost(const LayerFacts& layer, Choice choice, const Grouping& g, co
   cost.overlapped = g.overlap;
   if (layer.params == 0.0) return cost;
   // Replicas of the parameters that the servers keep consistent; every
-  // replica's gradients go to the servers and its values come back.
+  // replica's gradients go to the servers (one leg), its values come back
+  // (the other), and each leg takes as long as its busiest link.
   const int replicas = choice == Choice::kData ? g.workers : g.groups();
   const double per_worker = choice == Choice::kModel ? layer.params * share : layer.params;
-  const double total = layer.params * replicas;  // each direction
-  const double busiest = g.servers > 0 && total / g.servers > per_worker ? total / g.servers : per_worker;
+  const double total = layer.params * replicas;  // each leg
+  // The workers of a node holding the layer share its NIC: all of them, or
+  // for an unpartitioned layer the one rank of each group on it.
+  const double node_workers = std::min(p.workers_per_node, g.workers);
+  const double holders = choice == Choice::kNone ? std::ceil(node_workers / m) : node_workers;
+  const double b = g.param_value_bytes;
+  double leg = holders * per_worker * b / p.bytes_per_second();
+  // Servers on nodes of their own or beside workers: either way a server's
+  // NIC takes its share in the direction the workers' NICs do not use.
+  if (g.servers > 0) leg = std::max(leg, total / g.servers * b / p.bytes_per_second());
+  if (p.backplane_gbps > 0) leg = std::max(leg, total * b / p.backplane_bytes_per_second());
+  // Servers spread over the racks: a rack's workers send (R-1)/R of theirs out.
+  const int racks = p.Racks(g.workers);
+  if (racks > 1) leg = std::max(leg, total / racks * (racks - 1.0) / racks * b / p.uplink_bytes_per_second());
   const double rate = g.exchanges_per_step;
-  cost.param_bytes_out = cost.param_bytes_in = rate * per_worker * g.param_value_bytes;
+  cost.param_bytes_out = cost.param_bytes_in = rate * per_worker * b;
   cost.param_floats_total = rate * 2.0 * total;
-  cost.param_s = rate * (2.0 * busiest * g.param_value_bytes / p.bytes_per_second() + 2.0 * p.latency_seconds());
+  cost.param_s = rate * (2.0 * leg + 2.0 * p.latency_seconds());
   return cost;
 }
 
@@ -146,8 +178,7 @@ LayerCost EdgeCost(const LayerFacts& src, Choice cs, int src_rank, Dependency de
   cost.feature_bytes_in = move.busiest * kBytesPerFloat;
   if (src.wants_grad) cost.feature_bytes_out = cost.feature_bytes_in;
   cost.feature_floats_total = directions * move.group_total * g.groups();
-  cost.feature_s = directions * (move.busiest * kBytesPerFloat / p.bytes_per_second() +
-                                 move.steps * p.latency_seconds());
+  cost.feature_s = directions * (FeatureLegSeconds(move, g, p) + move.steps * p.latency_seconds());
   return cost;
 }
 

@@ -112,16 +112,17 @@ std::vector<int> Divisors(int n) {
   return d;
 }
 
-// The fewest servers whose links carry no more than a worker's: the total
-// parameter traffic of a layer over the busiest worker's.
-int ChooseServers(const std::vector<LayerCost>& costs, int workers, double value_bytes) {
+// The fewest servers whose NICs carry no more than a worker node's: the
+// total parameter traffic of a layer over the busiest node's, at most
+// `slots` (one per node of the budget, or per worker without one).
+int ChooseServers(const std::vector<LayerCost>& costs, double node_workers, int slots, double value_bytes) {
   int servers = 1;
   for (const auto& c : costs) {
     if (c.param_bytes_out <= 0.0) continue;
-    double ratio = c.param_floats_total / 2.0 * value_bytes / c.param_bytes_out;
+    double ratio = c.param_floats_total / 2.0 * value_bytes / (node_workers * c.param_bytes_out);
     servers = std::max(servers, static_cast<int>(std::ceil(ratio - 1e-9)));
   }
-  return std::min(servers, workers);
+  return std::min(servers, slots);
 }
 
 }  // namespace
@@ -149,9 +150,11 @@ Status PlanLayers(const std::vector<LayerFacts>& layers, const std::vector<Layer
   const ClusterProfile& p = options.profile;
   const int n = options.workers;
   if (n < 1) return Status::InvalidArgument(where + ": the number of workers must be at least 1");
-  if (p.nodes > 0 && n > p.nodes)
-    return Status::InvalidArgument(where + ": " + std::to_string(n) + " workers, but the cluster profile '" +
-                                   p.name + "' has " + std::to_string(p.nodes) + " nodes");
+  if (p.nodes > 0 && p.WorkerNodes(n) > p.nodes)
+    return Status::InvalidArgument(where + ": " + std::to_string(n) + " workers need " +
+                                   std::to_string(p.WorkerNodes(n)) + " nodes of " +
+                                   std::to_string(p.workers_per_node) + ", but the cluster profile '" + p.name +
+                                   "' has " + std::to_string(p.nodes));
   SHOAL_RETURN_IF_ERROR(CheckRecordsPerWorker(n, batch, where));
   if (options.servers < 0) return Status::InvalidArgument(where + ": the number of servers must be positive");
   SHOAL_RETURN_IF_ERROR(CheckOverrides(layers, overrides, options, n, where));
@@ -173,7 +176,10 @@ Status PlanLayers(const std::vector<LayerFacts>& layers, const std::vector<Layer
   Grouping base;
   base.workers = n;
   base.batch = batch;
-  base.servers = options.servers;
+  // Servers the planner chooses live inside the node budget, one a node
+  // (beside workers or on nodes of their own); given ones are counted apart.
+  const int server_slots = p.nodes > 0 ? p.nodes : n;
+  base.servers = options.servers > 0 ? options.servers : p.nodes;
   base.param_value_bytes = options.param_value_bytes;
   base.overlap = options.overlap;
   base.exchanges_per_step = options.exchanges_per_step;
@@ -238,9 +244,8 @@ Status PlanLayers(const std::vector<LayerFacts>& layers, const std::vector<Layer
     }
   }
   if (options.servers == 0) {
-    chosen.servers = 0;
-    chosen.servers = ChooseServers(CostBreakdown(layers, report->choices, ranks, chosen, p), n,
-                                   chosen.param_value_bytes);
+    chosen.servers = ChooseServers(CostBreakdown(layers, report->choices, ranks, chosen, p),
+                                   std::min(p.workers_per_node, n), server_slots, chosen.param_value_bytes);
   }
   report->grouping = chosen;
   report->costs = CostBreakdown(layers, report->choices, ranks, chosen, p);

@@ -32,7 +32,11 @@ json ReportToJson(const PartitionReport& r) {
                   {"bandwidth_gbps", r.profile.bandwidth_gbps},
                   {"latency_us", r.profile.latency_us},
                   {"gflops_per_worker", r.profile.gflops_per_worker},
-                  {"nodes", r.profile.nodes}};
+                  {"nodes", r.profile.nodes},
+                  {"workers_per_node", r.profile.workers_per_node},
+                  {"backplane_gbps", r.profile.backplane_gbps},
+                  {"nodes_per_rack", r.profile.nodes_per_rack},
+                  {"uplink_gbps", r.profile.uplink_gbps}};
   j["workers"] = r.grouping.workers;
   j["batch"] = r.grouping.batch;
   j["group_size"] = r.grouping.group_size;

@@ -92,6 +92,9 @@ TEST_CASE("AlexNet on 8 workers at 1 Gbit/s: convolutions data parallel, fully c
   for (const auto& c : r.costs) sum += c.seconds();
   CHECK(sum == doctest::Approx(r.chosen.seconds));
   CHECK(r.chosen.seconds == doctest::Approx(r.optimum.seconds));
+  // The servers it chooses live inside the node budget.
+  CHECK(r.grouping.servers >= 1);
+  CHECK(r.grouping.servers <= o.profile.nodes);
 }
 
 TEST_CASE("the Fashion-MNIST MLP on a fast link is all data parallel") {
@@ -279,8 +282,12 @@ TEST_CASE("bad input is refused with a message naming what and where") {
   }
   SUBCASE("more workers than the profile has nodes") {
     o.profile.nodes = 4;
+    o.workers = 16;
+    o.profile.workers_per_node = 2;
+    CHECK(Contains(PlanError("configs/fashion-mlp.yaml", o, {}).message(),
+                   "16 workers need 8 nodes of 2, but the cluster profile 'loopback' has 4"));
     o.workers = 8;
-    CHECK(Contains(PlanError("configs/fashion-mlp.yaml", o, {}).message(), "has 4 nodes"));
+    CHECK(PlanError("configs/fashion-mlp.yaml", o, {}).ok());
   }
   SUBCASE("overrides that cannot be honoured") {
     Status s = PlanError("configs/fashion-mlp.yaml", o, {{0, "partition_dim", "1"}});

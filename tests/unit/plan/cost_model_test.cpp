@@ -1,0 +1,127 @@
+// Tests for lib/plan/cost_model and cluster_profile's network: workers that
+// share a node share its NIC (and exchange features in memory), a switch's
+// backplane and a rack's uplink bound a leg of traffic when they are the
+// busiest link, and servers take their share in the direction workers do not.
+#include <doctest/doctest.h>
+
+#include "test_util.h"
+
+#include "plan/cluster_profile.h"
+#include "plan/cost_model.h"
+
+namespace shoal {
+namespace {
+
+constexpr double kMiB = 1 << 20;
+
+// A fully connected layer of 1 MiB of parameters (fp32) reading a 1024-float feature.
+LayerFacts Layer() {
+  LayerFacts l;
+  l.name = "fc";
+  l.type = "fully_connected";
+  l.params = kMiB / 4;
+  l.feature = 1024;
+  l.units = 256;
+  l.splittable = true;
+  return l;
+}
+
+// A slow network (1 MiB/s, no latency) and compute that costs nothing.
+ClusterProfile Slow() {
+  ClusterProfile p;
+  p.bandwidth_gbps = kMiB * 8 / 1e9;  // 1 MiB a second
+  p.latency_us = 0.0;
+  p.gflops_per_worker = 1e9;  // compute ~0
+  return p;
+}
+
+Grouping Workers(int n, int m = 1) {
+  Grouping g;
+  g.workers = n;
+  g.group_size = m;
+  g.batch = 64 * n;
+  return g;
+}
+
+// One leg of parameter traffic (param_s is both legs).
+double Leg(const LayerCost& c) { return c.param_s / 2.0; }
+
+TEST_CASE("workers sharing a node share its NIC") {
+  ClusterProfile p = Slow();
+  const LayerFacts fc = Layer();
+  CHECK(Leg(NodeCost(fc, Choice::kData, Workers(8), p)) == doctest::Approx(1.0));  // its MiB each way
+  p.workers_per_node = 4;
+  CHECK(Leg(NodeCost(fc, Choice::kData, Workers(8), p)) == doctest::Approx(4.0));
+  // Model parallel in groups of 4: each holds a quarter, four of them on a node.
+  CHECK(Leg(NodeCost(fc, Choice::kModel, Workers(8, 4), p)) == doctest::Approx(1.0));
+  // Unpartitioned in groups of 4: one rank of the node's one group holds it.
+  CHECK(Leg(NodeCost(fc, Choice::kNone, Workers(8, 4), p)) == doctest::Approx(1.0));
+  // What a worker sends is its own, whoever it shares a NIC with.
+  CHECK(NodeCost(fc, Choice::kData, Workers(8), p).param_bytes_out == doctest::Approx(kMiB));
+}
+
+TEST_CASE("servers, the backplane and rack uplinks bound a leg when they are the busiest link") {
+  ClusterProfile p = Slow();
+  const LayerFacts fc = Layer();
+  Grouping g = Workers(8);
+  g.servers = 2;  // 8 MiB over 2 servers' NICs
+  CHECK(Leg(NodeCost(fc, Choice::kData, g, p)) == doctest::Approx(4.0));
+  g.servers = 8;
+  CHECK(Leg(NodeCost(fc, Choice::kData, g, p)) == doctest::Approx(1.0));
+  p.backplane_gbps = p.bandwidth_gbps * 2;  // the switch moves 2 MiB/s in all
+  CHECK(Leg(NodeCost(fc, Choice::kData, g, p)) == doctest::Approx(4.0));
+  p.backplane_gbps = 0.0;
+  // Two racks of 4 nodes: each rack's workers send half of their 4 MiB through its uplink.
+  p.nodes_per_rack = 4;
+  p.uplink_gbps = p.bandwidth_gbps;
+  CHECK(p.Racks(8) == 2);
+  CHECK(Leg(NodeCost(fc, Choice::kData, g, p)) == doctest::Approx(2.0));
+  p.uplink_gbps = p.bandwidth_gbps * 4;
+  CHECK(Leg(NodeCost(fc, Choice::kData, g, p)) == doctest::Approx(1.0));
+}
+
+TEST_CASE("a group within one node exchanges its features in memory; across nodes, what leaves the node counts") {
+  ClusterProfile p = Slow();
+  LayerFacts src = Layer();
+  src.wants_grad = false;  // one direction: the forward leg alone
+  const Grouping g = Workers(8, 4);
+  const double x = g.records_per_group() * src.feature * 4;  // bytes of the group's feature
+  // One worker a node: an all-gather brings each rank the 3/4 it lacks.
+  const double alone = EdgeCost(src, Choice::kModel, 0, Dependency::kFull, Choice::kModel, 0, g, p).feature_s;
+  CHECK(alone == doctest::Approx(x * 3 / 4 / kMiB));
+  p.workers_per_node = 4;
+  CHECK(EdgeCost(src, Choice::kModel, 0, Dependency::kFull, Choice::kModel, 0, g, p).feature_s == 0.0);
+  // Two workers a node: each rank's peers beyond its node are 2 of 3, both ranks share the NIC.
+  p.workers_per_node = 2;
+  CHECK(EdgeCost(src, Choice::kModel, 0, Dependency::kFull, Choice::kModel, 0, g, p).feature_s ==
+        doctest::Approx(2 * alone * 2 / 3));
+}
+
+TEST_CASE("a cluster profile's network fields are read and checked") {
+  ClusterProfile p;
+  const std::string base = "bandwidth_gbps: 10\nlatency_us: 5\ngflops_per_worker: 50\n";
+  REQUIRE(ParseClusterProfile(base + "workers_per_node: 4\nbackplane_gbps: 320\nnodes_per_rack: 16\n"
+                                     "uplink_gbps: 40\n",
+                              "c.yaml", &p)
+              .ok());
+  CHECK(p.workers_per_node == 4);
+  CHECK(p.backplane_gbps == 320);
+  CHECK(p.nodes_per_rack == 16);
+  CHECK(p.uplink_gbps == 40);
+  CHECK(p.WorkerNodes(9) == 3);
+  CHECK(p.Racks(128) == 2);
+  ClusterProfile again;
+  REQUIRE(ParseClusterProfile(ClusterProfileToYaml(p, "written"), "again.yaml", &again).ok());
+  CHECK(again.workers_per_node == 4);
+  CHECK(again.uplink_gbps == 40);
+  Status s = ParseClusterProfile(base + "nodes_per_rack: 16\n", "c.yaml", &p);
+  CHECK(Contains(s.message(), "c.yaml"));
+  CHECK(Contains(s.message(), "needs 'uplink_gbps'"));
+  s = ParseClusterProfile(base + "workers_per_node: 0\n", "c.yaml", &p);
+  CHECK(Contains(s.message(), "workers_per_node"));
+  s = ParseClusterProfile(base + "backplane_gbps: -1\n", "c.yaml", &p);
+  CHECK(Contains(s.message(), "backplane_gbps"));
+}
+
+}  // namespace
+}  // namespace shoal
