@@ -4,12 +4,17 @@
 #include <nng/protocol/reqrep0/rep.h>
 #include <nng/protocol/reqrep0/req.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
+#include <memory>
 #include <thread>
 #include <vector>
 
 #include "ops/blas.h"
+#include "ops/convolution.h"
+#include "ops/onednn_convolution.h"
 
 namespace shoal {
 namespace {
@@ -20,18 +25,78 @@ double Since(Clock::time_point start) { return std::chrono::duration<double>(Clo
 
 Status NngError(const std::string& what, int rv) { return Status::IOError(what + ": " + nng_strerror(rv)); }
 
+// Runs `step` (of `flops` floating-point operations) for about `seconds`
+// after one warm-up: the rate in GFLOP/s, and each run's time.
+template <typename Step>
+double Rate(double flops, double seconds, Step step, std::vector<double>* times = nullptr) {
+  step();
+  auto start = Clock::now();
+  int runs = 0;
+  do {
+    auto t = Clock::now();
+    step();
+    if (times) times->push_back(Since(t));
+    ++runs;
+  } while (Since(start) < seconds);
+  return flops * runs / Since(start) / 1e9;
+}
+
 double SgemmGflops(double seconds) {
   const int n = 384;
   std::vector<float> a(n * n, 0.5f), b(n * n, 0.25f), c(n * n, 0.0f);
+  return Rate(2.0 * n * n * n, seconds,
+              [&] { Sgemm(false, false, n, n, n, 1.0f, a.data(), b.data(), 0.0f, c.data()); });
+}
+
+// A fully connected layer's step (forward, weight and input gradients) on `batch` records.
+double FullyConnectedGflops(int batch, double seconds, std::vector<double>* times = nullptr) {
+  const int in = 1024, out = 1024;
+  std::vector<float> x(static_cast<size_t>(batch) * in, 0.5f), w(in * out, 0.01f), y(static_cast<size_t>(batch) * out),
+      dw(in * out), dx(x.size());
+  return Rate(6.0 * batch * in * out, seconds, [&] {
+    Sgemm(false, true, batch, out, in, 1.0f, x.data(), w.data(), 0.0f, y.data());
+    Sgemm(true, false, out, in, batch, 1.0f, y.data(), x.data(), 0.0f, dw.data());
+    Sgemm(false, false, batch, in, out, 1.0f, y.data(), w.data(), 0.0f, dx.data());
+  }, times);
+}
+
+// A 5x5 convolution's step (64 to 64 channels on 28x28, padded), as the
+// layers compute it: on oneDNN where this build and process use it.
+double ConvolutionGflops(int batch, double seconds) {
+  const ConvGeometry g{64, 28, 28, 64, 5, 1, 2};
+  std::vector<float> x(static_cast<size_t>(batch) * g.channels * g.height * g.width, 0.5f),
+      w(static_cast<size_t>(g.filters) * g.col_rows(), 0.01f), b(g.filters, 0.0f),
+      y(static_cast<size_t>(batch) * g.filters * g.col_cols()), dw(w.size()), db(b.size()), dx(x.size()), scratch;
+  const double flops = 3.0 * 2.0 * batch * g.filters * g.col_rows() * g.col_cols();
+  std::unique_ptr<OneDnnConvolution> onednn = NewOneDnnConvolution(g);
+  return Rate(flops, seconds, [&] {
+    if (onednn && onednn->Forward(batch, x.data(), w.data(), b.data(), y.data())) {
+      onednn->Backward(batch, y.data(), dx.data(), dw.data(), db.data());
+      return;
+    }
+    ConvolutionForward(g, batch, x.data(), w.data(), b.data(), y.data(), &scratch);
+    ConvolutionBackward(g, batch, x.data(), w.data(), y.data(), dx.data(), dw.data(), db.data(), &scratch);
+  });
+}
+
+// One worker thread's compute: sgemm's rate; the fully connected and
+// convolution layers' at large batches; the batch at which a layer runs at
+// half its rate (rate(b) = R b / (b + h), from a small and a large batch);
+// and how much one step's time varies from run to run.
+void MeasureCompute(double seconds, ClusterProfile* profile) {
   SetComputeThreads(1);
-  Sgemm(false, false, n, n, n, 1.0f, a.data(), b.data(), 0.0f, c.data());  // warm up
-  int runs = 0;
-  auto start = Clock::now();
-  do {
-    Sgemm(false, false, n, n, n, 1.0f, a.data(), b.data(), 0.0f, c.data());
-    ++runs;
-  } while (Since(start) < seconds);
-  return 2.0 * n * n * n * runs / Since(start) / 1e9;
+  profile->gflops_per_worker = SgemmGflops(seconds);
+  std::vector<double> times;
+  const double large = FullyConnectedGflops(64, seconds, &times), small = FullyConnectedGflops(4, seconds);
+  const double q = small / large;  // = 4 (64 + h) / (64 (4 + h))
+  const double h = q >= 1.0 ? 0.0 : 256.0 * (1.0 - q) / (64.0 * q - 4.0);
+  profile->half_rate_records = h;
+  profile->layer_gflops["fully_connected"] = large * (64.0 + h) / 64.0;
+  profile->layer_gflops["convolution"] = ConvolutionGflops(32, seconds) * (32.0 + h) / 32.0;
+  double mean = 0.0, square = 0.0;
+  for (double t : times) mean += t / times.size();
+  for (double t : times) square += (t - mean) * (t - mean) / times.size();
+  profile->compute_cv = mean > 0.0 ? std::sqrt(square) / mean : 0.0;
 }
 
 // An echo server on `socket` until `stop` (polled between receive timeouts).
@@ -87,7 +152,7 @@ Status Calibrate(const CalibrateOptions& options, ClusterProfile* profile) {
   *profile = ClusterProfile();
   profile->name = options.name;
   profile->nodes = options.nodes;
-  profile->gflops_per_worker = SgemmGflops(options.seconds_each);
+  MeasureCompute(options.seconds_each, profile);
 
   nng_socket server = NNG_SOCKET_INITIALIZER, client = NNG_SOCKET_INITIALIZER;
   std::atomic<bool> stop{false};

@@ -1,5 +1,6 @@
-// `dl-plan calibrate`: measures a cluster profile where it runs: the sgemm
-// rate of one worker thread, and NNG round-trip latency and bandwidth to an
+// `dl-plan calibrate`: measures a cluster profile where it runs: one worker
+// thread's compute (sgemm; the fully connected and convolution layers' rates,
+// their fall at small batches, the spread of a step's time), and NNG round-trip latency and bandwidth to an
 // echo peer (one started in this process on loopback, or `peer`, a
 // `dl-plan calibrate --serve` elsewhere). Every measurement is bounded in time.
 #pragma once

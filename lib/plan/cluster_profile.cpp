@@ -5,6 +5,7 @@
 
 #include "config/fields.h"
 #include "core/file_util.h"
+#include "layers/layer.h"
 
 namespace shoal {
 namespace {
@@ -22,6 +23,12 @@ Status Positive(const Fields& f, const std::string& key, double default_value, d
 }
 
 }  // namespace
+
+double ClusterProfile::FlopsPerSecond(const std::string& type, double records) const {
+  auto own = layer_gflops.find(type);
+  const double rate = (own != layer_gflops.end() ? own->second : gflops_per_worker) * 1e9;
+  return half_rate_records > 0.0 ? rate * records / (records + half_rate_records) : rate;
+}
 
 Status ParseClusterProfile(const std::string& text, const std::string& source, ClusterProfile* p) {
   *p = ClusterProfile();
@@ -44,6 +51,20 @@ Status ParseClusterProfile(const std::string& text, const std::string& source, C
   if (p->nodes_per_rack > 0 && !f.Has("uplink_gbps"))
     return f.FieldError("nodes_per_rack", "needs 'uplink_gbps', the bandwidth of a rack's uplink");
   if (p->nodes_per_rack > 0) SHOAL_RETURN_IF_ERROR(Positive(f, "uplink_gbps", p->uplink_gbps, &p->uplink_gbps));
+  if (f.Has("layer_gflops")) {
+    std::unique_ptr<Fields> rates;
+    SHOAL_RETURN_IF_ERROR(f.Section("layer_gflops", "layer_gflops", &rates));
+    for (const std::string& type : LayerTypes()) {
+      if (!rates->Has(type)) continue;
+      double rate = 0.0;
+      SHOAL_RETURN_IF_ERROR(Positive(*rates, type, 0.0, &rate));
+      p->layer_gflops[type] = rate;
+    }
+    SHOAL_RETURN_IF_ERROR(rates->CheckNoUnknown());
+  }
+  SHOAL_RETURN_IF_ERROR(f.Float("half_rate_records", 0.0, &p->half_rate_records, 0.0, 1e9));
+  SHOAL_RETURN_IF_ERROR(f.Float("compute_cv", 0.0, &p->compute_cv, 0.0, 10.0));
+  SHOAL_RETURN_IF_ERROR(f.Float("host_device_gbps", 0.0, &p->host_device_gbps, 0.0, 1e9));
   return f.CheckNoUnknown();
 }
 
@@ -65,6 +86,13 @@ std::string ClusterProfileToYaml(const ClusterProfile& p, const std::string& com
       << "workers_per_node: " << p.workers_per_node << "\n"
       << "backplane_gbps: " << p.backplane_gbps << "   # 0: non-blocking\n";
   if (p.nodes_per_rack > 0) out << "nodes_per_rack: " << p.nodes_per_rack << "\nuplink_gbps: " << p.uplink_gbps << "\n";
+  if (!p.layer_gflops.empty()) {
+    out << "layer_gflops:\n";
+    for (const auto& [type, rate] : p.layer_gflops) out << "  " << type << ": " << rate << "\n";
+  }
+  out << "half_rate_records: " << p.half_rate_records << "\n"
+      << "compute_cv: " << p.compute_cv << "\n";
+  if (p.host_device_gbps > 0) out << "host_device_gbps: " << p.host_device_gbps << "\n";
   return out.str();
 }
 

@@ -4,6 +4,7 @@
 // in racks whose switches join through an uplink.
 #pragma once
 
+#include <map>
 #include <string>
 
 #include "core/status.h"
@@ -20,6 +21,13 @@ struct ClusterProfile {
   double backplane_gbps = 0.0;     // the switch, all ports together; 0: non-blocking
   int nodes_per_rack = 0;          // 0: one switch; else racks of this many nodes
   double uplink_gbps = 0.0;        // a rack's link to the others, each direction (with nodes_per_rack)
+  // Compute as it runs: a layer type's own sustained rate (else
+  // gflops_per_worker), lower at small batches (half of it at
+  // half_rate_records records per worker; 0: no batch effect).
+  std::map<std::string, double> layer_gflops;
+  double half_rate_records = 0.0;
+  double compute_cv = 0.0;         // spread of a worker's step compute (std/mean): BSP waits for the slowest
+  double host_device_gbps = 0.0;   // GPU workers: parameters and gradients cross PCIe each step; 0: none
 
   double bytes_per_second() const { return bandwidth_gbps * 1e9 / 8.0; }
   double backplane_bytes_per_second() const { return backplane_gbps * 1e9 / 8.0; }  // 0: unbounded
@@ -31,6 +39,8 @@ struct ClusterProfile {
   }
   double latency_seconds() const { return latency_us * 1e-6; }
   double flops_per_second() const { return gflops_per_worker * 1e9; }
+  // What one worker computes of a layer of `type` per second, on `records` records.
+  double FlopsPerSecond(const std::string& type, double records) const;
 };
 
 // Parses a profile; errors name `source`:line:column and the field.

@@ -1,5 +1,6 @@
 #include "plan/cost_model.h"
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 
@@ -129,6 +130,12 @@ std::vector<LayerFacts> CollectLayerFacts(const JobConfig& job, const Net& net) 
   return facts;
 }
 
+double StragglerFactor(const Grouping& g, const ClusterProfile& p) {
+  auto slowest = [&](int n) { return n > 1 ? p.compute_cv * std::sqrt(2.0 * std::log(n)) : 0.0; };
+  const double across = g.staleness < 0 ? 0.0 : slowest(g.workers) / std::sqrt(g.staleness + 1.0);
+  return 1.0 + std::max(slowest(g.group_size), across);
+}
+
 LayerCost NodeCost(const LayerFacts& layer, Choice choice, const Grouping& g, const ClusterProfile& p) {
   LayerCost cost;
   const int m = g.group_size;
@@ -136,7 +143,10 @@ LayerCost NodeCost(const LayerFacts& layer, Choice choice, const Grouping& g, co
   const double share = choice == Choice::kNone ? 1.0
                        : choice == Choice::kModel ? SplitShares(layer.units, m).max
                                                   : 1.0 / m;
-  cost.compute_s = layer.flops * records * share / p.flops_per_second();
+  // A worker computes its records (data parallel) or its share of the group's.
+  const double batch = choice == Choice::kData ? records / m : records;
+  cost.compute_s =
+      layer.flops * records * share / p.FlopsPerSecond(layer.type, batch) * StragglerFactor(g, p);
   cost.overlapped = g.overlap;
   if (layer.params == 0.0) return cost;
   // Replicas of the parameters that the servers keep consistent; every
@@ -149,12 +159,20 @@ LayerCost NodeCost(const LayerFacts& layer, Choice choice, const Grouping& g, co
   // for an unpartitioned layer the one rank of each group on it.
   const double node_workers = std::min(p.workers_per_node, g.workers);
   const double holders = choice == Choice::kNone ? std::ceil(node_workers / m) : node_workers;
-  const double b = g.param_value_bytes;
-  double leg = holders * per_worker * b / p.bytes_per_second();
+  const double b = g.param_value_bytes, nic = p.bytes_per_second();
+  // Servers with their workers (AllReduce, server_worker_separate: false): a
+  // server beside every worker owns 1/N of every parameter, so a leg is a
+  // reduce-scatter or an all-gather and what a node's own servers own stays on it.
+  const int nodes = p.WorkerNodes(g.workers);
+  const double away = g.bound_servers ? (nodes - 1.0) / nodes : 1.0;
+  double leg = holders * per_worker * away * b / nic;
   // Servers on nodes of their own or beside workers: either way a server's
   // NIC takes its share in the direction the workers' NICs do not use.
-  if (g.servers > 0) leg = std::max(leg, total / g.servers * b / p.bytes_per_second());
-  if (p.backplane_gbps > 0) leg = std::max(leg, total * b / p.backplane_bytes_per_second());
+  const int servers = g.bound_servers ? nodes : g.servers;
+  if (servers > 0) leg = std::max(leg, total / servers * away * b / nic);
+  // GPU workers: each device's share crosses its host link too.
+  if (p.host_device_gbps > 0) leg = std::max(leg, per_worker * b / (p.host_device_gbps * 1e9 / 8.0));
+  if (p.backplane_gbps > 0) leg = std::max(leg, total * away * b / p.backplane_bytes_per_second());
   // Servers spread over the racks: a rack's workers send (R-1)/R of theirs out.
   const int racks = p.Racks(g.workers);
   if (racks > 1) leg = std::max(leg, total / racks * (racks - 1.0) / racks * b / p.uplink_bytes_per_second());

@@ -47,12 +47,21 @@ struct Grouping {
   int group_size = 1;  // M
   int batch = 1;       // B: records per step over all workers
   int servers = 0;     // S; 0: enough that server links are never the bottleneck
+  bool bound_servers = false;  // a server with every worker (server_worker_separate: false)
   double param_value_bytes = 4.0;  // a gradient or parameter value on the wire (cluster.wire)
   bool overlap = true;             // train.overlap: parameter traffic hides behind compute (else follows it)
   double exchanges_per_step = 1.0; // parameter exchanges per step (EASGD: one every easgd_tau steps)
+  // How far the workers wait for each other: -1, within groups only (async,
+  // EASGD); 0, all every step (BSP); s, all within s steps (SSP).
+  int staleness = 0;
   int groups() const { return workers / group_size; }
   double records_per_group() const { return static_cast<double>(batch) / groups(); }
 };
+
+// The step's compute, as a multiple of a worker's mean, when the workers
+// wait for the slowest: the largest of n draws is ~ mean + std·sqrt(2 ln n)
+// (profile's compute_cv); SSP's slack averages s + 1 steps' draws.
+double StragglerFactor(const Grouping& g, const ClusterProfile& p);
 
 // One layer's share of a step. Bytes are per busiest worker per step;
 // floats_total are over the whole cluster, both directions (SINGA's C).

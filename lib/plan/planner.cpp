@@ -183,6 +183,8 @@ Status PlanLayers(const std::vector<LayerFacts>& layers, const std::vector<Layer
   base.param_value_bytes = options.param_value_bytes;
   base.overlap = options.overlap;
   base.exchanges_per_step = options.exchanges_per_step;
+  base.staleness = options.staleness;
+  base.bound_servers = options.bound_servers;
   // Every layer that can take `c` takes it; the others are data parallel.
   auto fixed = [&](Choice c) {
     std::vector<Choice> v;
@@ -243,7 +245,9 @@ Status PlanLayers(const std::vector<LayerFacts>& layers, const std::vector<Layer
       }
     }
   }
-  if (options.servers == 0) {
+  if (options.bound_servers) {
+    chosen.servers = n;  // one with every worker
+  } else if (options.servers == 0) {
     chosen.servers = ChooseServers(CostBreakdown(layers, report->choices, ranks, chosen, p),
                                    std::min(p.workers_per_node, n), server_slots, chosen.param_value_bytes);
   }
@@ -292,6 +296,9 @@ Status PlanJob(const JobConfig& given, const PlannerOptions& options, PartitionR
   const bool easgd = job.cluster.consistency == "easgd";
   o.overlap = job.train.overlap && !easgd;  // as lib/train/param_table.cpp runs it
   o.exchanges_per_step = easgd ? 1.0 / job.cluster.easgd_tau : 1.0;
+  const std::string& model = job.cluster.consistency;
+  o.staleness = model == "bsp" ? 0 : model == "ssp" ? job.cluster.staleness : -1;
+  o.bound_servers = !job.cluster.server_worker_separate;
   int batch = 0;
   SHOAL_RETURN_IF_ERROR(StepRecords(job, &batch));
   return PlanLayers(layers, overrides, batch, o, job.source, report);

@@ -35,6 +35,8 @@ struct PlannerOptions {
   // exchanges per step (EASGD: one every easgd_tau steps).
   bool overlap = true;
   double exchanges_per_step = 1.0;
+  int staleness = 0;  // Grouping::staleness: BSP 0, SSP its slack, async and EASGD -1
+  bool bound_servers = false;  // cluster.server_worker_separate: false
 };
 
 // A user's fixed choice for a layer.

@@ -6,6 +6,8 @@
 
 #include "test_util.h"
 
+#include <cmath>
+
 #include "plan/cluster_profile.h"
 #include "plan/cost_model.h"
 
@@ -80,6 +82,18 @@ TEST_CASE("servers, the backplane and rack uplinks bound a leg when they are the
   CHECK(Leg(NodeCost(fc, Choice::kData, g, p)) == doctest::Approx(1.0));
 }
 
+TEST_CASE("servers with their workers (AllReduce) keep what a node's own servers own off the network") {
+  ClusterProfile p = Slow();
+  const LayerFacts fc = Layer();
+  Grouping g = Workers(8);
+  g.bound_servers = true;  // a reduce-scatter, then an all-gather: 7/8 of a worker's MiB each way
+  CHECK(Leg(NodeCost(fc, Choice::kData, g, p)) == doctest::Approx(7.0 / 8));
+  p.workers_per_node = 4;  // two nodes: half of what each node's four workers send stays on it
+  CHECK(Leg(NodeCost(fc, Choice::kData, g, p)) == doctest::Approx(4 * 0.5));
+  p.workers_per_node = 8;
+  CHECK(Leg(NodeCost(fc, Choice::kData, g, p)) == 0.0);
+}
+
 TEST_CASE("a group within one node exchanges its features in memory; across nodes, what leaves the node counts") {
   ClusterProfile p = Slow();
   LayerFacts src = Layer();
@@ -95,6 +109,45 @@ TEST_CASE("a group within one node exchanges its features in memory; across node
   p.workers_per_node = 2;
   CHECK(EdgeCost(src, Choice::kModel, 0, Dependency::kFull, Choice::kModel, 0, g, p).feature_s ==
         doctest::Approx(2 * alone * 2 / 3));
+}
+
+TEST_CASE("compute runs at the layer type's rate, slower at small batches, and BSP waits for the slowest") {
+  ClusterProfile p = Slow();
+  p.gflops_per_worker = 10;
+  LayerFacts fc = Layer();
+  fc.flops = 1e9;  // per record
+  const Grouping g = Workers(4);  // 64 records a worker
+  CHECK(NodeCost(fc, Choice::kData, g, p).compute_s == doctest::Approx(6.4));
+  p.layer_gflops["fully_connected"] = 20;
+  p.layer_gflops["convolution"] = 5;
+  CHECK(NodeCost(fc, Choice::kData, g, p).compute_s == doctest::Approx(3.2));
+  // Half the rate at 64 records a worker; model parallel, each computes its share of the group's 256.
+  p.half_rate_records = 64;
+  CHECK(NodeCost(fc, Choice::kData, g, p).compute_s == doctest::Approx(6.4));
+  const Grouping group = Workers(4, 4);
+  CHECK(NodeCost(fc, Choice::kModel, group, p).compute_s == doctest::Approx(3.2 * (256 + 64) / 256.0));
+  // 4 workers in step, each step's compute spread 10%: the slowest of 4 sets the pace.
+  p.half_rate_records = 0;
+  p.compute_cv = 0.1;
+  const double slowest = 1 + 0.1 * std::sqrt(2 * std::log(4.0));
+  CHECK(StragglerFactor(g, p) == doctest::Approx(slowest));
+  CHECK(NodeCost(fc, Choice::kData, g, p).compute_s == doctest::Approx(3.2 * slowest));
+  Grouping ssp = g, async = g;
+  ssp.staleness = 3;  // four steps' draws averaged
+  CHECK(StragglerFactor(ssp, p) == doctest::Approx(1 + 0.1 * std::sqrt(2 * std::log(4.0)) / 2));
+  async.staleness = -1;  // groups of one wait for nobody
+  CHECK(StragglerFactor(async, p) == 1.0);
+  async.group_size = 2;  // but a group's workers wait for each other every layer
+  CHECK(StragglerFactor(async, p) == doctest::Approx(1 + 0.1 * std::sqrt(2 * std::log(2.0))));
+}
+
+TEST_CASE("a GPU worker's parameters cross its host link") {
+  ClusterProfile p = Slow();
+  const LayerFacts fc = Layer();
+  p.host_device_gbps = p.bandwidth_gbps / 2;  // PCIe slower than the NIC
+  CHECK(Leg(NodeCost(fc, Choice::kData, Workers(8), p)) == doctest::Approx(2.0));
+  p.host_device_gbps = p.bandwidth_gbps * 16;
+  CHECK(Leg(NodeCost(fc, Choice::kData, Workers(8), p)) == doctest::Approx(1.0));
 }
 
 TEST_CASE("a cluster profile's network fields are read and checked") {
@@ -114,6 +167,21 @@ TEST_CASE("a cluster profile's network fields are read and checked") {
   REQUIRE(ParseClusterProfile(ClusterProfileToYaml(p, "written"), "again.yaml", &again).ok());
   CHECK(again.workers_per_node == 4);
   CHECK(again.uplink_gbps == 40);
+  REQUIRE(ParseClusterProfile(base + "layer_gflops: {convolution: 30, fully_connected: 45}\nhalf_rate_records: 8\n"
+                                     "compute_cv: 0.05\nhost_device_gbps: 100\n",
+                              "c.yaml", &p)
+              .ok());
+  CHECK(p.layer_gflops.at("convolution") == 30);
+  CHECK(p.FlopsPerSecond("convolution", 8) == doctest::Approx(15e9));
+  CHECK(p.FlopsPerSecond("relu", 1e12) == doctest::Approx(50e9));
+  REQUIRE(ParseClusterProfile(ClusterProfileToYaml(p, ""), "again.yaml", &again).ok());
+  CHECK(again.layer_gflops == p.layer_gflops);
+  CHECK(again.compute_cv == doctest::Approx(0.05));
+  CHECK(again.host_device_gbps == 100);
+  CHECK(Contains(ParseClusterProfile(base + "layer_gflops: {convlution: 30}\n", "c.yaml", &p).message(),
+                 "convlution"));
+  CHECK(Contains(ParseClusterProfile(base + "layer_gflops: {convolution: 0}\n", "c.yaml", &p).message(),
+                 "must be positive"));
   Status s = ParseClusterProfile(base + "nodes_per_rack: 16\n", "c.yaml", &p);
   CHECK(Contains(s.message(), "c.yaml"));
   CHECK(Contains(s.message(), "needs 'uplink_gbps'"));
