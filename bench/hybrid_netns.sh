@@ -2,9 +2,11 @@
 # Hybrid partitioning on emulated hosts (SINGA §5.3): configs/models/fc-heavy.yaml
 # trained by 4 workers on 4 hosts with 1 Gbit/s links (scripts/netns-cluster.sh;
 # servers on the head, whose link is not limited) under the all-data, the
-# all-model and dl-plan's optimal (hybrid) plan. For each: the measured step
-# time (median over the steps, the slowest worker's) beside dl-plan's
-# prediction. Writes bench/out/hybrid_netns.json. Needs root.
+# all-model and dl-plan's optimal (hybrid) plan, with train.overlap on and off,
+# and by the same 4 workers on 2 hosts (two share each NIC: the profile says
+# workers_per_node 2). For each: the measured step time (median over the
+# steps, the slowest worker's) beside dl-plan's prediction.
+# Writes bench/out/hybrid_netns.json. Needs root.
 #
 #   bench/hybrid_netns.sh [STEPS]
 set -euo pipefail
@@ -32,55 +34,70 @@ done
 for p in "${peers[@]}"; do wait "$p"; done
 kill "${echoes[@]}" 2>/dev/null || true
 python3 - "$work"/calibrated-*.yaml >"$work/profile.yaml" <<'PY'
-import sys
-values = {}
-for path in sys.argv[1:]:
-    for line in open(path):
-        if ":" in line and not line.startswith("#"):
-            k, v = (x.strip() for x in line.split(":", 1))
-            values.setdefault(k, []).append(v)
+import sys, yaml
+def mean(values):  # numbers averaged, mappings field by field, anything else the first's
+    if all(isinstance(v, dict) for v in values):
+        return {k: mean([v[k] for v in values if k in v]) for k in values[0]}
+    if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
+        avg = sum(values) / len(values)
+        return round(avg) if all(isinstance(v, int) for v in values) else avg
+    return values[0]
+profiles = [yaml.safe_load(open(path)) for path in sys.argv[1:]]
 print("# bench/hybrid_netns.sh: the mean of four hosts calibrating at once")
-for k, vs in values.items():
-    try:
-        print(f"{k}: {sum(float(v) for v in vs) / len(vs):.4g}")
-    except ValueError:
-        print(f"{k}: {vs[0]}")
+print(yaml.safe_dump(mean(profiles), sort_keys=False), end="")
 PY
 cat "$work/profile.yaml" >&2
 
+# The same four workers two to a host: a second cluster of two hosts.
+shared=${cluster:0:7}s
+"$root/scripts/netns-cluster.sh" up "$shared" 2 1gbit >/dev/null
+trap '"$root/scripts/netns-cluster.sh" down "$cluster"; "$root/scripts/netns-cluster.sh" down "$shared"; rm -rf "$work"' EXIT
+sed 's/^workers_per_node: .*/workers_per_node: 2/' "$work/profile.yaml" >"$work/shared.yaml"
+
 results=()
-for strategy in data model optimal; do
-  run=$work/$strategy
-  echo "hybrid_netns: $strategy" >&2
-  CLUSTER=$cluster STRATEGY=$strategy PROFILE=$work/profile.yaml EVALUATE=no RUN_DIR=$run SHOAL_BIN=$bin \
+# case NAME CLUSTER PROFILE STRATEGY [JOB FIELD=VALUE...]
+case_run() {
+  local name=$1 on=$2 profile=$3 strategy=$4 run=$work/$1
+  shift 4
+  echo "hybrid_netns: $name" >&2
+  CLUSTER=$on STRATEGY=$strategy PROFILE=$profile EVALUATE=no RUN_DIR=$run SHOAL_BIN=$bin \
     BASE_PORT=$((12000 + RANDOM % 8000)) "$root/scripts/train-local.sh" "$root/configs/models/fc-heavy.yaml" \
-    train.steps="$steps" train.display_every="$steps" 2>"$work/$strategy.log" ||
-    { cat "$work/$strategy.log" >&2; exit 1; }
-  results+=("$run")
+    train.steps="$steps" train.display_every="$steps" "$@" 2>"$work/$name.log" ||
+    { cat "$work/$name.log" >&2; exit 1; }
+  results+=("$name=$run")
+}
+for strategy in data model optimal; do
+  case_run "$strategy" "$cluster" "$work/profile.yaml" "$strategy"
 done
+case_run data-overlap-off "$cluster" "$work/profile.yaml" data train.overlap=false
+case_run optimal-overlap-off "$cluster" "$work/profile.yaml" optimal train.overlap=false
+case_run data-shared-nic "$shared" "$work/shared.yaml" data
 
 python3 - "$out/hybrid_netns.json" "$work/profile.yaml" "${results[@]}" <<'PY'
 import glob, json, os, sys
 out, profile, runs = sys.argv[1], open(sys.argv[2]).read(), sys.argv[3:]
 rows = []
-for run in runs:
+for case in runs:
+    name, run = case.split("=", 1)
     plan = json.load(open(run + "/plan.json"))
     done = [json.loads(l) for p in glob.glob(run + "/worker-*.jsonl") for l in open(p) if '"event":"done"' in l]
     measured = max(d["ms_per_step_median"] for d in done)
     chosen = plan["planner"]["totals"]["chosen"]
-    rows.append({"strategy": plan["strategy"], "group_size": chosen["group_size"],
+    rows.append({"case": name, "strategy": plan["strategy"], "group_size": chosen["group_size"],
+                 "overlap": plan["job"]["train"]["overlap"],
+                 "workers_per_node": plan["planner"]["profile"]["workers_per_node"],
                  "choices": {l["name"]: l["choice"] for l in plan["planner"]["layers"]},
                  "measured_ms": measured, "predicted_ms": 1e3 * chosen["seconds"],
                  "prediction_error": 1e3 * chosen["seconds"] / measured - 1,
                  "param_bytes": chosen["param_bytes"], "feature_bytes": chosen["feature_bytes"]})
-data = next(r for r in rows if r["strategy"] == "data")
+data = next(r for r in rows if r["case"] == "data")
 for r in rows:
     r["speedup_over_all_data"] = data["measured_ms"] / r["measured_ms"]
 json.dump({"bench": "hybrid_netns", "model": "configs/models/fc-heavy.yaml", "hosts": 4, "link": "1gbit",
            "profile": profile, "runs": rows}, open(out, "w"), indent=2)
-print(f"{'plan':10} {'M':>3} {'measured ms':>12} {'predicted ms':>13} {'error':>7} {'vs all-data':>12}")
+print(f"{'case':20} {'M':>3} {'measured ms':>12} {'predicted ms':>13} {'error':>7} {'vs all-data':>12}")
 for r in rows:
-    print(f"{r['strategy']:10} {r['group_size']:>3} {r['measured_ms']:>12.1f} {r['predicted_ms']:>13.1f} "
+    print(f"{r['case']:20} {r['group_size']:>3} {r['measured_ms']:>12.1f} {r['predicted_ms']:>13.1f} "
           f"{100 * r['prediction_error']:>6.1f}% {r['speedup_over_all_data']:>11.2f}x")
 print("wrote", out)
 PY
