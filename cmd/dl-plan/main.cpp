@@ -32,7 +32,7 @@ int WriteOut(const std::string& path, const std::string& text) {
 int Main(int argc, char** argv) {
   SetLogName("dl-plan");
   CLI::App app{"dl-plan: compute the plan of a training job"};
-  std::string job_path, out_path, cluster_path, strategy = "optimal";
+  std::string job_path, out_path, cluster_path, strategy = "optimal", exchange = "job";
   std::vector<std::string> overrides;
   PlanOptions options;
   PlannerOptions planner;
@@ -55,6 +55,10 @@ int Main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   app.add_option("--strategy", strategy, "optimal (default), data (every layer on the batch) or model")
       ->check(CLI::IsMember({"optimal", "data", "model"}));
+  app.add_option("--exchange", exchange,
+                 "job (default: as cluster.server_worker_separate says), servers, allreduce (a server with every "
+                 "worker) or auto (the one predicted faster); the plan's job says which")
+      ->check(CLI::IsMember({"job", "servers", "allreduce", "auto"}));
   app.add_flag("--explain", explain, "print the plan's costs as a table on standard error");
 
   CLI::App* calibrate = app.add_subcommand("calibrate", "measure a cluster profile here and write it as YAML");
@@ -128,6 +132,10 @@ int Main(int argc, char** argv) {
   }
   planner.strategy = strategy == "data" ? Strategy::kData : strategy == "model" ? Strategy::kModel
                                                                                  : Strategy::kOptimal;
+  planner.exchange = exchange == "servers"     ? Exchange::kServers
+                     : exchange == "allreduce" ? Exchange::kAllReduce
+                     : exchange == "auto"      ? Exchange::kAuto
+                                               : Exchange::kJob;
   JobConfig job;
   Status s = LoadJobFile(job_path, overrides, &job);
   if (s.ok() && !cluster_path.empty()) s = LoadClusterProfile(cluster_path, &planner.profile);

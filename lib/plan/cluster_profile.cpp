@@ -45,6 +45,7 @@ Status ParseClusterProfile(const std::string& text, const std::string& source, C
   SHOAL_RETURN_IF_ERROR(f.Float("latency_us", p->latency_us, &p->latency_us, 0.0, 1e9));
   SHOAL_RETURN_IF_ERROR(Positive(f, "gflops_per_worker", p->gflops_per_worker, &p->gflops_per_worker));
   SHOAL_RETURN_IF_ERROR(f.Int("nodes", p->nodes, &p->nodes, 0));
+  SHOAL_RETURN_IF_ERROR(f.Float("server_gbps", p->server_gbps, &p->server_gbps, 0.0, 1e9));
   SHOAL_RETURN_IF_ERROR(f.Int("workers_per_node", p->workers_per_node, &p->workers_per_node, 1, 1 << 16));
   SHOAL_RETURN_IF_ERROR(f.Float("backplane_gbps", p->backplane_gbps, &p->backplane_gbps, 0.0, 1e9));
   SHOAL_RETURN_IF_ERROR(f.Int("nodes_per_rack", p->nodes_per_rack, &p->nodes_per_rack, 0, 1 << 20));
@@ -83,6 +84,7 @@ std::string ClusterProfileToYaml(const ClusterProfile& p, const std::string& com
       << "latency_us: " << p.latency_us << "\n"
       << "gflops_per_worker: " << p.gflops_per_worker << "\n"
       << "nodes: " << p.nodes << "\n"
+      << "server_gbps: " << p.server_gbps << "   # 0: as bandwidth_gbps\n"
       << "workers_per_node: " << p.workers_per_node << "\n"
       << "backplane_gbps: " << p.backplane_gbps << "   # 0: non-blocking\n";
   if (p.nodes_per_rack > 0) out << "nodes_per_rack: " << p.nodes_per_rack << "\nuplink_gbps: " << p.uplink_gbps << "\n";

@@ -17,6 +17,7 @@ struct ClusterProfile {
   double latency_us = 20.0;        // one message, one way, microseconds
   double gflops_per_worker = 10.0; // sustained sgemm rate of one worker, GFLOP/s
   int nodes = 0;                   // the node budget, servers' nodes included; 0: as many as asked
+  double server_gbps = 0.0;        // a server node's NIC, each direction; 0: as bandwidth_gbps
   int workers_per_node = 1;        // workers sharing a node and its NIC
   double backplane_gbps = 0.0;     // the switch, all ports together; 0: non-blocking
   int nodes_per_rack = 0;          // 0: one switch; else racks of this many nodes
@@ -30,6 +31,7 @@ struct ClusterProfile {
   double host_device_gbps = 0.0;   // GPU workers: parameters and gradients cross PCIe each step; 0: none
 
   double bytes_per_second() const { return bandwidth_gbps * 1e9 / 8.0; }
+  double server_bytes_per_second() const { return (server_gbps > 0 ? server_gbps : bandwidth_gbps) * 1e9 / 8.0; }
   double backplane_bytes_per_second() const { return backplane_gbps * 1e9 / 8.0; }  // 0: unbounded
   double uplink_bytes_per_second() const { return uplink_gbps * 1e9 / 8.0; }
   int WorkerNodes(int workers) const { return (workers + workers_per_node - 1) / workers_per_node; }

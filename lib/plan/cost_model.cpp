@@ -168,8 +168,8 @@ LayerCost NodeCost(const LayerFacts& layer, Choice choice, const Grouping& g, co
   double leg = holders * per_worker * away * b / nic;
   // Servers on nodes of their own or beside workers: either way a server's
   // NIC takes its share in the direction the workers' NICs do not use.
-  const int servers = g.bound_servers ? nodes : g.servers;
-  if (servers > 0) leg = std::max(leg, total / servers * away * b / nic);
+  if (g.bound_servers) leg = std::max(leg, total / nodes * away * b / nic);
+  else if (g.servers > 0) leg = std::max(leg, total / g.servers * b / p.server_bytes_per_second());
   // GPU workers: each device's share crosses its host link too.
   if (p.host_device_gbps > 0) leg = std::max(leg, per_worker * b / (p.host_device_gbps * 1e9 / 8.0));
   if (p.backplane_gbps > 0) leg = std::max(leg, total * away * b / p.backplane_bytes_per_second());

@@ -246,10 +246,11 @@ Status PlanLayers(const std::vector<LayerFacts>& layers, const std::vector<Layer
     }
   }
   if (options.bound_servers) {
-    chosen.servers = n;  // one with every worker
-  } else if (options.servers == 0) {
-    chosen.servers = ChooseServers(CostBreakdown(layers, report->choices, ranks, chosen, p),
-                                   std::min(p.workers_per_node, n), server_slots, chosen.param_value_bytes);
+    chosen.servers = report->advised_servers = n;  // one with every worker
+  } else {
+    report->advised_servers = ChooseServers(CostBreakdown(layers, report->choices, ranks, chosen, p),
+                                            std::min(p.workers_per_node, n), server_slots, chosen.param_value_bytes);
+    if (options.servers == 0) chosen.servers = report->advised_servers;
   }
   report->grouping = chosen;
   report->costs = CostBreakdown(layers, report->choices, ranks, chosen, p);
@@ -279,6 +280,21 @@ Status ResizeJob(const JobConfig& job, int workers, JobConfig* resized) {
   return Status::Ok();
 }
 
+Status WithExchange(const JobConfig& job, bool allreduce, JobConfig* out) {
+  *out = job;
+  ClusterConfig& c = out->cluster;
+  c.server_worker_separate = !allreduce;
+  out->resolved["cluster"]["server_worker_separate"] = c.server_worker_separate;
+  if (!allreduce) return Status::Ok();
+  if (c.workers() % c.nserver_groups != 0)
+    return Status::InvalidArgument(job.source + ": AllReduce puts a server with every worker, but " +
+                                   std::to_string(c.workers()) + " workers do not divide into " +
+                                   std::to_string(c.nserver_groups) + " server groups (cluster.nserver_groups)");
+  c.nservers_per_group = c.workers() / c.nserver_groups;
+  out->resolved["cluster"]["nservers_per_group"] = c.nservers_per_group;
+  return Status::Ok();
+}
+
 Status PlanJob(const JobConfig& given, const PlannerOptions& options, PartitionReport* report) {
   JobConfig job;
   SHOAL_RETURN_IF_ERROR(ResizeJob(given, options.workers > 0 ? options.workers : given.cluster.workers(), &job));
@@ -299,6 +315,7 @@ Status PlanJob(const JobConfig& given, const PlannerOptions& options, PartitionR
   const std::string& model = job.cluster.consistency;
   o.staleness = model == "bsp" ? 0 : model == "ssp" ? job.cluster.staleness : -1;
   o.bound_servers = !job.cluster.server_worker_separate;
+  if (o.servers == 0) o.servers = job.cluster.nservers_per_group;  // those a worker's group talks to
   int batch = 0;
   SHOAL_RETURN_IF_ERROR(StepRecords(job, &batch));
   return PlanLayers(layers, overrides, batch, o, job.source, report);
@@ -308,7 +325,38 @@ Status BuildPlan(const JobConfig& given, const PlannerOptions& planner, const Pl
                  PartitionReport* report, Plan* plan) {
   JobConfig job;
   SHOAL_RETURN_IF_ERROR(ResizeJob(given, planner.workers > 0 ? planner.workers : given.cluster.workers(), &job));
-  SHOAL_RETURN_IF_ERROR(PlanJob(job, planner, report));
+  if (planner.servers > 0) {  // the plan runs the servers it was planned for
+    if (!job.cluster.server_worker_separate || planner.exchange == Exchange::kAllReduce)
+      return Status::InvalidArgument(job.source + ": --servers " + std::to_string(planner.servers) +
+                                     " with AllReduce, which has a server with every worker");
+    job.cluster.nservers_per_group = planner.servers;
+    job.resolved["cluster"]["nservers_per_group"] = planner.servers;
+  }
+  if (planner.exchange == Exchange::kJob) {
+    SHOAL_RETURN_IF_ERROR(PlanJob(job, planner, report));
+  } else {
+    // Each exchange asked for, planned whole; the fastest is written.
+    std::vector<bool> tries;
+    if (planner.exchange != Exchange::kAllReduce) tries.push_back(false);
+    if (planner.exchange != Exchange::kServers) tries.push_back(true);
+    std::vector<std::pair<std::string, double>> tried;
+    JobConfig best;
+    for (bool allreduce : tries) {
+      JobConfig candidate;
+      PartitionReport r;
+      Status s = WithExchange(job, allreduce, &candidate);
+      if (s.ok()) s = PlanJob(candidate, planner, &r);
+      if (!s.ok() && planner.exchange != Exchange::kAuto) return s;
+      if (!s.ok()) continue;  // auto: an exchange the job cannot take is not a choice
+      tried.emplace_back(allreduce ? "allreduce" : "servers", r.chosen.seconds);
+      if (tried.size() == 1 || r.chosen.seconds < report->chosen.seconds) {
+        *report = r;
+        best = candidate;
+      }
+    }
+    report->exchanges = tried;
+    job = best;
+  }
   Partition partition;
   partition.group_size = report->grouping.group_size;
   for (size_t i = 0; i < report->choices.size(); ++i) {

@@ -20,10 +20,16 @@ namespace shoal {
 enum class Strategy { kOptimal, kData, kModel };
 const char* StrategyName(Strategy s);
 
+// How parameters are exchanged: as the job says (cluster.server_worker_separate),
+// through servers of their own, through a server with every worker (AllReduce:
+// a reduce-scatter and an all-gather), or whichever dl-plan predicts faster.
+enum class Exchange { kJob, kServers, kAllReduce, kAuto };
+
 struct PlannerOptions {
   Strategy strategy = Strategy::kOptimal;
+  Exchange exchange = Exchange::kJob;  // BuildPlan writes the choice into the job
   int workers = 0;  // N; 0: the job's workers (another N: ResizeJob)
-  int servers = 0;  // S; 0: the planner chooses
+  int servers = 0;  // S; 0: the job's (PlanJob) or, planning bare layers, the fewest that keep up
   int group_size = 0;  // M; 0: the planner chooses (optimal), 1 (data), the job's group (model)
   // The job's groups of workers (nworkers_per_group): they run asynchronously
   // to each other, so a planned group lies within one (M divides it); 0: N.
@@ -69,6 +75,9 @@ struct PartitionReport {
   std::vector<PlanTotals> by_group_size;  // the best plan for each M tried
   size_t max_states = 0;
   bool has_overrides = false;
+  int advised_servers = 0;  // the fewest servers whose NICs carry no more than a worker node's
+  // With --exchange auto: each exchange tried and its step (the chosen plan's).
+  std::vector<std::pair<std::string, double>> exchanges;
 };
 
 // The job on `workers` workers, as SINGA scales it: the step's mini-batch
@@ -76,8 +85,12 @@ struct PartitionReport {
 // kept; refused naming both when they do not divide.
 Status ResizeJob(const JobConfig& job, int workers, JobConfig* resized);
 
-// Plans a built job (on options.workers, ResizeJob). Errors name the job
-// file and the layer or field.
+// The job exchanging parameters through servers of their own (`allreduce`
+// false) or a server with every worker (true: nservers_per_group set to match).
+Status WithExchange(const JobConfig& job, bool allreduce, JobConfig* out);
+
+// Plans a built job (on options.workers, ResizeJob) with the servers it runs
+// (options.servers, else the job's). Errors name the job file and the layer or field.
 Status PlanJob(const JobConfig& job, const PlannerOptions& options, PartitionReport* report);
 
 // All of dl-plan: plans `job` (PlanJob) and writes the plan of the

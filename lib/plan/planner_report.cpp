@@ -33,6 +33,7 @@ json ReportToJson(const PartitionReport& r) {
                   {"latency_us", r.profile.latency_us},
                   {"gflops_per_worker", r.profile.gflops_per_worker},
                   {"nodes", r.profile.nodes},
+                  {"server_gbps", r.profile.server_gbps},
                   {"workers_per_node", r.profile.workers_per_node},
                   {"backplane_gbps", r.profile.backplane_gbps},
                   {"nodes_per_rack", r.profile.nodes_per_rack},
@@ -42,7 +43,12 @@ json ReportToJson(const PartitionReport& r) {
   j["group_size"] = r.grouping.group_size;
   j["groups"] = r.grouping.groups();
   j["servers"] = r.grouping.servers;
+  j["advised_servers"] = r.advised_servers;
   j["max_states"] = r.max_states;
+  if (!r.exchanges.empty()) {
+    j["exchanges"] = json::object();
+    for (const auto& [name, seconds] : r.exchanges) j["exchanges"][name] = seconds;
+  }
   j["layers"] = json::array();
   for (size_t i = 0; i < r.layers.size(); ++i) {
     const LayerCost& c = r.costs[i];
@@ -104,11 +110,11 @@ std::string ExplainReport(const PartitionReport& r) {
   std::string out;
   char buf[512];
   std::snprintf(buf, sizeof buf,
-                "plan for %d workers (%d groups of %d), %d servers, mini-batch %d, strategy %s\n"
+                "plan for %d workers (%d groups of %d), %d servers%s (%d would keep up), mini-batch %d, strategy %s\n"
                 "profile '%s': %g Gbit/s, %g us, %g GFLOP/s per worker\n"
                 "bytes are per step on the busiest worker's link; ms per step\n\n",
                 r.grouping.workers, r.grouping.groups(), r.grouping.group_size, r.grouping.servers,
-                r.grouping.batch, StrategyName(r.strategy), r.profile.name.c_str(), r.profile.bandwidth_gbps,
+                r.grouping.bound_servers ? " with their workers" : "", r.advised_servers, r.grouping.batch, StrategyName(r.strategy), r.profile.name.c_str(), r.profile.bandwidth_gbps,
                 r.profile.latency_us, r.profile.gflops_per_worker);
   out += buf;
   std::snprintf(buf, sizeof buf, "%-16s %-16s %-7s %10s %9s %9s %9s %9s %9s %9s\n", "layer", "type", "choice",

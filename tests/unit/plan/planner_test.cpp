@@ -97,16 +97,52 @@ TEST_CASE("AlexNet on 8 workers at 1 Gbit/s: convolutions data parallel, fully c
   CHECK(r.grouping.servers <= o.profile.nodes);
 }
 
-TEST_CASE("the Fashion-MNIST MLP on a fast link is all data parallel") {
+TEST_CASE("the Fashion-MNIST MLP on a fast link with a server per worker is all data parallel") {
   PlannerOptions o;
   o.profile = LoadProfile("configs/clusters/100gbe-64node.yaml");
   for (int workers : {2, 4, 8}) {
     o.workers = workers;
+    o.servers = workers;
     PartitionReport r = Plan("configs/fashion-mlp.yaml", o);
     INFO(workers << " workers");
     for (size_t i = 0; i < r.layers.size(); ++i) CHECK(r.choices[i] == Choice::kData);
     CHECK(r.chosen.seconds == doctest::Approx(r.all_data.seconds));
   }
+}
+
+TEST_CASE("the prediction is of the servers the plan runs; --servers and --exchange write theirs into the job") {
+  JobConfig job;
+  REQUIRE(LoadJobFile(Source("configs/fashion-mlp.yaml"), {"cluster.nworkers_per_group=8", "train.batch_size=8"},
+                      &job)
+              .ok());
+  PlannerOptions o;
+  o.profile = LoadProfile("configs/clusters/1gbe-8node.yaml");
+  o.strategy = Strategy::kData;
+  PartitionReport one, eight, allreduce, chosen;
+  shoal::Plan plan;
+  REQUIRE(PlanJob(job, o, &one).ok());  // the job's one server takes every worker's gradients
+  CHECK(one.grouping.servers == 1);
+  CHECK(one.advised_servers > 1);
+  o.servers = 8;
+  REQUIRE(BuildPlan(job, o, PlanOptions(), &eight, &plan).ok());
+  CHECK(plan.servers.size() == 8);
+  CHECK(eight.chosen.seconds < one.chosen.seconds);
+  o.servers = 0;
+  o.exchange = Exchange::kAllReduce;
+  REQUIRE(BuildPlan(job, o, PlanOptions(), &allreduce, &plan).ok());
+  CHECK_FALSE(plan.job.cluster.server_worker_separate);
+  CHECK(plan.servers.size() == 8);
+  CHECK(allreduce.chosen.seconds < eight.chosen.seconds);  // 7/8 of each worker's traffic, not all of it
+  o.exchange = Exchange::kAuto;
+  REQUIRE(BuildPlan(job, o, PlanOptions(), &chosen, &plan).ok());
+  REQUIRE(chosen.exchanges.size() == 2);
+  CHECK(chosen.exchanges[0].first == "servers");
+  CHECK(chosen.exchanges[0].second == doctest::Approx(one.chosen.seconds));
+  CHECK(chosen.exchanges[1].second == doctest::Approx(allreduce.chosen.seconds));
+  CHECK_FALSE(plan.job.cluster.server_worker_separate);
+  o.servers = 4;
+  o.exchange = Exchange::kAllReduce;
+  CHECK(Contains(BuildPlan(job, o, PlanOptions(), &chosen, &plan).message(), "--servers 4 with AllReduce"));
 }
 
 TEST_CASE("cluster.wire: fp16 halves the predicted parameter bytes and leaves the feature bytes") {
