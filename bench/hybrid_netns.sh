@@ -54,8 +54,8 @@ cat "$work/profile.yaml" >&2
 
 # The same four workers two to a host: a second cluster of two hosts.
 shared=${cluster:0:7}s
+trap '"$root/scripts/netns-cluster.sh" down "$cluster"; "$root/scripts/netns-cluster.sh" down "$shared" 2>/dev/null; rm -rf "$work"' EXIT
 "$root/scripts/netns-cluster.sh" up "$shared" 2 1gbit >/dev/null
-trap '"$root/scripts/netns-cluster.sh" down "$cluster"; "$root/scripts/netns-cluster.sh" down "$shared"; rm -rf "$work"' EXIT
 sed 's/^workers_per_node: .*/workers_per_node: 2/' "$work/profile.yaml" >"$work/shared.yaml"
 
 results=()

@@ -88,8 +88,9 @@ void MeasureCompute(double seconds, ClusterProfile* profile) {
   profile->gflops_per_worker = SgemmGflops(seconds);
   std::vector<double> times;
   const double large = FullyConnectedGflops(64, seconds, &times), small = FullyConnectedGflops(4, seconds);
-  const double q = small / large;  // = 4 (64 + h) / (64 (4 + h))
-  const double h = q >= 1.0 ? 0.0 : 256.0 * (1.0 - q) / (64.0 * q - 4.0);
+  // q = 4 (64 + h) / (64 (4 + h)): from 1/16 (h without bound) to 1 (h = 0); noise may step outside.
+  const double q = std::clamp(small / large, 1.0 / 16 + 1e-3, 1.0);
+  const double h = std::min(256.0 * (1.0 - q) / (64.0 * q - 4.0), 1e6);
   profile->half_rate_records = h;
   profile->layer_gflops["fully_connected"] = large * (64.0 + h) / 64.0;
   profile->layer_gflops["convolution"] = ConvolutionGflops(32, seconds) * (32.0 + h) / 32.0;

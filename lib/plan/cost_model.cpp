@@ -45,22 +45,23 @@ Layout Needs(Choice c, Dependency dep) {
 // the message steps on the critical path.
 struct Move {
   double busiest = 0.0, group_total = 0.0, steps = 0.0;
+  bool every_rank = true;  // every rank as busy as the busiest (else one: a scatter, gather or send)
 };
 
 // `shares`: of the columns, when either side is columns.
 Move Relayout(Layout have, Layout need, bool same_rank, double x, int m, Shares shares) {
   const double others = (m - 1.0) / m;
   if (m == 1 || have == need) {
-    if (have == Layout::kOne && need == Layout::kOne && !same_rank) return {x, x, 1.0};
+    if (have == Layout::kOne && need == Layout::kOne && !same_rank) return {x, x, 1.0, false};
     return {};
   }
   if (need == Layout::kReplicated) {
-    if (have == Layout::kOne) return {x, x * (m - 1.0), m - 1.0};  // broadcast, pipelined
+    if (have == Layout::kOne) return {x, x * (m - 1.0), m - 1.0, false};  // broadcast, pipelined
     // All-gather: the rank holding least receives most.
     const double missing = have == Layout::kColumns ? 1.0 - shares.min : others;
     return {x * missing, x * (m - 1.0), m - 1.0};
   }
-  if (have == Layout::kOne || need == Layout::kOne) return {x * others, x * others, m - 1.0};  // scatter, gather
+  if (have == Layout::kOne || need == Layout::kOne) return {x * others, x * others, m - 1.0, false};  // scatter, gather
   // All-to-all: rows -> columns, a rank receives its columns of the others'
   // records; columns -> rows, the others' columns of its records.
   const double busiest = have == Layout::kRows ? x * others * shares.max : x / m * (1.0 - shares.min);
@@ -72,23 +73,26 @@ Move Relayout(Layout have, Layout need, bool same_rank, double x, int m, Shares 
 // the busiest NIC, the backplane or a rack's uplink bounds the rest.
 double FeatureLegSeconds(const Move& move, const Grouping& g, const ClusterProfile& p) {
   // m > 1 here: a group of one moves nothing.
-  const int m = g.group_size, k = p.workers_per_node;
+  const int m = g.group_size, k = std::min(p.workers_per_node, g.workers);
   if (m <= k && k % m == 0) return 0.0;  // every group lies within a node
-  // A group over several nodes: a rank's peers beyond its node (all, when groups straddle nodes).
+  // A group over several nodes: a rank's peers beyond its node (all, when groups straddle nodes);
+  // a node's ranks of the group all send alike in a collective, one sends in a scatter or gather.
   const double off_node = m > k ? (m - k) / (m - 1.0) : 1.0;
-  double leg = k * move.busiest * off_node * kBytesPerFloat / p.bytes_per_second();
+  const double senders = move.every_rank ? std::min(k, m) : 1.0;
+  double leg = senders * move.busiest * off_node * kBytesPerFloat / p.bytes_per_second();
   if (p.backplane_gbps > 0)
     leg = std::max(leg, move.group_total * g.groups() * off_node * kBytesPerFloat / p.backplane_bytes_per_second());
-  const int rack_workers = p.nodes_per_rack * k;
+  const double rack_workers = static_cast<double>(p.nodes_per_rack) * k;
   if (p.nodes_per_rack > 0 && m > rack_workers)
-    leg = std::max(leg, rack_workers * move.busiest * (m - rack_workers) / (m - 1.0) * kBytesPerFloat /
-                            p.uplink_bytes_per_second());
+    leg = std::max(leg, (move.every_rank ? rack_workers : 1.0) * move.busiest * (m - rack_workers) / (m - 1.0) *
+                            kBytesPerFloat / p.uplink_bytes_per_second());
   return leg;
 }
 
 }  // namespace
 
 void LayerCost::Add(const LayerCost& o) {
+  overlapped = overlapped && o.overlapped;
   compute_s += o.compute_s;
   param_s += o.param_s;
   feature_s += o.feature_s;

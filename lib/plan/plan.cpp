@@ -90,8 +90,10 @@ std::vector<size_t> RankBoundaries(const Plan& plan, const ParamPlan& param, int
 }  // namespace
 
 Status IndexPlan(Plan* plan) {
-  plan->group_size = 1;
-  for (const auto& w : plan->workers) plan->group_size = std::max(plan->group_size, w.rank + 1);
+  plan->group_size = 1;  // ranks beyond the workers are refused later (CheckProcesses)
+  const int workers = static_cast<int>(plan->workers.size());
+  for (const auto& w : plan->workers)
+    if (w.rank >= 0 && w.rank < workers) plan->group_size = std::max(plan->group_size, w.rank + 1);
   std::unordered_map<std::string, size_t> layers, params;
   for (size_t i = 0; i < plan->layers.size(); ++i) layers.emplace(plan->layers[i].name, i);
   for (size_t i = 0; i < plan->params.size(); ++i) {

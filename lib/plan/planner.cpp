@@ -115,11 +115,13 @@ std::vector<int> Divisors(int n) {
 // The fewest servers whose NICs carry no more than a worker node's: the
 // total parameter traffic of a layer over the busiest node's, at most
 // `slots` (one per node of the budget, or per worker without one).
-int ChooseServers(const std::vector<LayerCost>& costs, double node_workers, int slots, double value_bytes) {
+int ChooseServers(const std::vector<LayerCost>& costs, double node_workers, int slots, double value_bytes,
+                  const ClusterProfile& p) {
   int servers = 1;
+  const double faster = p.server_bytes_per_second() / p.bytes_per_second();  // a server's NIC over a worker's
   for (const auto& c : costs) {
     if (c.param_bytes_out <= 0.0) continue;
-    double ratio = c.param_floats_total / 2.0 * value_bytes / (node_workers * c.param_bytes_out);
+    double ratio = c.param_floats_total / 2.0 * value_bytes / (node_workers * c.param_bytes_out * faster);
     servers = std::max(servers, static_cast<int>(std::ceil(ratio - 1e-9)));
   }
   return std::min(servers, slots);
@@ -249,12 +251,14 @@ Status PlanLayers(const std::vector<LayerFacts>& layers, const std::vector<Layer
     chosen.servers = report->advised_servers = n;  // one with every worker
   } else {
     report->advised_servers = ChooseServers(CostBreakdown(layers, report->choices, ranks, chosen, p),
-                                            std::min(p.workers_per_node, n), server_slots, chosen.param_value_bytes);
+                                            std::min(p.workers_per_node, n), server_slots, chosen.param_value_bytes, p);
     if (options.servers == 0) chosen.servers = report->advised_servers;
   }
   report->grouping = chosen;
   report->costs = CostBreakdown(layers, report->choices, ranks, chosen, p);
   report->chosen = EvaluateChoices(layers, report->choices, ranks, chosen, p);
+  if (!std::isfinite(report->chosen.seconds))
+    return Status::InvalidArgument(where + ": the cluster profile '" + p.name + "' makes a step take forever");
   return Status::Ok();
 }
 
@@ -262,6 +266,8 @@ Status ResizeJob(const JobConfig& job, int workers, JobConfig* resized) {
   *resized = job;
   const ClusterConfig& c = job.cluster;
   if (workers == c.workers()) return Status::Ok();
+  if (workers < 1 || workers > (1 << 16))
+    return Status::InvalidArgument(job.source + ": " + std::to_string(workers) + " workers: from 1 to 65536");
   int batch = 0;
   SHOAL_RETURN_IF_ERROR(StepRecords(job, &batch));
   SHOAL_RETURN_IF_ERROR(CheckRecordsPerWorker(workers, batch, job.source));
@@ -277,7 +283,8 @@ Status ResizeJob(const JobConfig& job, int workers, JobConfig* resized) {
   resized->cluster.nworkers_per_group = workers / c.nworker_groups;
   resized->resolved["train"]["batch_size"] = resized->train.batch_size;
   resized->resolved["cluster"]["nworkers_per_group"] = resized->cluster.nworkers_per_group;
-  return Status::Ok();
+  // AllReduce keeps a server with every worker.
+  return c.server_worker_separate ? Status::Ok() : WithExchange(*resized, true, resized);
 }
 
 Status WithExchange(const JobConfig& job, bool allreduce, JobConfig* out) {
@@ -292,6 +299,20 @@ Status WithExchange(const JobConfig& job, bool allreduce, JobConfig* out) {
                                    std::to_string(c.nserver_groups) + " server groups (cluster.nserver_groups)");
   c.nservers_per_group = c.workers() / c.nserver_groups;
   out->resolved["cluster"]["nservers_per_group"] = c.nservers_per_group;
+  return Status::Ok();
+}
+
+Status WithServers(const JobConfig& job, int servers, JobConfig* out) {
+  *out = job;
+  ClusterConfig& c = out->cluster;
+  if (!c.server_worker_separate)
+    return Status::InvalidArgument(job.source + ": --servers " + std::to_string(servers) +
+                                   " with AllReduce, which has a server with every worker");
+  if (static_cast<int64_t>(servers) * c.nserver_groups > (1 << 14))
+    return Status::InvalidArgument(job.source + ": --servers " + std::to_string(servers) + " in " +
+                                   std::to_string(c.nserver_groups) + " server groups: more than 16384 servers");
+  c.nservers_per_group = servers;
+  out->resolved["cluster"]["nservers_per_group"] = servers;
   return Status::Ok();
 }
 
@@ -315,7 +336,9 @@ Status PlanJob(const JobConfig& given, const PlannerOptions& options, PartitionR
   const std::string& model = job.cluster.consistency;
   o.staleness = model == "bsp" ? 0 : model == "ssp" ? job.cluster.staleness : -1;
   o.bound_servers = !job.cluster.server_worker_separate;
-  if (o.servers == 0) o.servers = job.cluster.nservers_per_group;  // those a worker's group talks to
+  // Each server group holds a copy and serves its share of the worker groups:
+  // the load spreads over every server.
+  if (o.servers == 0) o.servers = job.cluster.servers();
   int batch = 0;
   SHOAL_RETURN_IF_ERROR(StepRecords(job, &batch));
   return PlanLayers(layers, overrides, batch, o, job.source, report);
@@ -325,38 +348,41 @@ Status BuildPlan(const JobConfig& given, const PlannerOptions& planner, const Pl
                  PartitionReport* report, Plan* plan) {
   JobConfig job;
   SHOAL_RETURN_IF_ERROR(ResizeJob(given, planner.workers > 0 ? planner.workers : given.cluster.workers(), &job));
-  if (planner.servers > 0) {  // the plan runs the servers it was planned for
-    if (!job.cluster.server_worker_separate || planner.exchange == Exchange::kAllReduce)
-      return Status::InvalidArgument(job.source + ": --servers " + std::to_string(planner.servers) +
-                                     " with AllReduce, which has a server with every worker");
-    job.cluster.nservers_per_group = planner.servers;
-    job.resolved["cluster"]["nservers_per_group"] = planner.servers;
-  }
-  if (planner.exchange == Exchange::kJob) {
-    SHOAL_RETURN_IF_ERROR(PlanJob(job, planner, report));
-  } else {
-    // Each exchange asked for, planned whole; the fastest is written.
-    std::vector<bool> tries;
-    if (planner.exchange != Exchange::kAllReduce) tries.push_back(false);
-    if (planner.exchange != Exchange::kServers) tries.push_back(true);
-    std::vector<std::pair<std::string, double>> tried;
-    JobConfig best;
-    for (bool allreduce : tries) {
-      JobConfig candidate;
-      PartitionReport r;
-      Status s = WithExchange(job, allreduce, &candidate);
-      if (s.ok()) s = PlanJob(candidate, planner, &r);
-      if (!s.ok() && planner.exchange != Exchange::kAuto) return s;
-      if (!s.ok()) continue;  // auto: an exchange the job cannot take is not a choice
-      tried.emplace_back(allreduce ? "allreduce" : "servers", r.chosen.seconds);
-      if (tried.size() == 1 || r.chosen.seconds < report->chosen.seconds) {
-        *report = r;
-        best = candidate;
-      }
+  // Each exchange asked for, planned whole, with the servers it runs; the
+  // fastest is written into the job.
+  std::vector<bool> tries;
+  if (planner.exchange == Exchange::kJob) tries.push_back(!job.cluster.server_worker_separate);
+  if (planner.exchange == Exchange::kServers || planner.exchange == Exchange::kAuto) tries.push_back(false);
+  if (planner.exchange == Exchange::kAllReduce || planner.exchange == Exchange::kAuto) tries.push_back(true);
+  std::vector<std::pair<std::string, double>> tried;
+  JobConfig best;
+  Status last;
+  for (bool allreduce : tries) {
+    JobConfig candidate;
+    PartitionReport r;
+    Status s = WithExchange(job, allreduce, &candidate);
+    if (s.ok() && planner.servers > 0) s = WithServers(candidate, planner.servers, &candidate);
+    if (!s.ok() && planner.exchange == Exchange::kAuto) {  // an exchange the job cannot take is no choice
+      last = s;
+      continue;
     }
-    report->exchanges = tried;
-    job = best;
+    SHOAL_RETURN_IF_ERROR(s);
+    SHOAL_RETURN_IF_ERROR(PlanJob(candidate, planner, &r));
+    // Auto with servers of their own: as many as keep up with the workers.
+    if (planner.exchange == Exchange::kAuto && !allreduce && planner.servers == 0 &&
+        r.advised_servers != candidate.cluster.nservers_per_group) {
+      SHOAL_RETURN_IF_ERROR(WithServers(candidate, r.advised_servers, &candidate));
+      SHOAL_RETURN_IF_ERROR(PlanJob(candidate, planner, &r));
+    }
+    tried.emplace_back(allreduce ? "allreduce" : "servers", r.chosen.seconds);
+    if (tried.size() == 1 || r.chosen.seconds < report->chosen.seconds) {
+      *report = r;
+      best = candidate;
+    }
   }
+  if (tried.empty()) return last;
+  if (planner.exchange != Exchange::kJob) report->exchanges = tried;
+  job = best;
   Partition partition;
   partition.group_size = report->grouping.group_size;
   for (size_t i = 0; i < report->choices.size(); ++i) {

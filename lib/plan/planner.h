@@ -76,7 +76,7 @@ struct PartitionReport {
   size_t max_states = 0;
   bool has_overrides = false;
   int advised_servers = 0;  // the fewest servers whose NICs carry no more than a worker node's
-  // With --exchange auto: each exchange tried and its step (the chosen plan's).
+  // With --exchange: each exchange tried and its step (the chosen plan's).
   std::vector<std::pair<std::string, double>> exchanges;
 };
 
@@ -88,6 +88,9 @@ Status ResizeJob(const JobConfig& job, int workers, JobConfig* resized);
 // The job exchanging parameters through servers of their own (`allreduce`
 // false) or a server with every worker (true: nservers_per_group set to match).
 Status WithExchange(const JobConfig& job, bool allreduce, JobConfig* out);
+
+// The job with `servers` servers of their own in each server group (--servers).
+Status WithServers(const JobConfig& job, int servers, JobConfig* out);
 
 // Plans a built job (on options.workers, ResizeJob) with the servers it runs
 // (options.servers, else the job's). Errors name the job file and the layer or field.

@@ -37,7 +37,14 @@ json ReportToJson(const PartitionReport& r) {
                   {"workers_per_node", r.profile.workers_per_node},
                   {"backplane_gbps", r.profile.backplane_gbps},
                   {"nodes_per_rack", r.profile.nodes_per_rack},
-                  {"uplink_gbps", r.profile.uplink_gbps}};
+                  {"uplink_gbps", r.profile.uplink_gbps},
+                  {"layer_gflops", r.profile.layer_gflops},
+                  {"half_rate_records", r.profile.half_rate_records},
+                  {"compute_cv", r.profile.compute_cv},
+                  {"host_device_gbps", r.profile.host_device_gbps}};
+  j["overlap"] = r.grouping.overlap;
+  j["exchanges_per_step"] = r.grouping.exchanges_per_step;
+  j["staleness"] = r.grouping.staleness;
   j["workers"] = r.grouping.workers;
   j["batch"] = r.grouping.batch;
   j["group_size"] = r.grouping.group_size;
@@ -110,7 +117,8 @@ std::string ExplainReport(const PartitionReport& r) {
   std::string out;
   char buf[512];
   std::snprintf(buf, sizeof buf,
-                "plan for %d workers (%d groups of %d), %d servers%s (%d would keep up), mini-batch %d, strategy %s\n"
+                "plan for %d workers (%d groups of %d), %d servers%s (%d would keep up), mini-batch %d, "
+                "strategy %s\n"
                 "profile '%s': %g Gbit/s, %g us, %g GFLOP/s per worker\n"
                 "bytes are per step on the busiest worker's link; ms per step\n\n",
                 r.grouping.workers, r.grouping.groups(), r.grouping.group_size, r.grouping.servers,

@@ -78,7 +78,7 @@ Status RemoteTable::OpenLanes() {
     std::vector<std::vector<Piece>> pieces;
     std::vector<size_t> floats;
     for (const Piece& p : pieces_[s]) {
-      const std::string& layer = LayerOfParam(plan_, *plan_.FindParam(p.param->name)).name;
+      const std::string& layer = LayerOfParam(plan_, plan_.params[plan_.slices[p.key].param_index]).name;
       if (layers.empty() || layers.back() != layer) {
         layers.push_back(layer);
         pieces.emplace_back();

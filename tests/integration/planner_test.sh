@@ -55,7 +55,7 @@ PY
 ok "dl-plan calibrate writes a profile (compute by layer type and batch, network) that dl-plan loads"
 
 printf 'name: bad\nbandwidth_gbps: 0\nlatency_us: 10\ngflops_per_worker: 5\n' >"$tmp/zero.yaml"
-expect_failure 1 "zero.yaml:2:[0-9]+: cluster profile: field 'bandwidth_gbps' must be positive, got 0" \
+expect_failure 1 "zero.yaml:2:[0-9]+: cluster profile: field 'bandwidth_gbps' must be positive \(1e-6 to 1e9\), got 0" \
   "$bin/dl-plan" "$root/configs/fashion-mlp.yaml" --cluster "$tmp/zero.yaml"
 ok "a profile with zero bandwidth is refused, naming the file, line and field"
 expect_failure 1 "65 workers but a step's mini-batch has 64 records" \

@@ -133,13 +133,23 @@ TEST_CASE("the prediction is of the servers the plan runs; --servers and --excha
   CHECK_FALSE(plan.job.cluster.server_worker_separate);
   CHECK(plan.servers.size() == 8);
   CHECK(allreduce.chosen.seconds < eight.chosen.seconds);  // 7/8 of each worker's traffic, not all of it
+  // Auto: servers of their own, as many as keep up (advised), against AllReduce.
   o.exchange = Exchange::kAuto;
   REQUIRE(BuildPlan(job, o, PlanOptions(), &chosen, &plan).ok());
   REQUIRE(chosen.exchanges.size() == 2);
   CHECK(chosen.exchanges[0].first == "servers");
-  CHECK(chosen.exchanges[0].second == doctest::Approx(one.chosen.seconds));
+  CHECK(chosen.exchanges[0].second == doctest::Approx(eight.chosen.seconds));  // 8 advised
   CHECK(chosen.exchanges[1].second == doctest::Approx(allreduce.chosen.seconds));
   CHECK_FALSE(plan.job.cluster.server_worker_separate);
+  // --workers on an AllReduce job keeps a server with every worker.
+  JobConfig bound;
+  REQUIRE(WithExchange(job, true, &bound).ok());
+  o.exchange = Exchange::kJob;
+  o.workers = 4;
+  REQUIRE(BuildPlan(bound, o, PlanOptions(), &chosen, &plan).ok());
+  CHECK(plan.servers.size() == 4);
+  CHECK(plan.workers.size() == 4);
+  o.workers = 0;
   o.servers = 4;
   o.exchange = Exchange::kAllReduce;
   CHECK(Contains(BuildPlan(job, o, PlanOptions(), &chosen, &plan).message(), "--servers 4 with AllReduce"));
@@ -302,9 +312,9 @@ TEST_CASE("bad input is refused with a message naming what and where") {
     CHECK(s.code() == Status::Code::kInvalidArgument);
     CHECK(Contains(s.message(), "c.yaml:2:"));
     CHECK(Contains(s.message(), "'bandwidth_gbps'"));
-    CHECK(Contains(s.message(), "must be positive, got 0"));
+    CHECK(Contains(s.message(), "must be positive (1e-6 to 1e9), got 0"));
     s = ParseClusterProfile("bandwidth_gbps: -1\nlatency_us: 1\ngflops_per_worker: 1\n", "c.yaml", &p);
-    CHECK(Contains(s.message(), "must be positive, got -1"));
+    CHECK(Contains(s.message(), "must be positive (1e-6 to 1e9), got -1"));
     s = ParseClusterProfile("bandwidth_gbps: 1\nlatency_us: 1\n", "c.yaml", &p);
     CHECK(Contains(s.message(), "missing field 'gflops_per_worker'"));
     s = ParseClusterProfile("bandwidth_gbps: 1\nlatency_us: 1\ngflops_per_worker: 1\nbandwith: 3\n", "c.yaml", &p);
