@@ -174,12 +174,18 @@ LayerCost NodeCost(const LayerFacts& layer, Choice choice, const Grouping& g, co
   // NIC takes its share in the direction the workers' NICs do not use.
   if (g.bound_servers) leg = std::max(leg, total / nodes * away * b / nic);
   else if (g.servers > 0) leg = std::max(leg, total / g.servers * b / p.server_bytes_per_second());
-  // GPU workers: each device's share crosses its host link too.
-  if (p.host_device_gbps > 0) leg = std::max(leg, per_worker * b / (p.host_device_gbps * 1e9 / 8.0));
   if (p.backplane_gbps > 0) leg = std::max(leg, total * away * b / p.backplane_bytes_per_second());
   // Servers spread over the racks: a rack's workers send (R-1)/R of theirs out.
   const int racks = p.Racks(g.workers);
   if (racks > 1) leg = std::max(leg, total / racks * (racks - 1.0) / racks * b / p.uplink_bytes_per_second());
+  // GPU workers stage their share through the host: gradients are copied out
+  // before they are sent, values in after they arrive. Overlapped, the copies
+  // stream beside the network (GeePS's background threads); otherwise each
+  // leg waits for its copy (Theano-MPI's CUDA-aware MPI without GPUDirect).
+  if (p.host_device_gbps > 0) {
+    const double staging = per_worker * b / (p.host_device_gbps * 1e9 / 8.0);
+    leg = g.overlap ? std::max(leg, staging) : leg + staging;
+  }
   const double rate = g.exchanges_per_step;
   cost.param_bytes_out = cost.param_bytes_in = rate * per_worker * b;
   cost.param_floats_total = rate * 2.0 * total;

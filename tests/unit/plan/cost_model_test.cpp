@@ -148,6 +148,10 @@ TEST_CASE("a GPU worker's parameters cross its host link") {
   CHECK(Leg(NodeCost(fc, Choice::kData, Workers(8), p)) == doctest::Approx(2.0));
   p.host_device_gbps = p.bandwidth_gbps * 16;
   CHECK(Leg(NodeCost(fc, Choice::kData, Workers(8), p)) == doctest::Approx(1.0));
+  // Without overlap each leg waits for its copy.
+  Grouping serial = Workers(8);
+  serial.overlap = false;
+  CHECK(Leg(NodeCost(fc, Choice::kData, serial, p)) == doctest::Approx(1.0 + 1.0 / 16));
 }
 
 TEST_CASE("a cluster profile's network fields are read and checked") {
