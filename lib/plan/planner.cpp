@@ -158,7 +158,7 @@ Status PlanLayers(const std::vector<LayerFacts>& layers, const std::vector<Layer
                                    std::to_string(p.workers_per_node) + ", but the cluster profile '" + p.name +
                                    "' has " + std::to_string(p.nodes));
   SHOAL_RETURN_IF_ERROR(CheckRecordsPerWorker(n, batch, where));
-  if (options.servers < 0) return Status::InvalidArgument(where + ": the number of servers must be positive");
+  if (options.servers < 1) return Status::InvalidArgument(where + ": the number of servers must be positive");
   SHOAL_RETURN_IF_ERROR(CheckOverrides(layers, overrides, options, n, where));
 
   report->strategy = options.strategy;
@@ -178,10 +178,7 @@ Status PlanLayers(const std::vector<LayerFacts>& layers, const std::vector<Layer
   Grouping base;
   base.workers = n;
   base.batch = batch;
-  // Servers the planner chooses live inside the node budget, one a node
-  // (beside workers or on nodes of their own); given ones are counted apart.
-  const int server_slots = p.nodes > 0 ? p.nodes : n;
-  base.servers = options.servers > 0 ? options.servers : p.nodes;
+  base.servers = options.servers;
   base.param_value_bytes = options.param_value_bytes;
   base.overlap = options.overlap;
   base.exchanges_per_step = options.exchanges_per_step;
@@ -250,9 +247,10 @@ Status PlanLayers(const std::vector<LayerFacts>& layers, const std::vector<Layer
   if (options.bound_servers) {
     chosen.servers = report->advised_servers = n;  // one with every worker
   } else {
+    // Advice: servers live inside the node budget, one a node (beside workers or on their own).
     report->advised_servers = ChooseServers(CostBreakdown(layers, report->choices, ranks, chosen, p),
-                                            std::min(p.workers_per_node, n), server_slots, chosen.param_value_bytes, p);
-    if (options.servers == 0) chosen.servers = report->advised_servers;
+                                            std::min(p.workers_per_node, n), p.nodes > 0 ? p.nodes : n,
+                                            chosen.param_value_bytes, p);
   }
   report->grouping = chosen;
   report->costs = CostBreakdown(layers, report->choices, ranks, chosen, p);

@@ -29,7 +29,7 @@ struct PlannerOptions {
   Strategy strategy = Strategy::kOptimal;
   Exchange exchange = Exchange::kJob;  // BuildPlan writes the choice into the job
   int workers = 0;  // N; 0: the job's workers (another N: ResizeJob)
-  int servers = 0;  // S; 0: the job's (PlanJob) or, planning bare layers, the fewest that keep up
+  int servers = 0;  // S; 0: the job's (PlanJob fills it in; PlanLayers needs one)
   int group_size = 0;  // M; 0: the planner chooses (optimal), 1 (data), the job's group (model)
   // The job's groups of workers (nworkers_per_group): they run asynchronously
   // to each other, so a planned group lies within one (M divides it); 0: N.
