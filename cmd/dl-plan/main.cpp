@@ -49,9 +49,11 @@ int Main(int argc, char** argv) {
   app.add_option("--base-port", options.base_port, "first loopback port when no endpoints are given")
       ->check(CLI::Range(1, 65535));
   app.add_option("--cluster", cluster_path, "cluster profile (YAML; default: loopback, 10 Gbit/s)");
-  app.add_option("--workers", planner.workers, "node budget N to plan for (default: the job's workers)")
+  app.add_option("--workers", planner.workers,
+                 "workers N to plan and write, sharing the job's step of records (default: the job's workers)")
       ->check(CLI::PositiveNumber);
-  app.add_option("--servers", planner.servers, "servers to plan for (default: the planner chooses)")
+  app.add_option("--servers", planner.servers,
+                 "servers of their own per server group, planned and written (default: the job's)")
       ->check(CLI::PositiveNumber);
   app.add_option("--strategy", strategy, "optimal (default), data (every layer on the batch) or model")
       ->check(CLI::IsMember({"optimal", "data", "model"}));
