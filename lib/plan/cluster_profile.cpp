@@ -23,6 +23,12 @@ Status Positive(const Fields& f, const std::string& key, double default_value, d
   return Status::Ok();
 }
 
+// A rate that may be left out or 0 (none, or as another field says); given, as Positive.
+Status OptionalRate(const Fields& f, const std::string& key, double* out) {
+  SHOAL_RETURN_IF_ERROR(f.Float(key, 0.0, out, 0.0, 1e9));
+  return *out > 0.0 ? Positive(f, key, *out, out) : Status::Ok();
+}
+
 }  // namespace
 
 double ClusterProfile::FlopsPerSecond(const std::string& type, double records) const {
@@ -46,16 +52,13 @@ Status ParseClusterProfile(const std::string& text, const std::string& source, C
   SHOAL_RETURN_IF_ERROR(f.Float("latency_us", p->latency_us, &p->latency_us, 0.0, 1e9));
   SHOAL_RETURN_IF_ERROR(Positive(f, "gflops_per_worker", p->gflops_per_worker, &p->gflops_per_worker));
   SHOAL_RETURN_IF_ERROR(f.Int("nodes", p->nodes, &p->nodes, 0));
-  SHOAL_RETURN_IF_ERROR(f.Float("server_gbps", p->server_gbps, &p->server_gbps, 0.0, 1e9));
-  if (p->server_gbps > 0) SHOAL_RETURN_IF_ERROR(Positive(f, "server_gbps", p->server_gbps, &p->server_gbps));
+  SHOAL_RETURN_IF_ERROR(OptionalRate(f, "server_gbps", &p->server_gbps));
   SHOAL_RETURN_IF_ERROR(f.Int("workers_per_node", p->workers_per_node, &p->workers_per_node, 1, 1 << 16));
-  SHOAL_RETURN_IF_ERROR(f.Float("backplane_gbps", p->backplane_gbps, &p->backplane_gbps, 0.0, 1e9));
-  if (p->backplane_gbps > 0) SHOAL_RETURN_IF_ERROR(Positive(f, "backplane_gbps", p->backplane_gbps, &p->backplane_gbps));
+  SHOAL_RETURN_IF_ERROR(OptionalRate(f, "backplane_gbps", &p->backplane_gbps));
   SHOAL_RETURN_IF_ERROR(f.Int("nodes_per_rack", p->nodes_per_rack, &p->nodes_per_rack, 0, 1 << 20));
-  if (p->nodes_per_rack > 0 && !f.Has("uplink_gbps"))
+  SHOAL_RETURN_IF_ERROR(OptionalRate(f, "uplink_gbps", &p->uplink_gbps));  // unused without racks
+  if (p->nodes_per_rack > 0 && p->uplink_gbps == 0.0)
     return f.FieldError("nodes_per_rack", "needs 'uplink_gbps', the bandwidth of a rack's uplink");
-  if (p->nodes_per_rack > 0) SHOAL_RETURN_IF_ERROR(Positive(f, "uplink_gbps", p->uplink_gbps, &p->uplink_gbps));
-  else SHOAL_RETURN_IF_ERROR(f.Float("uplink_gbps", 0.0, &p->uplink_gbps, 0.0, 1e9));  // unused without racks
   if (f.Has("layer_gflops")) {
     std::unique_ptr<Fields> rates;
     SHOAL_RETURN_IF_ERROR(f.Section("layer_gflops", "layer_gflops", &rates));
@@ -70,9 +73,7 @@ Status ParseClusterProfile(const std::string& text, const std::string& source, C
   SHOAL_RETURN_IF_ERROR(f.Float("half_rate_records", 0.0, &p->half_rate_records, 0.0, 1e6));
   // Beyond ~0.5 a normal spread would give negative times: cv is a modest spread.
   SHOAL_RETURN_IF_ERROR(f.Float("compute_cv", 0.0, &p->compute_cv, 0.0, 1.0));
-  SHOAL_RETURN_IF_ERROR(f.Float("host_device_gbps", 0.0, &p->host_device_gbps, 0.0, 1e9));
-  if (p->host_device_gbps > 0)
-    SHOAL_RETURN_IF_ERROR(Positive(f, "host_device_gbps", p->host_device_gbps, &p->host_device_gbps));
+  SHOAL_RETURN_IF_ERROR(OptionalRate(f, "host_device_gbps", &p->host_device_gbps));
   return f.CheckNoUnknown();
 }
 

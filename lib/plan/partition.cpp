@@ -1,8 +1,5 @@
 #include "plan/partition.h"
 
-#include <algorithm>
-
-
 namespace shoal {
 
 Range SplitRange(size_t units, int parts, int index) {

@@ -105,6 +105,13 @@ Status StepRecords(const JobConfig& job, int* records) {
   return Status::Ok();
 }
 
+// Sets a field of the job's `section` and its resolved copy (what the plan writes) alike.
+template <typename T>
+void SetField(JobConfig* job, const char* section, const char* key, T* field, T value) {
+  *field = value;
+  job->resolved[section][key] = value;
+}
+
 std::vector<int> Divisors(int n) {
   std::vector<int> d;
   for (int m = 1; m <= n; ++m)
@@ -263,24 +270,23 @@ Status PlanLayers(const std::vector<LayerFacts>& layers, const std::vector<Layer
 Status ResizeJob(const JobConfig& job, int workers, JobConfig* resized) {
   *resized = job;
   const ClusterConfig& c = job.cluster;
-  if (workers == c.workers()) return Status::Ok();
+  if (workers == 0 || workers == c.workers()) return Status::Ok();
   if (workers < 1 || workers > (1 << 16))
     return Status::InvalidArgument(job.source + ": " + std::to_string(workers) + " workers: from 1 to 65536");
   int batch = 0;
   SHOAL_RETURN_IF_ERROR(StepRecords(job, &batch));
   SHOAL_RETURN_IF_ERROR(CheckRecordsPerWorker(workers, batch, job.source));
   if (batch % workers != 0)
-    return Status::InvalidArgument(job.source + ": a step's " + std::to_string(batch) + " records (train.batch_size x " +
-                                   std::to_string(c.workers()) + " workers) do not divide over " +
+    return Status::InvalidArgument(job.source + ": a step's " + std::to_string(batch) +
+                                   " records (train.batch_size x " + std::to_string(c.workers()) +
+                                   " workers) do not divide over " +
                                    std::to_string(workers) + " workers");
   if (workers % c.nworker_groups != 0)
     return Status::InvalidArgument(job.source + ": " + std::to_string(workers) + " workers do not make the job's " +
                                    std::to_string(c.nworker_groups) + " worker groups (cluster.nworker_groups) " +
                                    "of equal size");
-  resized->train.batch_size = batch / workers;
-  resized->cluster.nworkers_per_group = workers / c.nworker_groups;
-  resized->resolved["train"]["batch_size"] = resized->train.batch_size;
-  resized->resolved["cluster"]["nworkers_per_group"] = resized->cluster.nworkers_per_group;
+  SetField(resized, "train", "batch_size", &resized->train.batch_size, batch / workers);
+  SetField(resized, "cluster", "nworkers_per_group", &resized->cluster.nworkers_per_group, workers / c.nworker_groups);
   // AllReduce keeps a server with every worker.
   return c.server_worker_separate ? Status::Ok() : WithExchange(*resized, true, resized);
 }
@@ -288,15 +294,13 @@ Status ResizeJob(const JobConfig& job, int workers, JobConfig* resized) {
 Status WithExchange(const JobConfig& job, bool allreduce, JobConfig* out) {
   *out = job;
   ClusterConfig& c = out->cluster;
-  c.server_worker_separate = !allreduce;
-  out->resolved["cluster"]["server_worker_separate"] = c.server_worker_separate;
+  SetField(out, "cluster", "server_worker_separate", &c.server_worker_separate, !allreduce);
   if (!allreduce) return Status::Ok();
   if (c.workers() % c.nserver_groups != 0)
     return Status::InvalidArgument(job.source + ": AllReduce puts a server with every worker, but " +
                                    std::to_string(c.workers()) + " workers do not divide into " +
                                    std::to_string(c.nserver_groups) + " server groups (cluster.nserver_groups)");
-  c.nservers_per_group = c.workers() / c.nserver_groups;
-  out->resolved["cluster"]["nservers_per_group"] = c.nservers_per_group;
+  SetField(out, "cluster", "nservers_per_group", &c.nservers_per_group, c.workers() / c.nserver_groups);
   return Status::Ok();
 }
 
@@ -309,14 +313,13 @@ Status WithServers(const JobConfig& job, int servers, JobConfig* out) {
   if (static_cast<int64_t>(servers) * c.nserver_groups > (1 << 14))
     return Status::InvalidArgument(job.source + ": --servers " + std::to_string(servers) + " in " +
                                    std::to_string(c.nserver_groups) + " server groups: more than 16384 servers");
-  c.nservers_per_group = servers;
-  out->resolved["cluster"]["nservers_per_group"] = servers;
+  SetField(out, "cluster", "nservers_per_group", &c.nservers_per_group, servers);
   return Status::Ok();
 }
 
 Status PlanJob(const JobConfig& given, const PlannerOptions& options, PartitionReport* report) {
   JobConfig job;
-  SHOAL_RETURN_IF_ERROR(ResizeJob(given, options.workers > 0 ? options.workers : given.cluster.workers(), &job));
+  SHOAL_RETURN_IF_ERROR(ResizeJob(given, options.workers, &job));
   std::unique_ptr<Net> net;
   SHOAL_RETURN_IF_ERROR(Net::Build(job, &net, /*allocate_params=*/false));
   std::vector<LayerFacts> layers = CollectLayerFacts(job, *net);
@@ -345,7 +348,7 @@ Status PlanJob(const JobConfig& given, const PlannerOptions& options, PartitionR
 Status BuildPlan(const JobConfig& given, const PlannerOptions& planner, const PlanOptions& options,
                  PartitionReport* report, Plan* plan) {
   JobConfig job;
-  SHOAL_RETURN_IF_ERROR(ResizeJob(given, planner.workers > 0 ? planner.workers : given.cluster.workers(), &job));
+  SHOAL_RETURN_IF_ERROR(ResizeJob(given, planner.workers, &job));
   // Each exchange asked for, planned whole, with the servers it runs; the
   // fastest is written into the job.
   std::vector<bool> tries;

@@ -80,7 +80,7 @@ struct PartitionReport {
   std::vector<std::pair<std::string, double>> exchanges;
 };
 
-// The job on `workers` workers, as SINGA scales it: the step's mini-batch
+// The job on `workers` workers (0: its own), as SINGA scales it: the step's mini-batch
 // (train.batch_size × the job's workers) and the number of worker groups
 // kept; refused naming both when they do not divide.
 Status ResizeJob(const JobConfig& job, int workers, JobConfig* resized);
