@@ -277,20 +277,23 @@ Status LoadModel(const std::vector<std::string>& paths, int64_t step, Checkpoint
 
 Status BestStep(const CheckpointDir& scan, const StepSet** best) {
   *best = nullptr;
-  double best_accuracy = 0.0;
+  double best_score = 0.0;
   for (const auto& set : scan.steps) {  // oldest first: ">=" makes ties go to the newest
     if (!set.complete() || !set.metric.is_object()) continue;
+    // A classifier's accuracy; a model without classes records its loss only.
     auto it = set.metric.find("test_accuracy");
+    const bool accuracy = it != set.metric.end();
+    if (!accuracy) it = set.metric.find("test_loss");
     if (it == set.metric.end() || !it->is_number()) continue;
-    double accuracy = it->get<double>();
-    if (!*best || accuracy >= best_accuracy) {
+    const double score = accuracy ? it->get<double>() : -it->get<double>();
+    if (!*best || score >= best_score) {
       *best = &set;
-      best_accuracy = accuracy;
+      best_score = score;
     }
   }
   if (!*best)
     return Status::InvalidArgument("no complete set of checkpoints in '" + scan.dir +
-                                   "' records a metric (test_accuracy): the workers did not evaluate "
+                                   "' records a metric (test_accuracy, or test_loss): the workers did not evaluate "
                                    "(train.eval_every) before those checkpoints");
   return Status::Ok();
 }

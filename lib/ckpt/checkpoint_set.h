@@ -66,7 +66,8 @@ Status MergeCheckpoints(const std::vector<std::string>& files, Checkpoint* merge
 Status LoadModel(const std::vector<std::string>& paths, int64_t step, Checkpoint* merged,
                  std::vector<std::string>* files);
 
-// The complete set with the highest metric test_accuracy (ties: the newest).
+// The complete set with the highest metric test_accuracy, or for a model
+// that does not classify the lowest test_loss (ties: the newest).
 Status BestStep(const CheckpointDir& scan, const StepSet** best);
 
 struct ResumeChoice {

@@ -88,8 +88,7 @@ Status UpdaterHyperParameters(const Fields& f, TrainConfig* t) {
 }
 
 Status ParseTrain(const Fields& f, TrainConfig* t) {
-  std::string algorithm;
-  SHOAL_RETURN_IF_ERROR(f.Choice("algorithm", "bp", {"bp"}, &algorithm));
+  SHOAL_RETURN_IF_ERROR(f.Choice("algorithm", t->algorithm, {"bp", "cd"}, &t->algorithm));
   SHOAL_RETURN_IF_ERROR(f.Int("batch_size", t->batch_size, &t->batch_size, 1, 1 << 20));
   SHOAL_RETURN_IF_ERROR(f.Int("steps", t->steps, &t->steps, 0));
   SHOAL_RETURN_IF_ERROR(f.Float("epochs", t->epochs, &t->epochs, 0.0, 1e6));

@@ -39,6 +39,7 @@ inline constexpr const char* kUpdaterNames[] = {"sgd", "momentum", "nesterov", "
 inline constexpr const char* kConsistencyNames[] = {"bsp", "async", "ssp", "easgd"};
 
 struct TrainConfig {
+  std::string algorithm = "bp";  // bp (back-propagation) or cd (contrastive divergence: an rbm loss layer)
   int batch_size = 64;          // records per worker per step
   int steps = 0;                // 0: derive from epochs
   double epochs = 1.0;

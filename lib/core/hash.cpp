@@ -3,6 +3,7 @@
 #include <zlib.h>
 
 #include <cstdio>
+#include <cstring>
 
 namespace shoal {
 
@@ -29,6 +30,24 @@ uint64_t Fnv1a64(uint64_t h, const void* data, size_t size) {
 }
 
 uint64_t Fnv1a64(const std::string& bytes) { return Fnv1a64(kFnv1a64Start, bytes.data(), bytes.size()); }
+
+uint64_t HashFloats(uint64_t seed, const float* x, size_t n) {
+  uint64_t h = Mix64(seed ^ n);
+  size_t i = 0;
+  // Two floats a word; the multiply and shift spread each word over the state.
+  for (; i + 2 <= n; i += 2) {
+    uint64_t word;
+    std::memcpy(&word, x + i, 8);
+    h = (h ^ word) * 0x9e3779b97f4a7c15ull;
+    h ^= h >> 29;
+  }
+  if (i < n) {
+    uint32_t last;
+    std::memcpy(&last, x + i, 4);
+    h = (h ^ last) * 0x9e3779b97f4a7c15ull;
+  }
+  return Mix64(h);
+}
 
 std::string HexU64(uint64_t value) {
   char buf[17];

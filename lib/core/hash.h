@@ -16,6 +16,20 @@ uint64_t Fnv1a64(const std::string& bytes);
 inline constexpr uint64_t kFnv1a64Start = 14695981039346656037ull;
 uint64_t Fnv1a64(uint64_t hash, const void* data, size_t size);
 
+// SplitMix64's finaliser: a bijective mix of 64 bits, each output bit
+// depending on every input bit; the step of counter-based random draws.
+inline uint64_t Mix64(uint64_t x) {
+  x ^= x >> 30;
+  x *= 0xbf58476d1ce4e5b9ull;
+  x ^= x >> 27;
+  x *= 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+// A fast 64-bit hash of n floats' bit patterns (not for files: it may change
+// between versions): what keys a record's random draws (lib/ops/rbm.h).
+uint64_t HashFloats(uint64_t seed, const float* x, size_t n);
+
 std::string HexU64(uint64_t value);
 
 }  // namespace shoal

@@ -89,7 +89,7 @@ Status Net::Build(const JobConfig& job, std::unique_ptr<Net>* out, bool allocate
       if (net->data_) return fields.Error("a net has one data layer; '" + net->data_->name() + "' is the first");
       net->data_ = d;
     }
-    if (auto* l = dynamic_cast<SoftmaxLossLayer*>(layer.get())) {
+    if (auto* l = dynamic_cast<LossLayer*>(layer.get())) {
       if (net->loss_) return fields.Error("a net has one loss layer; '" + net->loss_->name() + "' is the first");
       net->loss_ = l;
     }
@@ -102,7 +102,17 @@ Status Net::Build(const JobConfig& job, std::unique_ptr<Net>* out, bool allocate
     net->srcs_.push_back(std::move(srcs));
   }
   if (!net->data_) return Status::InvalidArgument(job.source + ": the model has no layer of type 'data'");
-  if (!net->loss_) return Status::InvalidArgument(job.source + ": the model has no layer of type 'softmax_loss'");
+  if (!net->loss_)
+    return Status::InvalidArgument(job.source + ": the model has no loss layer (type 'softmax_loss' or 'rbm')");
+  // An RBM has no back-propagated gradient, and contrastive divergence
+  // needs one to sample from: the algorithm and the loss layer go together.
+  const bool rbm = net->loss_->type() == "rbm";
+  if (rbm != (job.train.algorithm == "cd"))
+    return Status::InvalidArgument(job.source + ": train.algorithm is '" + job.train.algorithm + "' but the loss layer '" +
+                                   net->loss_->name() + "' is of type '" + net->loss_->type() + "' (" +
+                                   (rbm ? "an RBM trains by contrastive divergence: set train.algorithm: cd"
+                                        : "contrastive divergence trains an RBM: the loss layer must be of type 'rbm'") +
+                                   ")");
   *out = std::move(net);
   return Status::Ok();
 }

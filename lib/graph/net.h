@@ -13,7 +13,7 @@
 #include "config/job.h"
 #include "layers/data_layer.h"
 #include "layers/layer.h"
-#include "layers/softmax_loss_layer.h"
+#include "layers/loss_layer.h"
 
 namespace shoal {
 
@@ -32,7 +32,8 @@ inline constexpr size_t kMaxFeatureFloats = size_t{1} << 26;  // 256 MiB a recor
 class Net {
  public:
   // Sets every layer up (shapes, parameters) and checks the graph: known
-  // types, known sources, no cycles, one data layer, one loss layer.
+  // types, known sources, no cycles, one data layer, one loss layer, an RBM loss
+  // with train.algorithm cd and none other.
   // `allocate_params`: false for a net that is only planned (shapes, costs).
   static Status Build(const JobConfig& job, std::unique_ptr<Net>* net, bool allocate_params = true);
 
@@ -45,7 +46,7 @@ class Net {
   void Backward();
 
   DataLayer& data_layer() { return *data_; }
-  SoftmaxLossLayer& loss_layer() { return *loss_; }
+  LossLayer& loss_layer() { return *loss_; }
   const std::vector<std::unique_ptr<Layer>>& layers() const { return layers_; }
   const std::vector<Layer*>& sources(size_t layer) const { return srcs_[layer]; }
   // Every parameter, in layer order.
@@ -59,7 +60,7 @@ class Net {
   std::vector<std::vector<Layer*>> srcs_;          // sources of layers_[i]
   std::map<std::string, nlohmann::json> resolved_; // by layer name: its fields as read
   DataLayer* data_ = nullptr;
-  SoftmaxLossLayer* loss_ = nullptr;
+  LossLayer* loss_ = nullptr;
   int batch_ = 0;
 };
 

@@ -32,6 +32,15 @@ struct ParamInit {
   float value = 0.0f;  // uniform bound, or the constant
 };
 
+// What a training pass's random draws are keyed by, besides the record they
+// are for (lib/ops/rbm.h): a draw depends on train.seed, the step and the
+// record's values, never on which worker computes the record or where in
+// its batch it sits, so BSP over W workers samples as one worker does.
+struct DrawKey {
+  uint64_t seed = 0;
+  uint64_t step = 0;
+};
+
 struct Param {
   std::string name;  // "<layer>.weight", "<layer>.bias"
   Shape shape;
@@ -77,6 +86,9 @@ class Layer {
   const std::vector<Param>& params() const { return params_; }
   size_t param_count() const;
 
+  // The key of the next training pass's draws (the runtime sets it each step).
+  void set_draw_key(DrawKey key) { draw_key_ = key; }
+
   void Init(std::string name, std::string type) {
     name_ = std::move(name);
     type_ = std::move(type);
@@ -95,6 +107,7 @@ class Layer {
   Tensor data_;
   Tensor grad_;
   std::vector<Param> params_;
+  DrawKey draw_key_;
 
  private:
   std::string name_;

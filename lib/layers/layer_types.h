@@ -16,5 +16,6 @@ std::unique_ptr<Layer> NewDropoutLayer();
 std::unique_ptr<Layer> NewFlattenLayer();
 std::unique_ptr<Layer> NewSoftmaxLossLayer();
 std::unique_ptr<Layer> NewConcatLayer();
+std::unique_ptr<Layer> NewRbmLayer();
 
 }  // namespace shoal

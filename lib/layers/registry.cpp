@@ -23,8 +23,9 @@ const LayerType kLayerTypes[] = {
     {"flatten", NewFlattenLayer},
     {"softmax_loss", NewSoftmaxLossLayer},
     {"concat", NewConcatLayer},
+    {"rbm", NewRbmLayer},
 };
-static_assert(sizeof(kLayerTypes) / sizeof(kLayerTypes[0]) == 9,
+static_assert(sizeof(kLayerTypes) / sizeof(kLayerTypes[0]) == 10,
               "every layer type has a row; add its gradient check to tests/unit/layers/registry_test.cpp too");
 
 }  // namespace

@@ -76,6 +76,7 @@ Status PartitionedNet::Build(const Plan& plan, int worker, GroupChannel* channel
   auto net = std::unique_ptr<PartitionedNet>(new PartitionedNet());
   net->group_size_ = GroupSize(plan);
   net->rank_ = plan.workers.at(worker).rank;
+  net->draw_seed_ = static_cast<uint64_t>(plan.job.train.seed);
   if (net->group_size_ > 1 && !channel)
     return Status::InvalidArgument("a group of " + std::to_string(net->group_size_) + " needs a channel");
   const size_t n = whole->layers().size();
@@ -183,7 +184,7 @@ Status PartitionedNet::AddLayer(Building& b, size_t i) {
   node.placement = b.held[i];
   b.local[i] = node.layer.get();
   if (auto* d = dynamic_cast<DataLayer*>(b.local[i])) data_ = d;
-  if (auto* l = dynamic_cast<SoftmaxLossLayer*>(b.local[i])) loss_ = l;
+  if (auto* l = dynamic_cast<LossLayer*>(b.local[i])) loss_ = l;
   nodes_.push_back(std::move(node));
   return Status::Ok();
 }
@@ -199,6 +200,7 @@ void PartitionedNet::Allocate(int batch) {
 Status PartitionedNet::Forward(Phase phase, uint64_t step, LayerHooks* hooks) {
   for (auto& node : nodes_) {
     if (node.connection) node.connection->set_step(step);
+    node.layer->set_draw_key({draw_seed_, step});
     if (hooks) SHOAL_RETURN_IF_ERROR(hooks->BeforeForward(*node.layer));
     node.layer->Forward(phase, node.srcs);
     if (node.connection) SHOAL_RETURN_IF_ERROR(node.connection->status());

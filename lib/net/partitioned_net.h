@@ -13,7 +13,7 @@
 
 #include "comm/group_channel.h"
 #include "layers/data_layer.h"
-#include "layers/softmax_loss_layer.h"
+#include "layers/loss_layer.h"
 #include "net/connection_layer.h"
 #include "net/placement.h"
 #include "graph/net.h"
@@ -51,7 +51,7 @@ class PartitionedNet {
   Status Backward(uint64_t step, LayerHooks* hooks = nullptr);
 
   DataLayer& data_layer() { return *data_; }
-  SoftmaxLossLayer& loss_layer() { return *loss_; }
+  LossLayer& loss_layer() { return *loss_; }
   // The parameters this worker holds (lib/plan/partition.h), named as the plan's.
   std::vector<Param*> params();
   // Feature bytes so far, summed over the connection layers (ConnectionLayer::bytes_in/out).
@@ -81,8 +81,9 @@ class PartitionedNet {
 
   std::vector<Node> nodes_;  // in the order they run forward
   DataLayer* data_ = nullptr;
-  SoftmaxLossLayer* loss_ = nullptr;
+  LossLayer* loss_ = nullptr;
   int group_size_ = 1, rank_ = 0;
+  uint64_t draw_seed_ = 0;  // train.seed: keys the layers' random draws
 };
 
 }  // namespace shoal

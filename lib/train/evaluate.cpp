@@ -20,8 +20,8 @@ Status CheckShardsFitNet(const Manifest& m, const std::string& dir, Net* net) {
     return Status::InvalidArgument("'" + dir + "/manifest.json': records are " + ShapeToString(m.record_shape) +
                                    " but data layer '" + net->data_layer().name() + "' expects " +
                                    ShapeToString(want));
-  int classes = static_cast<int>(net->loss_layer().out_shape()[0]);
-  if (m.classes > classes)
+  const int classes = net->loss_layer().classes();
+  if (classes > 0 && m.classes > classes)
     return Status::InvalidArgument("'" + dir + "/manifest.json': " + std::to_string(m.classes) +
                                    " classes but the loss layer '" + net->loss_layer().name() + "' has " +
                                    std::to_string(classes) + " outputs");
@@ -44,8 +44,14 @@ Status EvaluateOnShard(Net* net, ShardReader* test, int restore_batch, EvalResul
   }
   if (restore_batch > 0) net->Allocate(restore_batch);
   if (seen == 0) return Status::InvalidArgument("'" + test->path() + "' has no records");
-  *result = {static_cast<double>(correct) / seen, loss_sum / seen, seen};
+  *result = {net->loss_layer().classes() > 0, static_cast<double>(correct) / seen, loss_sum / seen, seen};
   return Status::Ok();
+}
+
+nlohmann::json EvalResult::Metric() const {
+  nlohmann::json metric = {{"test_loss", loss}};
+  if (classifies) metric["test_accuracy"] = accuracy;
+  return metric;
 }
 
 Status FillParamsFromCheckpoint(const Checkpoint& merged, const std::string& source,
@@ -93,13 +99,9 @@ Status EvaluateCheckpoint(const Plan& plan, const EvalOptions& options, nlohmann
   SHOAL_RETURN_IF_ERROR(test.Open(dir, manifest.test, manifest));
   EvalResult eval;
   SHOAL_RETURN_IF_ERROR(EvaluateOnShard(net.get(), &test, 0, &eval));
-  *record = {{"event", "eval"},
-             {"test_accuracy", eval.accuracy},
-             {"test_loss", eval.loss},
-             {"records", eval.records},
-             {"step", merged.step},
-             {"checkpoint", source},
-             {"files", files}};
+  *record = {{"event", "eval"}};
+  record->update(eval.Metric());
+  record->update({{"records", eval.records}, {"step", merged.step}, {"checkpoint", source}, {"files", files}});
   return Status::Ok();
 }
 

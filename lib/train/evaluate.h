@@ -21,13 +21,16 @@ namespace shoal {
 void FeedBatch(const Batch& batch, Net* net);
 
 // The checks that tie a plan's net to the data it will read: the records'
-// shape and the number of classes.
+// shape and the number of classes (a classifier's).
 Status CheckShardsFitNet(const Manifest& manifest, const std::string& dir, Net* net);
 
 struct EvalResult {
+  bool classifies = true;  // false for a loss without classes (an RBM's): no accuracy
   double accuracy = 0.0;
   double loss = 0.0;
   long long records = 0;
+  // {"test_loss"}, with "test_accuracy" where the net classifies.
+  nlohmann::json Metric() const;
 };
 // Runs the net over every record of `test` (test phase) and leaves it shaped
 // for batches of `restore_batch` records again (0: as evaluation left it).

@@ -214,7 +214,8 @@ std::string Worker::TrainingAdvice() const {
 Status Worker::CheckLearning(long long step, double window_loss) {
   constexpr int kDisplays = 3;
   constexpr long long kSteps = 150;
-  if (!plan_.job.train.divergence_check) return Status::Ok();
+  // Without classes (an RBM's reconstruction error) there is no uniform guess.
+  if (!plan_.job.train.divergence_check || net_->loss_layer().classes() == 0) return Status::Ok();
   // A uniform guess over C classes loses ln C a record; a collapsed net sits
   // there (to within noise), a learning one falls below it within a few displays.
   const double uniform = std::log(static_cast<double>(net_->loss_layer().classes()));
@@ -239,11 +240,11 @@ Status Worker::Evaluate(long long step, nlohmann::json* record, WorkerResult* re
   SHOAL_RETURN_IF_ERROR(table_->FetchAll(whole_->params(), static_cast<uint64_t>(step)));
   SHOAL_RETURN_IF_ERROR(EvaluateOnShard(whole_.get(), test_.get(), 0, &eval));
   eval_seconds_ += SecondsSince(t0);
-  nlohmann::json metric = {{"step", step}, {"test_accuracy", eval.accuracy}, {"test_loss", eval.loss},
-                           {"train_seconds", trained}};
+  nlohmann::json metric = eval.Metric();
+  metric.update({{"step", step}, {"train_seconds", trained}});
   SHOAL_RETURN_IF_ERROR(table_->Report(metric.dump()));
   record->update(metric);
-  result->test_accuracy = eval.accuracy;
+  if (eval.classifies) result->test_accuracy = eval.accuracy;
   return Status::Ok();
 }
 

@@ -2,17 +2,20 @@
 # Synchronous training is single-node SGD (SINGA §5.2.1): BSP with 2 workers ×
 # batch 32 ends k steps with the same parameters as 1 worker × batch 64 on the
 # same records, to 1e-4 relative. dl-shard deals records like cards, so the
-# two shards' first 32·k records are the one shard's first 64·k.
+# two shards' first 32·k records are the one shard's first 64·k. The same
+# holds for an RBM trained by contrastive divergence: its Gibbs samples are
+# keyed by the record and the step (lib/ops/rbm.h), not by the worker.
 . "$(dirname "$0")/lib.sh"
 
-run() {  # run NAME WORKERS BATCH SHARDS [OVERRIDE...]
+job=$root/configs/fashion-mlp.yaml
+run() {  # run NAME WORKERS BATCH SHARDS [OVERRIDE...]: trains $job
   local dir=$tmp/$1 workers=$2 batch=$3 shards=$4 port
   shift 4
   local sets=()
   for o in "$@"; do sets+=(--set "$o"); done
   port=$(fresh_port)
   mkdir -p "$dir"
-  "$bin/dl-plan" "$root/configs/fashion-mlp.yaml" --strategy data --base-port "$port" -o "$dir/plan.json" "${sets[@]}" \
+  "$bin/dl-plan" "$job" --strategy data --base-port "$port" -o "$dir/plan.json" "${sets[@]}" \
     --set cluster.nworkers_per_group="$workers" --set train.batch_size="$batch" --set train.steps=40
   "$bin/dl-server" --plan "$dir/plan.json" --checkpoint-dir "$dir/ckpt" >"$dir/server.jsonl" 2>"$dir/server.log" &
   local server=$! pids=()
@@ -47,3 +50,23 @@ run other-batch 2 16 "$(shards_for 2)"
 python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) > 1e-3 and float(sys.argv[2]) > 1e-3 else 1)" \
   "$(max_rel one other-lr)" "$(max_rel one other-batch)" || fail "the comparison cannot tell runs apart"
 ok "a different learning rate or batch split is told apart (max relative difference > 1e-3)"
+
+# The RBM (the bottom one of configs/fashion-rbm1.yaml, with 64 hidden units).
+job=$tmp/rbm.yaml
+sed 's/num_output: 1000/num_output: 64/' "$root/configs/fashion-rbm1.yaml" >"$job"
+run rbm-two 2 32 "$(shards_for 2)"
+run rbm-one 1 64 "$(shards_for 1)"
+"$bin/dl-ckpt" diff "$tmp"/rbm-one/ckpt/*.ckpt "$tmp"/rbm-two/ckpt/*.ckpt >"$tmp/rbm-diff.json"
+python3 - "$tmp/rbm-diff.json" <<'PY' || fail "RBM parameters differ: $(cat "$tmp/rbm-diff.json")"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["step_a"] == d["step_b"] == 40, d
+assert not d["only_in_a"] and not d["only_in_b"], d
+assert len(d["tensors"]) == 6, d  # weight, bias, visible_bias x (value, velocity)
+assert d["max_rel"] <= 1e-4, d["max_rel"]
+print("max relative difference", d["max_rel"])
+PY
+run rbm-other-seed 1 64 "$(shards_for 1)" train.seed=2
+python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) > 1e-3 else 1)" "$(max_rel rbm-one rbm-other-seed)" ||
+  fail "the RBM comparison cannot tell runs apart"
+ok "RBM by CD-1: BSP 2 workers x 32 = 1 worker x 64 after 40 steps; another train.seed (other draws and initial values) differs"

@@ -313,7 +313,7 @@ TEST_CASE("missing sections and fields are refused naming what is missing") {
   CHECK(Contains(s.message(), "job.yaml:5:7: layer 'fc': missing field 'num_output'"));
   s = ParseAndBuild(Job("    - {name: data, type: data, shape: [4]}\n"
                         "    - {name: fc, type: fully_connected, srclayers: data, num_output: 2}\n"));
-  CHECK(s.message() == "job.yaml: the model has no layer of type 'softmax_loss'");
+  CHECK(s.message() == "job.yaml: the model has no loss layer (type 'softmax_loss' or 'rbm')");
   s = ParseAndBuild(Job("    - {name: fc, type: relu}\n"));
   CHECK(Contains(s.message(), "layer 'fc': needs exactly one source layer"));
 }
