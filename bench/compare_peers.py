@@ -11,6 +11,11 @@ Rows (--rows, any of):
   evaluation excluded on both sides), BSP 2 × 32 against DDP 2 × 32 and one process × 64
   against torch_single.py.
 
+- rbm: configs/fashion-rbm1.yaml (784-1000, CD-1, batch 100) for --rbm-epochs epochs, one
+  process at 1 and 2 threads, against peers/torch_rbm.py: ms per step, and (quality, ratio
+  of errors, within 5% asked) each epoch's mean training reconstruction error and the
+  test set's at the end.
+
 - exchange: a 4 MB and a 64 MB tensor's update-get round trip through a parameter
   server against a raw NNG req/rep echo of the same bytes (bench/exchange_throughput.cpp);
   here the ratio is of throughputs, higher is better.
@@ -21,7 +26,7 @@ pairs' ratios, with their range, and the JSON keeps every pair. Under each shoal
 of single and bsp, where its time went (the median run's), per step: worker 0's
 compute, input, encode, waiting on servers and decode, and the servers' update,
 encode and decode, from the processes' own counters (`time_s`, `handle_s`, ...).
-Usage: bench/run.sh [--rows single,bsp,tta,exchange] [--models mlp,cnn] [--repeats N] [--steps N]
+Usage: bench/run.sh [--rows single,bsp,tta,rbm,exchange] [--models mlp,cnn] [--repeats N] [--steps N]
 """
 import argparse, itertools, json, os, signal, statistics, subprocess, sys, tempfile, time
 
@@ -168,6 +173,27 @@ class Bench:
         proc.wait()
         return self.seconds_to_target(records)
 
+    # --- RBM by contrastive divergence --------------------------------------------
+    def shoal_rbm(self, threads):
+        """(ms per step, each epoch's mean training reconstruction error, test error)."""
+        self.runs += 1
+        plan = os.path.join(self.tmp, f"rbm-{self.runs}.json")
+        sets = [x for o in ("train.batch_size=100", "cluster.nworkers_per_group=1", f"train.epochs={self.a.rbm_epochs}",
+                            "train.display_every=100") for x in ("--set", o)]
+        run([self.tool("dl-plan"), os.path.join(self.a.root, "configs", "fashion-rbm1.yaml"), *sets, "-o", plan])
+        r = run([self.tool("dl-worker"), "--plan", plan, "--standalone", "--threads", str(threads),
+                 "--shards", self.shards(1)])
+        done = last(r, "done")
+        per_epoch = done["steps"] // self.a.rbm_epochs  # 600: display windows of 100 steps divide it
+        windows = [x for x in r if x.get("event") == "step"]
+        errors = [statistics.mean(x["loss"] for x in windows if e * per_epoch < x["step"] <= (e + 1) * per_epoch)
+                  for e in range(self.a.rbm_epochs)]
+        return done["ms_per_step_median"], errors, done["test_loss"]
+
+    def peer_rbm(self, threads):
+        r = self.peer("torch_rbm.py", "--threads", threads, "--epochs", self.a.rbm_epochs)
+        return r["ms_per_step_median"], r["epoch_errors"], r["test_error"]
+
     def peer_tta(self, script, *args):
         r = self.peer(script, "cnn", *args, "--target-accuracy", self.a.target_accuracy, "--eval-every", EVAL_EVERY,
                       "--max-steps", self.a.tta_max_steps)
@@ -211,6 +237,34 @@ def exchange_rows(a):
                "pairs": [{"ratio": x} for x in r["ratios"]]}
 
 
+def rbm_rows(b, a):
+    """The RBM's speed and quality rows, from shoal/peer pairs run alternately."""
+    quality = []  # (shoal, peer) of every run: (epoch errors, test error)
+    for threads in (1, 2):
+        pairs = []
+        for _ in range(a.repeats):
+            ms, errors, test = b.shoal_rbm(threads)
+            peer_ms, peer_errors, peer_test = b.peer_rbm(threads)
+            pairs.append({"shoal": ms, "peer": peer_ms, "ratio": ms / peer_ms})
+            quality.append(((errors, test), (peer_errors, peer_test)))
+        yield summarise(f"rbm 784-1000 CD-1 single process, batch 100, {threads} thread(s)",
+                        {"model": "rbm", "threads": threads, "unit": "ms/step", "target": 1.0}, pairs)
+    for e in range(a.rbm_epochs):
+        yield summarise(f"rbm reconstruction error, epoch {e + 1} (train)",
+                        {"model": "rbm", "unit": "error", "within": 0.05},
+                        [{"shoal": s[0][e], "peer": p[0][e], "ratio": s[0][e] / p[0][e]} for s, p in quality])
+    yield summarise(f"rbm test reconstruction error after {a.rbm_epochs} epoch(s)",
+                    {"model": "rbm", "unit": "error", "within": 0.05},
+                    [{"shoal": s[1], "peer": p[1], "ratio": s[1] / p[1]} for s, p in quality])
+
+
+def summarise(case, fields, pairs):
+    ratios = [x["ratio"] for x in pairs]
+    return dict(fields, case=case, ratio=statistics.median(ratios), ratio_min=min(ratios), ratio_max=max(ratios),
+                shoal=statistics.median(x["shoal"] for x in pairs), peer=statistics.median(x["peer"] for x in pairs),
+                pairs=pairs)
+
+
 def measure(case, fields, peer, variants, repeats):
     """Alternates the sides, `repeats` times: each shoal variant, then the peer, ..."""
     pairs = {v: [] for v in variants}
@@ -223,11 +277,8 @@ def measure(case, fields, peer, variants, repeats):
             s, profile = s if isinstance(s, tuple) else (s, None)
             pairs[v].append({"shoal": s, "peer": p, "ratio": s / p, "shoal_ms_per_step": profile})
     for v, ps in pairs.items():
-        ratios = [x["ratio"] for x in ps]
         middle = sorted(ps, key=lambda x: x["shoal"])[len(ps) // 2]
-        yield dict(fields, case=case + v, ratio=statistics.median(ratios), ratio_min=min(ratios), ratio_max=max(ratios),
-                   shoal=statistics.median(x["shoal"] for x in ps), peer=statistics.median(x["peer"] for x in ps),
-                   where=middle["shoal_ms_per_step"], pairs=ps)
+        yield dict(summarise(case + v, fields, ps), where=middle["shoal_ms_per_step"])
 
 
 def main():
@@ -235,11 +286,12 @@ def main():
     ap.add_argument("--root", required=True)
     ap.add_argument("--bin", required=True)
     ap.add_argument("--out", required=True)
-    ap.add_argument("--rows", default="single,bsp,tta,exchange", type=lambda s: s.split(","))
+    ap.add_argument("--rows", default="single,bsp,tta,rbm,exchange", type=lambda s: s.split(","))
     ap.add_argument("--models", default="mlp,cnn", type=lambda s: s.split(","))
     ap.add_argument("--repeats", type=int, default=3, help="shoal/peer pairs per row (at least 3 for a range)")
     ap.add_argument("--steps", type=int, default=200, help="timed steps of a ms/step row")
     ap.add_argument("--target-accuracy", type=float, default=0.88, help="of the time-to-accuracy rows")
+    ap.add_argument("--rbm-epochs", type=int, default=1, help="epochs of the RBM rows")
     ap.add_argument("--tta-max-steps", type=int, default=4000, help="steps a time-to-accuracy run may take")
     a = ap.parse_args()
     commit = subprocess.run(["git", "-C", a.root, "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
@@ -249,9 +301,11 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         b = Bench(a, tmp)
         measured = (r for row in rows(b, a) for r in measure(*row, a.repeats))
-        for r in itertools.chain(measured, exchange_rows(a) if "exchange" in a.rows else ()):
+        for r in itertools.chain(measured, rbm_rows(b, a) if "rbm" in a.rows else (),
+                                 exchange_rows(a) if "exchange" in a.rows else ()):
             result["rows"].append(r)
-            bound = (">=" if r.get("higher_is_better") else "<=") + str(r["target"])
+            bound = (f"±{100 * r['within']:.0f}%" if "within" in r else
+                     (">=" if r.get("higher_is_better") else "<=") + str(r["target"]))
             print(f"{r['case']:52} {r['shoal']:9.2f} {r['peer']:9.2f} {r['unit']:>7} {r['ratio']:6.2f} "
                   f"{r['ratio_min']:5.2f}-{r['ratio_max']:<5.2f} {bound:>6}", flush=True)
             if r.get("where"):  # the median shoal run's own counters
