@@ -28,8 +28,14 @@ enum class Dependency {
 
 // How the server initialises a parameter (it owns the values; see lib/ps).
 struct ParamInit {
-  enum class Kind { kUniform, kConstant } kind = Kind::kUniform;
+  enum class Kind { kUniform, kConstant, kCheckpoint } kind = Kind::kUniform;
   float value = 0.0f;  // uniform bound, or the constant
+  // kCheckpoint (a layer's init_from): parameter `param` of `checkpoint`
+  // (a file, one step's server files, or a checkpoint directory), transposed
+  // where asked (a decoder's weights from an encoder's).
+  std::string checkpoint;
+  std::string param;
+  bool transpose = false;
 };
 
 // What a training pass's random draws are keyed by, besides the record they
@@ -45,6 +51,7 @@ struct Param {
   std::string name;  // "<layer>.weight", "<layer>.bias"
   Shape shape;
   ParamInit init;
+  float lr_mult = 1.0f;  // its learning rate is train.learning_rate × this (a layer's lr_mult; 0 freezes it)
   Tensor value;
   Tensor grad;
 };

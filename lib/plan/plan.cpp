@@ -7,6 +7,7 @@
 #include "core/build_info.h"
 #include "core/text.h"
 #include "graph/net.h"
+#include "graph/param_fields.h"
 #include "plan/partition.h"
 
 namespace shoal {
@@ -182,7 +183,10 @@ Status MakePlan(const JobConfig& job, const PlanOptions& options, const Partitio
     plan->layers.push_back(l);
   }
   for (int w = 0; w < c.workers(); ++w) plan->workers.push_back({w, w / m, w % m, ""});
-  for (Param* p : net->params()) plan->params.push_back({p->name, p->shape, p->init, {}});
+  for (Param* p : net->params()) {
+    SHOAL_RETURN_IF_ERROR(CheckInitFrom(*p));
+    plan->params.push_back({p->name, p->shape, p->init, {}, p->lr_mult});
+  }
   SHOAL_RETURN_IF_ERROR(IndexPlan(plan));
   // Each server group holds a whole copy; the first group's slices are the
   // ones a parameter lists (and the ones checkpoints hold).

@@ -41,6 +41,7 @@ struct ParamPlan {
   Shape shape;
   ParamInit init;
   std::vector<uint32_t> slices;  // keys, in offset order
+  float lr_mult = 1.0f;          // Param::lr_mult
   size_t layer = 0;              // its layer's index in Plan::layers (IndexPlan; not in plan.json)
 };
 

@@ -29,7 +29,14 @@ constexpr size_t kMaxPlanBytes = 64u << 20;
 constexpr size_t kMaxEndpointBytes = 512;
 
 const char* InitKindName(ParamInit::Kind kind) {
-  return kind == ParamInit::Kind::kUniform ? "uniform" : "constant";
+  return kind == ParamInit::Kind::kUniform ? "uniform" : kind == ParamInit::Kind::kConstant ? "constant" : "checkpoint";
+}
+
+json InitToJson(const ParamInit& init) {
+  json j = {{"kind", InitKindName(init.kind)}, {"value", init.value}};
+  if (init.kind == ParamInit::Kind::kCheckpoint)
+    j.update({{"checkpoint", init.checkpoint}, {"param", init.param}, {"transpose", init.transpose}});
+  return j;
 }
 
 json ContentToJson(const Plan& plan) {
@@ -55,8 +62,7 @@ json ContentToJson(const Plan& plan) {
   j["params"] = json::array();
   for (const auto& p : plan.params)
     j["params"].push_back({{"name", p.name}, {"shape", p.shape},
-                           {"init", {{"kind", InitKindName(p.init.kind)}, {"value", p.init.value}}},
-                           {"slices", p.slices}});
+                           {"init", InitToJson(p.init)}, {"slices", p.slices}, {"lr_mult", p.lr_mult}});
   // A plan may hold a million slices: each object is built in place
   // (an initializer list builds every pair as an array first).
   json::array_t& slices = (j["slices"] = json::array()).get_ref<json::array_t&>();
@@ -128,10 +134,23 @@ void ReadContent(const json& j, Plan* plan) {
     ParamPlan pp;
     pp.name = p.at("name");
     for (const auto& d : p.at("shape")) pp.shape.push_back(Number<int>(d, at + ".shape"));
-    const std::string kind = p.at("init").at("kind");
-    if (kind != "uniform" && kind != "constant") throw std::invalid_argument("init kind " + Quoted(kind, 40));
-    pp.init.kind = kind == "uniform" ? ParamInit::Kind::kUniform : ParamInit::Kind::kConstant;
-    pp.init.value = Number<float>(p.at("init"), "value", at + ".init");
+    const json& init = p.at("init");
+    const std::string kind = init.at("kind");
+    if (kind != "uniform" && kind != "constant" && kind != "checkpoint")
+      throw std::invalid_argument("init kind " + Quoted(kind, 40));
+    pp.init.kind = kind == "uniform"    ? ParamInit::Kind::kUniform
+                   : kind == "constant" ? ParamInit::Kind::kConstant
+                                        : ParamInit::Kind::kCheckpoint;
+    pp.init.value = Number<float>(init, "value", at + ".init");
+    if (pp.init.kind == ParamInit::Kind::kCheckpoint) {
+      pp.init.checkpoint = init.at("checkpoint").get<std::string>();
+      pp.init.param = init.at("param").get<std::string>();
+      pp.init.transpose = init.at("transpose").get<bool>();
+      if (pp.init.checkpoint.empty() || pp.init.param.empty())
+        throw std::invalid_argument(at + ".init: an empty checkpoint or param");
+    }
+    pp.lr_mult = p.contains("lr_mult") ? Number<float>(p, "lr_mult", at) : 1.0f;
+    if (!(pp.lr_mult >= 0.0f && pp.lr_mult <= 1e3f)) throw std::invalid_argument(at + ".lr_mult is not in [0, 1000]");
     for (const auto& k : p.at("slices")) pp.slices.push_back(Number<uint32_t>(k, at + ".slices"));
     plan->params.push_back(pp);
   }

@@ -3,6 +3,7 @@
 #include <random>
 
 #include "core/hash.h"
+#include "graph/param_fields.h"
 
 namespace shoal {
 
@@ -18,6 +19,13 @@ void InitializeParam(const std::string& name, const Shape& shape, const ParamIni
     float u = static_cast<float>(rng() >> 40) * (1.0f / 16777216.0f);
     v = (2.0f * u - 1.0f) * bound;
   }
+}
+
+Status InitialValues(const std::string& name, const Shape& shape, const ParamInit& init, uint64_t seed,
+                     std::vector<float>* values) {
+  if (init.kind == ParamInit::Kind::kCheckpoint) return LoadInitFrom(name, shape, init, values);
+  InitializeParam(name, shape, init, seed, values);
+  return Status::Ok();
 }
 
 }  // namespace shoal

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "core/status.h"
 #include "layers/layer.h"
 #include "plan/plan.h"
 
@@ -17,5 +18,10 @@ void InitializeParam(const std::string& name, const Shape& shape, const ParamIni
 inline void InitializeParam(const ParamPlan& param, uint64_t seed, std::vector<float>* values) {
   InitializeParam(param.name, param.shape, param.init, seed, values);
 }
+
+// InitializeParam, or for a parameter whose layer has init_from, the
+// checkpoint's values (lib/graph/param_fields.h); errors name the parameter.
+Status InitialValues(const std::string& name, const Shape& shape, const ParamInit& init, uint64_t seed,
+                     std::vector<float>* values);
 
 }  // namespace shoal

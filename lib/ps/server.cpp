@@ -20,6 +20,7 @@ Status ParameterServer::Start() {
   model_ = MakeConsistency(config_, &stats_);
   if (!model_) return Status::InvalidArgument("no consistency model is called '" + config_.consistency + "'");
   table_ = std::make_unique<ServerTable>(config_, model_->TakesGradients());
+  SHOAL_RETURN_IF_ERROR(table_->init_status());
   if (!config_.sync_neighbours.empty()) {
     sync_ = std::make_unique<ServerSync>(config_, [this](auto* values) {
       std::lock_guard<std::mutex> lock(mu_);

@@ -55,7 +55,7 @@ Status MakeServerConfig(const Plan& plan, int id, ServerConfig* out) {
   for (const SlicePlan& sp : plan.slices) {
     if (sp.server != id) continue;
     const ParamPlan& param = plan.params[sp.param_index];
-    SliceSpec s{sp.key, sp.param, sp.param, sp.offset, sp.count, param.shape, param.init};
+    SliceSpec s{sp.key, sp.param, sp.param, sp.offset, sp.count, param.shape, param.init, param.lr_mult};
     if (param.slices.size() > 1) s.name += "[" + std::to_string(sp.offset) + "]";
     c.slices.push_back(s);
     const std::string& layer = LayerOfParam(plan, param).name;

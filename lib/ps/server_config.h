@@ -23,6 +23,7 @@ struct SliceSpec {
   size_t offset = 0, count = 0;
   Shape shape;        // the whole parameter's
   ParamInit init;
+  float lr_mult = 1.0f;
 };
 
 // One layer's slices on this server: the unit of an update and of versions.

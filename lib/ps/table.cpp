@@ -18,9 +18,16 @@ ServerTable::ServerTable(const ServerConfig& config, bool takes_gradients)
   for (const SliceSpec& spec : config.slices) {
     if (spec.param != param) {
       param = spec.param;
-      InitializeParam(spec.param, spec.shape, spec.init, config.seed, &full);
+      Status init = InitialValues(spec.param, spec.shape, spec.init, config.seed, &full);
+      if (!init.ok()) {
+        init_status_ = init;
+        full.assign(NumElements(spec.shape), 0.0f);
+      }
     }
-    Slice s{&spec, std::vector<float>(full.begin() + spec.offset, full.begin() + spec.offset + spec.count), {}, {}};
+    UpdaterConfig updater = config.updater;
+    updater.learning_rate *= spec.lr_mult;
+    Slice s{&spec, std::vector<float>(full.begin() + spec.offset, full.begin() + spec.offset + spec.count), {}, {},
+            updater};
     if (takes_gradients) {
       s.grad_sum.assign(spec.count, 0.0f);
       s.state = NewUpdaterState(config.updater, spec.count);
@@ -127,11 +134,11 @@ void ServerTable::AddGradients(const std::vector<const EntryView*>& entries) {
 void ServerTable::Apply(Slice& s, float scale, uint64_t version, std::vector<float>* before) {
   const size_t n = s.value.size();
   if (!before) {
-    ApplySumUpdate(config_.updater, version, n, s.grad_sum.data(), scale, s.value.data(), s.value.data(), &s.state);
+    ApplySumUpdate(s.updater, version, n, s.grad_sum.data(), scale, s.value.data(), s.value.data(), &s.state);
     return;
   }
   before->resize(n);
-  ApplySumUpdate(config_.updater, version, n, s.grad_sum.data(), scale, s.value.data(), before->data(), &s.state);
+  ApplySumUpdate(s.updater, version, n, s.grad_sum.data(), scale, s.value.data(), before->data(), &s.state);
   s.value.swap(*before);
 }
 

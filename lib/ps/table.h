@@ -23,6 +23,7 @@ class ServerTable {
     std::vector<float> value;
     std::vector<float> grad_sum;  // empty when the model takes no gradients (easgd's centre)
     UpdaterState state;           // the updater's buffers, named by state_names()
+    UpdaterConfig updater;        // the job's, at the parameter's learning rate (lr_mult)
   };
   struct Layer {
     const LayerSpec* spec;
@@ -33,6 +34,8 @@ class ServerTable {
   // Initial values from each parameter's rule and the job's seed; with
   // `takes_gradients` false, no gradient sums and no updater state.
   ServerTable(const ServerConfig& config, bool takes_gradients);
+  // Whether every initial value was had (a checkpoint of init_from may not be).
+  const Status& init_status() const { return init_status_; }
 
   const ServerConfig& config() const { return config_; }
   const std::vector<std::string>& state_names() const;
@@ -96,6 +99,7 @@ class ServerTable {
  private:
   const ServerConfig& config_;
   bool takes_gradients_;
+  Status init_status_;
   std::map<uint32_t, Slice> slices_;
   std::vector<Layer> layers_;
   std::map<uint32_t, int> layer_of_;          // key -> index in layers_

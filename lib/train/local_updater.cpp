@@ -3,8 +3,13 @@
 namespace shoal {
 
 LocalUpdater::LocalUpdater(const Plan& plan, std::vector<Param*> params, std::vector<float> scales)
-    : updater_(UpdaterFromTrain(plan.job.train, 1)), params_(std::move(params)), scales_(std::move(scales)) {
-  for (Param* p : params_) state_.push_back(NewUpdaterState(updater_, p->value.size()));
+    : params_(std::move(params)), scales_(std::move(scales)) {
+  const UpdaterConfig updater = UpdaterFromTrain(plan.job.train, 1);
+  for (Param* p : params_) {
+    updaters_.push_back(updater);
+    updaters_.back().learning_rate *= p->lr_mult;
+    state_.push_back(NewUpdaterState(updater, p->value.size()));
+  }
 }
 
 void LocalUpdater::Apply(uint64_t step) {
@@ -13,7 +18,7 @@ void LocalUpdater::Apply(uint64_t step) {
     // Scaled in place: the next backward pass sets the gradient afresh.
     if (scales_[i] != 1.0f)
       for (size_t j = 0; j < grad.size(); ++j) grad[j] *= scales_[i];
-    ApplyUpdate(updater_, step, params_[i]->value.size(), grad.data(), params_[i]->value.data(), &state_[i]);
+    ApplyUpdate(updaters_[i], step, params_[i]->value.size(), grad.data(), params_[i]->value.data(), &state_[i]);
   }
 }
 

@@ -18,11 +18,12 @@ class LocalUpdater {
   // `scales`: per param, the factor its gradient is taken at before the rule
   // (1 for a gradient over this worker's own records).
   LocalUpdater(const Plan& plan, std::vector<Param*> params, std::vector<float> scales);
-  // The update of step `step`: each param's value and state by its gradient.
+  // The update of step `step`: each param's value and state by its gradient,
+  // at its learning rate (Param::lr_mult).
   void Apply(uint64_t step);
 
  private:
-  UpdaterConfig updater_;
+  std::vector<UpdaterConfig> updaters_;  // per param
   std::vector<Param*> params_;
   std::vector<float> scales_;
   std::vector<UpdaterState> state_;  // per param

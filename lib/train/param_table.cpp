@@ -17,7 +17,12 @@ LocalTable::LocalTable(const Plan& plan, std::vector<Param*> params)
     : params_(std::move(params)), updater_(plan, params_, std::vector<float>(params_.size(), 1.0f)) {
   for (Param* p : params_) {
     std::vector<float> values;
-    InitializeParam(*plan.FindParam(p->name), plan.job.train.seed, &values);
+    const ParamPlan& param = *plan.FindParam(p->name);
+    Status init = InitialValues(param.name, param.shape, param.init, plan.job.train.seed, &values);
+    if (!init.ok()) {
+      if (init_status_.ok()) init_status_ = init;
+      continue;
+    }
     std::memcpy(p->value.data(), values.data(), 4 * values.size());
   }
 }

@@ -45,6 +45,8 @@ class ParamTable {
 class LocalTable : public ParamTable {
  public:
   LocalTable(const Plan& plan, std::vector<Param*> params);
+  // Whether every initial value was had (a checkpoint of init_from may not be).
+  const Status& init_status() const { return init_status_; }
   Status Join(uint64_t* step) override {
     *step = 0;
     return Status::Ok();
@@ -58,6 +60,7 @@ class LocalTable : public ParamTable {
  private:
   std::vector<Param*> params_;
   LocalUpdater updater_;
+  Status init_status_;
 };
 
 // With train.overlap (SINGA §5.3), the worker passes the table to its net's

@@ -88,7 +88,9 @@ Status Worker::OpenShards() {
 Status Worker::OpenTable() {
   std::vector<Param*> params = net_->params();
   if (options_.standalone) {
-    table_ = std::make_unique<LocalTable>(plan_, params);
+    auto local = std::make_unique<LocalTable>(plan_, params);
+    SHOAL_RETURN_IF_ERROR(local->init_status());
+    table_ = std::move(local);
     return Status::Ok();
   }
   const int timeout_ms = options_.timeout_ms > 0 ? options_.timeout_ms : plan_.job.cluster.timeout_ms;

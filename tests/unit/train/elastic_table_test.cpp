@@ -20,7 +20,7 @@ struct Replica {
   std::unique_ptr<ElasticTable> table;
 
   explicit Replica(const ServerFixture& f) {
-    for (const auto& p : f.plan.params) params.push_back({p.name, p.shape, p.init, Tensor(p.shape), Tensor(p.shape)});
+    for (const auto& p : f.plan.params) params.push_back({p.name, p.shape, p.init, p.lr_mult, Tensor(p.shape), Tensor(p.shape)});
     std::vector<Param*> held;
     for (Param& p : params) held.push_back(&p);
     auto remote = std::make_unique<RemoteTable>(f.plan, 0, held, kTimeoutMs);

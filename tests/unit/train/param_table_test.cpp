@@ -22,7 +22,7 @@ struct Replica {
   std::vector<Param> params;
 
   explicit Replica(const Plan& plan) {
-    for (const auto& p : plan.params) params.push_back({p.name, p.shape, p.init, Tensor(p.shape), Tensor(p.shape)});
+    for (const auto& p : plan.params) params.push_back({p.name, p.shape, p.init, p.lr_mult, Tensor(p.shape), Tensor(p.shape)});
   }
   std::vector<Param*> Pointers() {
     std::vector<Param*> out;
