@@ -1,4 +1,4 @@
-// Layers whose feature has the shape of their one source: relu, dropout, flatten.
+// Layers whose feature has the shape of their one source: relu, sigmoid, dropout, flatten.
 #include "layers/layer_types.h"
 #include "ops/elementwise.h"
 
@@ -24,6 +24,24 @@ class ReluLayer : public Layer {
       ReluBackward(data_.size(), data_.data(), grad_.data(), srcs[0]->grad().data());
   }
   double ForwardFlopsPerRecord() const override { return static_cast<double>(feature_size()); }
+  Dependency SourceDependency(size_t) const override { return Dependency::kElementwise; }
+};
+
+class SigmoidLayer : public Layer {
+ public:
+  Status Setup(const Fields& fields, const std::vector<const Layer*>& srcs) override {
+    SHOAL_RETURN_IF_ERROR(SetupOneSource(fields, srcs));
+    out_shape_ = srcs[0]->out_shape();
+    return Status::Ok();
+  }
+  void Forward(Phase, const std::vector<Layer*>& srcs) override {
+    SigmoidForward(data_.size(), srcs[0]->data().data(), data_.data());
+  }
+  void Backward(const std::vector<Layer*>& srcs) override {
+    if (srcs[0]->WantsGrad())
+      SigmoidBackward(data_.size(), data_.data(), grad_.data(), srcs[0]->grad().data());
+  }
+  double ForwardFlopsPerRecord() const override { return 4.0 * feature_size(); }
   Dependency SourceDependency(size_t) const override { return Dependency::kElementwise; }
 };
 
@@ -80,6 +98,7 @@ class FlattenLayer : public Layer {
 }  // namespace
 
 std::unique_ptr<Layer> NewReluLayer() { return std::make_unique<ReluLayer>(); }
+std::unique_ptr<Layer> NewSigmoidLayer() { return std::make_unique<SigmoidLayer>(); }
 std::unique_ptr<Layer> NewDropoutLayer() { return std::make_unique<DropoutLayer>(); }
 std::unique_ptr<Layer> NewFlattenLayer() { return std::make_unique<FlattenLayer>(); }
 

@@ -17,5 +17,8 @@ std::unique_ptr<Layer> NewFlattenLayer();
 std::unique_ptr<Layer> NewSoftmaxLossLayer();
 std::unique_ptr<Layer> NewConcatLayer();
 std::unique_ptr<Layer> NewRbmLayer();
+std::unique_ptr<Layer> NewSigmoidLayer();
+std::unique_ptr<Layer> NewEuclideanLossLayer();
+std::unique_ptr<Layer> NewSigmoidCrossEntropyLossLayer();
 
 }  // namespace shoal

@@ -1,7 +1,8 @@
 // A restricted Boltzmann machine trained by contrastive divergence (SINGA
 // §4.2.2; Hinton 2002): the visible units are its one source's feature (values
-// in [0, 1], read as probabilities), the hidden units num_output. Its feature is
-// p(h | v), what the next RBM of a stack trains on; its loss, the squared
+// in [0, 1], read as probabilities), the hidden units num_output, binary or
+// Gaussian. Its feature is the hidden units' means given v (p(h | v) for
+// binary ones), what the next RBM of a stack trains on; its loss, the squared
 // error of the reconstruction p(v | h) of each record. A loss layer of its own:
 // nothing back-propagates into it; Backward sets CD-k's parameter gradients
 // from the chain its training pass ran (train.algorithm: cd).
@@ -23,6 +24,9 @@ class RbmLayer : public LossLayer {
     SHOAL_RETURN_IF_ERROR(fields.RequiredInt("num_output", &hidden_, 1, kMaxUnits));
     SHOAL_RETURN_IF_ERROR(fields.Int("cd_k", 1, &k_, 1, 1000));
     SHOAL_RETURN_IF_ERROR(fields.Bool("persistent", false, &persistent_));
+    std::string hidden;
+    SHOAL_RETURN_IF_ERROR(fields.Choice("hidden", "binary", {"binary", "gaussian"}, &hidden));
+    units_ = hidden == "binary" ? HiddenUnits::kBinary : HiddenUnits::kGaussian;
     visible_ = static_cast<int>(srcs[0]->feature_size());
     out_shape_ = {hidden_};
     // Weights of standard deviation 0.1 (SINGA's RBM example draws N(0, 0.1²)), as a uniform.
@@ -40,7 +44,7 @@ class RbmLayer : public LossLayer {
     const float* a = params_[2].value.data();
     const size_t vn = static_cast<size_t>(batch) * visible_, hn = static_cast<size_t>(batch) * hidden_;
     float* ph0 = data_.data();
-    RbmHiddenProbabilities(batch, visible_, hidden_, v0, w, b, ph0);
+    RbmHiddenMeans(units_, batch, visible_, hidden_, v0, w, b, ph0);
     pv_.resize(vn);
     if (phase == Phase::kTest) {  // no draws: the mean-field reconstruction
       RbmVisibleProbabilities(batch, visible_, hidden_, ph0, w, a, pv_.data());
@@ -60,17 +64,17 @@ class RbmLayer : public LossLayer {
     const uint64_t pass = Mix64(Mix64(draw_key_.seed) ^ draw_key_.step);
     for (int r = 0; r < batch; ++r) keys_[r] = HashFloats(pass, start + static_cast<size_t>(r) * visible_, visible_);
     if (persistent_) {
-      RbmHiddenProbabilities(batch, visible_, hidden_, start, w, b, phk_.data());
-      SampleBernoulli(batch, hidden_, phk_.data(), keys_.data(), 0, h_.data());
+      RbmHiddenMeans(units_, batch, visible_, hidden_, start, w, b, phk_.data());
+      SampleHidden(units_, batch, hidden_, phk_.data(), keys_.data(), 0, h_.data());
     } else {
-      SampleBernoulli(batch, hidden_, ph0, keys_.data(), 0, h_.data());
+      SampleHidden(units_, batch, hidden_, ph0, keys_.data(), 0, h_.data());
     }
     for (int t = 1; t <= k_; ++t) {
       RbmVisibleProbabilities(batch, visible_, hidden_, h_.data(), w, a, pv_.data());
       // The reconstruction error of the data's own chain, as Hinton's code reports it.
       if (t == 1 && !persistent_) loss_ = static_cast<float>(SquaredErrorPerRecord(batch, visible_, v0, pv_.data()));
-      RbmHiddenProbabilities(batch, visible_, hidden_, pv_.data(), w, b, phk_.data());
-      if (t < k_) SampleBernoulli(batch, hidden_, phk_.data(), keys_.data(), t, h_.data());
+      RbmHiddenMeans(units_, batch, visible_, hidden_, pv_.data(), w, b, phk_.data());
+      if (t < k_) SampleHidden(units_, batch, hidden_, phk_.data(), keys_.data(), t, h_.data());
     }
     if (persistent_) {
       std::copy(pv_.begin(), pv_.end(), fantasy_.begin());
@@ -99,6 +103,7 @@ class RbmLayer : public LossLayer {
  private:
   int visible_ = 0, hidden_ = 0, k_ = 1;
   bool persistent_ = false;
+  HiddenUnits units_ = HiddenUnits::kBinary;
   std::vector<float> h_, pv_, phk_, fantasy_, recon_;
   std::vector<uint64_t> keys_;
 };

@@ -24,8 +24,11 @@ const LayerType kLayerTypes[] = {
     {"softmax_loss", NewSoftmaxLossLayer},
     {"concat", NewConcatLayer},
     {"rbm", NewRbmLayer},
+    {"sigmoid", NewSigmoidLayer},
+    {"euclidean_loss", NewEuclideanLossLayer},
+    {"sigmoid_cross_entropy_loss", NewSigmoidCrossEntropyLossLayer},
 };
-static_assert(sizeof(kLayerTypes) / sizeof(kLayerTypes[0]) == 10,
+static_assert(sizeof(kLayerTypes) / sizeof(kLayerTypes[0]) == 13,
               "every layer type has a row; add its gradient check to tests/unit/layers/registry_test.cpp too");
 
 }  // namespace

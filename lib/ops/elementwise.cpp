@@ -1,6 +1,7 @@
 #include "ops/elementwise.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "ops/parallel.h"
 
@@ -36,6 +37,18 @@ void ReluBackwardRange(size_t begin, size_t end, const float* __restrict y,
 }
 
 }  // namespace
+
+void SigmoidForward(size_t n, const float* x, float* y) {
+  ForRanges(n, [&](size_t begin, size_t end) {
+    for (size_t i = begin; i < end; ++i) y[i] = 1.0f / (1.0f + std::exp(-x[i]));
+  });
+}
+
+void SigmoidBackward(size_t n, const float* y, const float* dy, float* dx) {
+  ForRanges(n, [&](size_t begin, size_t end) {
+    for (size_t i = begin; i < end; ++i) dx[i] += dy[i] * y[i] * (1.0f - y[i]);
+  });
+}
 
 void ReluForward(size_t n, const float* x, float* y) {
   ForRanges(n, [&](size_t begin, size_t end) { ReluForwardRange(begin, end, x, y); });

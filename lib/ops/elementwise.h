@@ -11,6 +11,10 @@ namespace shoal {
 void ReluForward(size_t n, const float* x, float* y);
 void ReluBackward(size_t n, const float* y, const float* dy, float* dx);
 
+// y = 1 / (1 + e^-x); backward from y: dx += dy·y·(1 − y).
+void SigmoidForward(size_t n, const float* x, float* y);
+void SigmoidBackward(size_t n, const float* y, const float* dy, float* dx);
+
 // Inverted dropout: kept units are scaled by 1/(1-ratio) so evaluation is a copy.
 void DropoutForward(size_t n, float ratio, const float* x, float* y, std::vector<float>* mask,
                     std::mt19937* rng);

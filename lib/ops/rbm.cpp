@@ -5,22 +5,15 @@
 
 #include "core/hash.h"
 #include "ops/blas.h"
+#include "ops/elementwise.h"
 #include "ops/fully_connected.h"
 #include "ops/parallel.h"
 
 namespace shoal {
-namespace {
-
-void SigmoidInPlace(size_t n, float* x) {
-  for (size_t i = 0; i < n; ++i) x[i] = 1.0f / (1.0f + std::exp(-x[i]));
-}
-
-}  // namespace
-
-void RbmHiddenProbabilities(int batch, int visible, int hidden, const float* v, const float* w, const float* b,
-                            float* ph) {
-  FullyConnectedForward(batch, visible, hidden, v, w, b, ph);
-  SigmoidInPlace(static_cast<size_t>(batch) * hidden, ph);
+void RbmHiddenMeans(HiddenUnits units, int batch, int visible, int hidden, const float* v, const float* w,
+                    const float* b, float* mean) {
+  FullyConnectedForward(batch, visible, hidden, v, w, b, mean);
+  if (units == HiddenUnits::kBinary) SigmoidForward(static_cast<size_t>(batch) * hidden, mean, mean);
 }
 
 void RbmVisibleProbabilities(int batch, int visible, int hidden, const float* h, const float* w, const float* a,
@@ -31,20 +24,50 @@ void RbmVisibleProbabilities(int batch, int visible, int hidden, const float* h,
     for (int r = begin; r < end; ++r)
       for (int i = 0; i < visible; ++i) pv[static_cast<size_t>(r) * visible + i] = a[i];
     Sgemm(false, false, end - begin, visible, hidden, 1.0f, h + static_cast<size_t>(begin) * hidden, w, 1.0f, out);
-    SigmoidInPlace(static_cast<size_t>(end - begin) * visible, out);
+    SigmoidForward(static_cast<size_t>(end - begin) * visible, out, out);
   });
 }
 
+namespace {
+
+// Record r's generator for `draw`: unit i's 64 random bits are Mix64(base + i).
+uint64_t DrawBase(uint64_t key, uint64_t draw) { return Mix64(key + 0x9e3779b97f4a7c15ull * (draw + 1)); }
+
+// The top 24 bits as a float in [0, 1).
+float UnitFloat(uint64_t bits) { return static_cast<float>(bits >> 40) * (1.0f / 16777216.0f); }
+
+}  // namespace
+
 void SampleBernoulli(int batch, int units, const float* p, const uint64_t* keys, uint64_t draw, float* sample) {
-  constexpr float kUnit = 1.0f / 16777216.0f;  // 2^-24: the top 24 bits make a float in [0, 1)
   for (int r = 0; r < batch; ++r) {
-    const uint64_t base = Mix64(keys[r] + 0x9e3779b97f4a7c15ull * (draw + 1));
+    const uint64_t base = DrawBase(keys[r], draw);
+    const size_t row = static_cast<size_t>(r) * units;
+    for (int i = 0; i < units; ++i)
+      sample[row + i] = UnitFloat(Mix64(base + static_cast<uint64_t>(i))) < p[row + i] ? 1.0f : 0.0f;
+  }
+}
+
+void SampleGaussian(int batch, int units, const float* mean, const uint64_t* keys, uint64_t draw, float* sample) {
+  constexpr double kTwoPi = 6.283185307179586;
+  for (int r = 0; r < batch; ++r) {
+    const uint64_t base = DrawBase(keys[r], draw);
     const size_t row = static_cast<size_t>(r) * units;
     for (int i = 0; i < units; ++i) {
-      const float u = static_cast<float>(Mix64(base + static_cast<uint64_t>(i)) >> 40) * kUnit;
-      sample[row + i] = u < p[row + i] ? 1.0f : 0.0f;
+      // One 64-bit draw gives Box–Muller's two uniforms (32 bits each; u1 in (0, 1]).
+      const uint64_t bits = Mix64(base + static_cast<uint64_t>(i));
+      const double u1 = (static_cast<double>(bits >> 32) + 1.0) / 4294967296.0;
+      const double u2 = static_cast<double>(bits & 0xffffffffu) / 4294967296.0;
+      sample[row + i] = mean[row + i] + static_cast<float>(std::sqrt(-2.0 * std::log(u1)) * std::cos(kTwoPi * u2));
     }
   }
+}
+
+void SampleHidden(HiddenUnits units, int batch, int hidden, const float* mean, const uint64_t* keys, uint64_t draw,
+                  float* sample) {
+  if (units == HiddenUnits::kBinary)
+    SampleBernoulli(batch, hidden, mean, keys, draw, sample);
+  else
+    SampleGaussian(batch, hidden, mean, keys, draw, sample);
 }
 
 void RbmGradients(int batch, int visible, int hidden, const float* v0, const float* ph0, const float* vk,

@@ -1,5 +1,7 @@
-// Tests for lib/layers/elementwise_layers.cpp: relu, flatten, dropout.
+// Tests for lib/layers/elementwise_layers.cpp: relu, sigmoid, flatten, dropout.
 #include <doctest/doctest.h>
+
+#include <cmath>
 
 #include "gradient_check.h"
 
@@ -8,6 +10,20 @@ namespace {
 
 TEST_CASE("relu gradients match away from zero") {
   CheckOneInputLayer("relu", "{}", {3, 2, 2}, 2);
+}
+
+TEST_CASE("sigmoid gradients match central differences, and its values are the logistic function's") {
+  CheckOneInputLayer("sigmoid", "{}", {6}, 2);
+  InputLayer input({3});
+  auto layer = SetUpLayer("sigmoid", "{}", {&input});
+  input.Allocate(1);
+  layer->Allocate(1);
+  input.data()[0] = 0.0f, input.data()[1] = 2.0f, input.data()[2] = -30.0f;
+  std::vector<Layer*> srcs{&input};
+  layer->Forward(Phase::kTrain, srcs);
+  CHECK(layer->data()[0] == doctest::Approx(0.5));
+  CHECK(layer->data()[1] == doctest::Approx(1.0 / (1.0 + std::exp(-2.0))));
+  CHECK(layer->data()[2] == doctest::Approx(0.0).epsilon(1e-12));
 }
 
 TEST_CASE("flatten passes gradients through unchanged") {

@@ -200,6 +200,32 @@ TEST_CASE("rbm with persistent chains starts as CD does, then goes on from where
   CHECK(cd.Gradients(batch, 1) != pcd.Gradients(batch, 1));
 }
 
+TEST_CASE("rbm with Gaussian hidden units: its feature is the linear mean, and CD still lowers its error") {
+  Setup s("{num_output: 2, hidden: gaussian}", 2);
+  const std::vector<float> v = {1, 0, 0.5f, 0.25f, 1, 0, 1, 1, 0, 0.75f};
+  std::copy(v.begin(), v.end(), s.input.data().data());
+  s.layer->Forward(Phase::kTest, s.srcs);
+  const auto& p = s.layer->params();
+  for (int r = 0; r < 2; ++r)
+    for (int j = 0; j < 2; ++j) {
+      double x = p[1].value[j];
+      for (int i = 0; i < 5; ++i) x += p[0].value[j * 5 + i] * v[r * 5 + i];
+      CHECK(s.layer->data()[r * 2 + j] == doctest::Approx(x));
+    }
+  // Plain SGD on the CD gradient for a few hundred steps: the mean-field error falls.
+  auto* loss = dynamic_cast<LossLayer*>(s.layer.get());
+  const float before = loss->loss();
+  for (uint64_t step = 0; step < 300; ++step) {
+    s.layer->set_draw_key({1, step});
+    s.layer->Forward(Phase::kTrain, s.srcs);
+    s.layer->Backward(s.srcs);
+    for (auto& q : s.layer->params())
+      for (size_t i = 0; i < q.value.size(); ++i) q.value[i] -= 0.05f * q.grad[i];
+  }
+  s.layer->Forward(Phase::kTest, s.srcs);
+  CHECK(loss->loss() < 0.5f * before);
+}
+
 TEST_CASE("rbm refuses a second source and a bad cd_k") {
   InputLayer a({3}), b({3});
   auto layer = CreateLayer("rbm");

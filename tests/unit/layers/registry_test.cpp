@@ -26,6 +26,9 @@ const std::map<std::string, std::string> kGradientChecked = {
     {"softmax_loss", "layers/softmax_loss_layer_test.cpp"},
     {"concat", "layers/concat_layer_test.cpp"},
     {"rbm", "layers/rbm_layer_test.cpp"},
+    {"sigmoid", "layers/elementwise_layers_test.cpp"},
+    {"euclidean_loss", "layers/reconstruction_loss_layers_test.cpp"},
+    {"sigmoid_cross_entropy_loss", "layers/reconstruction_loss_layers_test.cpp"},
 };
 
 std::string TestSource(const std::string& file) {

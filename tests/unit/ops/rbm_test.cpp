@@ -36,18 +36,39 @@ TEST_CASE("SampleBernoulli draws 1 with probability p, the same draws for the sa
   for (float s : s1) CHECK((s == 0.0f || s == 1.0f));
 }
 
+TEST_CASE("SampleGaussian adds standard normal noise to the mean, keyed as SampleBernoulli's draws are") {
+  const int units = 20000;
+  std::vector<float> mean(units, 3.0f), s(units), again(units);
+  const uint64_t key[] = {11};
+  SampleGaussian(1, units, mean.data(), key, 0, s.data());
+  SampleGaussian(1, units, mean.data(), key, 0, again.data());
+  CHECK(s == again);
+  double sum = 0.0, sq = 0.0, within1 = 0.0;
+  for (float x : s) {
+    sum += x - 3.0;
+    sq += (x - 3.0) * (x - 3.0);
+    within1 += std::fabs(x - 3.0) < 1.0;
+  }
+  CHECK(std::fabs(sum / units) < 0.03);             // 4 standard errors of the mean
+  CHECK(std::fabs(sq / units - 1.0) < 0.04);        // the variance, ~4 of its standard errors
+  CHECK(std::fabs(within1 / units - 0.6827) < 0.015);  // a normal's, not a uniform's (0.577 for unit variance)
+}
+
 TEST_CASE("the conditionals are sigmoids of the affine maps, W shared between the two directions") {
   // 2 visible, 3 hidden, 1 record.
   const float w[] = {0.5f, -1.0f, 2.0f, 0.0f, -0.25f, 0.75f};  // [hidden 3, visible 2]
   const float a[] = {0.1f, -0.2f}, b[] = {0.3f, 0.0f, -0.5f};
   const float v[] = {1.0f, 0.5f}, h[] = {1.0f, 0.0f, 1.0f};
-  float ph[3], pv[2];
-  RbmHiddenProbabilities(1, 2, 3, v, w, b, ph);
+  float ph[3], pv[2], linear[3];
+  RbmHiddenMeans(HiddenUnits::kBinary, 1, 2, 3, v, w, b, ph);
+  RbmHiddenMeans(HiddenUnits::kGaussian, 1, 2, 3, v, w, b, linear);
   RbmVisibleProbabilities(1, 2, 3, h, w, a, pv);
   auto sigmoid = [](double x) { return 1.0 / (1.0 + std::exp(-x)); };
   CHECK(ph[0] == doctest::Approx(sigmoid(0.5 - 0.5 + 0.3)));
   CHECK(ph[1] == doctest::Approx(sigmoid(2.0 + 0.0 + 0.0)));
   CHECK(ph[2] == doctest::Approx(sigmoid(-0.25 + 0.375 - 0.5)));
+  CHECK(linear[0] == doctest::Approx(0.5 - 0.5 + 0.3));  // Gaussian units: the affine map itself
+  CHECK(linear[2] == doctest::Approx(-0.25 + 0.375 - 0.5));
   CHECK(pv[0] == doctest::Approx(sigmoid(0.5 - 0.25 + 0.1)));
   CHECK(pv[1] == doctest::Approx(sigmoid(-1.0 + 0.75 - 0.2)));
 }
