@@ -2,7 +2,7 @@
 BUILD ?= build
 JOBS ?= 2
 
-.PHONY: all deps test test-sanitize fuzz demo bench slurm clean
+.PHONY: all deps test test-sanitize fuzz demo bench autoencoder slurm clean
 all:
 	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release >/dev/null
 	@cmake --build $(BUILD) -j$(JOBS)
@@ -35,6 +35,11 @@ demo: deps all
 
 bench: all
 	bench/run.sh  # installs the PyTorch peers itself
+
+# SINGA's deep auto-encoder: 4 RBMs pre-trained by CD, fine-tuned, pictured
+# (experiments/autoencoder/out/figures/); EPOCHS= and FINETUNE_EPOCHS= pass on.
+autoencoder: deps all
+	$(MAKE) -C experiments/autoencoder BIN=$(abspath $(BUILD))
 
 # sbatch the job on a Slurm cluster: make slurm JOB=configs/fashion-mlp.yaml ARGS="train.epochs=2"
 JOB ?= configs/fashion-mlp.yaml

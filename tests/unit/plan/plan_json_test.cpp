@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "ckpt/checkpoint.h"
 #include "config/job.h"
 #include "plan/partition.h"
 #include "core/hash.h"
@@ -75,6 +76,41 @@ TEST_CASE("PlanToJson then PlanFromJson gives the same plan and hash") {
     CHECK(back.slices[k].server == plan.slices[k].server);
   }
   CHECK(back.params[0].init.value == plan.params[0].init.value);
+}
+
+TEST_CASE("a parameter's init_from and lr_mult go through plan.json; dl-plan refuses a checkpoint that does not fit") {
+  TempDir dir;
+  Checkpoint source;
+  source.plan_hash = "0123456789abcdef";
+  source.server = -1;
+  source.servers = 1;
+  source.tensors.push_back({"enc.weight", "enc.weight", "value", 0, 0, {2, 4}, std::vector<float>(8, 0.5f)});
+  source.tensors.push_back({"enc.bias", "enc.bias", "value", 1, 0, {2}, {1, 2}});
+  REQUIRE(WriteCheckpoint(dir.path + "/enc.ckpt", source).ok());
+  auto job = [&](int outputs) {
+    return "model:\n  layers:\n    - {name: data, type: data, shape: [4]}\n"
+           "    - {name: fc, type: fully_connected, srclayers: data, num_output: " + std::to_string(outputs) +
+           ", init_from: '" + dir.path + "/enc.ckpt:enc', lr_mult: 0.25}\n"
+           "    - {name: loss, type: softmax_loss, srclayers: [fc, data]}\n";
+  };
+  Plan plan = MakePlan(job(2));
+  json j = json::parse(PlanToJson(plan).dump());
+  CHECK(j.at("params")[0].at("init") == json{{"kind", "checkpoint"}, {"value", 0.0}, {"checkpoint", dir.path + "/enc.ckpt"},
+                                             {"param", "enc.weight"}, {"transpose", false}});
+  CHECK(j.at("params")[1].at("lr_mult") == 0.25);
+  Plan back;
+  REQUIRE(PlanFromJson(j, "plan.json", &back).ok());
+  CHECK(back.params[1].init.param == "enc.bias");
+  CHECK(back.params[1].lr_mult == 0.25f);
+  std::vector<float> bias;
+  REQUIRE(InitialValues("fc.bias", back.params[1].shape, back.params[1].init, 1, &bias).ok());
+  CHECK(bias == std::vector<float>{1, 2});
+  // Three outputs: the checkpoint's weight is [2, 4], the layer's [3, 4].
+  JobConfig three;
+  REQUIRE(ParseJob(job(3), "job.yaml", &three).ok());
+  Plan refused;
+  Status s = MakeDataParallelPlan(three, PlanOptions(), &refused);
+  CHECK(Contains(s.message(), "parameter 'fc.weight' (init_from '" + dir.path + "/enc.ckpt'): 'enc.weight' is [2,4]"));
 }
 
 TEST_CASE("editing any field of plan.json makes PlanFromJson refuse it, naming the hash") {

@@ -135,6 +135,25 @@ TEST_CASE("gradients add up in fp32, and Apply steps the updater and clears the 
   CHECK(bias.grad_sum == std::vector<float>(3, 0.0f));
 }
 
+TEST_CASE("a layer's lr_mult scales its parameters' steps; 0 leaves them as they were") {
+  const std::string layers =
+      "    - {name: data, type: data, shape: [1, 2, 2]}\n"
+      "    - {name: fc, type: fully_connected, srclayers: data, num_output: 3, lr_mult: 0}\n"
+      "    - {name: fc2, type: fully_connected, srclayers: fc, num_output: 2, lr_mult: 0.5}\n"
+      "    - {name: loss, type: softmax_loss, srclayers: [fc2, data]}\n";
+  TableFixture f(layers);
+  ServerTable table(f.config, true);
+  Request a(0, {{0, 12}, {1, 3}, {2, 6}, {3, 2}});
+  table.AddGradients(table.EntriesOf(a.view, 0));
+  table.AddGradients(table.EntriesOf(a.view, 1));
+  const std::vector<float> frozen = table.slice(1).value, halved = table.slice(3).value;
+  table.Apply(table.slice(1), 1.0f, 0);
+  table.Apply(table.slice(3), 1.0f, 0);
+  CHECK(table.slice(1).value == frozen);
+  for (size_t i = 0; i < halved.size(); ++i)
+    CHECK(table.slice(3).value[i] == doctest::Approx(halved[i] - 0.5f * kLr * 1.0f));
+}
+
 TEST_CASE("Apply keeping the values before: the same new values bit for bit, the old ones kept") {
   TableFixture f;
   ServerTable in_place(f.config, true), keeping(f.config, true);
