@@ -20,5 +20,7 @@ std::unique_ptr<Layer> NewRbmLayer();
 std::unique_ptr<Layer> NewSigmoidLayer();
 std::unique_ptr<Layer> NewEuclideanLossLayer();
 std::unique_ptr<Layer> NewSigmoidCrossEntropyLossLayer();
+std::unique_ptr<Layer> NewGruLayer();
+std::unique_ptr<Layer> NewEmbeddingLayer();
 
 }  // namespace shoal

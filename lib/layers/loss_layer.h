@@ -13,8 +13,10 @@ class LossLayer : public Layer {
   // The classes a classifier tells apart; 0 for a loss that does not
   // classify (an RBM's reconstruction error): no accuracy, no uniform guess.
   virtual int classes() const { return 0; }
-  // Records of the last batch classified right (a classifier's).
+  // Predictions of the last batch that were right (a classifier's), and how
+  // many it makes a record (a sequence's: one a step).
   int correct() const { return correct_; }
+  virtual int predictions_per_record() const { return 1; }
   bool ReadsRecords() const override { return true; }
 
  protected:

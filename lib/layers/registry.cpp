@@ -27,8 +27,10 @@ const LayerType kLayerTypes[] = {
     {"sigmoid", NewSigmoidLayer},
     {"euclidean_loss", NewEuclideanLossLayer},
     {"sigmoid_cross_entropy_loss", NewSigmoidCrossEntropyLossLayer},
+    {"gru", NewGruLayer},
+    {"embedding", NewEmbeddingLayer},
 };
-static_assert(sizeof(kLayerTypes) / sizeof(kLayerTypes[0]) == 13,
+static_assert(sizeof(kLayerTypes) / sizeof(kLayerTypes[0]) == 15,
               "every layer type has a row; add its gradient check to tests/unit/layers/registry_test.cpp too");
 
 }  // namespace

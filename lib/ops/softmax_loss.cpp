@@ -20,6 +20,7 @@ float SoftmaxCrossEntropyForward(int batch, int classes, const float* logits,
       sum += p[j];
     }
     for (int j = 0; j < classes; ++j) p[j] = static_cast<float>(p[j] / sum);
+    if (labels[i] < 0 || labels[i] >= classes) continue;
     loss += -(z[labels[i]] - zmax - std::log(sum));
     if (best == labels[i]) ++hits;
   }
@@ -31,6 +32,7 @@ void SoftmaxCrossEntropyBackward(int batch, int classes, const float* prob,
                                  const int32_t* labels, float* dlogits) {
   const float inv = 1.0f / batch;
   for (int i = 0; i < batch; ++i) {
+    if (labels[i] < 0 || labels[i] >= classes) continue;
     for (int j = 0; j < classes; ++j) dlogits[i * classes + j] += prob[i * classes + j] * inv;
     dlogits[i * classes + labels[i]] -= inv;
   }

@@ -44,7 +44,8 @@ Status EvaluateOnShard(Net* net, ShardReader* test, int restore_batch, EvalResul
   }
   if (restore_batch > 0) net->Allocate(restore_batch);
   if (seen == 0) return Status::InvalidArgument("'" + test->path() + "' has no records");
-  *result = {net->loss_layer().classes() > 0, static_cast<double>(correct) / seen, loss_sum / seen, seen};
+  const double predictions = static_cast<double>(seen) * net->loss_layer().predictions_per_record();
+  *result = {net->loss_layer().classes() > 0, correct / predictions, loss_sum / seen, seen};
   return Status::Ok();
 }
 

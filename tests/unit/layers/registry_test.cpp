@@ -29,6 +29,8 @@ const std::map<std::string, std::string> kGradientChecked = {
     {"sigmoid", "layers/elementwise_layers_test.cpp"},
     {"euclidean_loss", "layers/reconstruction_loss_layers_test.cpp"},
     {"sigmoid_cross_entropy_loss", "layers/reconstruction_loss_layers_test.cpp"},
+    {"gru", "layers/gru_layer_test.cpp"},
+    {"embedding", "layers/embedding_layer_test.cpp"},
 };
 
 std::string TestSource(const std::string& file) {
