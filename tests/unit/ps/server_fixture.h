@@ -28,6 +28,10 @@ namespace shoal {
 using std::chrono::milliseconds;
 
 constexpr int kTimeoutMs = 2000;
+// A worker's table's deadline where every peer is healthy: generous, so that
+// a loaded machine (ctest -j2 runs this suite beside whole training runs)
+// never fails a join or a step that merely ran slow.
+constexpr int kClientTimeoutMs = 20000;
 constexpr float kLr = 0.1f, kMomentum = 0.9f;
 
 // data [1,2,2] → fully_connected 3 → softmax_loss: fc.weight (12 floats, key 0)
