@@ -62,7 +62,7 @@ class ManifestFields : public JsonFields {
 
 Status ParseManifest(const Json& root, const ManifestFields& f, Manifest* m) {
   static const char* const kKnown[] = {"format", "version", "dataset", "record_shape",
-                                       "classes", "seed", "train", "test", "shards",
+                                       "classes", "vocabulary", "seed", "train", "test", "shards",
                                        "train_records", "created_by"};
   for (auto it = root.begin(); it != root.end(); ++it) {
     bool known = false;
@@ -93,6 +93,22 @@ Status ParseManifest(const Json& root, const ManifestFields& f, Manifest* m) {
   SHOAL_RETURN_IF_ERROR(f.Unsigned(root, "", "classes", 0x7fffffff, &classes));
   if (classes < 1) return f.Error("classes", "must be at least 1");
   m->classes = static_cast<int>(classes);
+  m->vocabulary.clear();
+  if (root.contains("vocabulary")) {
+    const Json& v = root.at("vocabulary");
+    if (!v.is_array() || v.empty() || v.size() > 256)
+      return f.Error("vocabulary", "must be a list of 1..256 byte values");
+    std::vector<bool> seen(256, false);
+    for (const Json& b : v) {
+      if (!b.is_number_unsigned() || b.get<uint64_t>() > 255 || seen[b.get<uint64_t>()])
+        return f.Error("vocabulary", "must hold distinct byte values 0..255");
+      seen[b.get<uint64_t>()] = true;
+      m->vocabulary.push_back(b.get<int>());
+    }
+    if (classes != v.size())
+      return f.Error("classes", "is " + std::to_string(classes) + " but the vocabulary holds " +
+                                    std::to_string(v.size()) + " symbols");
+  }
   SHOAL_RETURN_IF_ERROR(f.Unsigned(root, "", "seed", UINT64_MAX, &m->seed));
   std::string created_by;
   SHOAL_RETURN_IF_ERROR(f.String(root, "", "created_by", &created_by));
@@ -250,6 +266,7 @@ Status ShardReader::Open(const std::string& dir, const ShardInfo& info, const Ma
     return Status::Corruption(where + " has FNV-1a 64 " + HexU64(hash) + "; '" + dir + "/manifest.json' says " +
                               info.fnv1a64 + " (the file changed after dl-shard wrote it)");
   classes_ = static_cast<uint32_t>(manifest.classes);
+  symbols_ = static_cast<uint32_t>(manifest.vocabulary.size());
   return Status::Ok();
 }
 
@@ -273,7 +290,16 @@ Status ShardReader::Read(uint64_t index, float* pixels, int32_t* label) {
   if (raw_label >= classes_)
     return Status::Corruption(where + ": label " + std::to_string(raw_label) + " is not one of the " +
                               std::to_string(classes_) + " classes");
-  for (uint32_t i = 0; i < record_bytes_; ++i) pixels[i] = buffer_[i] * kPixelScale;
+  if (symbols_ == 0) {
+    for (uint32_t i = 0; i < record_bytes_; ++i) pixels[i] = buffer_[i] * kPixelScale;
+  } else {
+    for (uint32_t i = 0; i < record_bytes_; ++i) {
+      if (buffer_[i] >= symbols_)
+        return Status::Corruption(where + ": byte " + std::to_string(i) + " is symbol " + std::to_string(buffer_[i]) +
+                                  ", not one of the vocabulary's " + std::to_string(symbols_));
+      pixels[i] = buffer_[i];
+    }
+  }
   *label = static_cast<int32_t>(raw_label);
   return Status::Ok();
 }

@@ -34,6 +34,10 @@ struct Manifest {
   std::string dataset;        // e.g. "fashion-mnist"
   Shape record_shape;         // per record, e.g. [1, 28, 28]
   int classes = 0;
+  // A text dataset's symbols, as the byte values they stand for, in id order
+  // (empty for images): its records hold symbol ids, read as they are; an
+  // image's bytes are pixels, read scaled to [0, 1].
+  std::vector<int> vocabulary;
   uint64_t seed = 0;
   std::vector<ShardInfo> train;
   ShardInfo test;
@@ -60,7 +64,8 @@ class ShardReader {
   const std::string& path() const { return path_; }
   uint64_t records() const { return records_; }
   const Shape& record_shape() const { return shape_; }
-  // Reads record `index`, verifying its checksum; pixels are scaled to [0,1].
+  // Reads record `index`, verifying its checksum; pixels are scaled to [0,1],
+  // symbol ids (a text dataset's) kept as they are and checked against the vocabulary.
   // A bad record is refused naming the file and the record index.
   Status Read(uint64_t index, float* pixels, int32_t* label);
 
@@ -72,6 +77,7 @@ class ShardReader {
   uint64_t records_ = 0;
   uint64_t data_offset_ = 0;
   uint32_t classes_ = 0x7fffffff;  // labels must be below it
+  uint32_t symbols_ = 0;            // a text dataset's vocabulary size: ids must be below it
   std::vector<uint8_t> buffer_;
 };
 

@@ -64,11 +64,12 @@ Status WriteShardFile(const ShardSpec& spec, const std::string& name, const Shap
   return Status::Ok();
 }
 
-// Images must be [n, rows, cols] with n labels beside them.
+// Records are [n, rows, cols] images or [n, symbols] windows of a text, with
+// n labels beside them.
 Status CheckPair(const char* which, const IdxArray& images, const IdxArray& labels) {
   const std::string set = which;
-  if (images.dims.size() != 3)
-    return Status::InvalidArgument(set + " images: expected 3 dims [count, rows, cols], got " +
+  if (images.dims.size() != 2 && images.dims.size() != 3)
+    return Status::InvalidArgument(set + " records: expected 3 dims [count, rows, cols] or 2 [count, symbols], got " +
                                    std::to_string(images.dims.size()));
   if (labels.dims.size() != 1)
     return Status::InvalidArgument(set + " labels: expected 1 dim [count], got " +
@@ -94,12 +95,11 @@ std::vector<uint64_t> ShuffledOrder(uint64_t n, uint64_t seed) {
 Status WriteShards(const ShardSpec& spec, Manifest* manifest) {
   SHOAL_RETURN_IF_ERROR(CheckPair("train", spec.train_images, spec.train_labels));
   SHOAL_RETURN_IF_ERROR(CheckPair("test", spec.test_images, spec.test_labels));
-  if (spec.train_images.dims[1] != spec.test_images.dims[1] ||
-      spec.train_images.dims[2] != spec.test_images.dims[2])
-    return Status::InvalidArgument("train images are " + std::to_string(spec.train_images.dims[1]) +
-                                   "x" + std::to_string(spec.train_images.dims[2]) +
-                                   " but test images are " + std::to_string(spec.test_images.dims[1]) +
-                                   "x" + std::to_string(spec.test_images.dims[2]));
+  const std::vector<int> record(spec.train_images.dims.begin() + 1, spec.train_images.dims.end());
+  if (record != std::vector<int>(spec.test_images.dims.begin() + 1, spec.test_images.dims.end()))
+    return Status::InvalidArgument("train records are " +
+                                   ShapeToString(Shape(record.begin(), record.end())) + " but test records are " +
+                                   ShapeToString(Shape(spec.test_images.dims.begin() + 1, spec.test_images.dims.end())));
   const uint64_t n = static_cast<uint64_t>(spec.train_images.dims[0]);
   if (spec.shards < 1 || static_cast<uint64_t>(spec.shards) > n)
     return Status::InvalidArgument("shards must be in 1.." + std::to_string(n) +
@@ -108,12 +108,15 @@ Status WriteShards(const ShardSpec& spec, Manifest* manifest) {
 
   Manifest m;
   m.dataset = spec.dataset;
-  m.record_shape = {1, spec.train_images.dims[1], spec.train_images.dims[2]};
+  // An image is one channel; a text's window a vector of symbols.
+  m.record_shape = record.size() == 2 ? Shape{1, record[0], record[1]} : Shape{record[0]};
   m.seed = spec.seed;
+  m.vocabulary = spec.vocabulary;
   int max_label = 0;
   for (uint8_t l : spec.train_labels.bytes) max_label = std::max<int>(max_label, l);
   for (uint8_t l : spec.test_labels.bytes) max_label = std::max<int>(max_label, l);
-  m.classes = max_label + 1;  // labels are u8, so classes <= 256
+  // Labels are u8, so classes <= 256; a text's records are its labels: one class a symbol.
+  m.classes = m.vocabulary.empty() ? max_label + 1 : static_cast<int>(m.vocabulary.size());
 
   // Deal like cards: shuffled record i goes to shard i mod N.
   const uint64_t shards = static_cast<uint64_t>(spec.shards);
@@ -140,6 +143,7 @@ Status WriteShards(const ShardSpec& spec, Manifest* manifest) {
   j["dataset"] = m.dataset;
   j["record_shape"] = m.record_shape;
   j["classes"] = m.classes;
+  if (!m.vocabulary.empty()) j["vocabulary"] = m.vocabulary;
   j["seed"] = m.seed;
   j["shards"] = m.train.size();
   j["train_records"] = n;
