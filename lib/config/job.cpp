@@ -112,7 +112,16 @@ Status ParseTrain(const Fields& f, TrainConfig* t) {
   SHOAL_RETURN_IF_ERROR(f.Int("checkpoint_every", t->checkpoint_every, &t->checkpoint_every, 0));
   SHOAL_RETURN_IF_ERROR(f.Int("display_every", t->display_every, &t->display_every, 1));
   SHOAL_RETURN_IF_ERROR(f.Int("seed", t->seed, &t->seed, 0));
+  SHOAL_RETURN_IF_ERROR(f.Float("clip_norm", t->clip_norm, &t->clip_norm, 0.0, 1e9));
+  const bool overlap_written = f.Has("overlap");
   SHOAL_RETURN_IF_ERROR(f.Bool("overlap", t->overlap, &t->overlap));
+  if (t->clip_norm > 0.0) {
+    if (overlap_written && t->overlap)
+      return f.FieldError("overlap", "must be false with clip_norm: a gradient's norm is known only when the "
+                                     "whole backward pass is done, and overlap sends each layer's before that");
+    t->overlap = false;
+    f.Keep("overlap", false);
+  }
   SHOAL_RETURN_IF_ERROR(f.Bool("divergence_check", t->divergence_check, &t->divergence_check));
   SHOAL_RETURN_IF_ERROR(f.Int("overlap_bucket_floats", t->overlap_bucket_floats, &t->overlap_bucket_floats, 0));
   if (t->steps == 0 && t->epochs <= 0.0) return f.Error("set 'steps' or 'epochs'");

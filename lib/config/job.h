@@ -68,6 +68,10 @@ struct TrainConfig {
   // this many values (lib/train/lanes.h); 0: one request per layer. 1 MiB of
   // fp32, PyTorch DDP's first bucket: fewer, larger messages where layers are small.
   int overlap_bucket_floats = 1 << 18;
+  // Above 0: each worker scales its step's gradient down to this global L2
+  // norm when it is longer (PyTorch's clip_grad_norm_), before it leaves;
+  // the norm needs the whole backward pass, so overlap is off with it.
+  double clip_norm = 0.0;
 };
 
 struct ClusterConfig {

@@ -10,6 +10,7 @@
 #include "plan/partition.h"
 #include "train/elastic_table.h"
 #include "train/evaluate.h"
+#include "train/gradient_clip.h"
 
 namespace shoal {
 
@@ -33,6 +34,10 @@ Status Worker::SetUp() {
     return Status::InvalidArgument("worker id " + std::to_string(options_.id) + " is not in the plan (it has " +
                                    std::to_string(workers_) + " workers)");
   const int group_size = GroupSize(plan_);
+  if (job.train.clip_norm > 0.0 && group_size > 1)
+    return Status::InvalidArgument("train.clip_norm clips a whole gradient, but the plan's groups of " +
+                                   std::to_string(group_size) +
+                                   " workers each hold part of it: plan it data parallel (--strategy data)");
   if (options_.standalone && group_size > 1)
     return Status::InvalidArgument("the plan runs groups of " + std::to_string(group_size) +
                                    " workers: it cannot run standalone");
@@ -157,6 +162,8 @@ Status Worker::Step(long long step, const Batch& b) {
     return Status::InvalidArgument("the loss diverged at step " + std::to_string(step) + TrainingAdvice());
   if (options_.slow_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(options_.slow_ms));
   SHOAL_RETURN_IF_ERROR(net_->Backward(step, hooks_));
+  // Nothing has left yet (clip_norm turns overlap off): the whole gradient is here.
+  if (plan_.job.train.clip_norm > 0.0) ClipGradientNorm(net_->params(), plan_.job.train.clip_norm);
   SHOAL_RETURN_IF_ERROR(table_->Push(step, loss));
   step_ms_.push_back(1000.0 * SecondsSince(t0));
   step_seconds_ += step_ms_.back() / 1000.0;
