@@ -2,7 +2,7 @@
 BUILD ?= build
 JOBS ?= 2
 
-.PHONY: all deps test test-sanitize fuzz demo bench autoencoder slurm clean
+.PHONY: all deps test test-sanitize fuzz demo bench autoencoder char-rnn slurm clean
 all:
 	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release >/dev/null
 	@cmake --build $(BUILD) -j$(JOBS)
@@ -40,6 +40,11 @@ bench: all
 # (experiments/autoencoder/out/figures/); EPOCHS= and FINETUNE_EPOCHS= pass on.
 autoencoder: deps all
 	$(MAKE) -C experiments/autoencoder BIN=$(abspath $(BUILD))
+
+# SINGA's char-RNN on the Linux kernel's source: BSP and async, loss and
+# accuracy against time, sampled text (experiments/char-rnn/out/); STEPS= passes on.
+char-rnn: deps all
+	$(MAKE) -C experiments/char-rnn BIN=$(abspath $(BUILD))
 
 # sbatch the job on a Slurm cluster: make slurm JOB=configs/fashion-mlp.yaml ARGS="train.epochs=2"
 JOB ?= configs/fashion-mlp.yaml

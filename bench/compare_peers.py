@@ -16,6 +16,11 @@ Rows (--rows, any of):
   of errors, within 5% asked) each epoch's mean training reconstruction error and the
   test set's at the end.
 
+- char-rnn: SINGA's char-RNN (embedding 64, one GRU of 512, unroll 50, batch 32, Adam, clip
+  norm 5) on the Linux kernel's source (scripts/linux-corpus.sh, 6 MB) for --rnn-steps steps,
+  one process at 1 and 2 threads, against peers/torch_char_rnn.py (nn.GRU): ms per step,
+  and the test set's loss after those steps (within 5% asked).
+
 - exchange: a 4 MB and a 64 MB tensor's update-get round trip through a parameter
   server against a raw NNG req/rep echo of the same bytes (bench/exchange_throughput.cpp);
   here the ratio is of throughputs, higher is better.
@@ -26,7 +31,7 @@ pairs' ratios, with their range, and the JSON keeps every pair. Under each shoal
 of single and bsp, where its time went (the median run's), per step: worker 0's
 compute, input, encode, waiting on servers and decode, and the servers' update,
 encode and decode, from the processes' own counters (`time_s`, `handle_s`, ...).
-Usage: bench/run.sh [--rows single,bsp,tta,rbm,exchange] [--models mlp,cnn] [--repeats N] [--steps N]
+Usage: bench/run.sh [--rows single,bsp,tta,rbm,char-rnn,exchange] [--models mlp,cnn] [--repeats N] [--steps N]
 """
 import argparse, itertools, json, os, signal, statistics, subprocess, sys, tempfile, time
 
@@ -194,6 +199,48 @@ class Bench:
         r = self.peer("torch_rbm.py", "--threads", threads, "--epochs", self.a.rbm_epochs)
         return r["ms_per_step_median"], r["epoch_errors"], r["test_error"]
 
+    # --- char-RNN by back-propagation through time ---------------------------------
+    CHAR_RNN = """model:
+  layers:
+    - {{name: data, type: data, shape: [51]}}
+    - {{name: embed, type: embedding, srclayers: data, vocab: {v}, num_output: 64, steps: 50}}
+    - {{name: gru, type: gru, srclayers: embed, num_output: 512}}
+    - {{name: logits, type: fully_connected, srclayers: gru, num_output: {v}, axis: 1}}
+    - {{name: loss, type: softmax_loss, srclayers: [logits, data]}}
+train: {{batch_size: 32, updater: adam, learning_rate: 0.002, clip_norm: 5, display_every: 50, steps: {steps}}}
+cluster: {{nworkers_per_group: 1}}
+"""
+
+    def corpus(self):
+        path = os.path.join(self.a.root, "runs", "corpus", "linux.txt")
+        if not os.path.exists(path):
+            subprocess.run([os.path.join(self.a.root, "scripts", "linux-corpus.sh"), path], check=True,
+                           stdout=subprocess.DEVNULL)
+        return path
+
+    def char_rnn_plan(self):
+        shards = os.path.join(self.a.bin, "bench-shards", "linux-51")
+        if not os.path.exists(os.path.join(shards, "manifest.json")):
+            run([self.tool("dl-shard"), "--text", self.corpus(), "--window", "51", "--out", shards, "--shards", "1"])
+        with open(os.path.join(shards, "manifest.json")) as f:
+            vocabulary = json.load(f)["classes"]
+        job, plan = os.path.join(self.tmp, "char-rnn.yaml"), os.path.join(self.tmp, "char-rnn.json")
+        with open(job, "w") as f:
+            f.write(self.CHAR_RNN.format(v=vocabulary, steps=self.a.rnn_steps))
+        run([self.tool("dl-plan"), job, "-o", plan])
+        return plan, shards
+
+    def shoal_char_rnn(self, threads):
+        """(ms per step, test loss, test accuracy)."""
+        plan, shards = self.char_rnn_plan()
+        done = last(run([self.tool("dl-worker"), "--plan", plan, "--standalone", "--threads", str(threads),
+                         "--shards", shards]), "done")
+        return done["ms_per_step_median"], done["test_loss"], done["test_accuracy"]
+
+    def peer_char_rnn(self, threads):
+        r = self.peer("torch_char_rnn.py", self.corpus(), "--threads", threads, "--steps", self.a.rnn_steps)
+        return r["ms_per_step_median"], r["test_loss"], r["test_accuracy"]
+
     def peer_tta(self, script, *args):
         r = self.peer(script, "cnn", *args, "--target-accuracy", self.a.target_accuracy, "--eval-every", EVAL_EVERY,
                       "--max-steps", self.a.tta_max_steps)
@@ -258,6 +305,23 @@ def rbm_rows(b, a):
                     [{"shoal": s[1], "peer": p[1], "ratio": s[1] / p[1]} for s, p in quality])
 
 
+def char_rnn_rows(b, a):
+    """The char-RNN's speed and quality rows, from shoal/peer pairs run alternately."""
+    quality = []
+    for threads in (1, 2):
+        pairs = []
+        for _ in range(a.repeats):
+            ms, loss, accuracy = b.shoal_char_rnn(threads)
+            peer_ms, peer_loss, peer_accuracy = b.peer_char_rnn(threads)
+            pairs.append({"shoal": ms, "peer": peer_ms, "ratio": ms / peer_ms})
+            quality.append({"shoal": loss, "peer": peer_loss, "ratio": loss / peer_loss,
+                            "shoal_accuracy": accuracy, "peer_accuracy": peer_accuracy})
+        yield summarise(f"char-rnn GRU 512, unroll 50, batch 32, {threads} thread(s)",
+                        {"model": "char-rnn", "threads": threads, "unit": "ms/step", "target": 1.0}, pairs)
+    yield summarise(f"char-rnn test loss after {a.rnn_steps} steps", {"model": "char-rnn", "unit": "nats", "within": 0.05},
+                    quality)
+
+
 def summarise(case, fields, pairs):
     ratios = [x["ratio"] for x in pairs]
     return dict(fields, case=case, ratio=statistics.median(ratios), ratio_min=min(ratios), ratio_max=max(ratios),
@@ -286,11 +350,12 @@ def main():
     ap.add_argument("--root", required=True)
     ap.add_argument("--bin", required=True)
     ap.add_argument("--out", required=True)
-    ap.add_argument("--rows", default="single,bsp,tta,rbm,exchange", type=lambda s: s.split(","))
+    ap.add_argument("--rows", default="single,bsp,tta,rbm,char-rnn,exchange", type=lambda s: s.split(","))
     ap.add_argument("--models", default="mlp,cnn", type=lambda s: s.split(","))
     ap.add_argument("--repeats", type=int, default=3, help="shoal/peer pairs per row (at least 3 for a range)")
     ap.add_argument("--steps", type=int, default=200, help="timed steps of a ms/step row")
     ap.add_argument("--target-accuracy", type=float, default=0.88, help="of the time-to-accuracy rows")
+    ap.add_argument("--rnn-steps", type=int, default=200, help="steps of the char-RNN rows")
     ap.add_argument("--rbm-epochs", type=int, default=1, help="epochs of the RBM rows")
     ap.add_argument("--tta-max-steps", type=int, default=4000, help="steps a time-to-accuracy run may take")
     a = ap.parse_args()
@@ -302,6 +367,7 @@ def main():
         b = Bench(a, tmp)
         measured = (r for row in rows(b, a) for r in measure(*row, a.repeats))
         for r in itertools.chain(measured, rbm_rows(b, a) if "rbm" in a.rows else (),
+                                 char_rnn_rows(b, a) if "char-rnn" in a.rows else (),
                                  exchange_rows(a) if "exchange" in a.rows else ()):
             result["rows"].append(r)
             bound = (f"±{100 * r['within']:.0f}%" if "within" in r else

@@ -10,6 +10,7 @@
 #include "core/slurm_env.h"
 #include "plan/plan.h"
 #include "train/evaluate.h"
+#include "train/sample.h"
 #include "train/worker.h"
 
 namespace {
@@ -45,6 +46,18 @@ int Main(int argc, char** argv) {
                                    "evaluate this checkpoint on the test shard and exit: a merged file, one step's "
                                    "server files, or a directory (its newest complete step)");
   eval_only->excludes(no_eval_flag)->excludes("--standalone")->excludes("--steps")->excludes("--id");
+  SampleOptions sample;
+  auto* sample_from = app.add_option("--sample", sample.checkpoint,
+                                     "print text a char-RNN's checkpoint writes and exit (a merged file, one step's "
+                                     "server files, or a directory): --prime, then --chars drawn symbols");
+  sample_from->excludes(eval_only)->excludes(no_eval_flag)->excludes("--standalone")->excludes("--steps")
+      ->excludes("--id");
+  app.add_option("--prime", sample.prime, "--sample: the text the net reads first")->capture_default_str();
+  app.add_option("--chars", sample.symbols, "--sample: symbols to draw")->capture_default_str()
+      ->check(CLI::Range(0, 1 << 24));
+  app.add_option("--temperature", sample.temperature, "--sample: below 1 sharper, above 1 flatter")
+      ->capture_default_str()->check(CLI::Range(1e-3, 100.0));
+  app.add_option("--sample-seed", sample.seed, "--sample: the draws' seed")->capture_default_str();
   int parent = 0;
   std::string incarnation;
   app.add_option("--parent", parent, "end when process PID (the supervisor that started this one) ends")
@@ -60,6 +73,16 @@ int Main(int argc, char** argv) {
 
   Plan plan;
   Status s = LoadPlan(plan_path, &plan);
+  if (*sample_from) {
+    sample.shard_dir = options.shard_dir;
+    sample.threads = options.threads;
+    std::string text;
+    if (s.ok()) s = SampleText(plan, sample, &text);
+    if (!s.ok()) return ReportFailure(s);
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    std::fputc('\n', stdout);
+    return std::fflush(stdout) == 0 ? kExitOk : ReportFailure(Status::IOError("cannot write the text"));
+  }
   if (*eval_only) {
     eval.shard_dir = options.shard_dir;
     eval.threads = options.threads;

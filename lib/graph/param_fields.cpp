@@ -27,7 +27,9 @@ std::string Absolute(const std::string& path) {
 std::string Suffix(const Layer& layer, const Param& p) { return p.name.substr(layer.name().size() + 1); }
 
 Status SetSource(Param* p, const std::string& path, std::string param) {
-  p->init = ParamInit{ParamInit::Kind::kCheckpoint, 0.0f, Absolute(path), std::move(param), false};
+  p->init = ParamInit(ParamInit::Kind::kCheckpoint, 0.0f);
+  p->init.checkpoint = Absolute(path);
+  p->init.param = std::move(param);
   if (p->init.param.size() > 2 && p->init.param.compare(p->init.param.size() - 2, 2, "^T") == 0) {
     p->init.param.resize(p->init.param.size() - 2);
     p->init.transpose = true;

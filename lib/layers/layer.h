@@ -28,7 +28,11 @@ enum class Dependency {
 
 // How the server initialises a parameter (it owns the values; see lib/ps).
 struct ParamInit {
-  enum class Kind { kUniform, kConstant, kCheckpoint } kind = Kind::kUniform;
+  enum class Kind { kUniform, kConstant, kCheckpoint };
+  ParamInit() = default;
+  ParamInit(Kind kind, float value) : kind(kind), value(value) {}
+
+  Kind kind = Kind::kUniform;
   float value = 0.0f;  // uniform bound, or the constant
   // kCheckpoint (a layer's init_from): parameter `param` of `checkpoint`
   // (a file, one step's server files, or a checkpoint directory), transposed

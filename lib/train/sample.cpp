@@ -1,0 +1,77 @@
+#include "train/sample.h"
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+
+#include "ckpt/checkpoint_set.h"
+#include "data/shard.h"
+#include "graph/net.h"
+#include "ops/blas.h"
+#include "train/evaluate.h"
+
+namespace shoal {
+
+Status SampleText(const Plan& plan, const SampleOptions& options, std::string* text) {
+  if (options.symbols < 0) return Status::InvalidArgument("the number of symbols to draw is negative");
+  if (!(options.temperature > 0.0 && options.temperature <= 100.0))
+    return Status::InvalidArgument("the temperature must be in (0, 100]");
+  if (options.prime.empty()) return Status::InvalidArgument("the prime text is empty");
+  const std::string dir = options.shard_dir.empty() ? plan.job.data.shards : options.shard_dir;
+  if (dir.empty()) return Status::InvalidArgument("no shard directory (its manifest holds the vocabulary): pass --shards");
+  Manifest manifest;
+  SHOAL_RETURN_IF_ERROR(LoadManifest(dir, &manifest));
+  if (manifest.vocabulary.empty())
+    return Status::InvalidArgument("'" + dir + "/manifest.json' has no vocabulary: not a text dataset (dl-shard --text)");
+  std::vector<int> id(256, -1);
+  for (size_t i = 0; i < manifest.vocabulary.size(); ++i) id[manifest.vocabulary[i]] = static_cast<int>(i);
+
+  Checkpoint merged;
+  std::vector<std::string> files;
+  SHOAL_RETURN_IF_ERROR(LoadModel(options.checkpoint, -1, &merged, &files));
+  SetComputeThreads(options.threads);
+  std::unique_ptr<Net> net;
+  SHOAL_RETURN_IF_ERROR(Net::Build(plan.job, &net));
+  SHOAL_RETURN_IF_ERROR(FillParamsFromCheckpoint(merged, files.front(), net->params()));
+  SHOAL_RETURN_IF_ERROR(CheckShardsFitNet(manifest, dir, net.get()));
+  const LossLayer& loss = net->loss_layer();
+  const int steps = loss.predictions_per_record();
+  const int classes = loss.classes();
+  if (steps < 1 || loss.out_shape().size() != 2 || net->data_layer().feature_size() != static_cast<size_t>(steps) + 1)
+    return Status::InvalidArgument("the plan's net is not a char-RNN's: its loss must be over a sequence of steps "
+                                   "(softmax_loss over [steps, vocabulary]) and its data layer hold steps + 1 symbols");
+
+  std::vector<int> symbols;
+  for (size_t i = 0; i < options.prime.size(); ++i) {
+    const int s = id[static_cast<unsigned char>(options.prime[i])];
+    if (s < 0)
+      return Status::InvalidArgument("the prime's byte " + std::to_string(i) + " (" +
+                                     std::to_string(static_cast<unsigned char>(options.prime[i])) +
+                                     ") is not in the vocabulary of '" + dir + "/manifest.json'");
+    symbols.push_back(s);
+  }
+  net->Allocate(1);
+  std::mt19937_64 rng(options.seed);
+  std::vector<double> weights(classes);
+  *text = options.prime;
+  for (int n = 0; n < options.symbols; ++n) {
+    // The last `steps` symbols from the window's start; the positions after
+    // them are zeros, which the steps before them do not read.
+    const int read = std::min<int>(steps, static_cast<int>(symbols.size()));
+    float* window = net->data_layer().data().data();
+    std::fill(window, window + steps + 1, 0.0f);
+    for (int t = 0; t < read; ++t) window[t] = static_cast<float>(symbols[symbols.size() - read + t]);
+    net->Forward(Phase::kTest);
+    const float* p = loss.data().data() + static_cast<size_t>(read - 1) * classes;
+    for (int c = 0; c < classes; ++c) weights[c] = std::pow(std::max(p[c], 1e-30f), 1.0 / options.temperature);
+    const int next = std::discrete_distribution<int>(weights.begin(), weights.end())(rng);
+    if (next >= static_cast<int>(manifest.vocabulary.size()))
+      return Status::InvalidArgument("the net drew class " + std::to_string(next) + ", past the vocabulary's " +
+                                     std::to_string(manifest.vocabulary.size()) + " symbols");
+    symbols.push_back(next);
+    text->push_back(static_cast<char>(manifest.vocabulary[next]));
+  }
+  return Status::Ok();
+}
+
+}  // namespace shoal
