@@ -129,6 +129,19 @@ void ShardsAndIdx(const fs::path& out, const fs::path& scratch) {
     idx.Add(IdxBytes(*a));
     idx.Add(Gzipped(IdxBytes(*a), scratch));
   }
+  // A text dataset's (dl-shard --text): symbol ids and a vocabulary.
+  ShardSpec text;
+  text.dataset = "text";
+  text.vocabulary = {10, 32, 59, 97, 98};
+  text.train_images = Idx({6, 9}, rng, 5);
+  text.train_labels = IdxArray{{6}, std::vector<uint8_t>(6, 0)};
+  text.test_images = Idx({2, 9}, rng, 5);
+  text.test_labels = IdxArray{{2}, std::vector<uint8_t>(2, 0)};
+  text.out_dir = (scratch / "text").string();
+  fs::create_directories(text.out_dir);
+  Check(WriteShards(text, &manifest), "writing text shards");
+  manifests.Add(Read(fs::path(text.out_dir) / "manifest.json"));
+  shards.Add(Read(fs::path(text.out_dir) / manifest.train[0].file));
 }
 
 // Checkpoints as servers write them: the tiny job's two servers, each told an
