@@ -284,42 +284,41 @@ def exchange_rows(a):
                "pairs": [{"ratio": x} for x in r["ratios"]]}
 
 
+def pair(shoal, peer, **extra):
+    return dict(extra, shoal=shoal, peer=peer, ratio=shoal / peer)
+
+
+def alternated(a, shoal, peer):
+    """{threads: [(shoal's result, peer's result)] x repeats} at 1 and 2 threads, the
+    sides run alternately; a result is a tuple whose first item is ms per step."""
+    return {t: [(shoal(t), peer(t)) for _ in range(a.repeats)] for t in (1, 2)}
+
+
 def rbm_rows(b, a):
-    """The RBM's speed and quality rows, from shoal/peer pairs run alternately."""
-    quality = []  # (shoal, peer) of every run: (epoch errors, test error)
-    for threads in (1, 2):
-        pairs = []
-        for _ in range(a.repeats):
-            ms, errors, test = b.shoal_rbm(threads)
-            peer_ms, peer_errors, peer_test = b.peer_rbm(threads)
-            pairs.append({"shoal": ms, "peer": peer_ms, "ratio": ms / peer_ms})
-            quality.append(((errors, test), (peer_errors, peer_test)))
+    """The RBM's speed rows, and its reconstruction errors over every run."""
+    runs = alternated(a, b.shoal_rbm, b.peer_rbm)  # (ms, epoch errors, test error)
+    for threads, pairs in runs.items():
         yield summarise(f"rbm 784-1000 CD-1 single process, batch 100, {threads} thread(s)",
-                        {"model": "rbm", "threads": threads, "unit": "ms/step", "target": 1.0}, pairs)
+                        {"model": "rbm", "threads": threads, "unit": "ms/step", "target": 1.0},
+                        [pair(s[0], p[0]) for s, p in pairs])
+    every = [run for pairs in runs.values() for run in pairs]
     for e in range(a.rbm_epochs):
         yield summarise(f"rbm reconstruction error, epoch {e + 1} (train)",
-                        {"model": "rbm", "unit": "error", "within": 0.05},
-                        [{"shoal": s[0][e], "peer": p[0][e], "ratio": s[0][e] / p[0][e]} for s, p in quality])
+                        {"model": "rbm", "unit": "error", "within": 0.05}, [pair(s[1][e], p[1][e]) for s, p in every])
     yield summarise(f"rbm test reconstruction error after {a.rbm_epochs} epoch(s)",
-                    {"model": "rbm", "unit": "error", "within": 0.05},
-                    [{"shoal": s[1], "peer": p[1], "ratio": s[1] / p[1]} for s, p in quality])
+                    {"model": "rbm", "unit": "error", "within": 0.05}, [pair(s[2], p[2]) for s, p in every])
 
 
 def char_rnn_rows(b, a):
-    """The char-RNN's speed and quality rows, from shoal/peer pairs run alternately."""
-    quality = []
-    for threads in (1, 2):
-        pairs = []
-        for _ in range(a.repeats):
-            ms, loss, accuracy = b.shoal_char_rnn(threads)
-            peer_ms, peer_loss, peer_accuracy = b.peer_char_rnn(threads)
-            pairs.append({"shoal": ms, "peer": peer_ms, "ratio": ms / peer_ms})
-            quality.append({"shoal": loss, "peer": peer_loss, "ratio": loss / peer_loss,
-                            "shoal_accuracy": accuracy, "peer_accuracy": peer_accuracy})
+    """The char-RNN's speed rows, and its test loss over every run."""
+    runs = alternated(a, b.shoal_char_rnn, b.peer_char_rnn)  # (ms, test loss, test accuracy)
+    for threads, pairs in runs.items():
         yield summarise(f"char-rnn GRU 512, unroll 50, batch 32, {threads} thread(s)",
-                        {"model": "char-rnn", "threads": threads, "unit": "ms/step", "target": 1.0}, pairs)
+                        {"model": "char-rnn", "threads": threads, "unit": "ms/step", "target": 1.0},
+                        [pair(s[0], p[0]) for s, p in pairs])
     yield summarise(f"char-rnn test loss after {a.rnn_steps} steps", {"model": "char-rnn", "unit": "nats", "within": 0.05},
-                    quality)
+                    [pair(s[1], p[1], shoal_accuracy=s[2], peer_accuracy=p[2])
+                     for pairs in runs.values() for s, p in pairs])
 
 
 def summarise(case, fields, pairs):
@@ -339,7 +338,7 @@ def measure(case, fields, peer, variants, repeats):
         for v, s in shoal.items():
             # A side gives its time, or its time and where it went.
             s, profile = s if isinstance(s, tuple) else (s, None)
-            pairs[v].append({"shoal": s, "peer": p, "ratio": s / p, "shoal_ms_per_step": profile})
+            pairs[v].append(pair(s, p, shoal_ms_per_step=profile))
     for v, ps in pairs.items():
         middle = sorted(ps, key=lambda x: x["shoal"])[len(ps) // 2]
         yield dict(summarise(case + v, fields, ps), where=middle["shoal_ms_per_step"])

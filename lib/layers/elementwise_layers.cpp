@@ -9,7 +9,10 @@ Status SetupOneSource(const Fields& fields, const std::vector<const Layer*>& src
   return srcs.size() == 1 ? Status::Ok() : fields.Error("needs exactly one source layer");
 }
 
-class ReluLayer : public Layer {
+// An activation applied to each value: kForward(n, x, y) and, from y, kBackward(n, y, dy, dx).
+template <void (*kForward)(size_t, const float*, float*),
+          void (*kBackward)(size_t, const float*, const float*, float*), int kFlopsPerValue>
+class ActivationLayer : public Layer {
  public:
   Status Setup(const Fields& fields, const std::vector<const Layer*>& srcs) override {
     SHOAL_RETURN_IF_ERROR(SetupOneSource(fields, srcs));
@@ -17,33 +20,17 @@ class ReluLayer : public Layer {
     return Status::Ok();
   }
   void Forward(Phase, const std::vector<Layer*>& srcs) override {
-    ReluForward(data_.size(), srcs[0]->data().data(), data_.data());
+    kForward(data_.size(), srcs[0]->data().data(), data_.data());
   }
   void Backward(const std::vector<Layer*>& srcs) override {
-    if (srcs[0]->WantsGrad())
-      ReluBackward(data_.size(), data_.data(), grad_.data(), srcs[0]->grad().data());
+    if (srcs[0]->WantsGrad()) kBackward(data_.size(), data_.data(), grad_.data(), srcs[0]->grad().data());
   }
-  double ForwardFlopsPerRecord() const override { return static_cast<double>(feature_size()); }
+  double ForwardFlopsPerRecord() const override { return static_cast<double>(kFlopsPerValue) * feature_size(); }
   Dependency SourceDependency(size_t) const override { return Dependency::kElementwise; }
 };
 
-class SigmoidLayer : public Layer {
- public:
-  Status Setup(const Fields& fields, const std::vector<const Layer*>& srcs) override {
-    SHOAL_RETURN_IF_ERROR(SetupOneSource(fields, srcs));
-    out_shape_ = srcs[0]->out_shape();
-    return Status::Ok();
-  }
-  void Forward(Phase, const std::vector<Layer*>& srcs) override {
-    SigmoidForward(data_.size(), srcs[0]->data().data(), data_.data());
-  }
-  void Backward(const std::vector<Layer*>& srcs) override {
-    if (srcs[0]->WantsGrad())
-      SigmoidBackward(data_.size(), data_.data(), grad_.data(), srcs[0]->grad().data());
-  }
-  double ForwardFlopsPerRecord() const override { return 4.0 * feature_size(); }
-  Dependency SourceDependency(size_t) const override { return Dependency::kElementwise; }
-};
+using ReluLayer = ActivationLayer<ReluForward, ReluBackward, 1>;
+using SigmoidLayer = ActivationLayer<SigmoidForward, SigmoidBackward, 4>;
 
 class DropoutLayer : public Layer {
  public:
