@@ -294,13 +294,17 @@ def alternated(a, shoal, peer):
     return {t: [(shoal(t), peer(t)) for _ in range(a.repeats)] for t in (1, 2)}
 
 
+def speed_rows(runs, case, model):
+    """A ms/step row for each thread count of alternated()'s runs."""
+    for threads, pairs in runs.items():
+        yield summarise(f"{case}, {threads} thread(s)", {"model": model, "threads": threads, "unit": "ms/step",
+                                                          "target": 1.0}, [pair(s[0], p[0]) for s, p in pairs])
+
+
 def rbm_rows(b, a):
     """The RBM's speed rows, and its reconstruction errors over every run."""
     runs = alternated(a, b.shoal_rbm, b.peer_rbm)  # (ms, epoch errors, test error)
-    for threads, pairs in runs.items():
-        yield summarise(f"rbm 784-1000 CD-1 single process, batch 100, {threads} thread(s)",
-                        {"model": "rbm", "threads": threads, "unit": "ms/step", "target": 1.0},
-                        [pair(s[0], p[0]) for s, p in pairs])
+    yield from speed_rows(runs, "rbm 784-1000 CD-1 single process, batch 100", "rbm")
     every = [run for pairs in runs.values() for run in pairs]
     for e in range(a.rbm_epochs):
         yield summarise(f"rbm reconstruction error, epoch {e + 1} (train)",
@@ -312,10 +316,7 @@ def rbm_rows(b, a):
 def char_rnn_rows(b, a):
     """The char-RNN's speed rows, and its test loss over every run."""
     runs = alternated(a, b.shoal_char_rnn, b.peer_char_rnn)  # (ms, test loss, test accuracy)
-    for threads, pairs in runs.items():
-        yield summarise(f"char-rnn GRU 512, unroll 50, batch 32, {threads} thread(s)",
-                        {"model": "char-rnn", "threads": threads, "unit": "ms/step", "target": 1.0},
-                        [pair(s[0], p[0]) for s, p in pairs])
+    yield from speed_rows(runs, "char-rnn GRU 512, unroll 50, batch 32", "char-rnn")
     yield summarise(f"char-rnn test loss after {a.rnn_steps} steps", {"model": "char-rnn", "unit": "nats", "within": 0.05},
                     [pair(s[1], p[1], shoal_accuracy=s[2], peer_accuracy=p[2])
                      for pairs in runs.values() for s, p in pairs])

@@ -22,11 +22,10 @@ int Main(int argc, char** argv) {
   uint64_t seed = 1;
   CLI::App app{"Shuffle a dataset and deal it into N shard files plus test.shard."};
   auto* named = app.add_option("--dataset", dataset, "the dataset")->check(CLI::IsMember(DatasetNames()));
-  auto* texts = app.add_option("--text", text,
+  app.add_option("--text", text,
                                "text files, read in this order as one corpus: windows of --window symbol ids for a "
                                "char-RNN, the vocabulary in the manifest")
-                    ->excludes(named);
-  named->excludes(texts);
+                    ->excludes(named);  // both ways (CLI11 makes excludes symmetric)
   app.add_option("--window", window, "--text: symbols a record (the net reads all but the last, predicts all but the "
                                      "first)")->capture_default_str()->check(CLI::Range(2, 1 << 16));
   app.add_option("--test-fraction", test_fraction, "--text: the corpus's tail kept as the test set")

@@ -34,7 +34,7 @@ Status BuildLayer(const JobConfig& job, const LayerConfig& cfg, const nlohmann::
   }
   layer->Init(cfg.name, cfg.type);
   SHOAL_RETURN_IF_ERROR(layer->Setup(fields, srcs));
-  if (!layer->params().empty()) SHOAL_RETURN_IF_ERROR(ReadParamFields(fields, layer.get()));
+  SHOAL_RETURN_IF_ERROR(ReadParamFields(fields, layer.get()));
   SHOAL_RETURN_IF_ERROR(fields.CheckNoUnknown());
   // Bounded before a float is allocated (docs/job-file.md).
   if (layer->feature_size() > kMaxFeatureFloats)

@@ -26,7 +26,7 @@ std::string Absolute(const std::string& path) {
 
 std::string Suffix(const Layer& layer, const Param& p) { return p.name.substr(layer.name().size() + 1); }
 
-Status SetSource(Param* p, const std::string& path, std::string param) {
+void SetSource(Param* p, const std::string& path, std::string param) {
   p->init = ParamInit(ParamInit::Kind::kCheckpoint, 0.0f);
   p->init.checkpoint = Absolute(path);
   p->init.param = std::move(param);
@@ -34,17 +34,20 @@ Status SetSource(Param* p, const std::string& path, std::string param) {
     p->init.param.resize(p->init.param.size() - 2);
     p->init.transpose = true;
   }
-  return Status::Ok();
 }
 
 }  // namespace
 
 Status ReadParamFields(const Fields& fields, Layer* layer) {
+  if (layer->params().empty()) {
+    for (const char* key : {"init_from", "lr_mult"})
+      if (fields.Has(key)) return fields.FieldError(key, "is set but the layer has no parameters");
+    return Status::Ok();
+  }
   double lr_mult;
   SHOAL_RETURN_IF_ERROR(fields.Float("lr_mult", 1.0, &lr_mult, 0.0, 1e3));
   for (Param& p : layer->params()) p.lr_mult = static_cast<float>(lr_mult);
   if (!fields.Has("init_from")) return Status::Ok();
-  if (layer->params().empty()) return fields.FieldError("init_from", "is set but the layer has no parameters");
   const nlohmann::json& node = fields.node().at("init_from");
   fields.Keep("init_from", node);
   std::string known;
@@ -56,7 +59,7 @@ Status ReadParamFields(const Fields& fields, Layer* layer) {
     if (!named) path = text;
     if (path.empty()) return fields.FieldError("init_from", "names no checkpoint");
     for (Param& p : layer->params())
-      SHOAL_RETURN_IF_ERROR(SetSource(&p, path, named ? source_layer + "." + Suffix(*layer, p) : p.name));
+      SetSource(&p, path, named ? source_layer + "." + Suffix(*layer, p) : p.name);
     return Status::Ok();
   }
   if (!node.is_object())
@@ -70,7 +73,7 @@ Status ReadParamFields(const Fields& fields, Layer* layer) {
     std::string path, param;
     if (!source.is_string() || !SplitSource(source.get<std::string>(), &path, &param))
       return fields.FieldError("init_from", "'" + suffix + "' must be PATH:PARAM (PARAM^T transposed)");
-    SHOAL_RETURN_IF_ERROR(SetSource(p, path, param));
+    SetSource(p, path, param);
   }
   return Status::Ok();
 }

@@ -14,6 +14,7 @@ namespace shoal {
 //   init_from: PATH:LAYER    each from LAYER's parameter of the same suffix (weight, bias, ...)
 //   init_from: {SUFFIX: PATH:PARAM, ...}   the named ones, PARAM^T transposed (2-D)
 //   lr_mult: X               learning rate × X for all of them (0: never updated)
+// A layer without parameters refuses both.
 // PATH is a merged checkpoint, one step's server files, or a checkpoint
 // directory (its newest complete step); written absolute into the plan.
 Status ReadParamFields(const Fields& fields, Layer* layer);

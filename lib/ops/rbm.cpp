@@ -10,6 +10,7 @@
 #include "ops/parallel.h"
 
 namespace shoal {
+
 void RbmHiddenMeans(HiddenUnits units, int batch, int visible, int hidden, const float* v, const float* w,
                     const float* b, float* mean) {
   FullyConnectedForward(batch, visible, hidden, v, w, b, mean);

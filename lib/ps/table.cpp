@@ -20,7 +20,7 @@ ServerTable::ServerTable(const ServerConfig& config, bool takes_gradients)
       param = spec.param;
       Status init = InitialValues(spec.param, spec.shape, spec.init, config.seed, &full);
       if (!init.ok()) {
-        init_status_ = init;
+        if (init_status_.ok()) init_status_ = init;  // the first parameter that failed
         full.assign(NumElements(spec.shape), 0.0f);
       }
     }

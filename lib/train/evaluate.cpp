@@ -81,28 +81,32 @@ Status FillParamsFromCheckpoint(const Checkpoint& merged, const std::string& sou
   return Status::Ok();
 }
 
-Status EvaluateCheckpoint(const Plan& plan, const EvalOptions& options, nlohmann::json* record) {
-  std::string source = options.checkpoint.size() == 1 ? options.checkpoint[0] : options.checkpoint.front() + " ...";
+Status OpenCheckpointNet(const Plan& plan, const std::vector<std::string>& checkpoint, int64_t step,
+                         const std::string& shard_dir, int threads, CheckpointNet* out) {
+  out->source = checkpoint.size() == 1 ? checkpoint[0] : checkpoint.front() + " ...";
   Checkpoint merged;
-  std::vector<std::string> files;
-  SHOAL_RETURN_IF_ERROR(LoadModel(options.checkpoint, options.step, &merged, &files));
-  SetComputeThreads(options.threads);
-  std::unique_ptr<Net> net;
-  SHOAL_RETURN_IF_ERROR(Net::Build(plan.job, &net));
-  SHOAL_RETURN_IF_ERROR(FillParamsFromCheckpoint(merged, source, net->params()));
+  SHOAL_RETURN_IF_ERROR(LoadModel(checkpoint, step, &merged, &out->files));
+  out->step = merged.step;
+  SetComputeThreads(threads);
+  SHOAL_RETURN_IF_ERROR(Net::Build(plan.job, &out->net));
+  SHOAL_RETURN_IF_ERROR(FillParamsFromCheckpoint(merged, out->source, out->net->params()));
+  out->shard_dir = shard_dir.empty() ? plan.job.data.shards : shard_dir;
+  if (out->shard_dir.empty())
+    return Status::InvalidArgument("no shard directory: set data.shards in the job or pass --shards");
+  SHOAL_RETURN_IF_ERROR(LoadManifest(out->shard_dir, &out->manifest));
+  return CheckShardsFitNet(out->manifest, out->shard_dir, out->net.get());
+}
 
-  std::string dir = options.shard_dir.empty() ? plan.job.data.shards : options.shard_dir;
-  if (dir.empty()) return Status::InvalidArgument("no shard directory: set data.shards in the job or pass --shards");
-  Manifest manifest;
-  SHOAL_RETURN_IF_ERROR(LoadManifest(dir, &manifest));
-  SHOAL_RETURN_IF_ERROR(CheckShardsFitNet(manifest, dir, net.get()));
+Status EvaluateCheckpoint(const Plan& plan, const EvalOptions& options, nlohmann::json* record) {
+  CheckpointNet c;
+  SHOAL_RETURN_IF_ERROR(OpenCheckpointNet(plan, options.checkpoint, options.step, options.shard_dir, options.threads, &c));
   ShardReader test;
-  SHOAL_RETURN_IF_ERROR(test.Open(dir, manifest.test, manifest));
+  SHOAL_RETURN_IF_ERROR(test.Open(c.shard_dir, c.manifest.test, c.manifest));
   EvalResult eval;
-  SHOAL_RETURN_IF_ERROR(EvaluateOnShard(net.get(), &test, 0, &eval));
+  SHOAL_RETURN_IF_ERROR(EvaluateOnShard(c.net.get(), &test, 0, &eval));
   *record = {{"event", "eval"}};
   record->update(eval.Metric());
-  record->update({{"records", eval.records}, {"step", merged.step}, {"checkpoint", source}, {"files", files}});
+  record->update({{"records", eval.records}, {"step", c.step}, {"checkpoint", c.source}, {"files", c.files}});
   return Status::Ok();
 }
 

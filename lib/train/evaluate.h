@@ -42,6 +42,22 @@ Status EvaluateOnShard(Net* net, ShardReader* test, int restore_batch, EvalResul
 Status FillParamsFromCheckpoint(const Checkpoint& merged, const std::string& source,
                                 const std::vector<Param*>& params);
 
+// A plan's net holding a checkpoint's parameters, and the manifest of the
+// shards it was checked to fit: what evaluating or sampling a checkpoint starts from.
+struct CheckpointNet {
+  std::unique_ptr<Net> net;
+  std::string source;  // the checkpoint as messages name it
+  uint64_t step = 0;
+  std::vector<std::string> files;
+  std::string shard_dir;
+  Manifest manifest;
+};
+// Loads `checkpoint` (a merged file, one step's server files, or a directory:
+// its newest complete step, or `step` when not -1) into the plan's net, with
+// `threads` compute threads, and the manifest of `shard_dir` (empty: the job's data.shards).
+Status OpenCheckpointNet(const Plan& plan, const std::vector<std::string>& checkpoint, int64_t step,
+                         const std::string& shard_dir, int threads, CheckpointNet* out);
+
 struct EvalOptions {
   std::vector<std::string> checkpoint;  // a merged file, one step's server files, or a directory
   int64_t step = -1;                    // with a directory: this step instead of the newest complete

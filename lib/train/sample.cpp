@@ -4,10 +4,6 @@
 #include <cmath>
 #include <random>
 
-#include "ckpt/checkpoint_set.h"
-#include "data/shard.h"
-#include "graph/net.h"
-#include "ops/blas.h"
 #include "train/evaluate.h"
 
 namespace shoal {
@@ -17,23 +13,15 @@ Status SampleText(const Plan& plan, const SampleOptions& options, std::string* t
   if (!(options.temperature > 0.0 && options.temperature <= 100.0))
     return Status::InvalidArgument("the temperature must be in (0, 100]");
   if (options.prime.empty()) return Status::InvalidArgument("the prime text is empty");
-  const std::string dir = options.shard_dir.empty() ? plan.job.data.shards : options.shard_dir;
-  if (dir.empty()) return Status::InvalidArgument("no shard directory (its manifest holds the vocabulary): pass --shards");
-  Manifest manifest;
-  SHOAL_RETURN_IF_ERROR(LoadManifest(dir, &manifest));
-  if (manifest.vocabulary.empty())
+  CheckpointNet c;
+  SHOAL_RETURN_IF_ERROR(OpenCheckpointNet(plan, options.checkpoint, -1, options.shard_dir, options.threads, &c));
+  const std::string& dir = c.shard_dir;
+  const std::vector<int>& vocabulary = c.manifest.vocabulary;
+  if (vocabulary.empty())
     return Status::InvalidArgument("'" + dir + "/manifest.json' has no vocabulary: not a text dataset (dl-shard --text)");
   std::vector<int> id(256, -1);
-  for (size_t i = 0; i < manifest.vocabulary.size(); ++i) id[manifest.vocabulary[i]] = static_cast<int>(i);
-
-  Checkpoint merged;
-  std::vector<std::string> files;
-  SHOAL_RETURN_IF_ERROR(LoadModel(options.checkpoint, -1, &merged, &files));
-  SetComputeThreads(options.threads);
-  std::unique_ptr<Net> net;
-  SHOAL_RETURN_IF_ERROR(Net::Build(plan.job, &net));
-  SHOAL_RETURN_IF_ERROR(FillParamsFromCheckpoint(merged, files.front(), net->params()));
-  SHOAL_RETURN_IF_ERROR(CheckShardsFitNet(manifest, dir, net.get()));
+  for (size_t i = 0; i < vocabulary.size(); ++i) id[vocabulary[i]] = static_cast<int>(i);
+  Net* net = c.net.get();
   const LossLayer& loss = net->loss_layer();
   const int steps = loss.predictions_per_record();
   const int classes = loss.classes();
@@ -65,11 +53,11 @@ Status SampleText(const Plan& plan, const SampleOptions& options, std::string* t
     const float* p = loss.data().data() + static_cast<size_t>(read - 1) * classes;
     for (int c = 0; c < classes; ++c) weights[c] = std::pow(std::max(p[c], 1e-30f), 1.0 / options.temperature);
     const int next = std::discrete_distribution<int>(weights.begin(), weights.end())(rng);
-    if (next >= static_cast<int>(manifest.vocabulary.size()))
+    if (next >= static_cast<int>(vocabulary.size()))
       return Status::InvalidArgument("the net drew class " + std::to_string(next) + ", past the vocabulary's " +
-                                     std::to_string(manifest.vocabulary.size()) + " symbols");
+                                     std::to_string(vocabulary.size()) + " symbols");
     symbols.push_back(next);
-    text->push_back(static_cast<char>(manifest.vocabulary[next]));
+    text->push_back(static_cast<char>(vocabulary[next]));
   }
   return Status::Ok();
 }

@@ -91,22 +91,22 @@ Status Worker::OpenShards() {
 }
 
 Status Worker::OpenTable() {
-  std::vector<Param*> params = net_->params();
+  params_ = net_->params();
   if (options_.standalone) {
-    auto local = std::make_unique<LocalTable>(plan_, params);
+    auto local = std::make_unique<LocalTable>(plan_, params_);
     SHOAL_RETURN_IF_ERROR(local->init_status());
     table_ = std::move(local);
     return Status::Ok();
   }
   const int timeout_ms = options_.timeout_ms > 0 ? options_.timeout_ms : plan_.job.cluster.timeout_ms;
-  auto remote = std::make_unique<RemoteTable>(plan_, options_.id, params, timeout_ms, options_.incarnation);
+  auto remote = std::make_unique<RemoteTable>(plan_, options_.id, params_, timeout_ms, options_.incarnation);
   SHOAL_RETURN_IF_ERROR(remote->Connect());
   remote_ = remote.get();
   // With train.overlap each layer's parameters travel beside its passes.
   hooks_ = remote->overlaps() ? remote_ : nullptr;
   // easgd trains a local replica that exchanges with the servers' centre.
   if (plan_.job.cluster.consistency == "easgd")
-    table_ = std::make_unique<ElasticTable>(plan_, options_.id, params, std::move(remote));
+    table_ = std::make_unique<ElasticTable>(plan_, options_.id, params_, std::move(remote));
   else
     table_ = std::move(remote);
   return Status::Ok();
@@ -163,7 +163,7 @@ Status Worker::Step(long long step, const Batch& b) {
   if (options_.slow_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(options_.slow_ms));
   SHOAL_RETURN_IF_ERROR(net_->Backward(step, hooks_));
   // Nothing has left yet (clip_norm turns overlap off): the whole gradient is here.
-  if (plan_.job.train.clip_norm > 0.0) ClipGradientNorm(net_->params(), plan_.job.train.clip_norm);
+  if (plan_.job.train.clip_norm > 0.0) ClipGradientNorm(params_, plan_.job.train.clip_norm);
   SHOAL_RETURN_IF_ERROR(table_->Push(step, loss));
   step_ms_.push_back(1000.0 * SecondsSince(t0));
   step_seconds_ += step_ms_.back() / 1000.0;

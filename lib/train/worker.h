@@ -80,6 +80,7 @@ class Worker {
 
   std::unique_ptr<GroupChannel> channel_;
   std::unique_ptr<PartitionedNet> net_;  // what this worker computes
+  std::vector<Param*> params_;  // net_'s, in its order: what the table exchanges
   std::unique_ptr<Net> whole_;           // the whole net, for evaluation
   std::vector<std::unique_ptr<ShardReader>> shards_;  // its training shards until the loader takes them
   uint64_t total_records_ = 0;

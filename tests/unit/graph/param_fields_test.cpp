@@ -94,6 +94,9 @@ TEST_CASE("init_from's errors name the layer, the field and what is wrong") {
   CHECK(s.message().find("must be a checkpoint (PATH or PATH:LAYER)") != std::string::npos);
   s = Build("{name: fc, type: fully_connected, srclayers: data, num_output: 2, lr_mult: -1}", &net);
   CHECK(s.message().find("lr_mult") != std::string::npos);
+  s = Build("{name: fc, type: relu, srclayers: data, lr_mult: 0}", &net);
+  CHECK(s.message().find("lr_mult") != std::string::npos);
+  CHECK(s.message().find("is set but the layer has no parameters") != std::string::npos);
 
   // Built, but its checkpoint does not fit: dl-plan's check says why.
   REQUIRE(Build("{name: fc, type: fully_connected, srclayers: data, num_output: 3, init_from: '" + path + ":enc'}",
