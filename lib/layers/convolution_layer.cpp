@@ -42,7 +42,7 @@ class ConvolutionLayer : public Layer {
     float* dx = srcs[0]->WantsGrad() ? srcs[0]->grad().data() : nullptr;
     float *dw = params_[0].grad.data(), *db = params_[1].grad.data();
     if (on_onednn_)
-      onednn_->Backward(data_.dim(0), grad_.data(), dx, dw, db);
+      onednn_->Backward(data_.dim(0), srcs[0]->data().data(), params_[0].value.data(), grad_.data(), dx, dw, db);
     else
       ConvolutionBackward(g_, data_.dim(0), srcs[0]->data().data(), params_[0].value.data(), grad_.data(), dx, dw,
                           db, &col_);

@@ -81,8 +81,6 @@ struct Prims {
   dnnl::convolution_forward fwd;
   std::optional<Edge> src, weights, bias, dst;
   std::unique_ptr<BackwardPrims> bwd;
-  const float* x = nullptr;  // forward's, for backward
-  const float* w = nullptr;
 };
 
 class Convolution final : public OneDnnConvolution {
@@ -93,8 +91,6 @@ class Convolution final : public OneDnnConvolution {
     omp_set_num_threads(ComputeThreads());  // before For: primitives plan for the threads they will have
     Prims* p = For(batch);
     if (!p) return false;
-    p->x = x;
-    p->w = w;
     const memory& src = p->src->Bind(x);
     const memory& weights = p->weights->Bind(w);
     const memory& bias = p->bias->Bind(b);
@@ -109,16 +105,19 @@ class Convolution final : public OneDnnConvolution {
     return true;
   }
 
-  void Backward(int batch, const float* dy, float* dx, float* dw, float* db) override {
+  void Backward(int batch, const float* x, const float* w, const float* dy, float* dx, float* dw,
+                float* db) override {
     omp_set_num_threads(ComputeThreads());
     Prims* p = For(batch);
     if (!p->bwd) p->bwd = MakeBackward(batch, p->fwd_pd);
     BackwardPrims& b = *p->bwd;
     const memory& diff_dst = b.diff_dst->Bind(dy);
     b.diff_dst->In(stream_);
-    memory src = p->src->inner();
+    // Forward's reordered copies hold x and w still; where none was needed
+    // the plain tensors are used in place, wherever they are now.
+    memory src = p->src->Bind(x);
     if (b.src) {
-      src = b.src->Bind(p->x);
+      src = b.src->Bind(x);
       b.src->In(stream_);
     }
     const memory& diff_weights = b.diff_weights->Bind(dw);
@@ -128,13 +127,13 @@ class Convolution final : public OneDnnConvolution {
     b.diff_weights->Out(stream_);
     b.diff_bias->Out(stream_);
     if (dx) {
-      memory data_diff_dst = diff_dst, weights = p->weights->inner();
+      memory data_diff_dst = diff_dst, weights = p->weights->Bind(w);
       if (b.data_diff_dst) {
         data_diff_dst = b.data_diff_dst->Bind(dy);
         b.data_diff_dst->In(stream_);
       }
       if (b.data_weights) {
-        weights = b.data_weights->Bind(p->w);
+        weights = b.data_weights->Bind(w);
         b.data_weights->In(stream_);
       }
       const memory& diff_src = b.diff_src->Bind(dx);

@@ -19,6 +19,6 @@ std::string ShapeToString(const Shape& shape) {
   return s + "]";
 }
 
-void Tensor::Fill(float value) { std::fill(data_.begin(), data_.end(), value); }
+void Tensor::Fill(float value) { std::fill(at_, at_ + size(), value); }
 
 }  // namespace shoal
