@@ -35,6 +35,10 @@ int Main(int argc, char** argv) {
   app.add_option("--shards", shards, "number of train shards (one per worker)")
       ->required()->check(CLI::Range(1, 1 << 20));
   app.add_option("--seed", seed, "shuffle seed; same seed, same shards")->capture_default_str();
+  bool contiguous = false;
+  app.add_flag("--contiguous", contiguous,
+               "no shuffle: shard k is the k-th of N contiguous stretches of the train records (a text's windows as "
+               "the corpus runs), for a recurrent layer that carries its state from batch to batch (carry_state)");
   SHOAL_PARSE_COMMAND_LINE(app, argc, argv);
   if (dataset.empty() && text.empty()) {
     std::fprintf(stderr, "dl-shard: give --dataset NAME or --text FILE...\n");
@@ -45,6 +49,7 @@ int Main(int argc, char** argv) {
   spec.out_dir = out_dir;
   spec.shards = shards;
   spec.seed = seed;
+  spec.contiguous = contiguous;
   Status s = text.empty() ? ReadDataset(dataset, source, &spec) : ReadTextCorpus(text, window, test_fraction, &spec);
   if (!s.ok()) return ReportFailure(s);
   std::error_code ec;

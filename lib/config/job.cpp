@@ -122,6 +122,7 @@ Status ParseTrain(const Fields& f, TrainConfig* t) {
     t->overlap = false;
     f.Keep("overlap", false);
   }
+  SHOAL_RETURN_IF_ERROR(f.Float("device_memory_mb", t->device_memory_mb, &t->device_memory_mb, 0.0, 1 << 24));
   SHOAL_RETURN_IF_ERROR(f.Bool("divergence_check", t->divergence_check, &t->divergence_check));
   SHOAL_RETURN_IF_ERROR(f.Int("overlap_bucket_floats", t->overlap_bucket_floats, &t->overlap_bucket_floats, 0));
   if (t->steps == 0 && t->epochs <= 0.0) return f.Error("set 'steps' or 'epochs'");

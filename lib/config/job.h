@@ -72,6 +72,11 @@ struct TrainConfig {
   // norm when it is longer (PyTorch's clip_grad_norm_), before it leaves;
   // the norm needs the whole backward pass, so overlap is off with it.
   double clip_norm = 0.0;
+  // Above 0: each worker runs its training passes on a device of this many
+  // MiB under GeePS's memory manager (lib/device/): what does not fit lives
+  // in host memory and is swapped in through a double-buffered access pool.
+  // On a CPU machine the device is host memory held to the budget.
+  double device_memory_mb = 0.0;
 };
 
 struct ClusterConfig {

@@ -62,7 +62,7 @@ class ManifestFields : public JsonFields {
 
 Status ParseManifest(const Json& root, const ManifestFields& f, Manifest* m) {
   static const char* const kKnown[] = {"format", "version", "dataset", "record_shape",
-                                       "classes", "vocabulary", "seed", "train", "test", "shards",
+                                       "classes", "vocabulary", "seed", "order", "train", "test", "shards",
                                        "train_records", "created_by"};
   for (auto it = root.begin(); it != root.end(); ++it) {
     bool known = false;
@@ -110,6 +110,13 @@ Status ParseManifest(const Json& root, const ManifestFields& f, Manifest* m) {
                                     std::to_string(v.size()) + " symbols");
   }
   SHOAL_RETURN_IF_ERROR(f.Unsigned(root, "", "seed", UINT64_MAX, &m->seed));
+  m->contiguous = false;
+  if (root.contains("order")) {
+    std::string order;
+    SHOAL_RETURN_IF_ERROR(f.String(root, "", "order", &order));
+    if (order != "contiguous") return f.Error("order", "must be \"contiguous\" when present (absent: shuffled)");
+    m->contiguous = true;
+  }
   std::string created_by;
   SHOAL_RETURN_IF_ERROR(f.String(root, "", "created_by", &created_by));
 

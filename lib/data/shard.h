@@ -39,6 +39,9 @@ struct Manifest {
   // image's bytes are pixels, read scaled to [0, 1].
   std::vector<int> vocabulary;
   uint64_t seed = 0;
+  // The train shards are contiguous stretches of the records in their order
+  // (dl-shard --contiguous; manifest "order": "contiguous"), not shuffled.
+  bool contiguous = false;
   std::vector<ShardInfo> train;
   ShardInfo test;
 };

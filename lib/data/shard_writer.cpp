@@ -118,11 +118,19 @@ Status WriteShards(const ShardSpec& spec, Manifest* manifest) {
   // Labels are u8, so classes <= 256; a text's records are its labels: one class a symbol.
   m.classes = m.vocabulary.empty() ? max_label + 1 : static_cast<int>(m.vocabulary.size());
 
-  // Deal like cards: shuffled record i goes to shard i mod N.
+  // Deal like cards: shuffled record i goes to shard i mod N. Contiguous:
+  // shard k takes records k·m up to (k + 1)·m, m = n ÷ N, in order (the last
+  // n mod N are left out: equal shards cut into equal streams, so that
+  // workers and one worker over the same shards read the same streams).
   const uint64_t shards = static_cast<uint64_t>(spec.shards);
-  const std::vector<uint64_t> order = ShuffledOrder(n, spec.seed);
+  m.contiguous = spec.contiguous;
   std::vector<std::vector<uint64_t>> dealt(shards);
-  for (uint64_t i = 0; i < n; ++i) dealt[i % shards].push_back(order[i]);
+  if (spec.contiguous) {
+    for (uint64_t i = 0; i < n / shards * shards; ++i) dealt[i / (n / shards)].push_back(i);
+  } else {
+    const std::vector<uint64_t> order = ShuffledOrder(n, spec.seed);
+    for (uint64_t i = 0; i < n; ++i) dealt[i % shards].push_back(order[i]);
+  }
   for (uint64_t k = 0; k < shards; ++k) {
     char name[32];
     std::snprintf(name, sizeof name, "train-%05llu.shard", static_cast<unsigned long long>(k));
@@ -145,8 +153,11 @@ Status WriteShards(const ShardSpec& spec, Manifest* manifest) {
   j["classes"] = m.classes;
   if (!m.vocabulary.empty()) j["vocabulary"] = m.vocabulary;
   j["seed"] = m.seed;
+  if (m.contiguous) j["order"] = "contiguous";
   j["shards"] = m.train.size();
-  j["train_records"] = n;
+  uint64_t dealt_records = 0;
+  for (const auto& d : dealt) dealt_records += d.size();
+  j["train_records"] = dealt_records;
   j["train"] = nlohmann::ordered_json::array();
   for (const ShardInfo& s : m.train)
     j["train"].push_back({{"file", s.file}, {"records", s.records}, {"fnv1a64", s.fnv1a64}});

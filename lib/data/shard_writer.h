@@ -1,5 +1,6 @@
 // Writes a shard directory (format in data/shard.h) from idx arrays: the
-// train set shuffled and dealt to N shards, the test set kept in order.
+// train set shuffled and dealt to N shards (or cut in N contiguous stretches),
+// the test set kept in order.
 #pragma once
 
 #include <cstdint>
@@ -28,6 +29,11 @@ struct ShardSpec {
   std::string out_dir;      // must exist
   int shards = 1;           // >= 1 and <= n
   uint64_t seed = 1;        // same seed, same files
+  // Not shuffled: shard k holds the k-th of N equal contiguous stretches of
+  // the train records in their order (a text's windows as the corpus runs;
+  // the last n mod N left out), for training that carries a recurrent state
+  // from batch to batch.
+  bool contiguous = false;
 };
 
 // The order the train records are dealt in: a Fisher–Yates shuffle of 0..n-1

@@ -4,7 +4,12 @@
 // every step (SINGA's share_from), so back-propagation through time sums the
 // steps' gradients before they leave the worker. Parameters as PyTorch's
 // nn.GRU lays them out (gates r, z, n) and initialises them: uniform in
-// ±1/sqrt(num_output). Each sequence starts from a zero state.
+// ±1/sqrt(num_output). Each sequence starts from a zero state, unless
+// `carry_state`: then a training pass starts each row from the state the
+// previous pass ended that row in (truncated BPTT: no gradient flows back
+// into it), until ResetState (the worker's, at each stream's start).
+// Evaluation never carries state.
+#include <algorithm>
 #include <cmath>
 
 #include "layers/layer_types.h"
@@ -22,6 +27,7 @@ class GruLayer : public Layer {
       return fields.Error("needs a sequence source [steps, inputs]; '" + srcs[0]->name() + "' gives " +
                           ShapeToString(in));
     SHOAL_RETURN_IF_ERROR(fields.RequiredInt("num_output", &shape_.hidden, 1, kMaxUnits / 3));
+    SHOAL_RETURN_IF_ERROR(fields.Bool("carry_state", false, &carry_state_));
     shape_.steps = in[0];
     shape_.input = in[1];
     out_shape_ = {shape_.steps, shape_.hidden};
@@ -34,11 +40,23 @@ class GruLayer : public Layer {
     return Status::Ok();
   }
 
-  void Forward(Phase, const std::vector<Layer*>& srcs) override {
+  void Forward(Phase phase, const std::vector<Layer*>& srcs) override {
     shape_.batch = data_.dim(0);
-    GruForward(shape_, srcs[0]->data().data(), nullptr, params_[0].value.data(), params_[1].value.data(),
+    const bool carry = carry_state_ && phase == Phase::kTrain;
+    const size_t states = static_cast<size_t>(shape_.batch) * shape_.hidden;
+    const float* h0 = carry && state_.size() == states ? state_.data() : nullptr;
+    GruForward(shape_, srcs[0]->data().data(), h0, params_[0].value.data(), params_[1].value.data(),
                params_[2].value.data(), params_[3].value.data(), data_.data(), &tape_);
+    if (!carry) return;
+    // Each row's last step's state: where the row's next batch begins.
+    state_.resize(states);
+    const size_t step = static_cast<size_t>(shape_.steps) * shape_.hidden;
+    for (int b = 0; b < shape_.batch; ++b)
+      std::copy_n(data_.data() + b * step + step - shape_.hidden, shape_.hidden, state_.data() + b * shape_.hidden);
   }
+
+  bool CarriesState() const override { return carry_state_; }
+  void ResetState() override { state_.clear(); }
 
   void Backward(const std::vector<Layer*>& srcs) override {
     float* dx = srcs[0]->WantsGrad() ? srcs[0]->grad().data() : nullptr;
@@ -56,6 +74,8 @@ class GruLayer : public Layer {
  private:
   GruShape shape_;
   GruTape tape_;
+  bool carry_state_ = false;
+  std::vector<float> state_;  // [batch, hidden] with carry_state, once a pass has run; empty: zeros
 };
 
 }  // namespace

@@ -85,6 +85,12 @@ class Layer {
   // Whether the layer works on each worker's own records only (the data
   // layer reads them, the loss their labels): data parallel, whatever the plan.
   virtual bool ReadsRecords() const { return false; }
+  // Whether a training pass starts from state the previous one left (a
+  // recurrent layer's hidden state carried from batch to batch: row i of a
+  // batch continues row i of the one before), and forgetting it (a new
+  // stream, a new epoch).
+  virtual bool CarriesState() const { return false; }
+  virtual void ResetState() {}
 
   const std::string& name() const { return name_; }
   const std::string& type() const { return type_; }

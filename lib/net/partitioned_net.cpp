@@ -198,28 +198,88 @@ void PartitionedNet::Allocate(int batch) {
 }
 
 Status PartitionedNet::Forward(Phase phase, uint64_t step, LayerHooks* hooks) {
-  for (auto& node : nodes_) {
+  StepMemory* memory = phase == Phase::kTrain ? memory_ : nullptr;
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    Node& node = nodes_[i];
     if (node.connection) node.connection->set_step(step);
     node.layer->set_draw_key({draw_seed_, step});
     if (hooks) SHOAL_RETURN_IF_ERROR(hooks->BeforeForward(*node.layer));
+    if (memory) SHOAL_RETURN_IF_ERROR(memory->Before(i));
     node.layer->Forward(phase, node.srcs);
+    if (memory) SHOAL_RETURN_IF_ERROR(memory->After(i));
     if (node.connection) SHOAL_RETURN_IF_ERROR(node.connection->status());
   }
   return Status::Ok();
 }
 
 Status PartitionedNet::Backward(uint64_t step, LayerHooks* hooks) {
-  // As Net::Backward: source gradients are summed into, so cleared first.
-  for (auto& node : nodes_)
-    if (node.layer->WantsGrad()) node.layer->grad().Fill(0.0f);
+  // As Net::Backward: source gradients are summed into, so cleared first
+  // (on device memory the manager zeroes each one at its first use).
+  if (!memory_)
+    for (auto& node : nodes_)
+      if (node.layer->WantsGrad()) node.layer->grad().Fill(0.0f);
   for (size_t i = nodes_.size(); i-- > 0;) {
     Node& node = nodes_[i];
+    const size_t op = 2 * nodes_.size() - 1 - i;  // TrainingStepOps: backward passes follow the forward ones
     if (node.connection) node.connection->set_step(step);
+    if (memory_) SHOAL_RETURN_IF_ERROR(memory_->Before(op));
     node.layer->Backward(node.srcs);
+    if (memory_) SHOAL_RETURN_IF_ERROR(memory_->After(op));
     if (node.connection) SHOAL_RETURN_IF_ERROR(node.connection->status());
     if (hooks) SHOAL_RETURN_IF_ERROR(hooks->AfterBackward(*node.layer, step));
   }
+  if (memory_) SHOAL_RETURN_IF_ERROR(memory_->EndStep());
   return Status::Ok();
+}
+
+StepOps PartitionedNet::TrainingStepOps() {
+  using Lifetime = StepBuffer::Lifetime;
+  StepOps ops;
+  // The data layer's passes do nothing: the worker fills its feature before the step.
+  auto is_data = [&](Layer* l) { return l == data_; };
+  auto data = [&](Layer* l) {
+    return ops.AddBuffer(l->name() + ".data", is_data(l) ? Lifetime::kInput : Lifetime::kStep, false, &l->data());
+  };
+  auto grad = [&](Layer* l) { return ops.AddBuffer(l->name() + ".grad", Lifetime::kGradient, false, &l->grad()); };
+  auto value = [&](Param& p) { return ops.AddBuffer(p.name, Lifetime::kInput, true, &p.value); };
+  auto param_grad = [&](Param& p) { return ops.AddBuffer(p.name + ".grad", Lifetime::kOutput, true, &p.grad); };
+  // A layer's forward pass reads its sources' features and its parameters
+  // and sets its feature.
+  for (Node& node : nodes_) {
+    ops.ops.push_back({node.layer->name() + " forward", {}});
+    const size_t op = ops.ops.size() - 1;
+    if (is_data(node.layer.get())) continue;
+    for (Layer* src : node.srcs) ops.Use(op, data(src), true, false);
+    for (Param& p : node.layer->params()) ops.Use(op, value(p), true, false);
+    ops.Use(op, data(node.layer.get()), false, true);
+  }
+  // Its backward pass may read all of that and its feature's gradient; it
+  // adds into its sources' gradients and sets its parameters'.
+  for (size_t i = nodes_.size(); i-- > 0;) {
+    Node& node = nodes_[i];
+    Layer* layer = node.layer.get();
+    ops.ops.push_back({layer->name() + " backward", {}});
+    const size_t op = ops.ops.size() - 1;
+    if (is_data(layer)) continue;
+    for (Layer* src : node.srcs) ops.Use(op, data(src), true, false);
+    for (Param& p : layer->params()) ops.Use(op, value(p), true, false);
+    ops.Use(op, data(layer), true, false);
+    if (layer->WantsGrad()) ops.Use(op, grad(layer), true, false);
+    for (Layer* src : node.srcs)
+      if (src->WantsGrad()) ops.Use(op, grad(src), true, true);
+    for (Param& p : layer->params()) ops.Use(op, param_grad(p), false, true);
+  }
+  return ops;
+}
+
+std::string PartitionedNet::StateCarrier() const {
+  for (const auto& node : nodes_)
+    if (node.layer->CarriesState()) return node.layer->name();
+  return "";
+}
+
+void PartitionedNet::ResetState() {
+  for (auto& node : nodes_) node.layer->ResetState();
 }
 
 std::vector<Param*> PartitionedNet::params() {

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "comm/group_channel.h"
+#include "device/step_memory.h"
 #include "layers/data_layer.h"
 #include "layers/loss_layer.h"
 #include "net/connection_layer.h"
@@ -50,6 +51,19 @@ class PartitionedNet {
   Status Forward(Phase phase, uint64_t step, LayerHooks* hooks = nullptr);
   Status Backward(uint64_t step, LayerHooks* hooks = nullptr);
 
+  // The operation sequence of one training step (lib/device/step_ops.h):
+  // each layer's forward pass, then each backward pass in reverse, with the
+  // features, feature gradients, parameter values and gradients they touch.
+  StepOps TrainingStepOps();
+  // Runs the training passes on the device memory `memory` manages (built
+  // from TrainingStepOps(); null: in host memory, as without it).
+  void UseDeviceMemory(StepMemory* memory) { memory_ = memory; }
+
+  // The first layer that carries state from one training pass to the next
+  // (a GRU with carry_state), or "" when none does; and forgetting it all.
+  std::string StateCarrier() const;
+  void ResetState();
+
   DataLayer& data_layer() { return *data_; }
   LossLayer& loss_layer() { return *loss_; }
   // The parameters this worker holds (lib/plan/partition.h), named as the plan's.
@@ -80,6 +94,7 @@ class PartitionedNet {
   std::vector<Layer*> Connect(Building& b, size_t i, const std::vector<Placement>& needs);
 
   std::vector<Node> nodes_;  // in the order they run forward
+  StepMemory* memory_ = nullptr;
   DataLayer* data_ = nullptr;
   LossLayer* loss_ = nullptr;
   int group_size_ = 1, rank_ = 0;

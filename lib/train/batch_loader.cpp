@@ -18,8 +18,13 @@ Status ReadRecords(ShardReader* reader, uint64_t first, int count, size_t record
 }  // namespace
 
 BatchLoader::BatchLoader(std::vector<std::unique_ptr<ShardReader>> shards, int batch, uint64_t seed,
-                         uint64_t first_record, int depth, uint64_t first_pass_seed)
-    : shards_(std::move(shards)), batch_(batch), depth_(std::max(depth, 1)), seed_(seed), cursor_(first_record) {
+                         uint64_t first_record, int depth, uint64_t first_pass_seed, bool streams)
+    : shards_(std::move(shards)),
+      batch_(batch),
+      streams_(streams),
+      depth_(std::max(depth, 1)),
+      seed_(seed),
+      cursor_(first_record) {
   for (const auto& s : shards_) total_ += s->records();
   first_batches_ = ShuffledOrder(total_ / batch_, first_pass_seed * 1000003 + 17);
   record_floats_ = shards_.empty() ? 0 : NumElements(shards_[0]->record_shape());
@@ -39,6 +44,7 @@ Status BatchLoader::ReadBatch(Batch* b) {
   b->size = batch_;
   b->pixels.resize(static_cast<size_t>(batch_) * record_floats_);
   b->labels.resize(batch_);
+  if (streams_) return ReadStreams(b);
   for (int i = 0; i < batch_; ++i, ++cursor_) {
     uint64_t pass = cursor_ / total_, at = cursor_ % total_;
     if (pass > 0 && pass != order_pass_) {
@@ -51,6 +57,25 @@ Status BatchLoader::ReadBatch(Batch* b) {
     while (at >= shards_[shard]->records()) at -= shards_[shard++]->records();
     SHOAL_RETURN_IF_ERROR(ReadRecords(shards_[shard].get(), at, 1, record_floats_, b, i));
   }
+  return Status::Ok();
+}
+
+Status BatchLoader::ReadStreams(Batch* b) {
+  const uint64_t shards = shards_.size();
+  if (batch_ % shards != 0)
+    return Status::InvalidArgument("a batch of " + std::to_string(batch_) + " streams does not divide over the " +
+                                   std::to_string(shards) + " shards this worker reads");
+  const uint64_t per_shard = batch_ / shards;
+  uint64_t length = UINT64_MAX;  // each stream's records; a shard's tail past per_shard × length is never read
+  for (const auto& s : shards_) length = std::min(length, s->records() / per_shard);
+  if (length == 0)
+    return Status::InvalidArgument("a shard holds fewer records than the " + std::to_string(per_shard) +
+                                   " streams it must hold");
+  const uint64_t t = (cursor_ / batch_) % length;
+  b->stream_start = t == 0;
+  for (int i = 0; i < batch_; ++i, ++cursor_)
+    SHOAL_RETURN_IF_ERROR(ReadRecords(shards_[i / per_shard].get(), (i % per_shard) * length + t, 1, record_floats_,
+                                      b, i));
   return Status::Ok();
 }
 

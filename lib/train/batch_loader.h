@@ -19,6 +19,7 @@ struct Batch {
   int size = 0;
   std::vector<float> pixels;  // size × record floats
   std::vector<int32_t> labels;
+  bool stream_start = false;  // in stream order: the first batch of a pass over the streams
 };
 
 class BatchLoader {
@@ -31,8 +32,14 @@ class BatchLoader {
   // worker × W·B, batch for batch. Every later pass takes the records in a
   // new order drawn from `seed` and the pass number. `first_record` is where
   // in that sequence (over all passes) to begin.
+  // `streams`: none of that shuffling. The records are `batch` streams, each
+  // shard holding an equal number of them (batch ÷ shards, which must divide)
+  // in stretches of L records (the shortest shard's ÷ that), and batch t of a
+  // pass holds record t of every stream: row i of a batch continues row i of
+  // the one before, so a recurrent layer carries its state between them. Each
+  // pass begins again at the streams' start.
   BatchLoader(std::vector<std::unique_ptr<ShardReader>> shards, int batch, uint64_t seed,
-              uint64_t first_record = 0, int depth = 4, uint64_t first_pass_seed = 0);
+              uint64_t first_record = 0, int depth = 4, uint64_t first_pass_seed = 0, bool streams = false);
   ~BatchLoader();
   BatchLoader(const BatchLoader&) = delete;
   BatchLoader& operator=(const BatchLoader&) = delete;
@@ -44,9 +51,11 @@ class BatchLoader {
  private:
   void Produce();
   Status ReadBatch(Batch* batch);
+  Status ReadStreams(Batch* batch);
 
   std::vector<std::unique_ptr<ShardReader>> shards_;
   int batch_;
+  bool streams_;
   size_t depth_;
   uint64_t total_ = 0;
   uint64_t seed_;

@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "core/log.h"
+#include "device/host_device.h"
 #include "ops/blas.h"
 #include "plan/partition.h"
 #include "train/elastic_table.h"
@@ -48,6 +49,12 @@ Status Worker::SetUp() {
     SHOAL_RETURN_IF_ERROR(channel_->Open(GroupPeersOf(plan_, options_.id, timeout_ms)));
   }
   SHOAL_RETURN_IF_ERROR(PartitionedNet::Build(plan_, options_.id, channel_.get(), &net_));
+  state_carrier_ = net_->StateCarrier();
+  if (!state_carrier_.empty() && group_size > 1)
+    return Status::InvalidArgument("layer '" + state_carrier_ +
+                                   "' carries its state from batch to batch (carry_state), but the plan's groups of " +
+                                   std::to_string(group_size) +
+                                   " workers share each batch: plan it data parallel (--strategy data)");
   evaluates_ = options_.evaluate && options_.id == 0;
   SHOAL_RETURN_IF_ERROR(Net::Build(job, &whole_, /*allocate_params=*/evaluates_));
   SHOAL_RETURN_IF_ERROR(OpenShards());
@@ -61,6 +68,7 @@ Status Worker::SetUp() {
   SHOAL_RETURN_IF_ERROR(table_->Join(&first_step_));
   if (first_step_ > 0) Log("worker " + std::to_string(options_.id) + " rejoins at step " + std::to_string(first_step_));
   net_->Allocate(batch_);
+  if (job.train.device_memory_mb > 0.0) SHOAL_RETURN_IF_ERROR(OpenDeviceMemory(timeout_ms));
   for (const auto& line : net_->DescribeConnections()) Log("worker " + std::to_string(options_.id) + ": " + line);
   return Status::Ok();
 }
@@ -75,6 +83,12 @@ Status Worker::OpenShards() {
     return Status::InvalidArgument("'" + dir + "' has " + std::to_string(manifest.train.size()) + " shards for " +
                                    std::to_string(workers_) + " workers: shard it again with --shards " +
                                    std::to_string(workers_));
+  // Streams are contiguous stretches of the text: a worker's records must be one.
+  if (!state_carrier_.empty() && !manifest.contiguous)
+    return Status::InvalidArgument("layer '" + state_carrier_ +
+                                   "' carries its state from batch to batch (carry_state), which needs each worker's "
+                                   "records in their order, but '" + dir +
+                                   "' was shuffled: shard it with dl-shard --contiguous");
   // Worker w reads shards w, w+W, ...: with one shard each, the dealing rule
   // makes W workers × batch B see one worker × batch W·B's records.
   for (size_t s = 0; s < manifest.train.size(); ++s) {
@@ -112,6 +126,30 @@ Status Worker::OpenTable() {
   return Status::Ok();
 }
 
+Status Worker::OpenDeviceMemory(int timeout_ms) {
+  const size_t budget = static_cast<size_t>(plan_.job.train.device_memory_mb * 1048576.0);
+  device_ = std::make_unique<HostDevice>(budget);
+  StepOps ops = net_->TrainingStepOps();
+  DeviceMemoryPlan memory;
+  SHOAL_RETURN_IF_ERROR(PlanDeviceMemory(ops, budget, &memory));
+  size_t pinned = 0, total = 0;
+  for (size_t b = 0; b < ops.buffers.size(); ++b) {
+    pinned += memory.pinned[b];
+    total += ops.buffers[b].bytes;
+  }
+  char line[320];
+  std::snprintf(line, sizeof line,
+                "worker %d: %s of %.2f MiB for a step's %.2f MiB: %zu of %zu buffers pinned (%.2f MiB), access pool "
+                "2 x %.2f MiB; a step copies %.2f MiB in, %.2f MiB out",
+                options_.id, device_->name().c_str(), budget / 1048576.0, total / 1048576.0, pinned,
+                ops.buffers.size(), memory.pinned_bytes / 1048576.0, memory.peak / 1048576.0,
+                memory.bytes_to_device / 1048576.0, memory.bytes_to_host / 1048576.0);
+  Log(line);
+  SHOAL_RETURN_IF_ERROR(StepMemory::Create(device_.get(), std::move(ops), std::move(memory), timeout_ms, &device_memory_));
+  net_->UseDeviceMemory(device_memory_.get());
+  return Status::Ok();
+}
+
 Worker::ByteCounts Worker::Counts() const {
   ByteCounts c;
   if (remote_) c.params_out = remote_->bytes_sent(), c.params_in = remote_->bytes_received();
@@ -125,8 +163,9 @@ Status Worker::Train(WorkerResult* result) {
   // The first pass's batches in an order of train.seed's (the same for every
   // worker, so W workers × B still see one worker × W·B's records); later
   // passes shuffle each worker's records anew.
+  // A layer that carries state reads the records as streams instead (in order).
   BatchLoader loader(std::move(shards_), batch_, train.seed * 7919 + options_.id, first_step_ * batch_, 4,
-                     static_cast<uint64_t>(train.seed));
+                     static_cast<uint64_t>(train.seed), /*streams=*/!state_carrier_.empty());
   step_ms_.reserve(steps_);
   start_ = last_display_ = Clock::now();
   last_display_step_ = static_cast<long long>(first_step_);
@@ -152,6 +191,7 @@ Status Worker::Step(long long step, const Batch& b) {
   const auto t0 = Clock::now();
   const RemoteTable::Busy before = remote_ ? remote_->busy() : RemoteTable::Busy();
   net_->Allocate(b.size);
+  if (b.stream_start) net_->ResetState();
   std::memcpy(net_->data_layer().data().data(), b.pixels.data(), 4 * b.pixels.size());
   net_->data_layer().labels() = b.labels;
   SHOAL_RETURN_IF_ERROR(net_->Forward(Phase::kTrain, step, hooks_));
@@ -276,6 +316,22 @@ Status Worker::Finish(WorkerResult* result) {
                     {"decode", step_busy_.decode}};
   // What the servers' updates_from should count for this worker (async: no update lost).
   if (remote_) done["updates_sent"] = remote_->updates_sent();
+  if (device_memory_) {
+    const DeviceMemoryPlan& plan = device_memory_->plan();
+    size_t working_set = 0;
+    for (const StepBuffer& b : device_memory_->ops().buffers) working_set += b.bytes;
+    done["device_memory"] = {{"device", device_->name()},
+                             {"budget_bytes", device_->budget()},
+                             {"peak_bytes", device_->peak_bytes()},
+                             {"step_bytes", working_set},
+                             {"pinned_bytes", plan.pinned_bytes},
+                             {"pool_bytes", plan.pool_bytes()},
+                             {"steps", device_memory_->steps()},
+                             {"bytes_to_device", device_->bytes_to_device()},
+                             {"bytes_to_host", device_->bytes_to_host()},
+                             {"planned_bytes_to_device_per_step", plan.bytes_to_device},
+                             {"planned_bytes_to_host_per_step", plan.bytes_to_host}};
+  }
   // Worker 0 evaluates the parameters its last step produced (under BSP, the
   // final ones) before it says it is done, so the servers' final checkpoints
   // record the result.

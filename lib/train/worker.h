@@ -54,6 +54,8 @@ class Worker {
   Status SetUp();
   Status OpenShards();
   Status OpenTable();
+  // GeePS's memory manager over a device of train.device_memory_mb.
+  Status OpenDeviceMemory(int timeout_ms);
   Status Train(WorkerResult* result);
   // Both passes of one step on batch `b`, then the table's exchange.
   Status Step(long long step, const Batch& b);
@@ -80,6 +82,9 @@ class Worker {
 
   std::unique_ptr<GroupChannel> channel_;
   std::unique_ptr<PartitionedNet> net_;  // what this worker computes
+  // A layer of net_ that carries state between batches (then the batches are
+  // streams: lib/train/batch_loader.h), or "".
+  std::string state_carrier_;
   std::vector<Param*> params_;  // net_'s, in its order: what the table exchanges
   std::unique_ptr<Net> whole_;           // the whole net, for evaluation
   std::vector<std::unique_ptr<ShardReader>> shards_;  // its training shards until the loader takes them
@@ -88,6 +93,9 @@ class Worker {
   std::unique_ptr<ParamTable> table_;
   RemoteTable* remote_ = nullptr;        // the servers, when there are any
   LayerHooks* hooks_ = nullptr;          // with train.overlap: the table, beside every layer's passes
+  // train.device_memory_mb: the device the training passes run on, and its memory manager.
+  std::unique_ptr<Device> device_;
+  std::unique_ptr<StepMemory> device_memory_;
 
   // The step loop's reporting.
   Clock::time_point start_;

@@ -33,18 +33,19 @@ train: {batch_size: 16, updater: adam, learning_rate: 0.005, display_every: 50}
 cluster: {nworkers_per_group: 2, consistency: bsp}
 YAML
 
-run() {  # run NAME WORKERS BATCH STEPS [OVERRIDE...]
-  local dir=$tmp/$1 workers=$2 batch=$3 steps=$4 pids=() sets=()
+run() {  # run NAME WORKERS BATCH STEPS [OVERRIDE...]; JOB= and SHARDS= (a directory) may say others
+  local dir=$tmp/$1 workers=$2 batch=$3 steps=$4 pids=() sets=() job=${JOB:-$tmp/job.yaml}
+  local shards=${SHARDS:-$tmp/shards-$2}
   shift 4
   for o in "$@"; do sets+=(--set "$o"); done
   mkdir -p "$dir"
-  "$bin/dl-plan" "$tmp/job.yaml" --strategy data --base-port "$(fresh_port)" -o "$dir/plan.json" \
+  "$bin/dl-plan" "$job" --strategy data --base-port "$(fresh_port)" -o "$dir/plan.json" \
     --set cluster.nworkers_per_group="$workers" --set train.batch_size="$batch" --set train.steps="$steps" \
     "${sets[@]}" >/dev/null || fail "dl-plan failed on the char-RNN"
   "$bin/dl-server" --plan "$dir/plan.json" --checkpoint-dir "$dir/ckpt" >"$dir/server.jsonl" 2>"$dir/server.log" &
   local server=$!
   for ((w = 0; w < workers; w++)); do
-    "$bin/dl-worker" --plan "$dir/plan.json" --id $w --shards "$tmp/shards-$workers" >"$dir/w$w.jsonl" \
+    "$bin/dl-worker" --plan "$dir/plan.json" --id $w --shards "$shards" >"$dir/w$w.jsonl" \
       2>"$dir/w$w.log" &
     pids+=($!)
   done
@@ -68,6 +69,36 @@ assert d["max_rel"] <= 1e-4, d["max_rel"]
 print("max relative difference", d["max_rel"])
 PY
 ok "BSP 2 workers x 16 = 1 worker x 32 after 20 steps of BPTT"
+
+# The hidden state carried from batch to batch (carry_state): dl-shard
+# --contiguous cuts the windows into equal stretches of the corpus, and the
+# loader reads a worker's shards as streams (16 a shard here), row i of a
+# batch continuing row i of the one before. One worker reading both shards
+# reads the same 32 streams as the two workers, so BSP still equals it;
+# without the carried state the same run differs.
+"$bin/dl-shard" --text "$tmp/corpus.txt" --window 33 --contiguous --out "$tmp/streams" --shards 2 >/dev/null ||
+  fail "dl-shard --contiguous failed"
+validate "$tmp/streams/manifest.json" "$root/schemas/manifest.schema.json" || fail "the contiguous manifest does not validate"
+sed 's/num_output: 64}/num_output: 64, carry_state: true}/' "$tmp/job.yaml" >"$tmp/carry.yaml"
+grep -q "carry_state: true" "$tmp/carry.yaml" || fail "the carrying job was not made"
+JOB=$tmp/carry.yaml SHARDS=$tmp/streams run carry-two 2 16 20 train.updater=momentum train.learning_rate=0.1
+JOB=$tmp/carry.yaml SHARDS=$tmp/streams run carry-one 1 32 20 train.updater=momentum train.learning_rate=0.1
+SHARDS=$tmp/streams run fresh-one 1 32 20 train.updater=momentum train.learning_rate=0.1
+"$bin/dl-ckpt" diff "$tmp"/carry-one/ckpt/*.ckpt "$tmp"/carry-two/ckpt/*.ckpt >"$tmp/carry-diff.json"
+"$bin/dl-ckpt" diff "$tmp"/carry-one/ckpt/*.ckpt "$tmp"/fresh-one/ckpt/*.ckpt >"$tmp/fresh-diff.json"
+python3 - "$tmp/carry-diff.json" "$tmp/fresh-diff.json" <<'PY' || fail "carried state: $(cat "$tmp/carry-diff.json")"
+import json, sys
+same, other = (json.load(open(p)) for p in sys.argv[1:])
+assert same["step_a"] == same["step_b"] == 20 and same["max_rel"] <= 1e-4, same["max_rel"]
+assert other["max_rel"] > 1e-3, other["max_rel"]
+print("max relative difference", same["max_rel"], "; without the carried state", other["max_rel"])
+PY
+ok "a carried hidden state: BSP 2 workers x 16 streams = 1 worker x 32 after 20 steps, and it changes the result"
+"$bin/dl-plan" "$tmp/carry.yaml" --strategy data -o "$tmp/carry-shuffled.json" --set cluster.nworkers_per_group=1 \
+  --set train.steps=1 >/dev/null
+expect_failure 1 "layer 'gru' carries its state from batch to batch \\(carry_state\\).*shard it with dl-shard --contiguous" \
+  "$bin/dl-worker" --plan "$tmp/carry-shuffled.json" --standalone --shards "$tmp/shards-1"
+ok "a carried state over shuffled shards is refused, saying how to shard them"
 
 run train 2 16 300
 python3 - "$tmp/train/w0.jsonl" "$vocab" <<'PY' || fail "the char-RNN did not learn: $(grep -E '"(step|done)"' "$tmp/train/w0.jsonl")"

@@ -55,6 +55,47 @@ TEST_CASE("gru's states follow PyTorch's GRU equations from a zero state, the pa
   }
 }
 
+TEST_CASE("gru with carry_state continues each row from where its last training pass left it") {
+  const int input = 2, hidden = 3, batch = 2;
+  InputLayer whole({6, input}), half({3, input});
+  auto reference = SetUpLayer("gru", "{num_output: 3}", {&whole});
+  auto carrying = SetUpLayer("gru", "{num_output: 3, carry_state: true}", {&half});
+  CHECK(carrying->CarriesState());
+  CHECK_FALSE(reference->CarriesState());
+  whole.Allocate(batch), half.Allocate(batch), reference->Allocate(batch), carrying->Allocate(batch);
+  FillDistinct(&whole.data(), 5, 0.3);
+  for (size_t p = 0; p < 4; ++p) {
+    FillUniform(&reference->params()[p].value, 30 + static_cast<uint32_t>(p), 0.8f);
+    carrying->params()[p].value = reference->params()[p].value;
+  }
+  std::vector<Layer*> whole_src{&whole}, half_src{&half};
+  reference->Forward(Phase::kTrain, whole_src);
+  // Row b's first and second halves of its sequence, as two batches.
+  auto feed = [&](int from) {
+    for (int b = 0; b < batch; ++b)
+      for (int i = 0; i < 3 * input; ++i) half.data()[b * 3 * input + i] = whole.data()[b * 6 * input + from * input + i];
+  };
+  auto matches = [&](int from) {
+    for (int b = 0; b < batch; ++b)
+      for (int i = 0; i < 3 * hidden; ++i)
+        if (carrying->data()[b * 3 * hidden + i] != doctest::Approx(reference->data()[b * 6 * hidden + from * hidden + i]).epsilon(1e-6))
+          return false;
+    return true;
+  };
+  feed(0);
+  carrying->Forward(Phase::kTrain, half_src);
+  CHECK(matches(0));
+  feed(3);
+  carrying->Forward(Phase::kTest, half_src);  // evaluation starts from zeros and leaves the state alone
+  CHECK_FALSE(matches(3));
+  carrying->Forward(Phase::kTrain, half_src);
+  CHECK(matches(3));
+  carrying->ResetState();  // a new stream: from zeros again
+  feed(0);
+  carrying->Forward(Phase::kTrain, half_src);
+  CHECK(matches(0));
+}
+
 TEST_CASE("gru refuses a source that is not a sequence") {
   InputLayer flat({6});
   auto layer = CreateLayer("gru");

@@ -237,6 +237,55 @@ TEST_CASE("batch loader: no shards, or shards of no records, is an error from Ne
   CHECK(s.message() == "the shards hold no records");
 }
 
+TEST_CASE("contiguous shards hold stretches of the records in order; the loader reads them as streams") {
+  TempDir dir;
+  ShardSpec spec = SmallSpec(dir.path, kDealSeed);
+  spec.contiguous = true;
+  Manifest written, read;
+  REQUIRE(WriteShards(spec, &written).ok());
+  REQUIRE(LoadManifest(dir.path, &read).ok());
+  CHECK(read.contiguous);
+  std::vector<std::unique_ptr<ShardReader>> readers;
+  std::vector<uint64_t> sizes;
+  for (const ShardInfo& info : read.train) {
+    readers.push_back(std::make_unique<ShardReader>());
+    REQUIRE(readers.back()->Open(dir.path + "/" + info.file).ok());
+    sizes.push_back(info.records);
+  }
+  CHECK(sizes == std::vector<uint64_t>{3, 3, 3});  // records 0-2, 3-5, 6-8 (record 9 left out)
+  // 3 streams of 3 records, one a shard: batch t holds t, 3 + t, 6 + t.
+  BatchLoader loader(std::move(readers), 3, 7, 0, 4, 0, /*streams=*/true);
+  std::vector<bool> starts;
+  std::vector<int> ids;
+  for (int t = 0; t < 5; ++t) {
+    Batch b;
+    REQUIRE(loader.Next(&b).ok());
+    starts.push_back(b.stream_start);
+    const std::vector<int> got = Ids(b);
+    ids.insert(ids.end(), got.begin(), got.end());
+  }
+  CHECK(ids == std::vector<int>{0, 3, 6, 1, 4, 7, 2, 5, 8, 0, 3, 6, 1, 4, 7});
+  CHECK(starts == std::vector<bool>{true, false, false, true, false});
+  // A loader that begins at step 4 (first_record 12) is at record 1 of every stream.
+  std::vector<std::unique_ptr<ShardReader>> again;
+  for (const ShardInfo& info : read.train) {
+    again.push_back(std::make_unique<ShardReader>());
+    REQUIRE(again.back()->Open(dir.path + "/" + info.file).ok());
+  }
+  BatchLoader resumed(std::move(again), 3, 7, 12, 4, 0, /*streams=*/true);
+  CHECK(Take(&resumed, 1) == std::vector<int>{1, 4, 7});
+  // Streams are spread evenly over the shards: 4 do not divide over 3.
+  std::vector<std::unique_ptr<ShardReader>> uneven;
+  for (const ShardInfo& info : read.train) {
+    uneven.push_back(std::make_unique<ShardReader>());
+    REQUIRE(uneven.back()->Open(dir.path + "/" + info.file).ok());
+  }
+  BatchLoader four(std::move(uneven), 4, 7, 0, 4, 0, /*streams=*/true);
+  Batch b;
+  const Status refused = four.Next(&b);
+  CHECK(refused.message().find("a batch of 4 streams does not divide over the 3 shards") != std::string::npos);
+}
+
 TEST_CASE("shard scanner: reads every record of a shard once, in order, in batches of at most its size") {
   Shards shards;
   ShardReader test;

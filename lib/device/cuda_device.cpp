@@ -1,0 +1,120 @@
+#include "device/cuda_device.h"
+
+#if SHOAL_HAVE_CUDA
+
+#include <chrono>
+#include <thread>
+#include <vector>
+
+#include <cuda_runtime_api.h>
+
+namespace shoal {
+
+namespace {
+
+std::string CudaError(cudaError_t e) { return std::string(cudaGetErrorName(e)) + ": " + cudaGetErrorString(e); }
+
+class CudaDevice : public Device {
+ public:
+  CudaDevice(int ordinal, size_t budget, cudaStream_t stream) : Device(budget), ordinal_(ordinal), stream_(stream) {}
+  ~CudaDevice() override {
+    cudaStreamSynchronize(stream_);
+    for (auto& [mark, event] : events_) cudaEventDestroy(event);
+    cudaStreamDestroy(stream_);
+  }
+
+  std::string name() const override { return "cuda:" + std::to_string(ordinal_); }
+
+  // Each mark is an event recorded on the copy stream; a wait polls it so
+  // that it can give up at its deadline (cudaEventSynchronize cannot).
+  uint64_t Mark() override {
+    cudaEvent_t event;
+    if (cudaEventCreateWithFlags(&event, cudaEventDisableTiming) != cudaSuccess) {
+      cudaStreamSynchronize(stream_);  // no event to wait on later: the mark is reached now
+      return ++marks_;
+    }
+    cudaEventRecord(event, stream_);
+    events_.push_back({++marks_, event});
+    return marks_;
+  }
+
+  Status WaitFor(uint64_t mark, int timeout_ms) override {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+    while (!events_.empty() && events_.front().first <= mark) {
+      cudaError_t e;
+      while ((e = cudaEventQuery(events_.front().second)) == cudaErrorNotReady) {
+        if (std::chrono::steady_clock::now() > deadline)
+          return Status::Timeout(name() + ": copy mark " + std::to_string(mark) + " not reached after " +
+                                 std::to_string(timeout_ms) + " ms");
+        std::this_thread::yield();
+      }
+      if (e != cudaSuccess) return Status::Unavailable(name() + ": copies failed: " + CudaError(e));
+      cudaEventDestroy(events_.front().second);
+      events_.erase(events_.begin());
+    }
+    return Status::Ok();
+  }
+
+ protected:
+  Status DoAllocate(size_t bytes, void** out) override {
+    const cudaError_t e = cudaMalloc(out, bytes);
+    if (e != cudaSuccess) return Status::Unavailable(name() + ": cudaMalloc of " + std::to_string(bytes) + " bytes: " + CudaError(e));
+    return Status::Ok();
+  }
+  void DoFree(void* memory) override { cudaFree(memory); }
+  void DoCopyToDevice(void* dst, const void* src, size_t bytes) override {
+    cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream_);
+  }
+  void DoCopyToHost(void* dst, const void* src, size_t bytes) override {
+    cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream_);
+  }
+  void DoZero(void* dst, size_t bytes) override { cudaMemsetAsync(dst, 0, bytes, stream_); }
+
+ private:
+  int ordinal_;
+  cudaStream_t stream_;
+  uint64_t marks_ = 0;
+  std::vector<std::pair<uint64_t, cudaEvent_t>> events_;  // unreached marks, oldest first
+};
+
+}  // namespace
+
+bool BuiltWithCuda() { return true; }
+
+int CudaDeviceCount() {
+  int n = 0;
+  return cudaGetDeviceCount(&n) == cudaSuccess ? n : 0;
+}
+
+Status OpenCudaDevice(int ordinal, size_t budget_bytes, std::unique_ptr<Device>* out) {
+  const int count = CudaDeviceCount();
+  if (ordinal < 0 || ordinal >= count)
+    return Status::InvalidArgument("cuda:" + std::to_string(ordinal) + ": this machine shows " +
+                                   std::to_string(count) + " GPUs");
+  cudaError_t e = cudaSetDevice(ordinal);
+  if (e != cudaSuccess) return Status::Unavailable("cuda:" + std::to_string(ordinal) + ": " + CudaError(e));
+  cudaStream_t stream;
+  e = cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
+  if (e != cudaSuccess) return Status::Unavailable("cuda:" + std::to_string(ordinal) + ": " + CudaError(e));
+  *out = std::make_unique<CudaDevice>(ordinal, budget_bytes, stream);
+  return Status::Ok();
+}
+
+}  // namespace shoal
+
+#else  // no CUDA in this build
+
+namespace shoal {
+
+bool BuiltWithCuda() { return false; }
+int CudaDeviceCount() { return 0; }
+
+Status OpenCudaDevice(int ordinal, size_t, std::unique_ptr<Device>*) {
+  return Status::InvalidArgument("cuda:" + std::to_string(ordinal) +
+                                 ": this shoal was built without CUDA (configure with -DSHOAL_CUDA=ON where the CUDA "
+                                 "toolkit is installed)");
+}
+
+}  // namespace shoal
+
+#endif
