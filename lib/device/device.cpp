@@ -4,15 +4,11 @@
 
 namespace shoal {
 
-namespace {
-
 std::string Mib(size_t bytes) {
   char s[32];
   std::snprintf(s, sizeof s, "%.2f MiB", bytes / 1048576.0);
   return s;
 }
-
-}  // namespace
 
 Status Device::Allocate(size_t bytes, void** out) {
   bytes = DeviceAligned(bytes);

@@ -62,4 +62,7 @@ class Device {
 // Rounds up to the 64 bytes every allocation and pool slot is aligned to.
 inline size_t DeviceAligned(size_t bytes) { return (bytes + 63) / 64 * 64; }
 
+// "12.34 MiB", as the manager's messages give sizes.
+std::string Mib(size_t bytes);
+
 }  // namespace shoal

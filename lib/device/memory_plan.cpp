@@ -1,7 +1,6 @@
 #include "device/memory_plan.h"
 
 #include <algorithm>
-#include <cstdio>
 
 #include "device/device.h"
 
@@ -25,12 +24,6 @@ Peak PeakOf(const StepOps& ops, const std::vector<bool>& pinned) {
     if (peak.op < 0 || bytes > peak.bytes) peak = {bytes, static_cast<int>(i)};
   }
   return peak;
-}
-
-std::string Mib(size_t bytes) {
-  char s[32];
-  std::snprintf(s, sizeof s, "%.2f MiB", bytes / 1048576.0);
-  return s;
 }
 
 bool Local(const StepBuffer& b) { return !b.param; }

@@ -29,4 +29,10 @@ void StepOps::Use(size_t op, int buffer, bool read, bool write) {
   ops[op].uses.push_back({buffer, read, write});
 }
 
+size_t StepOps::TotalBytes() const {
+  size_t total = 0;
+  for (const StepBuffer& b : buffers) total += b.bytes;
+  return total;
+}
+
 }  // namespace shoal

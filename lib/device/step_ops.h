@@ -50,6 +50,8 @@ struct StepOps {
   // Adds a use to op `op`, merged with one of the same buffer already there;
   // an empty buffer (a layer that holds no records here) is left out.
   void Use(size_t op, int buffer, bool read, bool write);
+  // Every buffer's bytes: what the step would hold in device memory at once.
+  size_t TotalBytes() const;
 
  private:
   std::unordered_map<const Tensor*, int> index_;

@@ -132,19 +132,11 @@ Status Worker::OpenDeviceMemory(int timeout_ms) {
   StepOps ops = net_->TrainingStepOps();
   DeviceMemoryPlan memory;
   SHOAL_RETURN_IF_ERROR(PlanDeviceMemory(ops, budget, &memory));
-  size_t pinned = 0, total = 0;
-  for (size_t b = 0; b < ops.buffers.size(); ++b) {
-    pinned += memory.pinned[b];
-    total += ops.buffers[b].bytes;
-  }
-  char line[320];
-  std::snprintf(line, sizeof line,
-                "worker %d: %s of %.2f MiB for a step's %.2f MiB: %zu of %zu buffers pinned (%.2f MiB), access pool "
-                "2 x %.2f MiB; a step copies %.2f MiB in, %.2f MiB out",
-                options_.id, device_->name().c_str(), budget / 1048576.0, total / 1048576.0, pinned,
-                ops.buffers.size(), memory.pinned_bytes / 1048576.0, memory.peak / 1048576.0,
-                memory.bytes_to_device / 1048576.0, memory.bytes_to_host / 1048576.0);
-  Log(line);
+  const size_t pinned = std::count(memory.pinned.begin(), memory.pinned.end(), true);
+  Log("worker " + std::to_string(options_.id) + ": " + device_->name() + " of " + Mib(budget) + " for a step's " +
+      Mib(ops.TotalBytes()) + ": " + std::to_string(pinned) + " of " + std::to_string(ops.buffers.size()) +
+      " buffers pinned (" + Mib(memory.pinned_bytes) + "), access pool 2 x " + Mib(memory.peak) +
+      "; a step copies " + Mib(memory.bytes_to_device) + " in, " + Mib(memory.bytes_to_host) + " out");
   SHOAL_RETURN_IF_ERROR(StepMemory::Create(device_.get(), std::move(ops), std::move(memory), timeout_ms, &device_memory_));
   net_->UseDeviceMemory(device_memory_.get());
   return Status::Ok();
@@ -318,12 +310,10 @@ Status Worker::Finish(WorkerResult* result) {
   if (remote_) done["updates_sent"] = remote_->updates_sent();
   if (device_memory_) {
     const DeviceMemoryPlan& plan = device_memory_->plan();
-    size_t working_set = 0;
-    for (const StepBuffer& b : device_memory_->ops().buffers) working_set += b.bytes;
     done["device_memory"] = {{"device", device_->name()},
                              {"budget_bytes", device_->budget()},
                              {"peak_bytes", device_->peak_bytes()},
-                             {"step_bytes", working_set},
+                             {"step_bytes", device_memory_->ops().TotalBytes()},
                              {"pinned_bytes", plan.pinned_bytes},
                              {"pool_bytes", plan.pool_bytes()},
                              {"steps", device_memory_->steps()},
