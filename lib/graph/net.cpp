@@ -147,6 +147,16 @@ nlohmann::json Net::ResolvedJob(const JobConfig& job) const {
   return j;
 }
 
+bool Net::CarriesState() const {
+  for (const auto& layer : layers_)
+    if (layer->CarriesState()) return true;
+  return false;
+}
+
+void Net::ResetState() {
+  for (auto& layer : layers_) layer->ResetState();
+}
+
 std::vector<Param*> Net::params() {
   std::vector<Param*> all;
   for (auto& layer : layers_)

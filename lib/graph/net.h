@@ -45,6 +45,11 @@ class Net {
   // Clears all gradients, then back-propagates from the loss.
   void Backward();
 
+  // Whether a layer carries state from one pass to the next (a GRU with
+  // carry_state), and forgetting it all.
+  bool CarriesState() const;
+  void ResetState();
+
   DataLayer& data_layer() { return *data_; }
   LossLayer& loss_layer() { return *loss_; }
   const std::vector<std::unique_ptr<Layer>>& layers() const { return layers_; }

@@ -5,10 +5,9 @@
 // steps' gradients before they leave the worker. Parameters as PyTorch's
 // nn.GRU lays them out (gates r, z, n) and initialises them: uniform in
 // ±1/sqrt(num_output). Each sequence starts from a zero state, unless
-// `carry_state`: then a training pass starts each row from the state the
-// previous pass ended that row in (truncated BPTT: no gradient flows back
-// into it), until ResetState (the worker's, at each stream's start).
-// Evaluation never carries state.
+// `carry_state`: then a pass starts each row from the state the previous
+// pass ended that row in (truncated BPTT: no gradient flows back into it),
+// until ResetState (at each stream's start; the sampler before every window).
 #include <algorithm>
 #include <cmath>
 
@@ -40,14 +39,13 @@ class GruLayer : public Layer {
     return Status::Ok();
   }
 
-  void Forward(Phase phase, const std::vector<Layer*>& srcs) override {
+  void Forward(Phase, const std::vector<Layer*>& srcs) override {
     shape_.batch = data_.dim(0);
-    const bool carry = carry_state_ && phase == Phase::kTrain;
     const size_t states = static_cast<size_t>(shape_.batch) * shape_.hidden;
-    const float* h0 = carry && state_.size() == states ? state_.data() : nullptr;
+    const float* h0 = carry_state_ && state_.size() == states ? state_.data() : nullptr;
     GruForward(shape_, srcs[0]->data().data(), h0, params_[0].value.data(), params_[1].value.data(),
                params_[2].value.data(), params_[3].value.data(), data_.data(), &tape_);
-    if (!carry) return;
+    if (!carry_state_) return;
     // Each row's last step's state: where the row's next batch begins.
     state_.resize(states);
     const size_t step = static_cast<size_t>(shape_.steps) * shape_.hidden;

@@ -1,5 +1,6 @@
 #include "train/evaluate.h"
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 
@@ -28,13 +29,36 @@ Status CheckShardsFitNet(const Manifest& m, const std::string& dir, Net* net) {
   return Status::Ok();
 }
 
+namespace {
+
+// The streams a net that carries state is evaluated over: the test shard
+// (kept in its order) cut into this many contiguous stretches, read a record
+// of each at a time, as training reads its shards.
+constexpr uint64_t kEvalStreams = 32;
+
+Status NextStreamBatch(ShardReader* test, uint64_t step, Batch* b) {
+  const uint64_t streams = std::min<uint64_t>(kEvalStreams, test->records());
+  const uint64_t length = streams == 0 ? 0 : test->records() / streams;
+  b->size = step < length ? static_cast<int>(streams) : 0;
+  const size_t floats = NumElements(test->record_shape());
+  b->pixels.resize(b->size * floats);
+  b->labels.resize(b->size);
+  for (int i = 0; i < b->size; ++i)
+    SHOAL_RETURN_IF_ERROR(test->Read(i * length + step, b->pixels.data() + i * floats, &b->labels[i]));
+  return Status::Ok();
+}
+
+}  // namespace
+
 Status EvaluateOnShard(Net* net, ShardReader* test, int restore_batch, EvalResult* result) {
   ShardScanner scanner(test, 500);
+  const bool streams = net->CarriesState();  // then the test records are read as streams, the state carried
+  net->ResetState();
   long long correct = 0, seen = 0;
   double loss_sum = 0.0;
-  for (;;) {
+  for (uint64_t step = 0;; ++step) {
     Batch b;
-    SHOAL_RETURN_IF_ERROR(scanner.Next(&b));
+    SHOAL_RETURN_IF_ERROR(streams ? NextStreamBatch(test, step, &b) : scanner.Next(&b));
     if (b.size == 0) break;
     FeedBatch(b, net);
     net->Forward(Phase::kTest);
@@ -42,6 +66,7 @@ Status EvaluateOnShard(Net* net, ShardReader* test, int restore_batch, EvalResul
     loss_sum += static_cast<double>(net->loss_layer().loss()) * b.size;
     seen += b.size;
   }
+  net->ResetState();
   if (restore_batch > 0) net->Allocate(restore_batch);
   if (seen == 0) return Status::InvalidArgument("'" + test->path() + "' has no records");
   const double predictions = static_cast<double>(seen) * net->loss_layer().predictions_per_record();

@@ -34,6 +34,9 @@ struct EvalResult {
 };
 // Runs the net over every record of `test` (test phase) and leaves it shaped
 // for batches of `restore_batch` records again (0: as evaluation left it).
+// A net that carries state (a GRU with carry_state) reads the test records as
+// 32 streams, its state carried from batch to batch as in training (the last
+// records mod 32 left out), and forgets it before and after.
 Status EvaluateOnShard(Net* net, ShardReader* test, int restore_batch, EvalResult* result);
 
 // Fills each of `params` from the merged checkpoint's value of the same name.

@@ -49,6 +49,7 @@ Status SampleText(const Plan& plan, const SampleOptions& options, std::string* t
     float* window = net->data_layer().data().data();
     std::fill(window, window + steps + 1, 0.0f);
     for (int t = 0; t < read; ++t) window[t] = static_cast<float>(symbols[symbols.size() - read + t]);
+    net->ResetState();  // every window from a zero state, as the net was evaluated
     net->Forward(Phase::kTest);
     const float* p = loss.data().data() + static_cast<size_t>(read - 1) * classes;
     for (int c = 0; c < classes; ++c) weights[c] = std::pow(std::max(p[c], 1e-30f), 1.0 / options.temperature);

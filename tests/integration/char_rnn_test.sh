@@ -93,6 +93,12 @@ assert same["step_a"] == same["step_b"] == 20 and same["max_rel"] <= 1e-4, same[
 assert other["max_rel"] > 1e-3, other["max_rel"]
 print("max relative difference", same["max_rel"], "; without the carried state", other["max_rel"])
 PY
+# Its evaluation reads the test windows as streams, the state carried.
+python3 - "$tmp/carry-one/w0.jsonl" "$vocab" <<'PY' || fail "the carrying run's evaluation: $(grep '"done"' "$tmp/carry-one/w0.jsonl")"
+import json, math, sys
+done = [json.loads(l) for l in open(sys.argv[1]) if '"done"' in l][0]
+assert math.isfinite(done["test_loss"]) and done["test_loss"] < math.log(int(sys.argv[2])), done
+PY
 ok "a carried hidden state: BSP 2 workers x 16 streams = 1 worker x 32 after 20 steps, and it changes the result"
 "$bin/dl-plan" "$tmp/carry.yaml" --strategy data -o "$tmp/carry-shuffled.json" --set cluster.nworkers_per_group=1 \
   --set train.steps=1 >/dev/null
