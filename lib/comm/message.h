@@ -4,7 +4,7 @@
 //   u32 magic "SHOL" | u16 protocol version | u16 type | u64 plan hash |
 //   u64 step (version or clock) | u32 sender | u32 entry count | u64 payload bytes |
 //   u64 incarnation
-//   payload: `entry count` entries, or, for kError, kStats and kMetric, UTF-8 text.
+//   payload: `entry count` entries, or, for kError, kWait, kStats and kMetric, UTF-8 text.
 // The incarnation names one life of the sending process (its supervisor gives
 // it; 0: a tool): a server knows a restarted worker from the one before it.
 //   entry: u32 key | u16 encoding | u16 zero | u32 value count | values
@@ -40,8 +40,9 @@ enum class MsgType : uint16_t {
   kSync = 12,     // between server groups: a server's values, which the receiver averages with its own
   kReply = 100,   // success; entries for a get
   kError = 101,   // failure; text says why
+  kWait = 102,    // not yet: ask again (a done before every worker is); text says what is awaited
 };
-constexpr size_t kMsgTypeCount = 14;
+constexpr size_t kMsgTypeCount = 15;
 const char* MsgTypeName(MsgType type);
 // Whether `type` is one of MsgType's (lib/comm/message.cpp's table).
 bool IsMsgType(uint16_t type);
@@ -49,7 +50,7 @@ bool IsMsgType(uint16_t type);
 bool CarriesText(MsgType type);
 
 constexpr uint32_t kMsgMagic = 0x4C4F4853;  // "SHOL" read as little-endian
-constexpr uint16_t kProtocolVersion = 3;
+constexpr uint16_t kProtocolVersion = 4;
 constexpr size_t kHeaderBytes = 48;
 constexpr size_t kEntryHeaderBytes = 12;
 constexpr uint32_t kToolSender = ~0u;  // dl-ckpt, tests: not a worker

@@ -25,17 +25,25 @@ size_t ParkedRequests::CountFrom(uint32_t sender) const {
 }
 
 void ParkedRequests::Expire(Clock::time_point now, const std::function<void(const Parked&)>& expire) {
-  std::vector<Parked> still;
-  for (const auto& p : parked_) {
-    if (p.deadline <= now) expire(p);
-    else still.push_back(p);
-  }
-  parked_.swap(still);
+  DropIf([&](const Parked& p) { return p.deadline <= now; }, expire);
+}
+
+void ParkedRequests::DropFrom(uint32_t sender, const std::function<void(const Parked&)>& drop) {
+  DropIf([&](const Parked& p) { return p.sender == sender; }, drop);
 }
 
 void ParkedRequests::DropAll(const std::function<void(const Parked&)>& drop) {
-  for (const auto& p : parked_) drop(p);
-  parked_.clear();
+  DropIf([](const Parked&) { return true; }, drop);
+}
+
+void ParkedRequests::DropIf(const std::function<bool(const Parked&)>& which,
+                            const std::function<void(const Parked&)>& drop) {
+  std::vector<Parked> still;
+  for (const auto& p : parked_) {
+    if (which(p)) drop(p);
+    else still.push_back(p);
+  }
+  parked_.swap(still);
 }
 
 }  // namespace shoal

@@ -36,10 +36,14 @@ class ParkedRequests {
   int AnswerReady(const std::function<bool(const Parked&)>& ready, const std::function<void(const Parked&)>& answer);
   // Drops every request whose deadline has passed at `now`, handing each to `expire`.
   void Expire(Clock::time_point now, const std::function<void(const Parked&)>& expire);
+  // Drops every request of `sender`, handing each to `drop` (a new life of it has come).
+  void DropFrom(uint32_t sender, const std::function<void(const Parked&)>& drop);
   // Drops every request, handing each to `drop` (the server is stopping).
   void DropAll(const std::function<void(const Parked&)>& drop);
 
  private:
+  void DropIf(const std::function<bool(const Parked&)>& which, const std::function<void(const Parked&)>& drop);
+
   std::vector<Parked> parked_;
 };
 

@@ -1,8 +1,10 @@
 #include "ps/server.h"
 
+#include <algorithm>
 #include <chrono>
 #include <utility>
 
+#include "core/fault_injection.h"
 #include "core/hash.h"
 #include "core/json_text.h"
 
@@ -47,8 +49,11 @@ Status ParameterServer::Start() {
 Status ParameterServer::Run() {
   std::unique_lock<std::mutex> lock(mu_);
   last_request_ = last_connected_ = std::chrono::steady_clock::now();
+  // Watched often enough that a parked done (deadline: half the timeout) is
+  // answered well within the worker's own wait.
+  const auto watch_every = std::chrono::milliseconds(std::clamp(config_.timeout_ms / 4, 1, 200));
   while (!finished_ && !shutdown_ && failure_.ok()) {
-    changed_.wait_for(lock, std::chrono::milliseconds(200));
+    changed_.wait_for(lock, watch_every);
     Watch(std::chrono::steady_clock::now());
   }
   // A BSP server stopped mid-step (shut down, or given up on) may hold a
@@ -99,7 +104,10 @@ ServerStats ParameterServer::StatsNow() const {
 void ParameterServer::Watch(std::chrono::steady_clock::time_point now) {
   // A read parked past its deadline is answered with an error: its slot is
   // free again, and the reader (whose own wait is as long) hears why.
+  // A done parked that long is told to ask again: its worker hears that the
+  // server lives while the others train on, however long they take.
   parked_.Expire(now, [&](const ParkedRequests::Parked& p) {
+    if (p.done) return ReplyWait(p.slot);
     ReplyError(p.slot, "waited " + std::to_string(config_.timeout_ms) + " ms for version " +
                            std::to_string(p.read.at) + "; the table is at " + std::to_string(table_->version()));
   });
@@ -134,7 +142,8 @@ void ParameterServer::Handle(int slot, const MessageView& req, uint32_t pipe) {
   std::lock_guard<std::mutex> lock(mu_);
   Timed timed(&handling_);
   ++requests_;
-  last_request_ = std::chrono::steady_clock::now();
+  // A done worker asking again is no progress: the watchdog still sees the others stall.
+  if (!RepeatedDone(req.header)) last_request_ = std::chrono::steady_clock::now();
   changed_.notify_all();
   if (req.header.plan_hash != config_.plan_hash_value) {
     ReplyError(slot, "request for plan " + HexU64(req.header.plan_hash) + ", this server runs plan " +
@@ -328,6 +337,10 @@ void ParameterServer::HandleJoin(int slot, const MessageView& req, uint32_t pipe
                                   HexU64(incarnation) + ": two processes claim to be worker " + std::to_string(sender));
     Log("server " + std::to_string(config_.id) + ": worker " + std::to_string(sender) + " rejoins as incarnation " +
         HexU64(incarnation) + " (was " + HexU64(life.incarnation) + ")");
+    // What the old life left waiting has nobody to answer, and would count against the new one's requests.
+    parked_.DropFrom(sender, [&](const ParkedRequests::Parked& p) {
+      ReplyError(p.slot, "worker " + std::to_string(sender) + " rejoined as incarnation " + HexU64(incarnation));
+    });
   }
   life = {incarnation, pipe, true};
   any_joined_ = true;
@@ -353,9 +366,22 @@ void ParameterServer::HandleDone(int slot, const MessageView& req) {
   if (parked_.CountFrom(req.header.sender) > 0)
     return ReplyError(slot, "worker " + std::to_string(req.header.sender) + " has a request waiting already");
   table_->MarkDone(static_cast<int>(req.header.sender));
+  // Answered when every worker is done, or told to ask again within half the
+  // worker's own wait for an answer (the done's deadline).
   parked_.Park({slot, Read{static_cast<int>(req.header.sender), 0, {}}, true,
-                ParkedRequests::Clock::time_point::max(), req.header.sender});
+                ParkedRequests::Clock::now() + std::chrono::milliseconds(config_.timeout_ms / 2), req.header.sender});
   ServeParked();
+}
+
+bool ParameterServer::RepeatedDone(const MsgHeader& header) const {
+  return header.type == MsgType::kDone && table_ && header.sender < static_cast<uint32_t>(config_.workers) &&
+         table_->done()[header.sender];
+}
+
+void ParameterServer::ReplyWait(int slot) {
+  MsgHeader h{MsgType::kWait, config_.plan_hash_value, table_->version(), static_cast<uint32_t>(config_.id)};
+  rpc_.Reply(slot, h, {},
+             std::to_string(table_->done_count()) + " of " + std::to_string(config_.served) + " workers done");
 }
 
 void ParameterServer::ServeParked() {

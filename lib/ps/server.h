@@ -31,7 +31,10 @@
 // of the old one are. A server whose workers have all been gone for
 // cluster.lease_ms stops: their supervisor has died, and nobody is coming.
 // A worker's `done` waits until every worker is done and is answered with
-// the final parameters; then the server checkpoints and exits.
+// the final parameters; then the server checkpoints and exits. Meanwhile it
+// is answered `wait` every half cluster.timeout_ms and asked again, so a
+// worker that ends early waits as long as the others train (the server's
+// watchdog, which a done asked again does not feed, still bounds it).
 #pragma once
 
 #include <chrono>
@@ -125,6 +128,8 @@ class ParameterServer {
   void ReplyParams(int slot, int worker, const std::vector<int>& layers, uint64_t step = ~0ull);
   void ReplyOk(int slot);
   void ReplyError(int slot, const std::string& why);
+  void ReplyWait(int slot);  // a parked done: not every worker is done yet
+  bool RepeatedDone(const MsgHeader& header) const;
   Status Resume();
   // What the counters say now, and the same as the JSON a stats request gets (mu_ held).
   ServerStats StatsNow() const;

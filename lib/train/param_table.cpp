@@ -1,6 +1,7 @@
 #include "train/param_table.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <map>
 
@@ -160,8 +161,8 @@ Status RemoteTable::AfterBackward(const Layer& layer, uint64_t step) {
 
 Status RemoteTable::RoundTrip(MsgType type, uint64_t step, Send send, Take take, const std::string& text,
                               std::vector<uint64_t>* steps) {
-  MsgHeader h{type, plan_hash_, step, static_cast<uint32_t>(worker_), incarnation_};
-  for (size_t s = 0; s < clients_.size(); ++s) {
+  const MsgHeader h{type, plan_hash_, step, static_cast<uint32_t>(worker_), incarnation_};
+  auto send_to = [&](size_t s) {
     std::vector<EntryRef> entries;
     if (send != Send::kNothing)
       for (const auto& p : pieces_[s]) {
@@ -170,11 +171,30 @@ Status RemoteTable::RoundTrip(MsgType type, uint64_t step, Send send, Take take,
         bytes_sent_ += p.count * BytesPerValue(wire_);
       }
     if (send == Send::kGrads) CrashBetweenSends();
-    SHOAL_RETURN_IF_ERROR(TimedSend(clients_[s].get(), h, entries, text));
-  }
+    return TimedSend(clients_[s].get(), h, entries, text);
+  };
+  for (size_t s = 0; s < clients_.size(); ++s) SHOAL_RETURN_IF_ERROR(send_to(s));
   for (size_t s = 0; s < clients_.size(); ++s) {
     Reply reply;
     SHOAL_RETURN_IF_ERROR(TimedReceive(clients_[s].get(), &reply));
+    // A server that answers `wait` lives but cannot answer yet: ask again,
+    // while its table moves (the other workers train) within timeout_ms.
+    uint64_t version = reply.view().header.step;
+    auto moved = std::chrono::steady_clock::now();
+    while (reply.view().header.type == MsgType::kWait) {
+      const auto now = std::chrono::steady_clock::now();
+      if (reply.view().header.step != version) {
+        version = reply.view().header.step;
+        moved = now;
+      } else if (now - moved > std::chrono::milliseconds(timeout_ms_)) {
+        return Status::Timeout("server '" + plan_.servers[servers_[s]].endpoint + "' has stayed at version " +
+                               std::to_string(version) + " for " + std::to_string(timeout_ms_) + " ms answering " +
+                               MsgTypeName(type) + " with 'wait' (" + reply.view().text + ")");
+      }
+      clients_[s]->Recycle(&reply);
+      SHOAL_RETURN_IF_ERROR(send_to(s));
+      SHOAL_RETURN_IF_ERROR(TimedReceive(clients_[s].get(), &reply));
+    }
     if (take != Take::kNothing) {
       SHOAL_RETURN_IF_ERROR(Absorb(static_cast<int>(s), reply.view(), pieces_[s], take));
       for (const auto& e : reply.view().entries) bytes_received_ += e.value_bytes();

@@ -326,7 +326,11 @@ Status Worker::Finish(WorkerResult* result) {
   // final ones) before it says it is done, so the servers' final checkpoints
   // record the result.
   if (evaluates_) SHOAL_RETURN_IF_ERROR(Evaluate(steps_, &done, result));
+  // How long this worker waited for the others to be done: under async, what
+  // the slowest worker costs the run.
+  const Clock::time_point finishing = Clock::now();
   SHOAL_RETURN_IF_ERROR(table_->Finish());
+  done["done_wait_s"] = SecondsSince(finishing);
   output_->Record(done);
   return output_->status();
 }

@@ -36,3 +36,19 @@ applied=$(field "$run/server-0.jsonl" server_done "r['updates_applied']")
 ok "no update lost: workers sent $sent, the server took in each worker's and applied $applied"
 grep -q "test accuracy $accuracy" "$tmp/err" || fail "train-local did not print the outcome"
 ok "train-local prints the outcome"
+
+# A worker that ends long before another (worker 0 evaluates after every
+# step) waits for it as long as the server's table moves, past the cluster's
+# timeout: the run succeeds and the early worker's done record says how long
+# it waited. (Its done was once bounded by the timeout, so it failed, and its
+# restart was refused because its dead life's done stayed parked.)
+uneven=$tmp/uneven
+SHOAL_BIN=$bin RUN_DIR=$uneven BASE_PORT=$(fresh_port) "$root/scripts/train-local.sh" \
+  "$root/configs/fashion-mlp.yaml" cluster.consistency=async cluster.timeout_ms=1000 train.steps=60 \
+  train.eval_every=1 data.shards="$(shards_for 2)" >"$tmp/out" 2>"$tmp/err" ||
+  fail "a run with one worker ending early failed: $(cat "$tmp/err")"
+waited=$(field "$uneven/worker-1.jsonl" done "r['done_wait_s']")
+python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) > 1.0 else 1)" "$waited" ||
+  fail "worker 1 waited $waited s for worker 0 (want more than the 1 s timeout, to test the wait)"
+grep -q "rejoins\|restart" "$tmp/err" && fail "a worker was restarted: $(cat "$tmp/err")"
+ok "worker 1 ended ${waited} s before worker 0 (timeout 1 s) and waited for it"

@@ -12,8 +12,8 @@ namespace {
 using Clock = ParkedRequests::Clock;
 
 ParkedRequests::Parked At(int slot, uint64_t at, bool done = false,
-                          Clock::time_point deadline = Clock::time_point::max()) {
-  return {slot, Read{-1, at, {}}, done, deadline};
+                          Clock::time_point deadline = Clock::time_point::max(), uint32_t sender = 0) {
+  return {slot, Read{-1, at, {}}, done, deadline, sender};
 }
 
 TEST_CASE("ready requests are answered in the order they came, the rest stay") {
@@ -44,6 +44,22 @@ TEST_CASE("a request past its deadline is expired; DropAll hands over every one"
   parked.DropAll([&](const auto& p) { dropped.push_back(p.slot); });
   CHECK(dropped == std::vector<int>{2});
   CHECK(parked.empty());
+}
+
+TEST_CASE("DropFrom hands over one sender's requests and keeps the others' in order") {
+  ParkedRequests parked;
+  const auto never = Clock::time_point::max();
+  parked.Park(At(1, 1, false, never, 7));
+  parked.Park(At(2, 1, true, never, 3));
+  parked.Park(At(3, 2, false, never, 7));
+  parked.Park(At(4, 2, false, never, 5));
+  std::vector<int> dropped;
+  parked.DropFrom(7, [&](const auto& p) { dropped.push_back(p.slot); });
+  CHECK(dropped == std::vector<int>{1, 3});
+  REQUIRE(parked.size() == 2);
+  CHECK(parked.all()[0].slot == 2);
+  CHECK(parked.all()[1].slot == 4);
+  CHECK(parked.CountFrom(7) == 0);
 }
 
 }  // namespace

@@ -33,6 +33,7 @@ TEST_CASE("a server that stops answers the requests still waiting, naming why") 
   CHECK(f.Stop().ok());
   Status s = answer.get();
   INFO(s.ToString());
+  INFO(s.ToString());
   CHECK(Contains(s.message(), "server 0 is stopping"));
 }
 
@@ -219,6 +220,83 @@ TEST_CASE("done: the first worker's done waits for the last; both get the final 
   CHECK(ckpt.tensors[0].data == final_w);
   CHECK(ckpt.tensors[1].name == "fc.weight@velocity");
   CHECK(ckpt.tensors[3].name == "fc.bias@velocity");
+}
+
+TEST_CASE("done: a worker ending long before another is told 'wait' while the table moves, then gets its values") {
+  // Async: the other worker trains on for more than the server's timeout.
+  ServerFixture f("async");
+  auto worker0 = Connect(f), worker1 = Connect(f);
+  Reply reply;
+  const auto start = std::chrono::steady_clock::now();
+  REQUIRE(worker0->Call(f.Header(MsgType::kDone, 0, 0), {}, &reply).ok());
+  CHECK(reply.view().header.type == MsgType::kWait);
+  CHECK(reply.view().text == "1 of 2 workers done");
+  CHECK(std::chrono::steady_clock::now() - start >= milliseconds(kTimeoutMs / 2));
+  // Asked again while worker 1 trains for longer than the server's timeout
+  // in all: the done's repeats do not feed the server's watchdog, worker 1's
+  // updates do.
+  auto done0 = std::async(std::launch::async, [&] {
+    Reply r;
+    int waits = 0;
+    Status s;
+    while ((s = worker0->Call(f.Header(MsgType::kDone, 0, 0), {}, &r)).ok() && r.view().header.type == MsgType::kWait)
+      ++waits;
+    return std::make_pair(s, waits);
+  });
+  for (int step = 0; step < 12; ++step) {
+    REQUIRE(Update(worker1.get(), f, step, 1, MakeGrads(1, step), &reply).ok());
+    std::this_thread::sleep_for(milliseconds(200));
+  }
+  CHECK(done0.wait_for(milliseconds(0)) == std::future_status::timeout);
+  REQUIRE(worker1->Call(f.Header(MsgType::kDone, 0, 1), {}, &reply).ok());
+  CHECK(reply.view().header.type == MsgType::kReply);
+  const auto [s0, waits] = done0.get();
+  INFO(s0.ToString());
+  CHECK(s0.ok());
+  CHECK(waits >= 1);
+  REQUIRE(f.run.wait_for(milliseconds(kTimeoutMs)) == std::future_status::ready);
+  CHECK(f.run.get().ok());
+}
+
+TEST_CASE("done: asked again with no worker training, the server still gives up after its timeout") {
+  ServerFixture f("async");
+  auto worker0 = Connect(f, 2 * kTimeoutMs);
+  Reply reply;
+  Status s;
+  const auto start = std::chrono::steady_clock::now();
+  while ((s = worker0->Call(f.Header(MsgType::kDone, 0, 0), {}, &reply)).ok() &&
+         reply.view().header.type == MsgType::kWait) {
+    REQUIRE(std::chrono::steady_clock::now() - start < milliseconds(4 * kTimeoutMs));
+  }
+  // Its done was parked ("server 0 is stopping") or on its way (the connection closes under it).
+  INFO(s.ToString());
+  CHECK(!s.ok());
+  Status run = f.run.get();
+  CHECK(Contains(run.message(), "no request from any worker for 2000 ms (at version 0, 1 of 2 workers done)"));
+}
+
+TEST_CASE("a worker that rejoins replaces what its old life left waiting: its done is taken, not refused") {
+  ServerFixture f("async");
+  Reply reply;
+  {
+    auto old = Connect(f);
+    REQUIRE(old->Send(f.Header(MsgType::kDone, 0, 0), {}).ok());
+    std::this_thread::sleep_for(milliseconds(100));
+  }  // incarnation 100 dies with its done parked
+  auto fresh = Connect(f);
+  Status s;
+  for (int i = 0; i < 50; ++i) {
+    s = fresh->Call({MsgType::kJoin, f.plan.hash_value(), kJoinWhereTheServerIs, 0, 777}, {}, &reply);
+    if (s.ok()) break;
+    std::this_thread::sleep_for(milliseconds(20));  // the closed connection's news may lag
+  }
+  REQUIRE(s.ok());
+  REQUIRE(fresh->Send({MsgType::kDone, f.plan.hash_value(), 0, 0, 777}, {}).ok());
+  REQUIRE(Connect(f)->Call(f.Header(MsgType::kDone, 0, 1), {}, &reply).ok());
+  REQUIRE(fresh->Receive(&reply).ok());
+  CHECK(reply.view().header.type == MsgType::kReply);
+  CHECK(reply.view().entries.size() == 2);
+  CHECK(f.run.get().ok());
 }
 
 TEST_CASE("incarnations: a live worker's id cannot be joined again; once a new one joins, the old one is refused") {
