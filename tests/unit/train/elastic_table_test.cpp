@@ -23,7 +23,7 @@ struct Replica {
     for (const auto& p : f.plan.params) params.push_back({p.name, p.shape, p.init, p.lr_mult, Tensor(p.shape), Tensor(p.shape)});
     std::vector<Param*> held;
     for (Param& p : params) held.push_back(&p);
-    auto remote = std::make_unique<RemoteTable>(f.plan, 0, held, kClientTimeoutMs);
+    auto remote = std::make_unique<RemoteTable>(f.plan, 0, held, kClientTimeoutMs, TestIncarnation(0));
     REQUIRE(remote->Connect().ok());
     table = std::make_unique<ElasticTable>(f.plan, 0, held, std::move(remote));
   }

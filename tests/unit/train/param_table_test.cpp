@@ -66,7 +66,8 @@ std::vector<float> Momentum(std::vector<float> w, const std::vector<std::vector<
 }
 
 std::unique_ptr<RemoteTable> OpenTable(const ServerFixture& f, int worker, Replica& replica) {
-  auto table = std::make_unique<RemoteTable>(f.plan, worker, replica.Pointers(), kClientTimeoutMs);
+  auto table = std::make_unique<RemoteTable>(f.plan, worker, replica.Pointers(), kClientTimeoutMs,
+                                            TestIncarnation(worker));  // the life the fixture joined
   Status s = table->Connect();
   INFO(s.ToString());
   REQUIRE(s.ok());
