@@ -236,9 +236,11 @@ start_worker() {  # start_worker W
   # shellcheck disable=SC2046
   if (($1 == 0)); then
     on_host "${worker_endpoints[0]}" "$bin/dl-worker" --plan "$plan" --id 0 --shards "$shards" "${files[@]}" \
+      --state-dir "$run_dir/state" \
       "${out[@]}" $(identity "worker 0") 2>>"$run_dir/worker-0.log" &
   else
     on_host "${worker_endpoints[$1]}" "$bin/dl-worker" --plan "$plan" --id "$1" --shards "$shards" "${out[@]}" \
+      --state-dir "$run_dir/state" \
       $(identity "worker $1") >>"$run_dir/worker-$1.jsonl" 2>>"$run_dir/worker-$1.log" &
   fi
   launched "worker $1"

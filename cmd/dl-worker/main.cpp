@@ -58,6 +58,9 @@ int Main(int argc, char** argv) {
   app.add_option("--temperature", sample.temperature, "--sample: below 1 sharper, above 1 flatter")
       ->capture_default_str()->check(CLI::Range(1e-3, 100.0));
   app.add_option("--sample-seed", sample.seed, "--sample: the draws' seed")->capture_default_str();
+  app.add_option("--state-dir", options.state_dir,
+                 "where a net that carries state (carry_state) keeps it step by step, so that a restart in the "
+                 "middle of a pass goes on exactly");
   int parent = 0;
   std::string incarnation;
   app.add_option("--parent", parent, "end when process PID (the supervisor that started this one) ends")

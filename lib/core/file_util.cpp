@@ -59,7 +59,7 @@ Status ReadFile(const std::string& path, std::string* contents, size_t max_bytes
   return Status::Ok();
 }
 
-Status WriteFileAtomic(const std::string& path, const std::string& contents) {
+Status WriteFileAtomic(const std::string& path, const std::string& contents, bool sync) {
   std::string tmp = path + ".tmp." + std::to_string(getpid());
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   if (fd < 0) return Status::IOError("cannot create '" + tmp + "': " + ErrnoText());
@@ -74,7 +74,7 @@ Status WriteFileAtomic(const std::string& path, const std::string& contents) {
     ::unlink(tmp.c_str());
     return s;
   }
-  if (::fsync(fd) != 0 || ::close(fd) != 0) {
+  if ((sync && ::fsync(fd) != 0) || ::close(fd) != 0) {
     Status s = Status::IOError("cannot sync '" + tmp + "': " + ErrnoText());
     ::unlink(tmp.c_str());
     return s;
@@ -84,6 +84,7 @@ Status WriteFileAtomic(const std::string& path, const std::string& contents) {
     ::unlink(tmp.c_str());
     return s;
   }
+  if (!sync) return Status::Ok();
   // The rename itself lives in the directory: sync it so it survives a crash.
   int dfd = ::open(DirectoryOf(path).c_str(), O_RDONLY | O_DIRECTORY);
   if (dfd >= 0) {

@@ -157,6 +157,13 @@ void Net::ResetState() {
   for (auto& layer : layers_) layer->ResetState();
 }
 
+std::vector<CarriedState> Net::CarriedStates() {
+  std::vector<CarriedState> states;
+  for (auto& layer : layers_)
+    if (CarriedState s = layer->carried_state(); s.floats) states.push_back(s);
+  return states;
+}
+
 std::vector<Param*> Net::params() {
   std::vector<Param*> all;
   for (auto& layer : layers_)

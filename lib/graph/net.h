@@ -49,6 +49,8 @@ class Net {
   // carry_state), and forgetting it all.
   bool CarriesState() const;
   void ResetState();
+  // Every carrying layer's state, in the net's order.
+  std::vector<CarriedState> CarriedStates();
 
   DataLayer& data_layer() { return *data_; }
   LossLayer& loss_layer() { return *loss_; }

@@ -55,6 +55,9 @@ class GruLayer : public Layer {
 
   bool CarriesState() const override { return carry_state_; }
   void ResetState() override { state_.clear(); }
+  CarriedState carried_state() override {
+    return carry_state_ ? CarriedState{&state_, static_cast<size_t>(shape_.hidden)} : CarriedState{};
+  }
 
   void Backward(const std::vector<Layer*>& srcs) override {
     float* dx = srcs[0]->WantsGrad() ? srcs[0]->grad().data() : nullptr;

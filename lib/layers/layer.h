@@ -60,6 +60,12 @@ struct Param {
   Tensor grad;
 };
 
+// A layer's state carried from one pass to the next (Layer::carried_state).
+struct CarriedState {
+  std::vector<float>* floats = nullptr;
+  size_t floats_per_row = 0;
+};
+
 class Layer {
  public:
   virtual ~Layer() = default;
@@ -91,6 +97,9 @@ class Layer {
   // stream, a new epoch).
   virtual bool CarriesState() const { return false; }
   virtual void ResetState() {}
+  // The state itself where the layer carries one (floats null otherwise):
+  // empty after ResetState, else floats_per_row for each row of the batch.
+  virtual CarriedState carried_state() { return {}; }
 
   const std::string& name() const { return name_; }
   const std::string& type() const { return type_; }

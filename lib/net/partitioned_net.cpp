@@ -282,6 +282,13 @@ void PartitionedNet::ResetState() {
   for (auto& node : nodes_) node.layer->ResetState();
 }
 
+std::vector<CarriedState> PartitionedNet::CarriedStates() {
+  std::vector<CarriedState> states;
+  for (auto& node : nodes_)
+    if (CarriedState s = node.layer->carried_state(); s.floats) states.push_back(s);
+  return states;
+}
+
 std::vector<Param*> PartitionedNet::params() {
   std::vector<Param*> all;
   for (auto& node : nodes_)

@@ -63,6 +63,8 @@ class PartitionedNet {
   // (a GRU with carry_state), or "" when none does; and forgetting it all.
   std::string StateCarrier() const;
   void ResetState();
+  // Every carrying layer's state, in the net's order.
+  std::vector<CarriedState> CarriedStates();
 
   DataLayer& data_layer() { return *data_; }
   LossLayer& loss_layer() { return *loss_; }

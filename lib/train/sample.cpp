@@ -42,16 +42,35 @@ Status SampleText(const Plan& plan, const SampleOptions& options, std::string* t
   std::mt19937_64 rng(options.seed);
   std::vector<double> weights(classes);
   *text = options.prime;
-  for (int n = 0; n < options.symbols; ++n) {
-    // The last `steps` symbols from the window's start; the positions after
-    // them are zeros, which the steps before them do not read.
-    const int read = std::min<int>(steps, static_cast<int>(symbols.size()));
+  // A net without carried state reads the last `steps` symbols from a zero
+  // state. One that carries it reads the text in windows of `steps`, each
+  // from the state the one before left: the symbols since the last full
+  // window are read from `start` (the state after it), and a full window's
+  // state becomes the next `start`, so every symbol is read once in order,
+  // as in training.
+  const bool carries = net->CarriesState();
+  std::vector<CarriedState> states = net->CarriedStates();
+  std::vector<std::vector<float>> start(states.size());
+  size_t from = 0;  // where the window begins in `symbols`
+  auto forward = [&](size_t read) {
+    for (size_t i = 0; i < states.size(); ++i) *states[i].floats = start[i];
     float* window = net->data_layer().data().data();
+    // The positions after the window's symbols are zeros, which the steps before them do not read.
     std::fill(window, window + steps + 1, 0.0f);
-    for (int t = 0; t < read; ++t) window[t] = static_cast<float>(symbols[symbols.size() - read + t]);
-    net->ResetState();  // every window from a zero state, as the net was evaluated
+    for (size_t t = 0; t < read; ++t) window[t] = static_cast<float>(symbols[from + t]);
     net->Forward(Phase::kTest);
-    const float* p = loss.data().data() + static_cast<size_t>(read - 1) * classes;
+    if (read == static_cast<size_t>(steps)) {  // a full window: its state is where the next one starts
+      for (size_t i = 0; i < states.size(); ++i) start[i] = *states[i].floats;
+      from += read;
+    }
+  };
+  if (carries)
+    while (symbols.size() - from > static_cast<size_t>(steps)) forward(steps);  // the prime's full windows
+  for (int n = 0; n < options.symbols; ++n) {
+    if (!carries) from = symbols.size() - std::min<size_t>(steps, symbols.size());
+    const size_t read = symbols.size() - from;
+    forward(read);
+    const float* p = loss.data().data() + (read - 1) * classes;
     for (int c = 0; c < classes; ++c) weights[c] = std::pow(std::max(p[c], 1e-30f), 1.0 / options.temperature);
     const int next = std::discrete_distribution<int>(weights.begin(), weights.end())(rng);
     if (next >= static_cast<int>(vocabulary.size()))

@@ -25,8 +25,10 @@ struct SampleOptions {
 // The prime followed by `symbols` drawn ones. The net must be a char-RNN's:
 // a data layer of steps + 1 symbols and a loss over a sequence of steps
 // (softmax_loss over [steps, vocabulary]), each step depending on the symbols
-// up to it only (embedding, gru and per-step layers): the window of the last
-// `steps` symbols is read and the distribution after its last one drawn from.
+// up to it only (embedding, gru and per-step layers). The distribution after
+// the last symbol is drawn from: a net without carried state reads the last
+// `steps` symbols; one that carries it (gru carry_state) reads the whole text
+// in order, window after window, each from the state the one before left.
 Status SampleText(const Plan& plan, const SampleOptions& options, std::string* text);
 
 }  // namespace shoal

@@ -55,6 +55,10 @@ Status Worker::SetUp() {
                                    "' carries its state from batch to batch (carry_state), but the plan's groups of " +
                                    std::to_string(group_size) +
                                    " workers share each batch: plan it data parallel (--strategy data)");
+  if (!state_carrier_.empty() && !options_.state_dir.empty()) {
+    state_files_ = std::make_unique<CarriedStateFiles>(options_.state_dir, options_.id, job.train.checkpoint_every);
+    SHOAL_RETURN_IF_ERROR(state_files_->Open());
+  }
   evaluates_ = options_.evaluate && options_.id == 0;
   SHOAL_RETURN_IF_ERROR(Net::Build(job, &whole_, /*allocate_params=*/evaluates_));
   SHOAL_RETURN_IF_ERROR(OpenShards());
@@ -184,9 +188,13 @@ Status Worker::Step(long long step, const Batch& b) {
   const RemoteTable::Busy before = remote_ ? remote_->busy() : RemoteTable::Busy();
   net_->Allocate(b.size);
   if (b.stream_start) net_->ResetState();
+  else if (step == static_cast<long long>(first_step_) && step > 0) SHOAL_RETURN_IF_ERROR(RestoreState(step));
   std::memcpy(net_->data_layer().data().data(), b.pixels.data(), 4 * b.pixels.size());
   net_->data_layer().labels() = b.labels;
   SHOAL_RETURN_IF_ERROR(net_->Forward(Phase::kTrain, step, hooks_));
+  // The state the next step starts from, before anything of this step leaves:
+  // a restart rejoins at this step or the next, and finds both.
+  if (state_files_) SHOAL_RETURN_IF_ERROR(state_files_->Save(step + 1, net_->CarriedStates()));
   // A diverged step's gradients never reach the servers (nor their
   // checkpoints): checked before backprop, which sends them as it goes.
   const double loss = net_->loss_layer().loss();
@@ -207,6 +215,18 @@ Status Worker::Step(long long step, const Batch& b) {
   }
   window_loss_ += loss;
   ++window_;
+  return Status::Ok();
+}
+
+Status Worker::RestoreState(long long step) {
+  if (state_carrier_.empty()) return Status::Ok();
+  bool found = false;
+  if (state_files_) SHOAL_RETURN_IF_ERROR(state_files_->Load(step, batch_, net_->CarriedStates(), &found));
+  if (!found)
+    Log("worker " + std::to_string(options_.id) + " rejoins at step " + std::to_string(step) +
+        ", in the middle of a pass, with no state saved for it" +
+        (state_files_ ? " ('" + state_files_->Path(step) + "')" : std::string(" (no --state-dir)")) + ": layer '" +
+        state_carrier_ + "' starts its streams from zeros, and the result differs from a run without the restart");
   return Status::Ok();
 }
 

@@ -16,6 +16,7 @@
 #include "net/partitioned_net.h"
 #include "plan/plan.h"
 #include "train/batch_loader.h"
+#include "train/carried_state.h"
 #include "train/param_table.h"
 
 namespace shoal {
@@ -30,6 +31,8 @@ struct WorkerOptions {
   int timeout_ms = 0;        // overrides the job's cluster.timeout_ms when > 0
   int slow_ms = 0;           // sleeps this long each step: a slow worker on purpose (tests, experiments)
   uint64_t incarnation = 1;  // this life of the worker (lib/core/process.h): every request carries it
+  std::string state_dir;     // where a net that carries state (carry_state) keeps it, step by step, so that
+                             // a restart mid-pass goes on exactly (lib/train/carried_state.h); "": nowhere
 };
 
 struct WorkerResult {
@@ -59,6 +62,8 @@ class Worker {
   Status Train(WorkerResult* result);
   // Both passes of one step on batch `b`, then the table's exchange.
   Status Step(long long step, const Batch& b);
+  // The carried state a restart's first step starts from, where it is mid-pass.
+  Status RestoreState(long long step);
   // The progress record of the display window ending after step `step`.
   Status Display(long long step, WorkerResult* result);
   // What a run that does not learn should try, naming its rate and consistency.
@@ -85,6 +90,7 @@ class Worker {
   // A layer of net_ that carries state between batches (then the batches are
   // streams: lib/train/batch_loader.h), or "".
   std::string state_carrier_;
+  std::unique_ptr<CarriedStateFiles> state_files_;  // where net_'s carried state is kept (options_.state_dir)
   std::vector<Param*> params_;  // net_'s, in its order: what the table exchanges
   std::unique_ptr<Net> whole_;           // the whole net, for evaluation
   std::vector<std::unique_ptr<ShardReader>> shards_;  // its training shards until the loader takes them

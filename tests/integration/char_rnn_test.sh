@@ -100,6 +100,31 @@ done = [json.loads(l) for l in open(sys.argv[1]) if '"done"' in l][0]
 assert math.isfinite(done["test_loss"]) and done["test_loss"] < math.log(int(sys.argv[2])), done
 PY
 ok "a carried hidden state: BSP 2 workers x 16 streams = 1 worker x 32 after 20 steps, and it changes the result"
+# A kill leaves the carried state's run exactly as without it: each worker
+# saves the state every step starts from (train-local gives dl-worker
+# --state-dir), so a worker killed in the middle of a pass rejoins with the
+# state it had there, and a server's death restarts the whole run from a
+# checkpoint whose step's state is kept too. Final parameters compared bit for bit.
+carry_run() {  # carry_run NAME: train-local over the streams, 2 workers x 16, 30 steps
+  SHOAL_BIN=$bin RUN_DIR=$tmp/$1 BASE_PORT=$(fresh_port) "$root/scripts/train-local.sh" "$tmp/carry.yaml" \
+    data.shards="$tmp/streams" train.steps=30 train.checkpoint_every=10 train.updater=momentum \
+    train.learning_rate=0.1 >"$tmp/$1.out" 2>"$tmp/$1.err" || fail "train-local $1 failed: $(cat "$tmp/$1.err")"
+}
+carry_run calm
+SHOAL_CRASH_AT=worker-between-sends:12:$tmp/worker-crashed carry_run worker-crash
+SHOAL_CRASH_AT=server-version:25:$tmp/server-crashed carry_run server-crash
+grep -q "restarting it: it rejoins" "$tmp/worker-crash.err" || fail "no worker died: $(cat "$tmp/worker-crash.err")"
+# The checkpoint of step 20 is written in the background: the restart is from it or from 10's.
+resumed=$(grep -oE "resuming at step (10|20)$" "$tmp/server-crash.err") ||
+  fail "no restart from a checkpoint: $(cat "$tmp/server-crash.err")"
+! grep -q "no state saved" "$tmp"/{worker,server}-crash/worker-*.log || fail "a worker restarted without its state"
+for crash in worker-crash server-crash; do
+  "$bin/dl-ckpt" diff "$(ls "$tmp"/calm/ckpt/*-0000000030.ckpt)" "$(ls "$tmp/$crash"/ckpt/*-0000000030.ckpt)" \
+    >"$tmp/$crash.diff" || fail "dl-ckpt diff failed"
+  python3 -c "import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if d['max_rel'] == 0 else 1)" "$tmp/$crash.diff" ||
+    fail "after $crash the final parameters differ from the calm run's: $(head -c 300 "$tmp/$crash.diff")"
+done
+ok "a carried state survives kills: a worker killed mid-pass at step 11 and a server at version 25 ($resumed) end bit for bit as the calm run"
 "$bin/dl-plan" "$tmp/carry.yaml" --strategy data -o "$tmp/carry-shuffled.json" --set cluster.nworkers_per_group=1 \
   --set train.steps=1 >/dev/null
 expect_failure 1 "layer 'gru' carries its state from batch to batch \\(carry_state\\).*shard it with dl-shard --contiguous" \
@@ -135,7 +160,31 @@ assert all(b in vocabulary for b in text[:-1])
 assert any(c in text for c in b";(){}"), text
 PY
 expect_failure 1 "the prime's byte 0 \\(7\\) is not in the vocabulary" sample --prime $'\a'
-ok "dl-worker --sample draws text from the checkpoint: $(head -c 60 "$tmp/sample1.txt" | tr '\n' ' ')..."
+
+# A net that carries its state samples as it trained: the whole text read in
+# order, window after window from the state the one before left. So the
+# trained parameters in a net of 4-symbol windows that carries its state draw
+# what they draw in a net of one window longer than all the text (the
+# parameters do not depend on the window); without the carried state the
+# 4-symbol windows draw other text.
+window_job() {  # window_job WINDOW CARRY: the job with windows of WINDOW symbols, its plan and shards
+  local dir=$tmp/window-$1-$2
+  mkdir -p "$dir"
+  "$bin/dl-shard" --text "$tmp/corpus.txt" --window $(($1 + 1)) --out "$dir/shards" --shards 1 >/dev/null
+  sed "s/shape: \[33\]/shape: [$(($1 + 1))]/; s/steps: 32}/steps: $1}/; s/num_output: 64}/num_output: 64, carry_state: $2}/" \
+    "$tmp/job.yaml" >"$dir/job.yaml"
+  grep -q "steps: $1}" "$dir/job.yaml" || fail "the job of windows of $1 was not made"
+  "$bin/dl-plan" "$dir/job.yaml" --strategy data -o "$dir/plan.json" --set train.steps=1 >/dev/null
+  "$bin/dl-worker" --plan "$dir/plan.json" --shards "$dir/shards" --sample "$tmp/train/ckpt" --prime "int main(" \
+    --chars 150 --temperature 0.8 --sample-seed 5 >"$tmp/sample-$1-$2.txt" || fail "sampling with windows of $1 failed"
+}
+window_job 4 true
+window_job 300 false
+window_job 4 false
+cmp -s "$tmp/sample-4-true.txt" "$tmp/sample-300-false.txt" ||
+  fail "the carrying net's sample differs from the whole text's: $(head -c 80 "$tmp/sample-4-true.txt") | $(head -c 80 "$tmp/sample-300-false.txt")"
+! cmp -s "$tmp/sample-4-false.txt" "$tmp/sample-300-false.txt" || fail "4-symbol windows without the state drew the same text"
+ok "dl-worker --sample draws text from the checkpoint: $(head -c 60 "$tmp/sample1.txt" | tr '\n' ' ')...; a carrying net of 4-symbol windows draws a 300-symbol window's text"
 
 # A symbol id past the vocabulary, written into the test shard (its CRC and
 # the manifest's hash made to agree), is refused as the record is read (by
