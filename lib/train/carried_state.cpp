@@ -31,8 +31,11 @@ struct Cursor {
 
 }  // namespace
 
-CarriedStateFiles::CarriedStateFiles(std::string dir, int worker, int checkpoint_every)
-    : dir_(std::move(dir)), worker_(worker), checkpoint_every_(checkpoint_every > 0 ? checkpoint_every : 0) {}
+CarriedStateFiles::CarriedStateFiles(std::string dir, int worker, int checkpoint_every, uint64_t plan_hash)
+    : dir_(std::move(dir)),
+      worker_(worker),
+      checkpoint_every_(checkpoint_every > 0 ? checkpoint_every : 0),
+      plan_hash_(plan_hash) {}
 
 std::string CarriedStateFiles::Path(uint64_t step) const {
   return dir_ + "/worker-" + std::to_string(worker_) + ".step-" + std::to_string(step) + ".state";
@@ -47,6 +50,7 @@ Status CarriedStateFiles::Open() const {
 
 Status CarriedStateFiles::Save(uint64_t step, const std::vector<CarriedState>& states) const {
   std::string bytes(kMagic, sizeof kMagic);
+  Put<uint64_t>(&bytes, plan_hash_);
   Put<uint64_t>(&bytes, step);
   Put<uint32_t>(&bytes, static_cast<uint32_t>(states.size()));
   for (const CarriedState& s : states) {
@@ -71,7 +75,7 @@ Status CarriedStateFiles::Load(uint64_t step, int batch, const std::vector<Carri
   *found = std::filesystem::exists(path);
   if (!*found) return Status::Ok();
   // What this net's states hold for `batch` rows, and the file's frame around them.
-  size_t expected = sizeof kMagic + 8 + 4 + 8;
+  size_t expected = sizeof kMagic + 8 + 8 + 4 + 8;
   for (const CarriedState& s : states) expected += 8 + 4 * s.floats_per_row * static_cast<size_t>(batch);
   std::string bytes;
   SHOAL_RETURN_IF_ERROR(ReadFile(path, &bytes, expected));
@@ -87,12 +91,16 @@ Status CarriedStateFiles::Load(uint64_t step, int batch, const std::vector<Carri
   if (hash != Fnv1a64(bytes.substr(0, bytes.size() - 8))) return bad("its checksum does not match its bytes");
   Cursor in{bytes};
   char magic[sizeof kMagic];
-  uint64_t saved_step = 0;
+  uint64_t plan_hash = 0, saved_step = 0;
   uint32_t layers = 0;
   in.Take(magic, sizeof magic);
+  in.Take(&plan_hash, 8);
   in.Take(&saved_step, 8);
   in.Take(&layers, 4);
   if (std::memcmp(magic, kMagic, sizeof kMagic) != 0) return bad("it does not begin with SHOALCS1");
+  if (plan_hash != plan_hash_)
+    return bad("it was saved under plan " + HexU64(plan_hash) + ", this run's is " + HexU64(plan_hash_) +
+               " (a state directory of another run?)");
   if (saved_step != step) return bad("it holds step " + std::to_string(saved_step));
   if (layers != states.size())
     return bad(std::to_string(layers) + " layers' state, the net carries " + std::to_string(states.size()));

@@ -7,8 +7,8 @@
 //
 // One file per step in the worker's state directory, "worker-W.step-S.state",
 // written atomically but not synced (it survives the worker's crash, not the
-// machine's): "SHOALCS1" | u64 step | u32 layers | per layer: u64 floats and
-// the floats | u64 FNV-1a 64 of every byte before it.
+// machine's): "SHOALCS1" | u64 plan hash | u64 step | u32 layers | per layer:
+// u64 floats and the floats | u64 FNV-1a 64 of every byte before it.
 #pragma once
 
 #include <cstdint>
@@ -25,7 +25,7 @@ class CarriedStateFiles {
   // Keeps the files of the last two steps, and those of the last three steps
   // the servers checkpoint at (train.checkpoint_every; a whole run restarted
   // from a checkpoint starts at one).
-  CarriedStateFiles(std::string dir, int worker, int checkpoint_every);
+  CarriedStateFiles(std::string dir, int worker, int checkpoint_every, uint64_t plan_hash);
 
   // Creates the directory.
   Status Open() const;
@@ -41,6 +41,7 @@ class CarriedStateFiles {
   std::string dir_;
   int worker_;
   uint64_t checkpoint_every_;
+  uint64_t plan_hash_;  // a state saved under another plan (a directory reused) is refused
 };
 
 }  // namespace shoal

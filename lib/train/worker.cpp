@@ -56,7 +56,8 @@ Status Worker::SetUp() {
                                    std::to_string(group_size) +
                                    " workers share each batch: plan it data parallel (--strategy data)");
   if (!state_carrier_.empty() && !options_.state_dir.empty()) {
-    state_files_ = std::make_unique<CarriedStateFiles>(options_.state_dir, options_.id, job.train.checkpoint_every);
+    state_files_ = std::make_unique<CarriedStateFiles>(options_.state_dir, options_.id, job.train.checkpoint_every,
+                                                       plan_.hash_value());
     SHOAL_RETURN_IF_ERROR(state_files_->Open());
   }
   evaluates_ = options_.evaluate && options_.id == 0;

@@ -16,6 +16,7 @@ namespace shoal {
 namespace {
 
 constexpr int kBatch = 3;
+constexpr uint64_t kPlan = 0x1234abcd;
 
 // Two carrying layers of 2 and 4 floats a row.
 struct States {
@@ -38,7 +39,7 @@ std::vector<uint64_t> StepsKept(const CarriedStateFiles& files, uint64_t up_to) 
 
 TEST_CASE("carried state: saved per step, read back bit for bit; a step never saved is not found") {
   TempDir dir;
-  CarriedStateFiles files(dir.path + "/state", 1, 0);
+  CarriedStateFiles files(dir.path + "/state", 1, 0, kPlan);
   REQUIRE(files.Open().ok());
   States saved = States::For(3.5f);
   REQUIRE(files.Save(7, saved.views()).ok());
@@ -55,7 +56,7 @@ TEST_CASE("carried state: saved per step, read back bit for bit; a step never sa
 
 TEST_CASE("carried state: the last two steps are kept, and the last three checkpoint steps") {
   TempDir dir;
-  CarriedStateFiles plain(dir.path, 0, 0), checkpointing(dir.path, 1, 10);
+  CarriedStateFiles plain(dir.path, 0, 0, kPlan), checkpointing(dir.path, 1, 10, kPlan);
   States s = States::For(1.0f);
   for (uint64_t step = 1; step <= 47; ++step) {
     REQUIRE(plain.Save(step, s.views()).ok());
@@ -67,7 +68,7 @@ TEST_CASE("carried state: the last two steps are kept, and the last three checkp
 
 TEST_CASE("carried state: a file that is not the worker's own is refused, naming the file and what is wrong") {
   TempDir dir;
-  CarriedStateFiles files(dir.path, 0, 0);
+  CarriedStateFiles files(dir.path, 0, 0, kPlan);
   States saved = States::For(2.0f);
   REQUIRE(files.Save(5, saved.views()).ok());
   std::string bytes;
@@ -78,8 +79,8 @@ TEST_CASE("carried state: a file that is not the worker's own is refused, naming
   SUBCASE("another batch size") {
     Status s = files.Load(5, kBatch + 1, loaded.views(), &found);
     CHECK(s.code() == Status::Code::kCorruption);
-    CHECK(Contains(s.message(), "'" + files.Path(5) + "' is not the state this worker saved for step 5: 116 bytes "
-                                "where the net's state for 4 rows takes 140"));
+    CHECK(Contains(s.message(), "'" + files.Path(5) + "' is not the state this worker saved for step 5: 124 bytes "
+                                "where the net's state for 4 rows takes 148"));
   }
   SUBCASE("a byte changed") {
     bytes[30] ^= 1;
@@ -93,12 +94,18 @@ TEST_CASE("carried state: a file that is not the worker's own is refused, naming
     Status s = files.Load(5, kBatch, loaded.views(), &found);
     CHECK(Contains(s.message(), "it holds step 6"));
   }
+  SUBCASE("a state saved under another plan (a directory reused)") {
+    CarriedStateFiles other(dir.path, 0, 0, kPlan + 1);
+    REQUIRE(other.Save(5, saved.views()).ok());
+    Status s = files.Load(5, kBatch, loaded.views(), &found);
+    CHECK(Contains(s.message(), "it was saved under plan 000000001234abce, this run's is 000000001234abcd"));
+  }
   SUBCASE("a longer file is not read past what the net needs") {
     bytes.append(1 << 20, '\0');
     REQUIRE(WriteFileAtomic(files.Path(5), bytes).ok());
     Status s = files.Load(5, kBatch, loaded.views(), &found);
     CHECK(!s.ok());
-    CHECK(Contains(s.message(), "larger than 116 bytes"));
+    CHECK(Contains(s.message(), "larger than 124 bytes"));
   }
 }
 
