@@ -48,8 +48,8 @@ Status SampleText(const Plan& plan, const SampleOptions& options, std::string* t
   // window are read from `start` (the state after it), and a full window's
   // state becomes the next `start`, so every symbol is read once in order,
   // as in training.
-  const bool carries = net->CarriesState();
-  std::vector<CarriedState> states = net->CarriedStates();
+  const std::vector<CarriedState> states = net->CarriedStates();
+  const bool carries = !states.empty();
   std::vector<std::vector<float>> start(states.size());
   size_t from = 0;  // where the window begins in `symbols`
   auto forward = [&](size_t read) {

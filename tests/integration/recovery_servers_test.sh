@@ -86,12 +86,12 @@ kill_randomly() {
 
 # Random kill -9 of workers, three times in one run.
 kill_randomly workers-3 3 dl-worker 3 30 $((steps - 60)) 0.3
-((${#kills[@]} >= 2)) || fail "too few kills landed: ${kills[*]}"
+((${#kills[@]} >= 2)) || fail "too few kills landed: ${kills[*]}; the run said: $(cat "$tmp/workers-3.err")"
 same calm-3 workers-3
 ok "3 servers: kill -9 of ${kills[*]}: parameters bit for bit as undisturbed"
 
 # Random kill -9 of servers: every process comes back from the newest checkpoint all servers have.
 kill_randomly servers-2 2 dl-server 2 60 $((steps - 80)) 1
-((${#kills[@]} >= 1)) || fail "no kill landed"
+((${#kills[@]} >= 1)) || fail "no kill landed; the run said: $(cat "$tmp/servers-2.err")"
 same calm-2 servers-2
 ok "2 servers: kill -9 of ${kills[*]}: parameters bit for bit as undisturbed"
