@@ -8,6 +8,13 @@ for job in fashion-mlp fashion-cnn; do
   validate_plan "$tmp/$job.json" || fail "$job's plan does not validate"
   ok "the $job plan validates against the schema"
 done
+# The plan names the commit the build is at (found at every build, not once
+# when the build was configured), "-dirty" where tracked files changed.
+if head=$(git -C "$root" rev-parse --short HEAD 2>/dev/null); then
+  commit=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['commit'])" "$tmp/fashion-mlp.json")
+  [[ "$commit" == "$head" || "$commit" == "$head-dirty" ]] || fail "the plan names commit '$commit'; the tree is at $head"
+  ok "the plan names the commit the tree is at ($commit)"
+fi
 "$bin/dl-plan" "$root/configs/fashion-cnn.yaml" --set cluster.nservers_per_group=3 --set cluster.slice_floats=100000 \
   --set cluster.consistency=async --endpoints tcp://127.0.0.1:7001,tcp://127.0.0.1:7002,ipc:///tmp/shoal-s3 \
   -o "$tmp/sliced.json" || fail "dl-plan with endpoints"
