@@ -7,7 +7,7 @@
 // ±1/sqrt(num_output). Each sequence starts from a zero state, unless
 // `carry_state`: then a pass starts each row from the state the previous
 // pass ended that row in (truncated BPTT: no gradient flows back into it),
-// until ResetState (at each stream's start; the sampler before every window).
+// until ResetState (at each stream's start, and around an evaluation).
 #include <algorithm>
 #include <cmath>
 
@@ -53,8 +53,6 @@ class GruLayer : public Layer {
       std::copy_n(data_.data() + b * step + step - shape_.hidden, shape_.hidden, state_.data() + b * shape_.hidden);
   }
 
-  bool CarriesState() const override { return carry_state_; }
-  void ResetState() override { state_.clear(); }
   CarriedState carried_state() override {
     return carry_state_ ? CarriedState{&state_, static_cast<size_t>(shape_.hidden)} : CarriedState{};
   }

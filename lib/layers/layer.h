@@ -91,15 +91,16 @@ class Layer {
   // Whether the layer works on each worker's own records only (the data
   // layer reads them, the loss their labels): data parallel, whatever the plan.
   virtual bool ReadsRecords() const { return false; }
-  // Whether a training pass starts from state the previous one left (a
-  // recurrent layer's hidden state carried from batch to batch: row i of a
-  // batch continues row i of the one before), and forgetting it (a new
-  // stream, a new epoch).
-  virtual bool CarriesState() const { return false; }
-  virtual void ResetState() {}
-  // The state itself where the layer carries one (floats null otherwise):
-  // empty after ResetState, else floats_per_row for each row of the batch.
+  // The state a pass starts from where the previous one left it (a recurrent
+  // layer's hidden state carried from batch to batch: row i of a batch
+  // continues row i of the one before); floats null where the layer carries
+  // none. Empty: zeros; else floats_per_row for each row of the batch.
   virtual CarriedState carried_state() { return {}; }
+  bool CarriesState() { return carried_state().floats != nullptr; }
+  // Forgets it (a new stream, a new epoch): the next pass starts from zeros.
+  void ResetState() {
+    if (CarriedState s = carried_state(); s.floats) s.floats->clear();
+  }
 
   const std::string& name() const { return name_; }
   const std::string& type() const { return type_; }

@@ -17,18 +17,6 @@ void Put(std::string* out, T value) {
   out->append(reinterpret_cast<const char*>(&value), sizeof value);
 }
 
-// Reads the file's bytes in order, refusing to run past their end.
-struct Cursor {
-  const std::string& bytes;
-  size_t at = 0;
-  bool Take(void* to, size_t n) {
-    if (bytes.size() - at < n) return false;
-    std::memcpy(to, bytes.data() + at, n);
-    at += n;
-    return true;
-  }
-};
-
 }  // namespace
 
 CarriedStateFiles::CarriedStateFiles(std::string dir, int worker, int checkpoint_every, uint64_t plan_hash)
@@ -88,15 +76,21 @@ Status CarriedStateFiles::Load(uint64_t step, int batch, const std::vector<Carri
                " rows takes " + std::to_string(expected));
   uint64_t hash;
   std::memcpy(&hash, bytes.data() + bytes.size() - 8, 8);
-  if (hash != Fnv1a64(bytes.substr(0, bytes.size() - 8))) return bad("its checksum does not match its bytes");
-  Cursor in{bytes};
+  if (hash != Fnv1a64(kFnv1a64Start, bytes.data(), bytes.size() - 8))
+    return bad("its checksum does not match its bytes");
+  // The fields in order; the size checked above holds every one.
+  size_t at = 0;
+  auto take = [&](void* to, size_t n) {
+    std::memcpy(to, bytes.data() + at, n);
+    at += n;
+  };
   char magic[sizeof kMagic];
   uint64_t plan_hash = 0, saved_step = 0;
   uint32_t layers = 0;
-  in.Take(magic, sizeof magic);
-  in.Take(&plan_hash, 8);
-  in.Take(&saved_step, 8);
-  in.Take(&layers, 4);
+  take(magic, sizeof magic);
+  take(&plan_hash, 8);
+  take(&saved_step, 8);
+  take(&layers, 4);
   if (std::memcmp(magic, kMagic, sizeof kMagic) != 0) return bad("it does not begin with SHOALCS1");
   if (plan_hash != plan_hash_)
     return bad("it was saved under plan " + HexU64(plan_hash) + ", this run's is " + HexU64(plan_hash_) +
@@ -106,12 +100,12 @@ Status CarriedStateFiles::Load(uint64_t step, int batch, const std::vector<Carri
     return bad(std::to_string(layers) + " layers' state, the net carries " + std::to_string(states.size()));
   for (size_t i = 0; i < states.size(); ++i) {
     uint64_t floats = 0;
-    in.Take(&floats, 8);
+    take(&floats, 8);
     if (floats != states[i].floats_per_row * static_cast<uint64_t>(batch))
       return bad("layer " + std::to_string(i) + "'s state has " + std::to_string(floats) + " floats, not " +
                  std::to_string(states[i].floats_per_row * batch));
     states[i].floats->resize(floats);
-    in.Take(states[i].floats->data(), 4 * floats);
+    take(states[i].floats->data(), 4 * floats);
   }
   return Status::Ok();
 }
