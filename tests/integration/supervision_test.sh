@@ -130,11 +130,16 @@ ok "a server whose workers all died stops after its lease (1 s), saying why"
 # Workers whose server dies stop within seconds (its connection gone), not at the end of their timeout.
 "$bin/dl-server" --plan "$tmp/plan.json" >/dev/null 2>"$tmp/server2.log" &
 server=$!
-"$bin/dl-worker" --plan "$tmp/plan.json" --id 0 --shards "$shards" --no-eval >/dev/null 2>"$tmp/w0.log" &
+"$bin/dl-worker" --plan "$tmp/plan.json" --id 0 --shards "$shards" --no-eval >"$tmp/w0.jsonl" 2>"$tmp/w0.log" &
 workers=($!)
-"$bin/dl-worker" --plan "$tmp/plan.json" --id 1 --shards "$shards" --no-eval >/dev/null 2>"$tmp/w1.log" &
+"$bin/dl-worker" --plan "$tmp/plan.json" --id 1 --shards "$shards" --no-eval >"$tmp/w1.jsonl" 2>"$tmp/w1.log" &
 workers+=($!)
-sleep 1
+# Both training first: a worker that never reached its server waits out its timeout, by design.
+for _ in $(seq 600); do
+  grep -q '"step":' "$tmp/w0.jsonl" && grep -q '"step":' "$tmp/w1.jsonl" && break
+  sleep 0.1
+done
+grep -q '"step":' "$tmp/w1.jsonl" || fail "the workers did not start training: $(cat "$tmp/w0.log" "$tmp/w1.log")"
 kill -9 "$server"
 wait "$server" 2>/dev/null || true
 start=$(date +%s)
