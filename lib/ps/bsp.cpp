@@ -39,6 +39,12 @@ void BspConsistency::TakeUpdate(ServerTable& table, int index, int worker, uint6
   Step& s = steps_[index];
   s.contributed[worker] = true;
   ++s.contributors;
+  ServerTable::Layer& layer = table.layers()[index];
+  if (worker == s.next_to_sum && s.contributors == layer.spec->holders && LastToSum(index, worker) &&
+      layer.version == table.version()) {
+    ApplyStep(table, index, entries);  // the step's last gradient goes into the update as it is read
+    return;
+  }
   if (worker == s.next_to_sum) {
     table.AddGradients(entries);
     ++s.next_to_sum;
@@ -65,8 +71,7 @@ void BspConsistency::SumInOrder(ServerTable& table, int index) {
     Waiting& waiting = s.waiting[w];
     for (size_t i = 0; i < waiting.used; ++i) {
       const auto& [key, grad] = waiting.grads[i];
-      std::vector<float>& sum = table.slice(key).grad_sum;
-      for (size_t j = 0; j < grad.size(); ++j) sum[j] += grad[j];
+      table.AddToSum(key, grad.data(), grad.size());
     }
     waiting.used = 0;
   }
@@ -74,23 +79,38 @@ void BspConsistency::SumInOrder(ServerTable& table, int index) {
 
 void BspConsistency::AfterUpdate(ServerTable& table, const std::function<void()>& catch_up) {
   // A layer whose step is complete waits for the table's version before it
-  // applies, so no layer runs more than one version ahead (a layer applied
-  // opens the way for the ones waiting behind it: hence the loop).
-  for (bool applied = true; applied;) {
-    applied = false;
+  // applies, so no layer runs more than one version ahead; the table's
+  // version moving on (a layer applied here or as its last gradient came)
+  // opens the way for the ones waiting behind it: hence the loop.
+  for (;;) {
     for (size_t index = 0; index < table.layers().size(); ++index) {
-      ServerTable::Layer& layer = table.layers()[index];
+      const ServerTable::Layer& layer = table.layers()[index];
       const Step& s = steps_[index];
-      if (layer.spec->holders == 0 || s.contributors < layer.spec->holders || layer.version != table.version())
-        continue;
-      for (uint32_t key : layer.spec->keys)
-        table.Apply(table.slice(key), 1.0f / config_.served, layer.version, &previous_[key]);
-      ++layer.version;
-      NextStep(static_cast<int>(index));
-      applied = true;
+      if (layer.spec->holders > 0 && s.contributors == layer.spec->holders && layer.version == table.version())
+        ApplyStep(table, static_cast<int>(index), {});
     }
+    const uint64_t version = table.version();
     catch_up();
+    if (table.version() == version) return;
   }
+}
+
+bool BspConsistency::LastToSum(int index, int worker) const {
+  const LayerSpec& spec = config_.layers[index];
+  for (int w = worker + 1; w < config_.workers; ++w)
+    if (!spec.held[w].empty()) return false;
+  return true;
+}
+
+void BspConsistency::ApplyStep(ServerTable& table, int index, const std::vector<const EntryView*>& last) {
+  ServerTable::Layer& layer = table.layers()[index];
+  size_t next = 0;  // `last` is in key order, as the layer's keys are
+  for (uint32_t key : layer.spec->keys) {
+    const EntryView* mine = next < last.size() && last[next]->key == key ? last[next++] : nullptr;
+    table.Apply(table.slice(key), 1.0f / config_.served, layer.version, &previous_[key], mine);
+  }
+  ++layer.version;
+  NextStep(index);
 }
 
 uint64_t BspConsistency::TableVersion(const ServerTable& table) const {

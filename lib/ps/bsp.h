@@ -65,6 +65,11 @@ class BspConsistency : public Consistency {
   void SumInOrder(ServerTable& table, int index);
   // Layer `index`'s next step: nothing in yet.
   void NextStep(int index);
+  // Whether no worker after `worker` holds some of layer `index` (its gradient is the last summed).
+  bool LastToSum(int index, int worker) const;
+  // Applies layer `index`'s complete step: its sums, plus `last` (the last
+  // worker's gradients in its message, key order; none when all are summed).
+  void ApplyStep(ServerTable& table, int index, const std::vector<const EntryView*>& last);
 
   const ServerConfig& config_;
   ServerStats* stats_;

@@ -128,18 +128,34 @@ std::vector<const EntryView*> ServerTable::EntriesOf(const MessageView& req, int
 
 void ServerTable::AddGradients(const std::vector<const EntryView*>& entries) {
   // fp32 sums whatever the wire carried.
-  for (const EntryView* e : entries) AddValues(*e, slices_.at(e->key).grad_sum.data());
+  for (const EntryView* e : entries) {
+    Slice& s = slices_.at(e->key);
+    AddValues(*e, s.grad_sum.data());
+    s.sum_is_zero = false;
+  }
 }
 
-void ServerTable::Apply(Slice& s, float scale, uint64_t version, std::vector<float>* before) {
-  const size_t n = s.value.size();
-  if (!before) {
-    ApplySumUpdate(s.updater, version, n, s.grad_sum.data(), scale, s.value.data(), s.value.data(), &s.state);
-    return;
+void ServerTable::AddToSum(uint32_t key, const float* grad, size_t n) {
+  Slice& s = slices_.at(key);
+  for (size_t i = 0; i < n; ++i) s.grad_sum[i] += grad[i];
+  s.sum_is_zero = false;
+}
+
+void ServerTable::Apply(Slice& s, float scale, uint64_t version, std::vector<float>* before, const EntryView* last) {
+  if (last && last->encoding != ValueEncoding::kF32) {  // halves are widened on their own
+    AddGradients({last});
+    last = nullptr;
   }
-  before->resize(n);
-  ApplySumUpdate(s.updater, version, n, s.grad_sum.data(), scale, s.value.data(), before->data(), &s.state);
-  s.value.swap(*before);
+  const GradientSum grad{s.grad_sum.data(), s.sum_is_zero, last ? last->data : nullptr, scale};
+  const size_t n = s.value.size();
+  float* updated = s.value.data();
+  if (before) {
+    before->resize(n);
+    updated = before->data();
+  }
+  ApplySumUpdate(s.updater, version, n, grad, s.value.data(), updated, &s.state);
+  if (before) s.value.swap(*before);
+  s.sum_is_zero = true;
 }
 
 }  // namespace shoal

@@ -24,6 +24,7 @@ class ServerTable {
     std::vector<float> grad_sum;  // empty when the model takes no gradients (easgd's centre)
     UpdaterState state;           // the updater's buffers, named by state_names()
     UpdaterConfig updater;        // the job's, at the parameter's learning rate (lr_mult)
+    bool sum_is_zero = true;      // nothing added since the last update: the sum need not be read
   };
   struct Layer {
     const LayerSpec* spec;
@@ -90,11 +91,16 @@ class ServerTable {
 
   // Adds gradients (fp32 whatever the wire carried) to their slices' sums.
   void AddGradients(const std::vector<const EntryView*>& entries);
+  // Adds `n` floats to slice `key`'s sum.
+  void AddToSum(uint32_t key, const float* grad, size_t n);
   // Applies a slice's sum × `scale` with the updater as the update that
-  // makes version `version` + 1, and clears the sum. With `before`, the
-  // values as they were are kept there (the update writes the new ones into
-  // it, and it and the slice's values change places: no copy).
-  void Apply(Slice& slice, float scale, uint64_t version, std::vector<float>* before = nullptr);
+  // makes version `version` + 1, and clears the sum. With `last`, the last
+  // contributor's gradient (of this slice) is added to the sum first, read
+  // from its message in the same pass. With `before`, the values as they
+  // were are kept there (the update writes the new ones into it, and it and
+  // the slice's values change places: no copy).
+  void Apply(Slice& slice, float scale, uint64_t version, std::vector<float>* before = nullptr,
+             const EntryView* last = nullptr);
 
  private:
   const ServerConfig& config_;

@@ -1,6 +1,7 @@
 #include "ps/updater.h"
 
 #include <cmath>
+#include <cstring>
 
 #include "core/log.h"
 #include "ps/lr_schedule.h"
@@ -40,6 +41,30 @@ struct Consumed {
     g[i] = 0.0f;
     return v;
   }
+};
+// The last contributor's value i, from its message's bytes.
+inline float LastAt(const unsigned char* last, size_t i) {
+  float v;
+  std::memcpy(&v, last + 4 * i, 4);  // an unaligned load, which the compiler vectorises
+  return v;
+}
+// The sum and the last contributor's values, added as AddValues would have.
+struct ConsumedPlusLast {
+  float* g;
+  const unsigned char* last;
+  float scale;
+  float operator()(size_t i) const {
+    const float v = (g[i] + LastAt(last, i)) * scale;
+    g[i] = 0.0f;
+    return v;
+  }
+};
+// The last contributor alone, into a sum of zeros: 0 + x, which is x but for
+// −0 (→ +0) and which the compiler keeps, so that the bits are the sum's.
+struct OnlyLast {
+  const unsigned char* last;
+  float scale;
+  float operator()(size_t i) const { return (0.0f + LastAt(last, i)) * scale; }
 };
 
 template <typename Grad>
@@ -154,9 +179,11 @@ void ApplyUpdate(const UpdaterConfig& c, uint64_t step, size_t n, const float* g
   Update(c, step, n, Given{grad}, value, value, state);
 }
 
-void ApplySumUpdate(const UpdaterConfig& c, uint64_t step, size_t n, float* grad_sum, float scale,
-                    const float* value, float* updated, UpdaterState* state) {
-  Update(c, step, n, Consumed{grad_sum, scale}, value, updated, state);
+void ApplySumUpdate(const UpdaterConfig& c, uint64_t step, size_t n, const GradientSum& grad, const float* value,
+                    float* updated, UpdaterState* state) {
+  if (!grad.last) return Update(c, step, n, Consumed{grad.sum, grad.scale}, value, updated, state);
+  if (grad.sum_is_zero) return Update(c, step, n, OnlyLast{grad.last, grad.scale}, value, updated, state);
+  Update(c, step, n, ConsumedPlusLast{grad.sum, grad.last, grad.scale}, value, updated, state);
 }
 
 }  // namespace shoal

@@ -64,12 +64,22 @@ float LearningRateAt(const UpdaterConfig& config, uint64_t step);
 // (NewUpdaterState's shape for these n values) by `grad`.
 void ApplyUpdate(const UpdaterConfig& config, uint64_t step, size_t n, const float* grad, float* value,
                  UpdaterState* state);
-// The same update by `grad_sum` × `scale` (a server's sum of its workers'
-// gradients), leaving the sum zero for the next step and the new values in
-// `updated` (which may be `value`, or keep `value` as it was): one pass over
-// memory where scaling, copying, updating and clearing would take four;
+// A server's gradient for one update: the sum of its workers' so far, plus
+// the last contributor's still in its message (fp32 bytes, as they came,
+// unaligned), added to the sum in that order, all × `scale`. A sum known to
+// be zero is neither read nor cleared.
+struct GradientSum {
+  float* sum;
+  bool sum_is_zero = false;
+  const unsigned char* last = nullptr;  // none: the sum is the whole gradient
+  float scale = 1.0f;
+};
+// The same update by a server's gradient, leaving its sum zero for the next
+// step and the new values in `updated` (which may be `value`, or keep
+// `value` as it was): one pass over memory where adding the last
+// contributor, scaling, copying, updating and clearing would take five;
 // bit for bit the same.
-void ApplySumUpdate(const UpdaterConfig& config, uint64_t step, size_t n, float* grad_sum, float scale,
+void ApplySumUpdate(const UpdaterConfig& config, uint64_t step, size_t n, const GradientSum& grad,
                     const float* value, float* updated, UpdaterState* state);
 
 }  // namespace shoal

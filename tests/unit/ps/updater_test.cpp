@@ -9,6 +9,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstring>
 #include <map>
 #include <string>
 #include <vector>
@@ -197,6 +198,47 @@ TEST_CASE("momentum by hand: v = 0.9·v + g + wd·w; w −= lr·v (PyTorch's SGD
   const float v2 = 0.9f * 0.51f + 0.5f + 0.01f * 0.949f;
   CHECK(v[0][0] == doctest::Approx(v2));
   CHECK(w == doctest::Approx(0.949f - 0.1f * v2));
+}
+
+// The bits of a float vector, so that −0 and +0 differ.
+std::vector<uint32_t> Bits(const std::vector<float>& v) {
+  std::vector<uint32_t> bits(v.size());
+  std::memcpy(bits.data(), v.data(), 4 * v.size());
+  return bits;
+}
+
+TEST_CASE("a sum's last gradient read from its message updates exactly as one added to the sum first") {
+  // Zeros of both signs where the sum's rounding could show (0 + −0 is +0),
+  // with and without weight decay (0 · −w is −0).
+  const std::vector<float> w0 = {0.5f, -0.0f, 0.0f, -1.5f, 2.0f, -0.0f, 3e-8f, -7.0f, 1.0f};
+  const std::vector<float> first = {0.1f, 0.0f, -0.0f, 0.3f, -0.0f, 0.25f, 1e-3f, -2.0f, 0.0f};
+  const std::vector<float> last = {-0.0f, -0.0f, -0.0f, 0.5f, -0.25f, 0.0f, -1e-3f, 1.0f, -0.0f};
+  std::vector<unsigned char> message(1 + 4 * last.size());  // one byte in: the values unaligned
+  std::memcpy(message.data() + 1, last.data(), 4 * last.size());
+  const size_t n = w0.size();
+  for (const char* name : kUpdaterNames)
+    for (double decay : {0.0, 0.01})
+      for (bool alone : {true, false}) {  // the last gradient the only one, or after another
+        INFO(name << " weight_decay " << decay << (alone ? " alone" : " after another"));
+        TrainConfig t = Train(name);
+        t.weight_decay = decay;
+        const UpdaterConfig c = UpdaterFromTrain(t, 2);
+        std::vector<float> w_added = w0, w_read = w0, sum_added(n, 0.0f), sum_read(n, 0.0f);
+        UpdaterState s_added = NewUpdaterState(c, n), s_read = NewUpdaterState(c, n);
+        for (uint64_t step = 0; step < 3; ++step) {
+          if (!alone)
+            for (size_t i = 0; i < n; ++i) sum_added[i] += first[i], sum_read[i] += first[i];
+          for (size_t i = 0; i < n; ++i) sum_added[i] += last[i];
+          ApplySumUpdate(c, step, n, GradientSum{sum_added.data(), false, nullptr, 0.5f}, w_added.data(),
+                         w_added.data(), &s_added);
+          ApplySumUpdate(c, step, n, GradientSum{sum_read.data(), alone, message.data() + 1, 0.5f}, w_read.data(),
+                         w_read.data(), &s_read);
+          CHECK(Bits(w_read) == Bits(w_added));
+          for (size_t k = 0; k < s_added.size(); ++k) CHECK(Bits(s_read[k]) == Bits(s_added[k]));
+          CHECK(Bits(sum_read) == Bits(std::vector<float>(n, 0.0f)));
+          CHECK(Bits(sum_added) == Bits(std::vector<float>(n, 0.0f)));
+        }
+      }
 }
 
 }  // namespace
