@@ -40,7 +40,7 @@ constexpr MsgTypeInfo kMsgTypes[] = {
     {MsgType::kJoin, "join", false},       {MsgType::kFeature, "feature", false},
     {MsgType::kExchange, "exchange", false}, {MsgType::kSync, "sync", false},
     {MsgType::kReply, "reply", false},     {MsgType::kError, "error", true},
-    {MsgType::kWait, "wait", true},
+    {MsgType::kWait, "wait", true},        {MsgType::kTimedOut, "timed-out", true},
 };
 static_assert(std::size(kMsgTypes) == kMsgTypeCount, "every MsgType has a row in kMsgTypes, and kMsgTypeCount says how many");
 

@@ -4,14 +4,14 @@
 //   u32 magic "SHOL" | u16 protocol version | u16 type | u64 plan hash |
 //   u64 step (version or clock) | u32 sender | u32 entry count | u64 payload bytes |
 //   u64 incarnation
-//   payload: `entry count` entries, or, for kError, kWait, kStats and kMetric, UTF-8 text.
+//   payload: `entry count` entries, or, for kError, kWait, kTimedOut, kStats and kMetric, UTF-8 text.
 // The incarnation names one life of the sending process (its supervisor gives
 // it; 0: a tool): a server knows a restarted worker from the one before it.
 //   entry: u32 key | u16 encoding | u16 zero | u32 value count | values
 // Each entry says how its values are encoded (ValueEncoding): fp32, or IEEE
 // half for parameters and gradients under cluster.wire: fp16. Version 1 had
-// 8-byte entries of fp32 only, version 2 no incarnation; a peer of another
-// version is refused.
+// 8-byte entries of fp32 only, version 2 no incarnation, version 3 no wait,
+// version 4 no timed-out; a peer of another version is refused.
 #pragma once
 
 #include <cstddef>
@@ -41,8 +41,9 @@ enum class MsgType : uint16_t {
   kReply = 100,   // success; entries for a get
   kError = 101,   // failure; text says why
   kWait = 102,    // not yet: ask again (a done before every worker is); text says what is awaited
+  kTimedOut = 103, // a read waited its deadline at the server; text says for what (which workers)
 };
-constexpr size_t kMsgTypeCount = 15;
+constexpr size_t kMsgTypeCount = 16;
 const char* MsgTypeName(MsgType type);
 // Whether `type` is one of MsgType's (lib/comm/message.cpp's table).
 bool IsMsgType(uint16_t type);
@@ -50,7 +51,7 @@ bool IsMsgType(uint16_t type);
 bool CarriesText(MsgType type);
 
 constexpr uint32_t kMsgMagic = 0x4C4F4853;  // "SHOL" read as little-endian
-constexpr uint16_t kProtocolVersion = 4;
+constexpr uint16_t kProtocolVersion = 5;
 constexpr size_t kHeaderBytes = 48;
 constexpr size_t kEntryHeaderBytes = 12;
 constexpr uint32_t kToolSender = ~0u;  // dl-ckpt, tests: not a worker

@@ -190,14 +190,15 @@ Status RpcClient::Receive(Reply* reply) {
       return Status::Unavailable("cannot send " + Pending() + " to server '" + endpoint_ + "': " + nng_strerror(rv));
     }
   }
-  nng_aio_set_timeout(aio_, timeout_ms_);
+  const int reply_ms = timeout_ms_ + static_cast<int>(kServerAnswersFirst.count());
+  nng_aio_set_timeout(aio_, reply_ms);
   const std::string gone = Wait(nng_ctx_recv, "to answer " + Pending());
   nng_aio_wait(aio_);
   if (!gone.empty()) return Status::Unavailable(gone);
   int rv = nng_aio_result(aio_);
   if (rv == NNG_ETIMEDOUT)
     return Status::Timeout("server '" + endpoint_ + "' did not answer " + Pending() + " within " +
-                           std::to_string(timeout_ms_) + " ms");
+                           std::to_string(reply_ms) + " ms");
   if (rv != 0)
     return Status::Unavailable("no reply from server '" + endpoint_ + "' to " + Pending() + ": " + nng_strerror(rv));
   reply->msg_ = nng_aio_get_msg(aio_);
@@ -206,6 +207,8 @@ Status RpcClient::Receive(Reply* reply) {
   if (!s.ok()) return s.Within("reply from server '" + endpoint_ + "' to " + Pending());
   if (reply->view_.header.type == MsgType::kError)
     return Status::InvalidArgument("server '" + endpoint_ + "' refused " + Pending() + ": " + reply->view_.text);
+  if (reply->view_.header.type == MsgType::kTimedOut)
+    return Status::Timeout("server '" + endpoint_ + "' gave up on " + Pending() + ": " + reply->view_.text);
   return Status::Ok();
 }
 

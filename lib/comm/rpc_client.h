@@ -61,7 +61,8 @@ class RpcClient {
   Status Send(const MsgHeader& header, const std::vector<EntryRef>& entries,
               const std::string& text = "");
   // Waits for the last Send to leave, then for its reply, each within the
-  // timeout; a kError reply becomes an error.
+  // timeout (the reply kServerAnswersFirst longer); a kError reply becomes an
+  // error, a kTimedOut one a timeout.
   Status Receive(Reply* reply);
   // Waits for the last Send to leave (for tests that must know it has).
   Status WaitSent();
@@ -82,6 +83,11 @@ class RpcClient {
   // A server whose connection has been down this long has gone: a request
   // waiting on it fails then, not at the end of its timeout.
   static constexpr std::chrono::seconds kLostAfter{5};
+  // A reply is waited for this much beyond the timeout: a server gives up on
+  // a request it parked at the timeout (counted from its arrival, checked a
+  // few times a second) and says what it waited for — which workers — and
+  // that reason should reach us before our own, which knows none of it.
+  static constexpr std::chrono::milliseconds kServerAnswersFirst{1000};
 
  private:
   // The socket and its dialer, shared by the clients Share makes.

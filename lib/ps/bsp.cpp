@@ -139,6 +139,33 @@ bool BspConsistency::Ready(const ServerTable& table, const Read& read) const {
   return read.at <= table.VersionOf(read.layers);
 }
 
+std::string BspConsistency::Awaited(const ServerTable& table, const Read& read) const {
+  auto lacking = [&](int index) -> std::string {
+    const ServerTable::Layer& layer = table.layers()[index];
+    const Step& s = steps_[index];
+    std::vector<int> missing;
+    for (int w = 0; w < config_.workers; ++w)
+      if (!layer.spec->held[w].empty() && !s.contributed[w]) missing.push_back(w);
+    if (missing.empty()) return "";
+    return "layer '" + layer.spec->name + "' has step " + std::to_string(layer.version) + " from " +
+           std::to_string(s.contributors) + " of its " + std::to_string(layer.spec->holders) +
+           " workers: not from " + WorkersNamed(missing);
+  };
+  for (int index : read.layers)
+    if (table.layers()[index].version < read.at)
+      if (std::string why = lacking(index); !why.empty()) return why;
+  for (size_t index = 0; index < table.layers().size(); ++index)
+    if (table.layers()[index].version <= table.version())
+      if (std::string why = lacking(static_cast<int>(index)); !why.empty()) return why;
+  std::vector<int> empty;
+  for (int w = 0; w < config_.workers; ++w)
+    if (config_.serves[w] && config_.held[w].empty() && table.empty_steps()[w] <= table.version())
+      empty.push_back(w);
+  if (empty.empty()) return "";
+  return "the step " + std::to_string(table.version()) + " of " + WorkersNamed(empty) +
+         ", which holds nothing here, has not come";
+}
+
 void BspConsistency::OnPark(const Read& read) {
   if (read.worker < 0) ++stats_->gets_waited;
 }

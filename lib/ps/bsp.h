@@ -38,6 +38,10 @@ class BspConsistency : public Consistency {
   // No worker waits for more than the version after the table's.
   std::string RefuseRead(const ServerTable& table, const Read& read) const override;
   void OnPark(const Read& read) override;
+  // The first layer the read needs whose step lacks some workers' gradients
+  // (else any layer holding the table back, else a worker holding nothing
+  // here whose empty update has not come).
+  std::string Awaited(const ServerTable& table, const Read& read) const override;
   // Every worker trains the table's current step.
   uint64_t JoinStep(const ServerTable& table, int worker) const override { return table.version(); }
   // A layer a version past `step` answers with the values it had before its

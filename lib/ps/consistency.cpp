@@ -41,6 +41,12 @@ static_assert(SameNames(), "every name a job may give cluster.consistency has it
 
 }  // namespace
 
+std::string WorkersNamed(const std::vector<int>& workers) {
+  std::string names = workers.size() == 1 ? "worker " : "workers ";
+  for (size_t i = 0; i < workers.size(); ++i) names += (i ? ", " : "") + std::to_string(workers[i]);
+  return names;
+}
+
 std::string Consistency::Exchange(ServerTable&, const MessageView&, std::vector<std::vector<float>>*, bool*) {
   return std::string("an exchange needs consistency 'easgd'; this server runs '") + name() + "'";
 }

@@ -67,6 +67,10 @@ class Consistency {
   // Whether a read can be answered now, and what a read waiting or answered counts.
   virtual bool Ready(const ServerTable& table, const Read& read) const { return true; }
   virtual void OnPark(const Read& read) {}
+  // What a read that cannot be answered now waits for, naming workers
+  // ("layer 'fc' has step 7 from 2 of its 3 workers: not from worker 1"),
+  // for the answer of a read that waited past its deadline; empty if unknown.
+  virtual std::string Awaited(const ServerTable& table, const Read& read) const { return ""; }
   virtual void OnAnswer(const ServerTable& table, const Read& read) {}
   // The step a worker that (re)joins trains next.
   virtual uint64_t JoinStep(const ServerTable& table, int worker) const { return table.NextStepOf(worker); }
@@ -82,6 +86,9 @@ class Consistency {
   virtual std::string Exchange(ServerTable& table, const MessageView& request,
                                std::vector<std::vector<float>>* diffs, bool* repeated);
 };
+
+// "worker 1", "workers 1, 3": for messages.
+std::string WorkersNamed(const std::vector<int>& workers);
 
 // The model cluster.consistency names; ParseJob has checked the name.
 std::unique_ptr<Consistency> MakeConsistency(const ServerConfig& config, ServerStats* stats);

@@ -108,8 +108,10 @@ void ParameterServer::Watch(std::chrono::steady_clock::time_point now) {
   // server lives while the others train on, however long they take.
   parked_.Expire(now, [&](const ParkedRequests::Parked& p) {
     if (p.done) return ReplyWait(p.slot);
-    ReplyError(p.slot, "waited " + std::to_string(config_.timeout_ms) + " ms for version " +
-                           std::to_string(p.read.at) + "; the table is at " + std::to_string(table_->version()));
+    const std::string awaited = model_->Awaited(*table_, p.read);
+    ReplyTimedOut(p.slot, "waited " + std::to_string(config_.timeout_ms) + " ms for version " +
+                              std::to_string(p.read.at) + "; the table is at " + std::to_string(table_->version()) +
+                              (awaited.empty() ? "" : ": " + awaited));
   });
   if (now - last_request_ >= std::chrono::milliseconds(config_.timeout_ms)) {
     failure_ = Status::Timeout("no request from any worker for " + std::to_string(config_.timeout_ms) +
@@ -382,6 +384,13 @@ void ParameterServer::ReplyWait(int slot) {
   MsgHeader h{MsgType::kWait, config_.plan_hash_value, table_->version(), static_cast<uint32_t>(config_.id)};
   rpc_.Reply(slot, h, {},
              std::to_string(table_->done_count()) + " of " + std::to_string(config_.served) + " workers done");
+}
+
+void ParameterServer::ReplyTimedOut(int slot, const std::string& why) {
+  ++stats_.reads_timed_out;
+  refusals_.Log("server " + std::to_string(config_.id) + " gave up on a read: " + why);
+  MsgHeader h{MsgType::kTimedOut, config_.plan_hash_value, table_->version(), static_cast<uint32_t>(config_.id)};
+  rpc_.Reply(slot, h, {}, why);
 }
 
 void ParameterServer::ServeParked() {

@@ -129,6 +129,7 @@ class ParameterServer {
   void ReplyOk(int slot);
   void ReplyError(int slot, const std::string& why);
   void ReplyWait(int slot);  // a parked done: not every worker is done yet
+  void ReplyTimedOut(int slot, const std::string& why);  // a parked read past its deadline
   bool RepeatedDone(const MsgHeader& header) const;
   Status Resume();
   // What the counters say now, and the same as the JSON a stats request gets (mu_ held).

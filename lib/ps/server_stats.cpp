@@ -14,6 +14,7 @@ nlohmann::json StatsToJson(const ServerStats& s) {
           {"ssp_waits", s.ssp_waits},
           {"max_staleness_served", s.max_staleness_served},
           {"bad_requests", s.bad_requests},
+          {"reads_timed_out", s.reads_timed_out},
           {"checkpoints", s.checkpoints},
           {"last_checkpoint_step", s.last_checkpoint_step < 0 ? nlohmann::json() : nlohmann::json(s.last_checkpoint_step)},
           {"bytes_in", s.bytes_in},

@@ -51,6 +51,19 @@ bool SspConsistency::Ready(const ServerTable& table, const Read& read) const {
   return SspReadable(read.at, Slowest(table), config_.staleness);
 }
 
+std::string SspConsistency::Awaited(const ServerTable& table, const Read& read) const {
+  if (read.at < config_.staleness) return "";
+  const uint64_t needed = read.at - config_.staleness;
+  std::string behind;
+  for (int w = 0; w < config_.workers; ++w)
+    if (config_.serves[w] && !table.done()[w] && table.NextStepOf(w) < needed)
+      behind += (behind.empty() ? "" : ", ") + std::string("worker ") + std::to_string(w) + " at " +
+                std::to_string(table.NextStepOf(w));
+  if (behind.empty()) return "";
+  return "a read at clock " + std::to_string(read.at) + " with staleness " + std::to_string(config_.staleness) +
+         " needs every worker's clock at " + std::to_string(needed) + " or more: " + behind;
+}
+
 void SspConsistency::OnAnswer(const ServerTable& table, const Read& read) {
   stats_->max_staleness_served = std::max(stats_->max_staleness_served, SspStaleness(read.at, Slowest(table)));
 }

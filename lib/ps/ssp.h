@@ -40,6 +40,8 @@ class SspConsistency : public AsyncConsistency {
   std::string RefuseRead(const ServerTable& table, const Read& read) const override;
   void OnPark(const Read& read) override { ++stats_->ssp_waits; }
   void OnAnswer(const ServerTable& table, const Read& read) override;
+  // The workers whose clocks are too far behind the read's.
+  std::string Awaited(const ServerTable& table, const Read& read) const override;
 
  private:
   uint64_t Slowest(const ServerTable& table) const;

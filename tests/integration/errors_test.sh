@@ -71,7 +71,7 @@ ok "a corrupted shard record is refused naming the file and the record"
 
 # A server that never answers: the worker gives up after the plan's timeout,
 # naming the endpoint (exit 3).
-expect_failure 3 "server 'tcp://127.0.0.1:$port' did not (take|answer) 'join' within 1500 ms" \
+expect_failure 3 "server 'tcp://127.0.0.1:$port' did not (take 'join' within 1500|answer 'join' within 2500) ms" \
   "$bin/dl-worker" --plan "$tmp/plan.json" --shards "$(shards_for 1)"
 ok "a worker whose server never answers exits naming the endpoint"
 

@@ -229,16 +229,16 @@ TEST_CASE("Decode refuses a message without shoal's magic") {
 
 TEST_CASE("Decode refuses another protocol version, naming both") {
   auto bytes = TwoEntryUpdate();
-  PutAt<uint16_t>(&bytes, kVersionAt, 1);  // 8-byte fp32 entries and a shorter header: garbage as version 4
+  PutAt<uint16_t>(&bytes, kVersionAt, 1);  // 8-byte fp32 entries and a shorter header: garbage as version 5
   MessageView view;
   Status s = DecodeBytes(bytes, &view);
   CHECK(s.code() == Status::Code::kCorruption);
-  CHECK(s.message() == "protocol version 1, expected 4");
+  CHECK(s.message() == "protocol version 1, expected 5");
 }
 
 TEST_CASE("Decode refuses an unknown message type, naming it") {
   MessageView view;
-  for (uint16_t type : {0, 13, 99, 103, 65535}) {
+  for (uint16_t type : {0, 13, 99, 104, 65535}) {
     auto bytes = TwoEntryUpdate();
     PutAt<uint16_t>(&bytes, kTypeAt, type);
     Status s = DecodeBytes(bytes, &view);

@@ -46,7 +46,7 @@ TEST_CASE("bsp: a get for the next version waits for every worker's update, then
   auto impatient = Connect(f, 200);
   s = impatient->Call(f.Header(MsgType::kGet, 1, 0), {}, &reply);
   CHECK(s.code() == Status::Code::kTimeout);
-  CHECK(s.message() == "server '" + f.endpoint + "' did not answer 'get' (step 1) within 200 ms");
+  CHECK(s.message() == "server '" + f.endpoint + "' did not answer 'get' (step 1) within 1200 ms");
 
   // Worker 0 asks again and waits; worker 1's update releases it.
   REQUIRE(worker0->Send(f.Header(MsgType::kGet, 1, 0), {}).ok());
@@ -269,6 +269,24 @@ TEST_CASE("bsp, layer by layer: a layer waits for the table's version, so a chec
     if (t.name == "fc2.weight") CHECK(t.data == fc2_v1);
   CHECK(ckpt.updates_from == std::vector<uint64_t>{1, 1});  // fc2 is ahead; fc says where the workers are
   std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("bsp: a read parked past the timeout is answered timed-out, naming the worker whose update it waited for") {
+  ServerFixture f("bsp");
+  auto worker0 = Connect(f);
+  Reply reply;
+  REQUIRE(Update(worker0.get(), f, 0, 0, MakeGrads(0, 0), &reply).ok());
+  // Worker 1 never sends step 0: the server gives up at its timeout, before
+  // the client's own deadline (kServerAnswersFirst later), and says why.
+  const auto start = std::chrono::steady_clock::now();
+  Status s = worker0->Call(f.Header(MsgType::kGet, 1, 0), {}, &reply);
+  const auto waited = std::chrono::steady_clock::now() - start;
+  CHECK(s.code() == Status::Code::kTimeout);
+  CHECK(s.message() == "server '" + f.endpoint + "' gave up on 'get' (step 1): waited " + std::to_string(kTimeoutMs) +
+                           " ms for version 1; the table is at 0: layer 'fc' has step 0 from 1 of its 2 workers: "
+                           "not from worker 1");
+  CHECK(waited < milliseconds(kTimeoutMs) + RpcClient::kServerAnswersFirst);
+  CHECK(f.server->stats().reads_timed_out == 1);
 }
 
 }  // namespace
