@@ -82,7 +82,7 @@ python3 -c "import json,sys; r=json.load(open(sys.argv[1])); sys.exit(r['status'
 ok "a failing worker fails the job (exit $code) with its reason in its log and in run.json"
 
 "$root/scripts/slurm/local-cluster.sh" stop "$cluster"
-sleep 0.5
-! pgrep -f "$cluster" >/dev/null || fail "daemons left: $(pgrep -af "$cluster")"
+for _ in $(seq 100); do pgrep -f "$cluster" >/dev/null || break; sleep 0.1; done
+! pgrep -f "$cluster" >/dev/null || fail "daemons left 10 s after stop: $(pgrep -af "$cluster")"
 ! pgrep -f "$tmp/(good|bad)/plan.json" >/dev/null || fail "job processes left"
 ok "no daemon or job process is left"

@@ -89,10 +89,11 @@ ok "two identical jobs started at once finish, each in its own directory on its 
 
 # A port in use: the server fails with exit 1 naming it, and nothing is retried.
 port=$(fresh_port)
-python3 -c "import socket, sys, time; s = socket.socket(); s.bind(('127.0.0.1', int(sys.argv[1]))); s.listen(); time.sleep(30)" \
-  "$port" &
+python3 -c "import socket, sys, time; s = socket.socket(); s.bind(('127.0.0.1', int(sys.argv[1]))); s.listen(); open(sys.argv[2], 'w').close(); time.sleep(30)" \
+  "$port" "$tmp/holding" &
 holder=$!
-sleep 0.3
+for _ in $(seq 300); do [[ -e $tmp/holding ]] && break; sleep 0.1; done
+[[ -e $tmp/holding ]] || fail "the port holder did not start"
 rc=0
 SHOAL_BIN=$bin RUN_DIR=$tmp/busy BASE_PORT=$port "$root/scripts/train-local.sh" "$mlp" train.steps=50 \
   data.shards="$shards" >/dev/null 2>"$tmp/busy.err" || rc=$?
@@ -109,11 +110,12 @@ port=$(fresh_port)
   --set cluster.timeout_ms=30000 -o "$tmp/plan.json"
 "$bin/dl-server" --plan "$tmp/plan.json" >"$tmp/server.jsonl" 2>"$tmp/server.log" &
 server=$!
-"$bin/dl-worker" --plan "$tmp/plan.json" --id 0 --shards "$shards" --no-eval --incarnation first >/dev/null 2>&1 &
+"$bin/dl-worker" --plan "$tmp/plan.json" --id 0 --shards "$shards" --no-eval --incarnation first >"$tmp/first.jsonl" 2>&1 &
 workers=($!)
 "$bin/dl-worker" --plan "$tmp/plan.json" --id 1 --shards "$shards" --no-eval >/dev/null 2>&1 &
 workers+=($!)
-sleep 1
+for _ in $(seq 600); do grep -q '"step":' "$tmp/first.jsonl" && break; sleep 0.1; done  # worker 0 has joined
+grep -q '"step":' "$tmp/first.jsonl" || fail "worker 0 did not start training: $(cat "$tmp/first.jsonl")"
 expect_failure 1 "worker 0 is running already as incarnation [0-9a-f]+ \(still connected\); refusing incarnation" \
   "$bin/dl-worker" --plan "$tmp/plan.json" --id 0 --shards "$shards" --no-eval --incarnation second
 ok "a second live worker 0 is refused, naming both incarnations"
