@@ -66,6 +66,11 @@ void RpcServer::OnEvent(void* arg) {
   }
   nng_msg* msg = nng_aio_get_msg(slot->aio);
   server->bytes_received_ += nng_msg_len(msg);
+  // The request is the slot's spare from here on, so that its reply is
+  // written over it: an update's reply (the values, as large as the
+  // gradients that came) lands in memory the update has just read, still in
+  // cache. The handler reads the request only until it replies.
+  slot->spare.Keep(msg);
   MessageView request;
   Status s;
   {
@@ -80,7 +85,6 @@ void RpcServer::OnEvent(void* arg) {
     h.type = MsgType::kError;
     server->Reply(slot->index, h, {}, s.ToString());
   }
-  slot->spare.Keep(msg);
 }
 
 void RpcServer::Reply(int index, const MsgHeader& header, const std::vector<EntryRef>& entries,

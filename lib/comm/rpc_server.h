@@ -24,7 +24,8 @@ class RpcServer {
  public:
   // Called on an NNG thread for each request that decodes; the handler must
   // eventually call Reply(slot, ...) exactly once. `request` is valid only
-  // during the call; `pipe` names the connection it came on.
+  // during the call, and only until that call replies on `slot` (the reply
+  // is written over it); `pipe` names the connection it came on.
   using Handler = std::function<void(int slot, const MessageView& request, uint32_t pipe)>;
   // Called for requests that do not decode (a bad peer must not kill us).
   using BadRequest = std::function<void(const Status& why)>;
