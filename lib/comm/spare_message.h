@@ -2,8 +2,9 @@
 // every byte it gives, and for a large message maps fresh pages that fault
 // in one by one; a message that already has the room is written over as it
 // is. A client keeps its last reply for its next request, a server's slot
-// its last request for its next reply: in a training exchange the two are
-// the same size (gradients one way, values the other).
+// the request it is answering for its reply (lib/comm/rpc_server.cpp): in a
+// training exchange the two are the same size (gradients one way, values
+// the other).
 #pragma once
 
 #include <nng/nng.h>
@@ -14,7 +15,7 @@
 namespace shoal {
 
 // Take and Keep may race (a server slot's reply is taken by whichever
-// thread answers it, while the slot's own thread keeps its last request):
+// thread answers it, while the slot's own thread keeps a request):
 // the spare changes hands by atomic exchange, so each message has one owner.
 class SpareMessage {
  public:
