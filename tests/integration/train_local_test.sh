@@ -25,6 +25,7 @@ SHOAL_BIN=$bin RUN_DIR=$tmp/bad BASE_PORT=$(fresh_port) "$root/scripts/train-loc
 [[ $rc -eq 1 ]] || fail "train-local exited $rc with a failing worker, want 1"
 grep -q "train-local: worker 1 failed" "$tmp/err" || fail "the failure is not named: $(cat "$tmp/err")"
 grep -q "record 3: checksum mismatch" "$tmp/err" || fail "the worker's reason is not shown: $(cat "$tmp/err")"
-(($(date +%s) - start < 30)) || fail "the others were not stopped (took until the timeout)"
+(($(date +%s) - start < 30)) || fail "the others were not stopped (took $(($(date +%s) - start)) s; the timeout is 60 s): \
+$(cat "$tmp/err"; cat "$tmp/bad/processes.jsonl"; tail -n 3 "$tmp"/bad/*.log)"
 ! pgrep -f "$tmp/bad/plan.json" >/dev/null || fail "processes of the failed run are still running"
 ok "a failing worker stops the whole run, named with its reason"
