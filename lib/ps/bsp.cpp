@@ -39,13 +39,11 @@ void BspConsistency::TakeUpdate(ServerTable& table, int index, int worker, uint6
   Step& s = steps_[index];
   s.contributed[worker] = true;
   ++s.contributors;
-  ServerTable::Layer& layer = table.layers()[index];
-  if (worker == s.next_to_sum && s.contributors == layer.spec->holders && LastToSum(index, worker) &&
-      layer.version == table.version()) {
-    ApplyStep(table, index, entries);  // the step's last gradient goes into the update as it is read
-    return;
-  }
   if (worker == s.next_to_sum) {
+    if (LastToSum(index, worker) && Applicable(table, index)) {
+      ApplyStep(table, index, entries);  // the step's last gradient goes into the update as it is read
+      return;
+    }
     table.AddGradients(entries);
     ++s.next_to_sum;
   } else {
@@ -83,16 +81,18 @@ void BspConsistency::AfterUpdate(ServerTable& table, const std::function<void()>
   // version moving on (a layer applied here or as its last gradient came)
   // opens the way for the ones waiting behind it: hence the loop.
   for (;;) {
-    for (size_t index = 0; index < table.layers().size(); ++index) {
-      const ServerTable::Layer& layer = table.layers()[index];
-      const Step& s = steps_[index];
-      if (layer.spec->holders > 0 && s.contributors == layer.spec->holders && layer.version == table.version())
-        ApplyStep(table, static_cast<int>(index), {});
-    }
+    for (size_t index = 0; index < table.layers().size(); ++index)
+      if (Applicable(table, static_cast<int>(index))) ApplyStep(table, static_cast<int>(index), {});
     const uint64_t version = table.version();
     catch_up();
     if (table.version() == version) return;
   }
+}
+
+bool BspConsistency::Applicable(const ServerTable& table, int index) const {
+  const ServerTable::Layer& layer = table.layers()[index];
+  return layer.spec->holders > 0 && steps_[index].contributors == layer.spec->holders &&
+         layer.version == table.version();
 }
 
 bool BspConsistency::LastToSum(int index, int worker) const {

@@ -69,6 +69,9 @@ class BspConsistency : public Consistency {
   void SumInOrder(ServerTable& table, int index);
   // Layer `index`'s next step: nothing in yet.
   void NextStep(int index);
+  // Whether layer `index`'s step is complete (every holder's gradient in)
+  // and may apply now (the layer is at the table's version).
+  bool Applicable(const ServerTable& table, int index) const;
   // Whether no worker after `worker` holds some of layer `index` (its gradient is the last summed).
   bool LastToSum(int index, int worker) const;
   // Applies layer `index`'s complete step: its sums, plus `last` (the last

@@ -102,8 +102,9 @@ ServerStats ParameterServer::StatsNow() const {
 }
 
 void ParameterServer::Watch(std::chrono::steady_clock::time_point now) {
-  // A read parked past its deadline is answered with an error: its slot is
-  // free again, and the reader (whose own wait is as long) hears why.
+  // A read parked past its deadline is answered timed-out: its slot is free
+  // again, and the reader (whose own wait is a little longer) hears for whom
+  // it waited.
   // A done parked that long is told to ask again: its worker hears that the
   // server lives while the others train on, however long they take.
   parked_.Expire(now, [&](const ParkedRequests::Parked& p) {
