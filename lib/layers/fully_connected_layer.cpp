@@ -45,6 +45,7 @@ class FullyConnectedLayer : public Layer {
   // A sequence's units interleave with its steps: not a contiguous range to cut.
   bool SplitsOutputs() const override { return rows_ == 1; }
   double ForwardFlopsPerRecord() const override { return 2.0 * rows_ * in_ * out_; }
+  double RowsPerRecord() const override { return rows_; }
 
  private:
   int in_ = 0, out_ = 0;

@@ -69,6 +69,12 @@ class GruLayer : public Layer {
     return static_cast<double>(shape_.steps) * (6.0 * shape_.hidden * (shape_.input + shape_.hidden) +
                                                  12.0 * shape_.hidden);
   }
+  // The input products run over every step's rows at once (ops/gru.cpp); the
+  // hidden ones chain the steps: W_hh h forward, dh W_hh backward.
+  double RowsPerRecord() const override { return shape_.steps; }
+  double ChainedFlopsPerRecord() const override {
+    return 2.0 * shape_.steps * (6.0 * shape_.hidden * shape_.hidden);
+  }
 
  private:
   GruShape shape_;

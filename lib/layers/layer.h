@@ -81,6 +81,13 @@ class Layer {
   // Forward multiply-adds ×2 per record; backward is counted as twice forward.
   virtual double ForwardFlopsPerRecord() const { return 0.0; }
   virtual double BackwardFlopsPerRecord() const { return 2.0 * ForwardFlopsPerRecord(); }
+  // How those FLOPs are shaped, for the planner's rate at a batch (a device
+  // runs products of few rows poorly: lib/plan/cluster_profile.h). A record
+  // gives its products RowsPerRecord rows (a sequence's steps), except the
+  // ChainedFlopsPerRecord of a recurrence, whose products run one step after
+  // another over one row a record.
+  virtual double RowsPerRecord() const { return 1.0; }
+  virtual double ChainedFlopsPerRecord() const { return 0.0; }
   // How this layer's feature depends on source `src`'s; full unless a layer says less.
   virtual Dependency SourceDependency(size_t src) const { return Dependency::kFull; }
   // Whether num_output can be cut into ranges of units computed by different

@@ -116,6 +116,8 @@ std::vector<LayerFacts> CollectLayerFacts(const JobConfig& job, const Net& net) 
     f.params = static_cast<double>(layer->param_count());
     f.feature = static_cast<double>(layer->feature_size());
     f.flops = layer->ForwardFlopsPerRecord() + layer->BackwardFlopsPerRecord();
+    f.rows_per_record = layer->RowsPerRecord();
+    f.chained_flops = layer->ChainedFlopsPerRecord();
     f.wants_grad = layer->WantsGrad();
     f.is_input = dynamic_cast<const DataLayer*>(layer.get()) != nullptr;
     f.rows_only = layer->ReadsRecords();
@@ -147,10 +149,14 @@ LayerCost NodeCost(const LayerFacts& layer, Choice choice, const Grouping& g, co
   const double share = choice == Choice::kNone ? 1.0
                        : choice == Choice::kModel ? SplitShares(layer.units, m).max
                                                   : 1.0 / m;
-  // A worker computes its records (data parallel) or its share of the group's.
+  // A worker computes its records (data parallel) or its share of the group's;
+  // a recurrence's chained products have only the batch's rows, the others
+  // every step's at once.
   const double batch = choice == Choice::kData ? records / m : records;
-  cost.compute_s =
-      layer.flops * records * share / p.FlopsPerSecond(layer.type, batch) * StragglerFactor(g, p);
+  const double seconds_per_record =
+      (layer.flops - layer.chained_flops) / p.FlopsPerSecond(layer.type, batch * layer.rows_per_record) +
+      layer.chained_flops / p.FlopsPerSecond(layer.type, batch);
+  cost.compute_s = seconds_per_record * records * share * StragglerFactor(g, p);
   cost.overlapped = g.overlap;
   if (layer.params == 0.0) return cost;
   // Replicas of the parameters that the servers keep consistent; every

@@ -30,6 +30,8 @@ struct LayerFacts {
   double params = 0.0;        // P_l, floats
   double feature = 0.0;       // D_l, floats per record
   double flops = 0.0;         // forward + backward, per record
+  double rows_per_record = 1; // rows a record gives the layer's products (Layer::RowsPerRecord)
+  double chained_flops = 0.0; // of flops, a recurrence's: one row a record, step after step
   bool wants_grad = true;     // gradients flow back into this layer's feature
   bool is_input = false;      // read from the shards by records: data parallel only
   bool rows_only = false;     // data parallel only: the input, and the loss (it reads the records' labels)

@@ -8,6 +8,8 @@
 
 #include <cmath>
 
+#include "config/job.h"
+#include "graph/net.h"
 #include "plan/cluster_profile.h"
 #include "plan/cost_model.h"
 
@@ -139,6 +141,48 @@ TEST_CASE("compute runs at the layer type's rate, slower at small batches, and B
   CHECK(StragglerFactor(async, p) == 1.0);
   async.group_size = 2;  // but a group's workers wait for each other every layer
   CHECK(StragglerFactor(async, p) == doctest::Approx(1 + 0.1 * std::sqrt(2 * std::log(2.0))));
+}
+
+TEST_CASE("a recurrence's chained products run at the batch's rate, its other products over every step's rows") {
+  ClusterProfile p = Slow();
+  p.gflops_per_worker = 10;
+  p.half_rate_records = 64;
+  LayerFacts gru = Layer();
+  gru.type = "gru";
+  gru.flops = 3e9;  // per record
+  gru.chained_flops = 1e9;
+  gru.rows_per_record = 50;
+  const Grouping g = Workers(4);  // 64 records a worker
+  // 2e9 over 64 × 50 rows, 1e9 over 64 rows at half the rate.
+  const double rest = 2e9 * 64 / 10e9 * (64 * 50 + 64) / (64 * 50.0), chained = 1e9 * 64 / 5e9;
+  CHECK(NodeCost(gru, Choice::kData, g, p).compute_s == doctest::Approx(rest + chained));
+  // The same step's records over 16 workers: the chain slows more than the rest.
+  Grouping sixteen = Workers(16);
+  sixteen.batch = g.batch;  // 16 records a worker
+  const double chained_at_16 = 1e9 * 16 / 10e9 * (16 + 64) / 16.0;
+  CHECK(NodeCost(gru, Choice::kData, sixteen, p).compute_s ==
+        doctest::Approx(2e9 * 16 / 10e9 * (16 * 50 + 64) / (16 * 50.0) + chained_at_16));
+  // Built from the layer: its chain is the hidden products, 12·H² a step of the forward and backward counts.
+  JobConfig job;
+  REQUIRE(ParseJob("name: rnn\nmodel:\n  layers:\n"
+                   "    - {name: data, type: data, shape: [11]}\n"
+                   "    - {name: embed, type: embedding, srclayers: data, vocab: 20, num_output: 8, steps: 10}\n"
+                   "    - {name: gru, type: gru, srclayers: embed, num_output: 16}\n"
+                   "    - {name: logits, type: fully_connected, srclayers: gru, num_output: 20, axis: 1}\n"
+                   "    - {name: loss, type: softmax_loss, srclayers: [logits, data]}\n"
+                   "train: {batch_size: 4}\n",
+                   "rnn.yaml", &job)
+              .ok());
+  std::unique_ptr<Net> net;
+  REQUIRE(Net::Build(job, &net, /*allocate_params=*/false).ok());
+  const auto facts = CollectLayerFacts(job, *net);
+  REQUIRE(facts.size() == 5);
+  CHECK(facts[2].rows_per_record == 10);
+  CHECK(facts[2].chained_flops == doctest::Approx(10 * 12.0 * 16 * 16));
+  CHECK(facts[2].flops == doctest::Approx(3 * 10 * (6.0 * 16 * (8 + 16) + 12 * 16)));
+  CHECK(facts[3].rows_per_record == 10);  // a fully connected layer over each step
+  CHECK(facts[3].chained_flops == 0.0);
+  CHECK(facts[1].rows_per_record == 1);
 }
 
 TEST_CASE("a GPU worker's parameters cross its host link") {
