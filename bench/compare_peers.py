@@ -60,7 +60,8 @@ WHERE = (("compute", "compute"), ("input", "input"), ("encode", "encode"), ("wai
 
 def where_the_time_goes(records, run_dir=None):
     """ms per step: worker 0's own counters (its done record's time_s) and, for a
-    run with servers, theirs (each one's last record), summed over the servers."""
+    run with servers, theirs (each one's last record, in its own output or, for a
+    server in its worker's process, in the worker's), summed over the servers."""
     done = last(records, "done")
     t, steps = done.get("time_s"), done["steps"]
     if not t or not steps:
@@ -69,9 +70,9 @@ def where_the_time_goes(records, run_dir=None):
     if run_dir:
         servers = []
         for name in sorted(os.listdir(run_dir)):
-            if name.startswith("server-") and name.endswith(".jsonl"):
+            if name.startswith(("server-", "worker-")) and name.endswith(".jsonl"):
                 with open(os.path.join(run_dir, name)) as f:
-                    servers.append(last(json_lines(f.read()), "server_done"))
+                    servers += [r for r in json_lines(f.read()) if r.get("event") == "server_done"][-1:]
         # Replies are encoded while a request is handled: the update is the rest.
         profile["server_update"] = 1000 * sum(s["handle_s"] - s["encode_s"] for s in servers) / steps
         profile["server_encode"] = 1000 * sum(s["encode_s"] for s in servers) / steps

@@ -16,9 +16,11 @@ usage: $0 [OPTIONS] JOB.yaml [section.field=value ...]
 
 Trains JOB.yaml (with fields overridden) on this machine: one dl-server per
 server and one dl-worker per worker of its plan, on loopback (or on emulated
-hosts). A process killed by a signal is restarted (a worker rejoins at the
-servers' step; a server brings every process back from the newest checkpoint
-all servers have); bad input (exit 1) stops the run. Everything a run makes
+hosts); servers bound to their workers (server_worker_separate: false) run in
+their workers' processes. A process killed by a signal is restarted (a worker
+rejoins at the servers' step; a server, or a worker hosting one, brings every
+process back from the newest checkpoint all servers have); bad input (exit 1)
+stops the run. Everything a run makes
 is in its run directory, with run.json saying what ran and how it ended.
 
 Options (each also read from the environment variable named):
@@ -190,8 +192,8 @@ fi
 
 # Supervision: a process killed by a signal, or a worker that gave up on a
 # server (exit 3), is restarted, at most $retries times in all. A worker
-# rejoins at the servers' step; a server takes every server and worker down
-# with it, and they all restart from the newest checkpoint every server has
+# rejoins at the servers' step; a server (or a worker hosting one) takes
+# every server and worker down with it, and they all restart from the newest checkpoint every server has
 # (dl-ckpt prepare-resume), so the servers agree on one version. Any other
 # failure (bad input: exit 1 or 2) stops the run.
 declare -A name_of=()  # pid -> "server I" / "worker W"
@@ -225,8 +227,13 @@ start_server() {  # start_server I [RESUME_DIR]
     "${resume[@]}" $(identity "server $1") >>"$run_dir/server-$1.jsonl" 2>>"$run_dir/server-$1.log" &
   launched "server $1"
 }
-start_worker() {  # start_worker W
-  local out=("--no-eval") files=()
+start_worker() {  # start_worker W [RESUME_DIR]
+  local out=("--no-eval") files=() serves=()
+  # A server bound to its worker (AllReduce) lives in the worker's process.
+  if [[ "$separate" == no ]]; then
+    serves=(--checkpoint-dir "$run_dir/ckpt")
+    [[ -z "${2:-}" ]] || serves+=(--resume "$2")
+  fi
   # Worker 0 reports to us: a live line on a terminal, JSON lines otherwise.
   if (($1 == 0)); then
     out=()
@@ -236,18 +243,18 @@ start_worker() {  # start_worker W
   # shellcheck disable=SC2046
   if (($1 == 0)); then
     on_host "${worker_endpoints[0]}" "$bin/dl-worker" --plan "$plan" --id 0 --shards "$shards" "${files[@]}" \
-      --state-dir "$run_dir/state" \
+      --state-dir "$run_dir/state" "${serves[@]}" \
       "${out[@]}" $(identity "worker 0") 2>>"$run_dir/worker-0.log" &
   else
     on_host "${worker_endpoints[$1]}" "$bin/dl-worker" --plan "$plan" --id "$1" --shards "$shards" "${out[@]}" \
-      --state-dir "$run_dir/state" \
+      --state-dir "$run_dir/state" "${serves[@]}" \
       $(identity "worker $1") >>"$run_dir/worker-$1.jsonl" 2>>"$run_dir/worker-$1.log" &
   fi
   launched "worker $1"
 }
 start_all() {  # start_all [RESUME_DIR]
-  for ((i = 0; i < servers; i++)); do start_server "$i" "${1:-}"; done
-  for ((w = 0; w < workers; w++)); do start_worker "$w"; done
+  [[ "$separate" == no ]] || for ((i = 0; i < servers; i++)); do start_server "$i" "${1:-}"; done
+  for ((w = 0; w < workers; w++)); do start_worker "$w" "${1:-}"; done
 }
 reaped() {  # reaped PID STATUS
   record "{\"event\": \"exit\", \"name\": \"${name_of[$1]}\", \"pid\": $1, \"status\": $2, \"time\": \"$(now)\"}"
@@ -298,7 +305,7 @@ if [[ -n "$resume_run" ]]; then
 else
   start_all
 fi
-log "$workers workers, $servers servers, plan $plan, logs in $run_dir"
+log "$workers workers, $servers servers$([[ "$separate" == yes ]] || echo " (each in its worker's process)"), plan $plan, logs in $run_dir"
 
 # Whether a child still runs: kill -0 also succeeds on one that died and is
 # not reaped yet (a zombie), as a killed server is when its worker's exit is
@@ -333,6 +340,8 @@ while ((${#name_of[@]} > 0)); do
         fi
       done
     fi
+    # A worker that hosts its server takes the server with it.
+    [[ "$separate" == yes || "$name" != worker* ]] || { why="$name died: exit $status"; name="server ${name#worker }"; }
     if [[ "$name" == server* ]]; then
       log "$name died ($why); restarting every server from the newest checkpoint they all have, and the workers (retry $restarts of $retries)"
       stop_all

@@ -6,6 +6,7 @@
 #include "core/output.h"
 #include "core/process.h"
 #include "core/slurm_env.h"
+#include "plan/partition.h"
 #include "plan/plan.h"
 #include "ps/server.h"
 
@@ -43,6 +44,10 @@ int Main(int argc, char** argv) {
   Plan plan;
   Status s = LoadPlan(plan_path, &plan);
   if (s.ok()) s = ResolveProcessId("server", flag_id, static_cast<int>(plan.servers.size()), &options.id);
+  if (s.ok() && ServerInWorker(plan, options.id) >= 0)
+    s = Status::InvalidArgument("server " + std::to_string(options.id) + " of this plan lives in worker " +
+                                std::to_string(options.id) + "'s process (cluster.server_worker_separate: false): "
+                                "dl-worker --id " + std::to_string(options.id) + " serves it");
   if (!s.ok()) return ReportFailure(s);
   ParameterServer server(plan, options);
   s = server.Start();

@@ -1,14 +1,21 @@
-// dl-worker: trains its part of a plan, talking to the plan's servers.
+// dl-worker: trains its part of a plan, talking to the plan's servers. A
+// server bound to its worker (cluster.server_worker_separate: false, the
+// AllReduce placement) runs inside that worker's process, which reaches it
+// without a socket; the other workers reach it over the network as usual.
 #include "tool_main.h"
 
 #include <cstdio>
+#include <memory>
+#include <thread>
 
 #include "core/exit_codes.h"
 #include "core/memory_tuning.h"
 #include "core/output.h"
 #include "core/process.h"
 #include "core/slurm_env.h"
+#include "plan/partition.h"
 #include "plan/plan.h"
+#include "ps/server.h"
 #include "train/evaluate.h"
 #include "train/sample.h"
 #include "train/worker.h"
@@ -61,6 +68,14 @@ int Main(int argc, char** argv) {
   app.add_option("--state-dir", options.state_dir,
                  "where a net that carries state (carry_state) keeps it step by step, so that a restart in the "
                  "middle of a pass goes on exactly");
+  ServerOptions hosted;  // the server this worker hosts, if the plan binds one to it
+  auto* checkpoint_dir = app.add_option("--checkpoint-dir", hosted.checkpoint_dir,
+                                        "the server this worker hosts (server_worker_separate: false): where it "
+                                        "writes checkpoints (none if unset)");
+  app.add_option("--keep", hosted.keep_checkpoints, "the hosted server: checkpoints to keep")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--resume", hosted.resume_dir,
+                 "the hosted server: start from its checkpoint in DIR (written by dl-ckpt prepare-resume)");
   int parent = 0;
   std::string incarnation;
   app.add_option("--parent", parent, "end when process PID (the supervisor that started this one) ends")
@@ -98,14 +113,44 @@ int Main(int argc, char** argv) {
   }
   if (s.ok()) s = ResolveProcessId("worker", flag_id, static_cast<int>(plan.workers.size()), &options.id);
   if (!s.ok()) return ReportFailure(s);
+  hosted.id = options.standalone ? -1 : ServerInWorker(plan, options.id);
+  if (hosted.id < 0 && (*checkpoint_dir || !hosted.resume_dir.empty()))
+    return ReportFailure(Status::InvalidArgument(
+        "--checkpoint-dir and --resume are for a server this worker hosts, and this plan's servers run on their "
+        "own (cluster.server_worker_separate: true" + std::string(options.standalone ? ", or --standalone" : "") +
+        "): give them to dl-server"));
+  std::unique_ptr<ParameterServer> server;
+  std::thread serving;
+  Status served;
+  if (hosted.id >= 0) {
+    hosted.incarnation = options.incarnation;
+    hosted.in_worker = true;
+    server = std::make_unique<ParameterServer>(plan, hosted);
+    s = server->Start();
+    if (!s.ok()) return ReportFailure(s.Within("server " + std::to_string(hosted.id) + " (in this worker)"));
+    Log("worker " + std::to_string(options.id) + " hosts server " + std::to_string(hosted.id) + " on " +
+        plan.servers[hosted.id].endpoint + ", and reaches it in-process");
+    serving = std::thread([&] { served = server->Run(); });
+  }
   std::FILE* metrics = nullptr;
   if (!metrics_path.empty() && !(metrics = std::fopen(metrics_path.c_str(), "a")))
-    return ReportFailure(Status::IOError("cannot open '" + metrics_path + "' for writing"));
+    s = Status::IOError("cannot open '" + metrics_path + "' for writing");
   Output out(StdoutIsTerminal());
   out.CopyTo(metrics);
-  Worker worker(plan, options, &out);
-  WorkerResult result;
-  s = worker.Run(&result);
+  if (s.ok()) {
+    Worker worker(plan, options, &out);
+    WorkerResult result;
+    s = worker.Run(&result);
+  }
+  if (server) {  // it serves the other workers until every one is done
+    if (!s.ok()) server->Stop();
+    serving.join();
+    nlohmann::json record = server->Report();
+    record["event"] = "server_done";
+    record["ok"] = served.ok();
+    out.Record(record);
+    if (s.ok()) s = served.Within("server " + std::to_string(hosted.id) + " (in this worker)");
+  }
   if (metrics && std::fclose(metrics) != 0 && s.ok()) s = Status::IOError("cannot write '" + metrics_path + "'");
   return s.ok() ? kExitOk : ReportFailure(s.Within("worker " + std::to_string(options.id)));
 }

@@ -19,8 +19,22 @@ Status RpcServer::Listen(const std::string& endpoint, int slots, Handler handler
   if (rv != 0) return Status::IOError(std::string("cannot bound the request size: ") + nng_strerror(rv));
   nng_pipe_notify(socket_, NNG_PIPE_EV_ADD_POST, OnPipe, this);
   nng_pipe_notify(socket_, NNG_PIPE_EV_REM_POST, OnPipe, this);
+  SHOAL_RETURN_IF_ERROR(AddListener(endpoint, tls));
+  slots_.resize(slots);
+  for (int i = 0; i < slots; ++i) {
+    Slot& s = slots_[i];
+    s.server = this;
+    s.index = i;
+    if ((rv = nng_aio_alloc(&s.aio, OnEvent, &s)) != 0 || (rv = nng_ctx_open(&s.ctx, socket_)) != 0)
+      return Status::IOError(std::string("cannot set up a server context: ") + nng_strerror(rv));
+  }
+  for (auto& s : slots_) Receive(&s);
+  return Status::Ok();
+}
+
+Status RpcServer::AddListener(const std::string& endpoint, const TlsIdentity& tls) {
   nng_listener listener;
-  rv = nng_listener_create(&listener, socket_, endpoint.c_str());
+  int rv = nng_listener_create(&listener, socket_, endpoint.c_str());
   nng_tls_config* config = nullptr;
   if (rv == 0) SHOAL_RETURN_IF_ERROR(TlsConfigFor(endpoint, tls, true, &config));
   if (config) {
@@ -32,15 +46,6 @@ Status RpcServer::Listen(const std::string& endpoint, int slots, Handler handler
     return Status::IOError("cannot listen on '" + endpoint +
                            "': address already in use (is another server running there?)");
   if (rv != 0) return Status::InvalidArgument("cannot listen on '" + endpoint + "': " + nng_strerror(rv));
-  slots_.resize(slots);
-  for (int i = 0; i < slots; ++i) {
-    Slot& s = slots_[i];
-    s.server = this;
-    s.index = i;
-    if ((rv = nng_aio_alloc(&s.aio, OnEvent, &s)) != 0 || (rv = nng_ctx_open(&s.ctx, socket_)) != 0)
-      return Status::IOError(std::string("cannot set up a server context: ") + nng_strerror(rv));
-  }
-  for (auto& s : slots_) Receive(&s);
   return Status::Ok();
 }
 

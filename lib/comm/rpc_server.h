@@ -43,6 +43,9 @@ class RpcServer {
   // I/O error naming it.
   Status Listen(const std::string& endpoint, int slots, Handler handler, BadRequest bad, const TlsIdentity& tls = {},
                 size_t max_request_bytes = 0, PipeClosed closed = nullptr);
+  // Also takes requests at `endpoint` (after Listen): an inproc:// one, say,
+  // for clients in this process, whose messages NNG hands over without a copy.
+  Status AddListener(const std::string& endpoint, const TlsIdentity& tls = {});
   void Reply(int slot, const MsgHeader& header, const std::vector<EntryRef>& entries,
              const std::string& text = "");
   // Waits until every reply handed to NNG has left (or `timeout_ms` passes),

@@ -38,6 +38,12 @@ std::vector<int> ServersOf(const Plan& plan, int worker) {
   return servers;
 }
 
+int ServerInWorker(const Plan& plan, int worker) {
+  return plan.job.cluster.server_worker_separate ? -1 : worker;
+}
+
+std::string InProcessEndpoint(int server) { return "inproc://shoal-server-" + std::to_string(server); }
+
 std::vector<uint32_t> KeysHeldBy(const Plan& plan, int worker) {
   const int rank = plan.workers.at(worker).rank, group = ServerGroupOf(plan, worker);
   std::vector<uint32_t> keys;

@@ -43,6 +43,14 @@ int ServerGroupOfServer(const Plan& plan, int server);
 // The servers a worker talks to: its server group's, in id order.
 std::vector<int> ServersOf(const Plan& plan, int worker);
 
+// Servers bound to their workers (cluster.server_worker_separate: false, the
+// AllReduce placement) live in their workers' processes: server w in worker
+// w's. The server worker `worker` hosts; -1 where servers run on their own.
+int ServerInWorker(const Plan& plan, int worker);
+// Where the process hosting `server` reaches it itself: NNG's inproc
+// transport hands a message over without a socket or a copy.
+std::string InProcessEndpoint(int server);
+
 // The keys worker `worker` pushes and receives, in increasing order.
 std::vector<uint32_t> KeysHeldBy(const Plan& plan, int worker);
 

@@ -7,6 +7,7 @@
 #include "core/fault_injection.h"
 #include "core/hash.h"
 #include "core/json_text.h"
+#include "plan/partition.h"
 
 namespace shoal {
 
@@ -36,14 +37,21 @@ Status ParameterServer::Start() {
   // Room for every worker's parked requests (one per layer, and one more for
   // a get, a join or a done) plus a few tools.
   const int slots = config_.workers * (static_cast<int>(config_.layers.size()) + 2) + 8;
-  return rpc_.Listen(
+  SHOAL_RETURN_IF_ERROR(rpc_.Listen(
       config_.endpoint, slots, [this](int slot, const MessageView& req, uint32_t pipe) { Handle(slot, req, pipe); },
       [this](const Status& why) {
         std::lock_guard<std::mutex> lock(mu_);
         ++stats_.bad_requests;
         refusals_.Log("refused a request: " + why.ToString());
       },
-      config_.tls, config_.max_request_bytes, [this](uint32_t pipe) { PipeClosed(pipe); });
+      config_.tls, config_.max_request_bytes, [this](uint32_t pipe) { PipeClosed(pipe); }));
+  return options_.in_worker ? rpc_.AddListener(InProcessEndpoint(config_.id)) : Status::Ok();
+}
+
+void ParameterServer::Stop() {
+  std::lock_guard<std::mutex> lock(mu_);
+  shutdown_ = true;
+  changed_.notify_all();
 }
 
 Status ParameterServer::Run() {

@@ -69,6 +69,9 @@ struct ServerOptions {
   // This life of the server (lib/core/process.h); a shutdown request must
   // carry it. 0: anyone may shut it down (tests, a server run by hand).
   uint64_t incarnation = 0;
+  // Run inside its worker's process (ServerInWorker): also listens on the
+  // InProcessEndpoint that worker dials.
+  bool in_worker = false;
 };
 
 class ParameterServer {
@@ -84,6 +87,9 @@ class ParameterServer {
   // when no request arrives for the plan's timeout. Writes a final checkpoint
   // unless it stops mid-step under BSP.
   Status Run();
+  // Stops Run as a shutdown request would (from another thread: the worker
+  // hosting this server failed).
+  void Stop();
   ServerStats stats();
   // The counters as dl-server prints them and kStats answers them.
   nlohmann::json Report();

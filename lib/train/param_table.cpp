@@ -68,7 +68,9 @@ Status RemoteTable::Connect() {
     tls.server_name = ServerCertificateName(server.id);
     clients_.push_back(std::make_unique<RpcClient>());
     clients_.back()->set_label("worker " + std::to_string(worker_));
-    SHOAL_RETURN_IF_ERROR(clients_.back()->Dial(server.endpoint, timeout_ms_, tls));
+    // The server this process hosts is reached without a socket.
+    const bool here = id == ServerInWorker(plan_, worker_);
+    SHOAL_RETURN_IF_ERROR(clients_.back()->Dial(here ? InProcessEndpoint(id) : server.endpoint, timeout_ms_, tls));
   }
   return overlap_ ? OpenLanes() : Status::Ok();
 }

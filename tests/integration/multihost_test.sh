@@ -66,3 +66,20 @@ assert hosts == ["1", "2"], hosts
 PY
 grep -q "test accuracy 0\.[6-9]" "$tmp/placed.log" || fail "no accuracy: $(tail -n 3 "$tmp/placed.log")"
 ok "train-local runs a model-parallel group on two hosts, servers on the head: $(grep -o 'test accuracy [0-9.]*' "$tmp/placed.log")"
+
+# AllReduce on the hosts: server i lives in worker i's process on worker i's
+# host; each worker reaches its own in-process and the other's over the link.
+SHOAL_BIN=$bin RUN_DIR=$tmp/allreduce BASE_PORT=$(fresh_port) CLUSTER=$cluster \
+  "$root/scripts/train-local.sh" "$root/configs/fashion-mlp.yaml" train.steps=200 cluster.timeout_ms=20000 \
+  cluster.nservers_per_group=2 cluster.server_worker_separate=false \
+  >/dev/null 2>"$tmp/allreduce.log" || fail "AllReduce on the hosts failed: $(tail -n 5 "$tmp/allreduce.log")"
+python3 - "$tmp/allreduce/plan.json" <<'PY' || fail "the servers are not on their workers' hosts"
+import json, sys
+plan = json.load(open(sys.argv[1]))
+host = lambda e: e.split("//")[1].split(":")[0].split(".")[-1]
+assert [host(s["endpoint"]) for s in plan["servers"]] == [host(w["endpoint"]) for w in plan["workers"]] == ["1", "2"], plan["servers"]
+PY
+grep -q "worker 1 hosts server 1 on tcp://10\.250\.[0-9]*\.2:" "$tmp/allreduce/worker-1.log" ||
+  fail "worker 1 hosts no server on its host: $(cat "$tmp/allreduce/worker-1.log")"
+grep -q "test accuracy 0\.[6-9]" "$tmp/allreduce.log" || fail "no accuracy: $(tail -n 3 "$tmp/allreduce.log")"
+ok "AllReduce on two hosts: each worker hosts its server there: $(grep -o 'test accuracy [0-9.]*' "$tmp/allreduce.log")"

@@ -55,6 +55,18 @@ assert all(r[0]["exit_status"] == 0 for r in steps.values()), steps
 PY
 ok "run.json: the command, status done, both steps exited 0"
 
+# AllReduce: a server with each worker, in the worker's process: one step.
+id=$(submit allreduce train.steps=100 cluster.nservers_per_group=2 cluster.server_worker_separate=false \
+  data.shards="$(shards_for 2)")
+[[ "$(exit_code "$id")" == 0 ]] || fail "the AllReduce job failed: $(cat "$tmp/allreduce.out")"
+for w in 0 1; do
+  grep -q "worker $w hosts server $w" "$tmp/allreduce/worker-$w.log" || fail "worker $w hosts no server: $(cat "$tmp/allreduce/worker-$w.log")"
+  [[ -f "$tmp/allreduce/ckpt/server-$w-step-0000000100.ckpt" ]] || fail "no final checkpoint of server $w: $(ls "$tmp/allreduce/ckpt")"
+done
+python3 -c "import json,sys; r=json.load(open(sys.argv[1])); assert [p['name'] for p in r['processes']] == ['workers'], r" \
+  "$tmp/allreduce/run.json" || fail "run.json of the AllReduce job: $(cat "$tmp/allreduce/run.json")"
+ok "sbatch runs AllReduce as one step: each worker hosts its server, and both checkpoint"
+
 # An experiment's Makefile submits its runs with LAUNCH=slurm (sbatch --wait).
 make -C "$root/experiments/sweep" LAUNCH=slurm OUT="$tmp/exp" BIN="$bin" RATES=0.05 WORKERS=2 CONSISTENCY=bsp \
   COMMON="train.steps=40 train.display_every=20" report >"$tmp/exp.log" 2>&1 || fail "make LAUNCH=slurm: $(tail -n 20 "$tmp/exp.log")"
