@@ -11,6 +11,7 @@
 #include "plan/calibrate.h"
 #include "plan/plan.h"
 #include "plan/planner.h"
+#include "train/device_memory_fit.h"
 
 namespace {
 
@@ -144,6 +145,7 @@ int Main(int argc, char** argv) {
   PartitionReport report;
   Plan plan;
   if (s.ok()) s = BuildPlan(job, planner, options, &report, &plan);
+  if (s.ok()) s = CheckDeviceMemoryFits(plan);
   if (!s.ok()) return ReportFailure(s);
   if (explain) Log("the plan's costs\n" + ExplainReport(report));
   return WriteOut(out_path, PlanToJson(plan).dump(2) + "\n");

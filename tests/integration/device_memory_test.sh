@@ -6,7 +6,7 @@
 # contrastive divergence), the device's peak never passes the budget, and the
 # bytes copied are what the placement plan predicts, step for step. A deep MLP
 # trains with its step's data 3x and more over the budget. A budget below
-# twice the peak is refused, naming the minimum.
+# twice the peak is refused by dl-plan, naming the worker and the minimum.
 . "$(dirname "$0")/lib.sh"
 
 steps=12
@@ -26,17 +26,18 @@ run() {  # run NAME JOB SHARDS [OVERRIDE...]: 1 worker and 1 server, BSP, $steps
   wait "$server" || fail "$name: the server failed: $(cat "$dir/server.log")"
 }
 
-# The smallest budget a job takes: what a tiny one's refusal names.
+# The smallest budget a job takes: what dl-plan's refusal of a tiny one names
+# (it builds the worker's step and runs Algorithm 1 as the worker will).
 minimum() {  # minimum JOB SHARDS [OVERRIDE...]
-  local dir=$tmp/minimum job=$1 shards=$2
+  local dir=$tmp/minimum job=$1
   shift 2
   local sets=()
   for o in "$@"; do sets+=(--set "$o"); done
   mkdir -p "$dir"
-  "$bin/dl-plan" "$job" --strategy data -o "$dir/plan.json" "${sets[@]}" --set cluster.nworkers_per_group=1 \
-    --set train.steps=$steps --set train.device_memory_mb=0.001 >/dev/null
-  expect_failure 1 "train.device_memory_mb: a budget of 0.00 MiB is below twice the step's peak" \
-    "$bin/dl-worker" --plan "$dir/plan.json" --id 0 --shards "$shards" --standalone --no-eval
+  expect_failure 1 "worker 0: train.device_memory_mb: a budget of 0.00 MiB is below twice the step's peak" \
+    "$bin/dl-plan" "$job" --strategy data -o "$dir/plan.json" "${sets[@]}" --set cluster.nworkers_per_group=1 \
+    --set train.steps=$steps --set train.device_memory_mb=0.001
+  [[ ! -e "$dir/plan.json" ]] || fail "dl-plan wrote a plan whose step does not fit"
   sed -nE 's/.*needs at least ([0-9]+) bytes.*/\1/p' "$tmp/err"
 }
 
@@ -143,3 +144,11 @@ run other-seed "$tmp/deep.yaml" "$fashion" train.seed=7 train.device_memory_mb=4
 python3 -c "import json,sys; sys.exit(0 if json.load(open(sys.argv[1]))['max_abs'] > 0 else 1)" "$tmp/other.json" ||
   fail "the bit-for-bit comparison cannot tell runs apart"
 ok "another seed under a budget differs from the base run"
+
+# dl-plan checks each rank of a model-parallel group's step the same way.
+hybrid=("$bin/dl-plan" "$root/configs/fashion-mlp.yaml" --strategy model --group-size 2 -o "$tmp/hybrid.json")
+expect_failure 1 "worker 0: train.device_memory_mb: a budget of 0.01 MiB is below twice the step's peak .* at 'fc1 backward'" \
+  "${hybrid[@]}" --set train.device_memory_mb=0.01
+[[ ! -e "$tmp/hybrid.json" ]] || fail "dl-plan wrote a plan whose step does not fit"
+"${hybrid[@]}" --set train.device_memory_mb=100 || fail "dl-plan refused a group's step that fits 100 MiB: $(cat "$tmp/err")"
+ok "dl-plan refuses a budget a model-parallel group's step does not fit, naming the worker and the pass, and plans one that fits"

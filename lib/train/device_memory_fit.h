@@ -1,0 +1,18 @@
+// Whether each worker's training step fits its device's memory
+// (train.device_memory_mb), decided as the worker will decide it: GeePS's
+// Algorithm 1 over the step's operation sequence (lib/device/memory_plan.h).
+// dl-plan asks before it writes a plan, so that a budget too small is
+// refused at planning, naming the worker and the smallest budget that would
+// do, not when the run starts.
+#pragma once
+
+#include "core/status.h"
+#include "plan/plan.h"
+
+namespace shoal {
+
+// Ok when the job sets no budget. Checks one worker of each rank of a group
+// (the groups are alike), building its part of the net at the job's batch.
+Status CheckDeviceMemoryFits(const Plan& plan);
+
+}  // namespace shoal
