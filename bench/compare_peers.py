@@ -6,9 +6,10 @@ Rows (--rows, any of):
 - single: one process, batch 64, 1 and 2 threads: dl-worker --standalone against
   peers/torch_single.py;
 - bsp: synchronous data parallel, W workers × 32 records (W = 1, 2, 4; one server),
-  train.overlap on and off: scripts/train-local.sh against peers/torch_ddp.py --world W;
+  train.overlap on and off, and for W > 1 AllReduce (a server in each worker's process,
+  overlap on): scripts/train-local.sh against peers/torch_ddp.py --world W;
 - tta: the CNN's training seconds to 88% test accuracy (--target-accuracy) (evaluated every 100 steps,
-  evaluation excluded on both sides), BSP 2 × 32 against DDP 2 × 32 and one process × 64
+  evaluation excluded on both sides), BSP 2 × 32 (AllReduce) against DDP 2 × 32 and one process × 64
   against torch_single.py.
 
 - rbm: configs/fashion-rbm1.yaml (784-1000, CD-1, batch 100) for --rbm-epochs epochs, one
@@ -145,9 +146,11 @@ class Bench:
             sys.exit(f"bench: train-local.sh exited {proc.returncode}:\n{stderr[-2000:]}")
         return records, run_dir
 
-    def shoal_bsp(self, model, workers, overlap):
+    def shoal_bsp(self, model, workers, overlap, allreduce=False):
+        """allreduce: a server in every worker's process, each owning 1/N of every parameter."""
+        placement = [f"cluster.nservers_per_group={workers}", "cluster.server_worker_separate=false"] if allreduce else []
         r, run_dir = self.train_local(model, workers,
-                                      [f"train.steps={self.a.steps}", f"train.overlap={str(overlap).lower()}"])
+                                      [f"train.steps={self.a.steps}", f"train.overlap={str(overlap).lower()}", *placement])
         return last(r, "done")["ms_per_step_median"], where_the_time_goes(r, run_dir)
 
     # --- time to accuracy ------------------------------------------------------------
@@ -161,7 +164,9 @@ class Bench:
         return hit[0]["train_seconds"]
 
     def shoal_tta_bsp(self):
-        records, _ = self.train_local("cnn", 2, [f"train.steps={self.a.tta_max_steps}", f"train.eval_every={EVAL_EVERY}"],
+        # AllReduce placement: the faster one on the bsp rows (a server in each worker's process).
+        records, _ = self.train_local("cnn", 2, [f"train.steps={self.a.tta_max_steps}", f"train.eval_every={EVAL_EVERY}",
+                                                 "cluster.nservers_per_group=2", "cluster.server_worker_separate=false"],
                                       until=self.reached)
         return self.seconds_to_target(records)
 
@@ -265,7 +270,8 @@ def rows(b, a):
                 yield (f"{model} BSP {workers} worker(s) x 32",
                        {"model": model, "workers": workers, "unit": "ms/step", "target": 0.8},
                        lambda m=model, w=workers: b.peer("torch_ddp.py", m, "--world", w, "--batch", 32, "--steps", a.steps)["ms_per_step_median"],
-                       {f", overlap {o}": lambda m=model, w=workers, o=o: b.shoal_bsp(m, w, o == "on") for o in ("on", "off")})
+                       {**{f", overlap {o}": lambda m=model, w=workers, o=o: b.shoal_bsp(m, w, o == "on") for o in ("on", "off")},
+                        **({", AllReduce": lambda m=model, w=workers: b.shoal_bsp(m, w, True, allreduce=True)} if workers > 1 else {})})
     if "tta" in a.rows:
         yield (f"cnn BSP 2 workers x 32, seconds to {a.target_accuracy}", {"model": "cnn", "workers": 2, "unit": "s", "target": 0.8},
                lambda: b.peer_tta("torch_ddp.py", "--world", 2, "--batch", 32), {"": b.shoal_tta_bsp})
