@@ -20,8 +20,8 @@ hosts); servers bound to their workers (server_worker_separate: false) run in
 their workers' processes. A process killed by a signal is restarted (a worker
 rejoins at the servers' step; a server, or a worker hosting one, brings every
 process back from the newest checkpoint all servers have); bad input (exit 1)
-stops the run. Everything a run makes
-is in its run directory, with run.json saying what ran and how it ended.
+stops the run. Everything a run makes is in its run directory, with run.json
+saying what ran and how it ended.
 
 Options (each also read from the environment variable named):
   --plan PLAN.json      run this plan of dl-plan's instead of a job, on this run's ports (or hosts)
@@ -193,9 +193,9 @@ fi
 # Supervision: a process killed by a signal, or a worker that gave up on a
 # server (exit 3), is restarted, at most $retries times in all. A worker
 # rejoins at the servers' step; a server (or a worker hosting one) takes
-# every server and worker down with it, and they all restart from the newest checkpoint every server has
-# (dl-ckpt prepare-resume), so the servers agree on one version. Any other
-# failure (bad input: exit 1 or 2) stops the run.
+# every server and worker down with it, and they all restart from the newest
+# checkpoint every server has (dl-ckpt prepare-resume), so the servers agree
+# on one version. Any other failure (bad input: exit 1 or 2) stops the run.
 declare -A name_of=()  # pid -> "server I" / "worker W"
 declare -A starts=()   # name -> how many times it was started
 now() { date -u +%Y-%m-%dT%H:%M:%S.%3NZ; }
