@@ -26,10 +26,12 @@ class BatchLoader {
  public:
   // Reads the shards one after the other as one sequence of records,
   // `batch` at a time, keeping `depth` batches ready. The first pass takes
-  // whole batches of records as dl-shard dealt them, in an order drawn from
-  // `first_pass_seed` (the records of a partial last batch stay last): with
-  // the same seed, W workers × B records step through the records of one
-  // worker × W·B, batch for batch. Every later pass takes the records in a
+  // its first `first_pass_batches` whole batches of records as dl-shard dealt
+  // them (at most as many as it has), in an order drawn from
+  // `first_pass_seed`, then the rest in order: with the same seed and the
+  // job's count of whole batches (its records ÷ (W·B)), W workers × B records
+  // step through the records of one worker × W·B, batch for batch, whatever
+  // one worker's shard holds beyond the others'. Every later pass takes the records in a
   // new order drawn from `seed` and the pass number. `first_record` is where
   // in that sequence (over all passes) to begin.
   // `streams`: none of that shuffling. The records are `batch` streams, each
@@ -39,7 +41,8 @@ class BatchLoader {
   // the one before, so a recurrent layer carries its state between them. Each
   // pass begins again at the streams' start.
   BatchLoader(std::vector<std::unique_ptr<ShardReader>> shards, int batch, uint64_t seed,
-              uint64_t first_record = 0, int depth = 4, uint64_t first_pass_seed = 0, bool streams = false);
+              uint64_t first_record = 0, int depth = 4, uint64_t first_pass_seed = 0, bool streams = false,
+              uint64_t first_pass_batches = UINT64_MAX);
   ~BatchLoader();
   BatchLoader(const BatchLoader&) = delete;
   BatchLoader& operator=(const BatchLoader&) = delete;

@@ -157,12 +157,14 @@ Worker::ByteCounts Worker::Counts() const {
 
 Status Worker::Train(WorkerResult* result) {
   const TrainConfig& train = plan_.job.train;
-  // The first pass's batches in an order of train.seed's (the same for every
-  // worker, so W workers × B still see one worker × W·B's records); later
-  // passes shuffle each worker's records anew.
+  // The first pass's batches in an order of train.seed's, the job's count of
+  // whole batches of them (the same for every worker, so W workers × B still
+  // see one worker × W·B's records, where one shard holds a record more);
+  // later passes shuffle each worker's records anew.
   // A layer that carries state reads the records as streams instead (in order).
   BatchLoader loader(std::move(shards_), batch_, train.seed * 7919 + options_.id, first_step_ * batch_, 4,
-                     static_cast<uint64_t>(train.seed), /*streams=*/!state_carrier_.empty());
+                     static_cast<uint64_t>(train.seed), /*streams=*/!state_carrier_.empty(),
+                     total_records_ / (static_cast<uint64_t>(workers_) * batch_));
   step_ms_.reserve(steps_);
   start_ = last_display_ = Clock::now();
   last_display_step_ = static_cast<long long>(first_step_);

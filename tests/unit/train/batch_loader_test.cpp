@@ -4,6 +4,7 @@
 // error, and ShardScanner reading a shard once.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <memory>
 #include <set>
 #include <string>
@@ -110,10 +111,11 @@ std::vector<int> Take(BatchLoader* loader, int n) {
 // ShuffledOrder(n / batch, first_pass_seed·1000003 + 17), a partial last
 // batch last; pass p's order is ShuffledOrder(n, seed·1000003 + p).
 int Expected(const std::vector<int>& sequence, uint64_t seed, uint64_t at, uint64_t batch,
-             uint64_t first_pass_seed = 0) {
+             uint64_t first_pass_seed = 0, uint64_t first_pass_batches = UINT64_MAX) {
   const uint64_t n = sequence.size(), pass = at / n, i = at % n;
   if (pass == 0) {
-    const std::vector<uint64_t> batches = ShuffledOrder(n / batch, first_pass_seed * 1000003 + 17);
+    const std::vector<uint64_t> batches =
+        ShuffledOrder(std::min(n / batch, first_pass_batches), first_pass_seed * 1000003 + 17);
     return i / batch < batches.size() ? sequence[batches[i / batch] * batch + i % batch] : sequence[i];
   }
   return sequence[ShuffledOrder(n, seed * 1000003 + pass)[i]];
@@ -133,6 +135,24 @@ TEST_CASE("batch loader: the first pass takes whole dealt batches in an order of
   BatchLoader a(shards.Open({0, 1, 2}), 2, 7, 0, 4, 1), b(shards.Open({0, 1, 2}), 2, 7, 0, 4, 2);
   REQUIRE(ShuffledOrder(5, 1 * 1000003 + 17) != ShuffledOrder(5, 2 * 1000003 + 17));
   CHECK(Take(&a, 5) != Take(&b, 5));
+}
+
+TEST_CASE("batch loader: the first pass shuffles the job's count of whole batches, the rest in order") {
+  // Every worker shuffles the job's count (its records ÷ (W·B)), so one whose
+  // shard holds a batch more than the others' shuffles what they do (the
+  // worker passes it; here each count, up to more than the loader holds).
+  Shards shards;
+  const std::vector<int> sequence = shards.Sequence({0, 1, 2});  // 10 records
+  for (uint64_t count : {1ull, 2ull, 4ull, 100ull}) {
+    INFO("first-pass batches " << count);
+    BatchLoader loader(shards.Open({0, 1, 2}), 3, 7, 0, 4, 5, false, count);
+    const std::vector<int> ids = Take(&loader, 3);
+    for (uint64_t at = 0; at < 9; ++at) CHECK(ids[at] == Expected(sequence, 7, at, 3, 5, count));
+  }
+  // Fewer batches shuffled than it holds: the others come in dealt order after them.
+  BatchLoader one(shards.Open({0, 1, 2}), 3, 7, 0, 4, 5, false, 1);
+  const std::vector<int> ids = Take(&one, 3);
+  CHECK(std::vector<int>(ids.begin() + 3, ids.begin() + 9) == std::vector<int>(sequence.begin() + 3, sequence.begin() + 9));
 }
 
 TEST_CASE("batch loader: the shards are read in the order given, a batch as large as the pass as dealt") {
