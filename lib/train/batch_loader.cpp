@@ -27,7 +27,8 @@ BatchLoader::BatchLoader(std::vector<std::unique_ptr<ShardReader>> shards, int b
       seed_(seed),
       cursor_(first_record) {
   for (const auto& s : shards_) total_ += s->records();
-  first_batches_ = ShuffledOrder(std::min<uint64_t>(total_ / batch_, first_pass_batches), first_pass_seed * 1000003 + 17);
+  first_batches_ =
+      ShuffledOrder(std::min<uint64_t>(total_ / batch_, first_pass_batches), first_pass_seed * 1000003 + 17);
   record_floats_ = shards_.empty() ? 0 : NumElements(shards_[0]->record_shape());
   thread_ = std::thread([this] { Produce(); });
 }

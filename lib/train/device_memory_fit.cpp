@@ -9,10 +9,13 @@
 
 namespace shoal {
 
+size_t DeviceMemoryBudget(const TrainConfig& train) {
+  return static_cast<size_t>(train.device_memory_mb * 1048576.0);
+}
+
 Status CheckDeviceMemoryFits(const Plan& plan) {
-  const double mb = plan.job.train.device_memory_mb;
-  if (mb <= 0.0) return Status::Ok();
-  const size_t budget = static_cast<size_t>(mb * 1048576.0);
+  if (plan.job.train.device_memory_mb <= 0.0) return Status::Ok();
+  const size_t budget = DeviceMemoryBudget(plan.job.train);
   std::set<int> ranks;
   for (const WorkerPlan& w : plan.workers) {
     if (!ranks.insert(w.rank).second) continue;
@@ -22,7 +25,8 @@ Status CheckDeviceMemoryFits(const Plan& plan) {
     SHOAL_RETURN_IF_ERROR(PartitionedNet::Build(plan, w.id, &unopened, &net));
     net->Allocate(plan.job.train.batch_size);
     DeviceMemoryPlan memory;
-    SHOAL_RETURN_IF_ERROR(PlanDeviceMemory(net->TrainingStepOps(), budget, &memory).Within("worker " + std::to_string(w.id)));
+    SHOAL_RETURN_IF_ERROR(
+        PlanDeviceMemory(net->TrainingStepOps(), budget, &memory).Within("worker " + std::to_string(w.id)));
   }
   return Status::Ok();
 }

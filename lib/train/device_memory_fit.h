@@ -6,10 +6,16 @@
 // do, not when the run starts.
 #pragma once
 
+#include <cstddef>
+
+#include "config/job.h"
 #include "core/status.h"
 #include "plan/plan.h"
 
 namespace shoal {
+
+// train.device_memory_mb in bytes, as the worker and this check hold the device to it.
+size_t DeviceMemoryBudget(const TrainConfig& train);
 
 // Ok when the job sets no budget. Checks one worker of each rank of a group
 // (the groups are alike), building its part of the net at the job's batch.

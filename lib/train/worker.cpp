@@ -9,6 +9,7 @@
 #include "device/host_device.h"
 #include "ops/blas.h"
 #include "plan/partition.h"
+#include "train/device_memory_fit.h"
 #include "train/elastic_table.h"
 #include "train/evaluate.h"
 #include "train/gradient_clip.h"
@@ -132,7 +133,7 @@ Status Worker::OpenTable() {
 }
 
 Status Worker::OpenDeviceMemory(int timeout_ms) {
-  const size_t budget = static_cast<size_t>(plan_.job.train.device_memory_mb * 1048576.0);
+  const size_t budget = DeviceMemoryBudget(plan_.job.train);
   device_ = std::make_unique<HostDevice>(budget);
   StepOps ops = net_->TrainingStepOps();
   DeviceMemoryPlan memory;

@@ -46,8 +46,8 @@ for w in 0 1; do
 done
 ! compgen -G "$tmp/allreduce/server-*" >/dev/null || fail "AllReduce started servers of their own: $(ls "$tmp/allreduce")"
 SHOAL_CRASH_AT=worker-between-sends:700:$tmp/allreduce-crashed train allreduce-kill 0.80 "${allreduce[@]}"
-grep -q "server 1 died (worker 1 died: exit" "$tmp/allreduce-kill.log" ||
-  grep -q "server 0 died (worker 0 died: exit" "$tmp/allreduce-kill.log" || fail "no worker was killed: $(cat "$tmp/allreduce-kill.log")"
+grep -qE "server ([01]) died \(worker \1 died: exit" "$tmp/allreduce-kill.log" ||
+  fail "no worker was killed: $(cat "$tmp/allreduce-kill.log")"
 for s in 0 1; do
   "$bin/dl-ckpt" diff "$tmp/allreduce/ckpt/server-$s-step-0000000600.ckpt" \
     "$tmp/allreduce-kill/ckpt/server-$s-step-0000000600.ckpt" >"$tmp/allreduce-$s.diff" || fail "dl-ckpt diff failed"

@@ -107,9 +107,10 @@ std::vector<int> Take(BatchLoader* loader, int n) {
 }
 
 // What the loader takes at position `at` (over all passes) of `sequence`
-// with batches of `batch`: in pass 0 whole batches in the order
-// ShuffledOrder(n / batch, first_pass_seed·1000003 + 17), a partial last
-// batch last; pass p's order is ShuffledOrder(n, seed·1000003 + p).
+// with batches of `batch`: in pass 0 the first min(n / batch,
+// first_pass_batches) whole batches in the order ShuffledOrder(that count,
+// first_pass_seed·1000003 + 17), the rest as dealt; pass p's order is
+// ShuffledOrder(n, seed·1000003 + p).
 int Expected(const std::vector<int>& sequence, uint64_t seed, uint64_t at, uint64_t batch,
              uint64_t first_pass_seed = 0, uint64_t first_pass_batches = UINT64_MAX) {
   const uint64_t n = sequence.size(), pass = at / n, i = at % n;
@@ -152,7 +153,8 @@ TEST_CASE("batch loader: the first pass shuffles the job's count of whole batche
   // Fewer batches shuffled than it holds: the others come in dealt order after them.
   BatchLoader one(shards.Open({0, 1, 2}), 3, 7, 0, 4, 5, false, 1);
   const std::vector<int> ids = Take(&one, 3);
-  CHECK(std::vector<int>(ids.begin() + 3, ids.begin() + 9) == std::vector<int>(sequence.begin() + 3, sequence.begin() + 9));
+  CHECK(std::vector<int>(ids.begin() + 3, ids.begin() + 9) ==
+        std::vector<int>(sequence.begin() + 3, sequence.begin() + 9));
 }
 
 TEST_CASE("batch loader: the shards are read in the order given, a batch as large as the pass as dealt") {
