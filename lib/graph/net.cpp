@@ -116,6 +116,9 @@ Status Net::Build(const JobConfig& job, std::unique_ptr<Net>* out, bool allocate
                                    (rbm ? "an RBM trains by contrastive divergence: set train.algorithm: cd"
                                         : "contrastive divergence trains an RBM: the loss layer must be of type 'rbm'") +
                                    ")");
+  std::vector<Layer*> layers;
+  for (auto& layer : net->layers_) layers.push_back(layer.get());
+  net->cleared_ = PlanGradWrites(layers, net->srcs_);
   *out = std::move(net);
   return Status::Ok();
 }
@@ -132,10 +135,9 @@ void Net::Forward(Phase phase) {
 }
 
 void Net::Backward() {
-  // Layers add into their sources' gradients (a source may feed several
-  // layers) but set their parameters' gradients, so only the former are cleared.
-  for (auto& layer : layers_)
-    if (layer->WantsGrad()) layer->grad().Fill(0.0f);
+  // Layers set their parameters' gradients, and their sources' where they
+  // are the only consumer; the other sources' gradients are summed into.
+  for (Layer* layer : cleared_) layer->grad().Fill(0.0f);
   for (size_t i = layers_.size(); i-- > 0;) layers_[i]->Backward(srcs_[i]);
 }
 

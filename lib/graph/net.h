@@ -65,6 +65,7 @@ class Net {
  private:
   std::vector<std::unique_ptr<Layer>> layers_;     // topological order
   std::vector<std::vector<Layer*>> srcs_;          // sources of layers_[i]
+  std::vector<Layer*> cleared_;                    // gradients cleared before Backward (PlanGradWrites)
   std::map<std::string, nlohmann::json> resolved_; // by layer name: its fields as read
   DataLayer* data_ = nullptr;
   LossLayer* loss_ = nullptr;

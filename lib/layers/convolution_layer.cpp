@@ -41,12 +41,15 @@ class ConvolutionLayer : public Layer {
   void Backward(const std::vector<Layer*>& srcs) override {
     float* dx = srcs[0]->WantsGrad() ? srcs[0]->grad().data() : nullptr;
     float *dw = params_[0].grad.data(), *db = params_[1].grad.data();
+    const GradWrite dx_write = SourceGradWrite(0);
     if (on_onednn_)
-      onednn_->Backward(data_.dim(0), srcs[0]->data().data(), params_[0].value.data(), grad_.data(), dx, dw, db);
+      onednn_->Backward(data_.dim(0), srcs[0]->data().data(), params_[0].value.data(), grad_.data(), dx, dx_write,
+                        dw, db);
     else
-      ConvolutionBackward(g_, data_.dim(0), srcs[0]->data().data(), params_[0].value.data(), grad_.data(), dx, dw,
-                          db, &col_);
+      ConvolutionBackward(g_, data_.dim(0), srcs[0]->data().data(), params_[0].value.data(), grad_.data(), dx,
+                          dw, db, dx_write, &col_);
   }
+  bool CanSetSourceGrads() const override { return true; }
 
   bool SplitsOutputs() const override { return true; }
   double ForwardFlopsPerRecord() const override {

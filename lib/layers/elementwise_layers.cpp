@@ -1,4 +1,6 @@
 // Layers whose feature has the shape of their one source: relu, sigmoid, dropout, flatten.
+#include <algorithm>
+
 #include "layers/layer_types.h"
 #include "ops/elementwise.h"
 
@@ -9,9 +11,9 @@ Status SetupOneSource(const Fields& fields, const std::vector<const Layer*>& src
   return srcs.size() == 1 ? Status::Ok() : fields.Error("needs exactly one source layer");
 }
 
-// An activation applied to each value: kForward(n, x, y) and, from y, kBackward(n, y, dy, dx).
+// An activation applied to each value: kForward(n, x, y) and, from y, kBackward(n, y, dy, dx, write).
 template <void (*kForward)(size_t, const float*, float*),
-          void (*kBackward)(size_t, const float*, const float*, float*), int kFlopsPerValue>
+          void (*kBackward)(size_t, const float*, const float*, float*, GradWrite), int kFlopsPerValue>
 class ActivationLayer : public Layer {
  public:
   Status Setup(const Fields& fields, const std::vector<const Layer*>& srcs) override {
@@ -23,8 +25,10 @@ class ActivationLayer : public Layer {
     kForward(data_.size(), srcs[0]->data().data(), data_.data());
   }
   void Backward(const std::vector<Layer*>& srcs) override {
-    if (srcs[0]->WantsGrad()) kBackward(data_.size(), data_.data(), grad_.data(), srcs[0]->grad().data());
+    if (srcs[0]->WantsGrad())
+      kBackward(data_.size(), data_.data(), grad_.data(), srcs[0]->grad().data(), SourceGradWrite(0));
   }
+  bool CanSetSourceGrads() const override { return true; }
   double ForwardFlopsPerRecord() const override { return static_cast<double>(kFlopsPerValue) * feature_size(); }
   Dependency SourceDependency(size_t) const override { return Dependency::kElementwise; }
 };
@@ -51,8 +55,10 @@ class DropoutLayer : public Layer {
     DropoutForward(data_.size(), ratio_, x, data_.data(), &mask_, &rng_);
   }
   void Backward(const std::vector<Layer*>& srcs) override {
-    if (srcs[0]->WantsGrad()) DropoutBackward(data_.size(), mask_, grad_.data(), srcs[0]->grad().data());
+    if (srcs[0]->WantsGrad())
+      DropoutBackward(data_.size(), mask_, grad_.data(), srcs[0]->grad().data(), SourceGradWrite(0));
   }
+  bool CanSetSourceGrads() const override { return true; }
   double ForwardFlopsPerRecord() const override { return static_cast<double>(feature_size()); }
   Dependency SourceDependency(size_t) const override { return Dependency::kElementwise; }
 
@@ -76,8 +82,12 @@ class FlattenLayer : public Layer {
   void Backward(const std::vector<Layer*>& srcs) override {
     if (!srcs[0]->WantsGrad()) return;
     float* dx = srcs[0]->grad().data();
-    for (size_t i = 0; i < data_.size(); ++i) dx[i] += grad_[i];
+    if (SourceGradWrite(0) == GradWrite::kSet)
+      std::copy(grad_.data(), grad_.data() + grad_.size(), dx);
+    else
+      for (size_t i = 0; i < data_.size(); ++i) dx[i] += grad_[i];
   }
+  bool CanSetSourceGrads() const override { return true; }
   // Channel-major: a slice of channels is a contiguous slice of the flat vector.
   Dependency SourceDependency(size_t) const override { return Dependency::kElementwise; }
 };

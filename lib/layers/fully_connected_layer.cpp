@@ -39,8 +39,9 @@ class FullyConnectedLayer : public Layer {
     float* dx = srcs[0]->WantsGrad() ? srcs[0]->grad().data() : nullptr;
     FullyConnectedBackward(data_.dim(0) * rows_, in_, out_, srcs[0]->data().data(),
                            params_[0].value.data(), grad_.data(), dx, params_[0].grad.data(),
-                           params_[1].grad.data());
+                           params_[1].grad.data(), SourceGradWrite(0));
   }
+  bool CanSetSourceGrads() const override { return true; }
 
   // A sequence's units interleave with its steps: not a contiguous range to cut.
   bool SplitsOutputs() const override { return rows_ == 1; }

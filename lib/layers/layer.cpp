@@ -1,5 +1,7 @@
 #include "layers/layer.h"
 
+#include <map>
+
 namespace shoal {
 
 size_t Layer::param_count() const {
@@ -38,6 +40,26 @@ Status RequireImageSource(const Fields& fields, const std::vector<const Layer*>&
     return fields.Error("needs a [channels, height, width] source; '" + srcs[0]->name() + "' gives " +
                         ShapeToString(in));
   return Status::Ok();
+}
+
+std::vector<Layer*> PlanGradWrites(const std::vector<Layer*>& layers, const std::vector<std::vector<Layer*>>& srcs) {
+  std::map<const Layer*, int> consumers;
+  for (const auto& layer_srcs : srcs)
+    for (const Layer* src : layer_srcs) ++consumers[src];
+  std::vector<Layer*> cleared;
+  std::map<const Layer*, bool> set;
+  for (size_t i = 0; i < layers.size(); ++i) {
+    std::vector<GradWrite> writes;
+    for (const Layer* src : srcs[i]) {
+      const bool sets = consumers[src] == 1 && layers[i]->CanSetSourceGrads();
+      writes.push_back(sets ? GradWrite::kSet : GradWrite::kAdd);
+      set[src] = sets;
+    }
+    layers[i]->set_source_grad_writes(std::move(writes));
+  }
+  for (Layer* layer : layers)
+    if (layer->WantsGrad() && !set[layer]) cleared.push_back(layer);
+  return cleared;
 }
 
 }  // namespace shoal

@@ -12,6 +12,7 @@
 
 #include "config/fields.h"
 #include "core/status.h"
+#include "ops/grad_write.h"
 #include "tensor/tensor.h"
 
 namespace shoal {
@@ -75,9 +76,13 @@ class Layer {
   virtual Status Setup(const Fields& fields, const std::vector<const Layer*>& srcs) = 0;
   // Computes data() from the sources' data(); data() is already shaped [batch, out_shape].
   virtual void Forward(Phase phase, const std::vector<Layer*>& srcs) = 0;
-  // Adds the gradient of each source that wants one to its grad(), and sets
-  // the parameters' grad, from this layer's grad().
+  // Adds the gradient of each source that wants one to its grad() (or sets
+  // it: SourceGradWrite), and sets the parameters' grad, from this layer's grad().
   virtual void Backward(const std::vector<Layer*>& srcs) = 0;
+  // Whether Backward can set, rather than add into, every value of a
+  // source's gradient. A source feeding this layer alone then needs no
+  // clearing before the backward pass (PlanGradWrites).
+  virtual bool CanSetSourceGrads() const { return false; }
   // Forward multiply-adds ×2 per record; backward is counted as twice forward.
   virtual double ForwardFlopsPerRecord() const { return 0.0; }
   virtual double BackwardFlopsPerRecord() const { return 2.0 * ForwardFlopsPerRecord(); }
@@ -122,6 +127,8 @@ class Layer {
 
   // The key of the next training pass's draws (the runtime sets it each step).
   void set_draw_key(DrawKey key) { draw_key_ = key; }
+  // How Backward writes each source's gradient (the net decides: PlanGradWrites).
+  void set_source_grad_writes(std::vector<GradWrite> writes) { source_grad_writes_ = std::move(writes); }
 
   void Init(std::string name, std::string type) {
     name_ = std::move(name);
@@ -136,6 +143,10 @@ class Layer {
 
  protected:
   Param& AddParam(const std::string& suffix, Shape shape, ParamInit init);
+  // kAdd unless the net said this layer sets source `src`'s gradient.
+  GradWrite SourceGradWrite(size_t src) const {
+    return src < source_grad_writes_.size() ? source_grad_writes_[src] : GradWrite::kAdd;
+  }
 
   Shape out_shape_;
   Tensor data_;
@@ -146,7 +157,15 @@ class Layer {
  private:
   std::string name_;
   std::string type_;
+  std::vector<GradWrite> source_grad_writes_;
 };
+
+// For a net's layers and each one's sources: a source with exactly one
+// consumer that CanSetSourceGrads has its gradient set by that consumer;
+// every other has it added into by each consumer. Tells each layer how it
+// writes its sources' gradients, and returns the layers whose gradients a
+// backward pass must clear first (those wanting one and not set).
+std::vector<Layer*> PlanGradWrites(const std::vector<Layer*>& layers, const std::vector<std::vector<Layer*>>& srcs);
 
 // The bounds of the fields that size a layer (docs/job-file.md): generous for
 // any net in use, finite so that no job dl-plan accepts asks for memory beyond

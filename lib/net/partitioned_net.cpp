@@ -88,6 +88,13 @@ Status PartitionedNet::Build(const Plan& plan, int worker, GroupChannel* channel
   if (!net->data_ || !net->loss_)
     return Status::InvalidArgument("the plan places the data or the loss layer off worker " + std::to_string(worker) +
                                    " (both are partitioned by records)");
+  std::vector<Layer*> layers;
+  std::vector<std::vector<Layer*>> srcs;
+  for (Node& node : net->nodes_) {
+    layers.push_back(node.layer.get());
+    srcs.push_back(node.srcs);
+  }
+  net->cleared_ = PlanGradWrites(layers, srcs);
   *out = std::move(net);
   return Status::Ok();
 }
@@ -213,11 +220,10 @@ Status PartitionedNet::Forward(Phase phase, uint64_t step, LayerHooks* hooks) {
 }
 
 Status PartitionedNet::Backward(uint64_t step, LayerHooks* hooks) {
-  // As Net::Backward: source gradients are summed into, so cleared first
-  // (on device memory the manager zeroes each one at its first use).
+  // As Net::Backward: the gradients summed into are cleared first (on device
+  // memory the manager zeroes each one at its first use).
   if (!memory_)
-    for (auto& node : nodes_)
-      if (node.layer->WantsGrad()) node.layer->grad().Fill(0.0f);
+    for (Layer* layer : cleared_) layer->grad().Fill(0.0f);
   for (size_t i = nodes_.size(); i-- > 0;) {
     Node& node = nodes_[i];
     const size_t op = 2 * nodes_.size() - 1 - i;  // TrainingStepOps: backward passes follow the forward ones

@@ -96,6 +96,7 @@ class PartitionedNet {
   std::vector<Layer*> Connect(Building& b, size_t i, const std::vector<Placement>& needs);
 
   std::vector<Node> nodes_;  // in the order they run forward
+  std::vector<Layer*> cleared_;  // gradients cleared before Backward (PlanGradWrites)
   StepMemory* memory_ = nullptr;
   DataLayer* data_ = nullptr;
   LossLayer* loss_ = nullptr;

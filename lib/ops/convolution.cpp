@@ -205,10 +205,10 @@ void ForwardImages(const ConvGeometry& g, const ShiftPlan* plan, int n_begin, in
   }
 }
 
-// Sets dw and db from images [n_begin, n_end); adds into their dx.
+// Sets dw and db from images [n_begin, n_end); adds into or sets their dx.
 void BackwardImages(const ConvGeometry& g, const ShiftPlan* plan, int n_begin, int n_end,
-                    const float* x, const float* w, const float* dy, float* dx, float* dw,
-                    float* db, float* work) {
+                    const float* x, const float* w, const float* dy, float* dx, GradWrite dx_write,
+                    float* dw, float* db, float* work) {
   const int rows = g.col_rows(), cols = g.col_cols(), group = GroupSize(g, n_end - n_begin);
   const size_t in_size = static_cast<size_t>(g.channels) * g.height * g.width;
   const size_t out_size = static_cast<size_t>(g.filters) * cols;
@@ -228,6 +228,7 @@ void BackwardImages(const ConvGeometry& g, const ShiftPlan* plan, int n_begin, i
           n0 == n_begin ? 0.0f : 1.0f, dw);
     if (!dx) continue;
     Sgemm(true, false, rows, static_cast<int>(stride), g.filters, 1.0f, w, grad, 0.0f, col);
+    if (dx_write == GradWrite::kSet) std::fill(dx + n0 * in_size, dx + (n0 + n) * in_size, 0.0f);
     for (int i = 0; i < n; ++i) Col2ImAdd(g, plan, col + i * cols, stride, dx + (n0 + i) * in_size);
   }
 }
@@ -260,7 +261,7 @@ void ConvolutionForward(const ConvGeometry& g, int batch, const float* x, const 
 // Task 0 writes dw and db directly; the others into their own slices, added
 // afterwards in task order so the result does not depend on timing.
 void ConvolutionBackward(const ConvGeometry& g, int batch, const float* x, const float* w,
-                         const float* dy, float* dx, float* dw, float* db,
+                         const float* dy, float* dx, float* dw, float* db, GradWrite dx_write,
                          std::vector<float>* scratch) {
   const size_t dw_size = static_cast<size_t>(g.filters) * g.col_rows();
   if (batch <= 0) {
@@ -279,7 +280,7 @@ void ConvolutionBackward(const ConvGeometry& g, int batch, const float* x, const
     float* mine = base + t * work;
     float* my_dw = t == 0 ? dw : mine + work - params;
     float* my_db = t == 0 ? db : my_dw + dw_size;
-    BackwardImages(g, plan_ptr, begin, end, x, w, dy, dx, my_dw, my_db, mine);
+    BackwardImages(g, plan_ptr, begin, end, x, w, dy, dx, dx_write, my_dw, my_db, mine);
   });
   for (int t = 1; t < tasks; ++t) {
     const float* other_dw = base + (t + 1) * work - params;

@@ -4,6 +4,8 @@
 
 #include <vector>
 
+#include "ops/grad_write.h"
+
 namespace shoal {
 
 struct ConvGeometry {
@@ -18,9 +20,9 @@ struct ConvGeometry {
 // `scratch` is working memory, grown as needed and reused across calls.
 void ConvolutionForward(const ConvGeometry& g, int batch, const float* x, const float* w,
                         const float* b, float* y, std::vector<float>* scratch);
-// Sets dw and db; adds into dx (when not null).
+// Sets dw and db; adds into or sets dx (when not null).
 void ConvolutionBackward(const ConvGeometry& g, int batch, const float* x, const float* w,
-                         const float* dy, float* dx, float* dw, float* db,
+                         const float* dy, float* dx, float* dw, float* db, GradWrite dx_write,
                          std::vector<float>* scratch);
 
 }  // namespace shoal

@@ -1,4 +1,4 @@
-// Element-wise activations and dropout. Backward passes add into dx.
+// Element-wise activations and dropout. Backward passes add into dx or set it (GradWrite).
 #pragma once
 
 #include <cstddef>
@@ -6,18 +6,21 @@
 #include <random>
 #include <vector>
 
+#include "ops/grad_write.h"
+
 namespace shoal {
 
 void ReluForward(size_t n, const float* x, float* y);
-void ReluBackward(size_t n, const float* y, const float* dy, float* dx);
+void ReluBackward(size_t n, const float* y, const float* dy, float* dx, GradWrite write);
 
 // y = 1 / (1 + e^-x); backward from y: dx += dy·y·(1 − y).
 void SigmoidForward(size_t n, const float* x, float* y);
-void SigmoidBackward(size_t n, const float* y, const float* dy, float* dx);
+void SigmoidBackward(size_t n, const float* y, const float* dy, float* dx, GradWrite write);
 
 // Inverted dropout: kept units are scaled by 1/(1-ratio) so evaluation is a copy.
 void DropoutForward(size_t n, float ratio, const float* x, float* y, std::vector<float>* mask,
                     std::mt19937* rng);
-void DropoutBackward(size_t n, const std::vector<float>& mask, const float* dy, float* dx);
+void DropoutBackward(size_t n, const std::vector<float>& mask, const float* dy, float* dx,
+                     GradWrite write);
 
 }  // namespace shoal

@@ -30,7 +30,7 @@ void FullyConnectedForward(int batch, int in, int out, const float* x, const flo
 }
 
 void FullyConnectedBackward(int batch, int in, int out, const float* x, const float* w,
-                            const float* dy, float* dx, float* dw, float* db) {
+                            const float* dy, float* dx, float* dw, float* db, GradWrite dx_write) {
   const int max_tasks = MaxTasks(batch, in, out);
   ParallelFor(out, [&](int, int begin, int end) {
     Sgemm(true, false, end - begin, in, batch, 1.0f, dy + begin, out, x, in, 0.0f,
@@ -42,7 +42,7 @@ void FullyConnectedBackward(int batch, int in, int out, const float* x, const fl
   if (!dx) return;
   ParallelFor(batch, [&](int, int begin, int end) {
     Sgemm(false, false, end - begin, in, out, 1.0f, dy + static_cast<size_t>(begin) * out, w,
-          1.0f, dx + static_cast<size_t>(begin) * in);
+          dx_write == GradWrite::kAdd ? 1.0f : 0.0f, dx + static_cast<size_t>(begin) * in);
   }, max_tasks);
 }
 

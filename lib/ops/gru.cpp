@@ -102,8 +102,8 @@ void GruBackward(const GruShape& s, const float* x, const float* out, const floa
   for (int b = 0; b < s.batch; ++b)
     for (int t = 0; t < s.steps; ++t)
       std::copy(previous(b, t), previous(b, t) + H, h_prev.data() + (static_cast<size_t>(b) * s.steps + t) * H);
-  FullyConnectedBackward(static_cast<int>(rows), H, G, h_prev.data(), w_hh, dgh.data(), nullptr, dw_hh, db_hh);
-  FullyConnectedBackward(static_cast<int>(rows), s.input, G, x, w_ih, dgi.data(), dx, dw_ih, db_ih);
+  FullyConnectedBackward(static_cast<int>(rows), H, G, h_prev.data(), w_hh, dgh.data(), nullptr, dw_hh, db_hh, GradWrite::kAdd);
+  FullyConnectedBackward(static_cast<int>(rows), s.input, G, x, w_ih, dgi.data(), dx, dw_ih, db_ih, GradWrite::kAdd);
 }
 
 }  // namespace shoal

@@ -68,11 +68,12 @@ class Edge {
 // The backward primitives and edges of one batch size, made on the first
 // Backward (an evaluation's batch size never needs them).
 struct BackwardPrims {
+  GradWrite dx_write;  // a layer's never changes; made again if it did
   dnnl::convolution_backward_weights weights;
   dnnl::convolution_backward_data data;
   std::optional<Edge> diff_dst, diff_weights, diff_bias;      // backward weights
   std::optional<Edge> src;                                    // when it wants x in another layout than forward
-  std::optional<Edge> data_diff_dst, data_weights, diff_src;  // backward data (diff_src adds into dx)
+  std::optional<Edge> data_diff_dst, data_weights, diff_src;  // backward data (diff_src adds into dx, or sets it)
 };
 
 // The primitives and edges of one batch size.
@@ -105,11 +106,11 @@ class Convolution final : public OneDnnConvolution {
     return true;
   }
 
-  void Backward(int batch, const float* x, const float* w, const float* dy, float* dx, float* dw,
-                float* db) override {
+  void Backward(int batch, const float* x, const float* w, const float* dy, float* dx, GradWrite dx_write,
+                float* dw, float* db) override {
     omp_set_num_threads(ComputeThreads());
     Prims* p = For(batch);
-    if (!p->bwd) p->bwd = MakeBackward(batch, p->fwd_pd);
+    if (!p->bwd || p->bwd->dx_write != dx_write) p->bwd = MakeBackward(batch, p->fwd_pd, dx_write);
     BackwardPrims& b = *p->bwd;
     const memory& diff_dst = b.diff_dst->Bind(dy);
     b.diff_dst->In(stream_);
@@ -184,8 +185,8 @@ class Convolution final : public OneDnnConvolution {
     return p;
   }
 
-  std::unique_ptr<BackwardPrims> MakeBackward(int batch,
-                                              const dnnl::convolution_forward::primitive_desc& fwd) const {
+  std::unique_ptr<BackwardPrims> MakeBackward(int batch, const dnnl::convolution_forward::primitive_desc& fwd,
+                                              GradWrite dx_write) const {
     const Descs d = DescsFor(batch);
     const auto alg = dnnl::algorithm::convolution_direct;
     dnnl::convolution_backward_weights::primitive_desc weights(
@@ -195,6 +196,7 @@ class Convolution final : public OneDnnConvolution {
     const memory::desc user_src = Plain(d.src, Tag::nchw), user_weights = Plain(d.weights, Tag::oihw),
                        user_dst = Plain(d.dst, Tag::nchw);
     auto b = std::make_unique<BackwardPrims>();
+    b->dx_write = dx_write;
     b->weights = dnnl::convolution_backward_weights(weights);
     b->data = dnnl::convolution_backward_data(data);
     b->diff_dst.emplace(user_dst, weights.diff_dst_desc(), true);
@@ -203,7 +205,8 @@ class Convolution final : public OneDnnConvolution {
     if (weights.src_desc() != fwd.src_desc()) b->src.emplace(user_src, weights.src_desc(), true);
     if (data.diff_dst_desc() != weights.diff_dst_desc()) b->data_diff_dst.emplace(user_dst, data.diff_dst_desc(), true);
     if (data.weights_desc() != fwd.weights_desc()) b->data_weights.emplace(user_weights, data.weights_desc(), true);
-    b->diff_src.emplace(user_src, data.diff_src_desc(), false, /*accumulate=*/true);
+    // Setting dx in shoal's layout, the primitive writes it directly (no copy of its own).
+    b->diff_src.emplace(user_src, data.diff_src_desc(), false, /*accumulate=*/dx_write == GradWrite::kAdd);
     return b;
   }
 

@@ -20,9 +20,9 @@ class OneDnnConvolution {
   virtual bool Forward(int batch, const float* x, const float* w, const float* b, float* y) = 0;
   // After Forward of the same batch on the same values of x and w (it reuses
   // their reordered copies; they may be elsewhere now, as on a device memory
-  // manager's pool): sets dw and db, adds into dx when dx is not null.
-  virtual void Backward(int batch, const float* x, const float* w, const float* dy, float* dx, float* dw,
-                        float* db) = 0;
+  // manager's pool): sets dw and db, adds into or sets dx when dx is not null.
+  virtual void Backward(int batch, const float* x, const float* w, const float* dy, float* dx,
+                        GradWrite dx_write, float* dw, float* db) = 0;
 };
 
 // Null when this build has no oneDNN, or SHOAL_ONEDNN=0 in the environment

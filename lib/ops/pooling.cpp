@@ -9,18 +9,23 @@ namespace shoal {
 namespace {
 
 // The common 2×2, stride-2 window with its four loads unrolled; ties go to
-// the first element in row-major order, as in the general loop.
+// the first element in row-major order, as in the general loop. Selects, not
+// branches: after a ReLU the winner is a coin toss the branch predictor loses.
 void MaxPool2x2(const PoolGeometry& g, const float* __restrict in, float* __restrict out,
                 int32_t* __restrict arg) {
   const int oh = g.out_height(), ow = g.out_width(), w = g.width;
   for (int i = 0; i < oh; ++i) {
     const int top = 2 * i * w;
     for (int j = 0; j < ow; ++j) {
-      int where = top + 2 * j;
-      float best = in[where];
-      if (in[top + 2 * j + 1] > best) best = in[where = top + 2 * j + 1];
-      if (in[top + w + 2 * j] > best) best = in[where = top + w + 2 * j];
-      if (in[top + w + 2 * j + 1] > best) best = in[where = top + w + 2 * j + 1];
+      const int at[4] = {top + 2 * j, top + 2 * j + 1, top + w + 2 * j, top + w + 2 * j + 1};
+      float best = in[at[0]];
+      int where = at[0];
+      for (int k = 1; k < 4; ++k) {
+        const float v = in[at[k]];
+        const bool more = v > best;
+        where = more ? at[k] : where;
+        best = more ? v : best;
+      }
       out[i * ow + j] = best;
       arg[i * ow + j] = where;
     }
@@ -79,7 +84,7 @@ void MaxPoolForward(const PoolGeometry& g, int batch, const float* x, float* y,
 }
 
 void MaxPoolBackward(const PoolGeometry& g, int batch, const float* dy,
-                     const std::vector<int32_t>& argmax, float* dx) {
+                     const std::vector<int32_t>& argmax, float* dx, GradWrite write) {
   const int plane_out = g.out_height() * g.out_width();
   const int plane_in = g.height * g.width;
   const int planes = batch * g.channels;
@@ -88,6 +93,7 @@ void MaxPoolBackward(const PoolGeometry& g, int batch, const float* dy,
       const float* d = dy + static_cast<size_t>(p) * plane_out;
       const int32_t* arg = argmax.data() + static_cast<size_t>(p) * plane_out;
       float* out = dx + static_cast<size_t>(p) * plane_in;
+      if (write == GradWrite::kSet) std::fill(out, out + plane_in, 0.0f);
       for (int i = 0; i < plane_out; ++i) out[arg[i]] += d[i];
     }
   };

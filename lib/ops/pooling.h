@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "ops/grad_write.h"
+
 namespace shoal {
 
 struct PoolGeometry {
@@ -16,8 +18,9 @@ struct PoolGeometry {
 
 void MaxPoolForward(const PoolGeometry& g, int batch, const float* x, float* y,
                     std::vector<int32_t>* argmax);
-// Adds the gradient into dx: each window's winner gets its output's gradient.
+// Each window's winner gets its output's gradient, added into dx or, with
+// kSet, into a dx cleared plane by plane here (while the plane is in cache).
 void MaxPoolBackward(const PoolGeometry& g, int batch, const float* dy,
-                     const std::vector<int32_t>& argmax, float* dx);
+                     const std::vector<int32_t>& argmax, float* dx, GradWrite write);
 
 }  // namespace shoal

@@ -71,11 +71,12 @@ double ConvolutionGflops(int batch, double seconds) {
   std::unique_ptr<OneDnnConvolution> onednn = NewOneDnnConvolution(g);
   return Rate(flops, seconds, [&] {
     if (onednn && onednn->Forward(batch, x.data(), w.data(), b.data(), y.data())) {
-      onednn->Backward(batch, x.data(), w.data(), y.data(), dx.data(), dw.data(), db.data());
+      onednn->Backward(batch, x.data(), w.data(), y.data(), dx.data(), GradWrite::kSet, dw.data(), db.data());
       return;
     }
     ConvolutionForward(g, batch, x.data(), w.data(), b.data(), y.data(), &scratch);
-    ConvolutionBackward(g, batch, x.data(), w.data(), y.data(), dx.data(), dw.data(), db.data(), &scratch);
+    ConvolutionBackward(g, batch, x.data(), w.data(), y.data(), dx.data(), dw.data(), db.data(), GradWrite::kSet,
+                        &scratch);
   });
 }
 

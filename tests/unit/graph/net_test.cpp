@@ -1,6 +1,7 @@
 // Tests for lib/graph/net.cpp: whole nets built from a job, checked and trained.
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <numeric>
 #include <random>
 
@@ -90,6 +91,68 @@ TEST_CASE("a whole net's parameter gradients match central differences of its lo
   std::vector<Variable> vars;
   for (Param* p : net->params()) vars.push_back({p->name, &p->value, &p->grad});
   CheckGradients(objective, backward, vars);
+}
+
+// flat feeds two layers: its gradient is the sum of theirs; every other
+// source has one consumer, which sets its gradient.
+const char* kBranchingNet = R"(
+model:
+  layers:
+    - {name: data, type: data, shape: [1, 6, 6]}
+    - {name: conv, type: convolution, srclayers: data, num_output: 2, kernel: 3, stride: 1, pad: 1}
+    - {name: relu, type: relu, srclayers: conv}
+    - {name: pool, type: pooling, srclayers: relu, kernel: 2}
+    - {name: flat, type: flatten, srclayers: pool}
+    - {name: left, type: fully_connected, srclayers: flat, num_output: 3}
+    - {name: right, type: fully_connected, srclayers: flat, num_output: 3}
+    - {name: both, type: concat, srclayers: [left, right]}
+    - {name: fc, type: fully_connected, srclayers: both, num_output: 3}
+    - {name: loss, type: softmax_loss, srclayers: [fc, data]}
+)";
+
+TEST_CASE("a sole consumer sets its source's gradient, others add into a cleared one: both as if all added") {
+  auto net = BuildNet(kBranchingNet, 4);
+  FillBatch(net.get());
+  auto param_grads = [&] {
+    std::vector<std::vector<float>> grads;
+    for (Param* p : net->params()) grads.emplace_back(p->grad.data(), p->grad.data() + p->grad.size());
+    return grads;
+  };
+  // The net as planned, every feature gradient holding garbage beforehand:
+  // the ones set are overwritten, the ones summed into are cleared by the net.
+  net->Forward(Phase::kTrain);
+  for (const auto& layer : net->layers()) layer->grad().Fill(std::nanf(""));
+  net->Backward();
+  const auto planned = param_grads();
+  // Every consumer adding into gradients cleared beforehand (as before plans).
+  for (size_t i = 0; i < net->layers().size(); ++i)
+    net->layers()[i]->set_source_grad_writes(std::vector<GradWrite>(net->sources(i).size(), GradWrite::kAdd));
+  for (const auto& layer : net->layers()) layer->grad().Fill(0.0f);
+  net->Backward();
+  const auto added = param_grads();
+  REQUIRE(planned.size() == added.size());
+  for (size_t p = 0; p < planned.size(); ++p)
+    for (size_t i = 0; i < planned[p].size(); ++i) {
+      CAPTURE(net->params()[p]->name);
+      CAPTURE(i);
+      REQUIRE(std::isfinite(planned[p][i]));
+      CHECK(planned[p][i] == doctest::Approx(added[p][i]).epsilon(1e-6));
+    }
+}
+
+TEST_CASE("PlanGradWrites sets a gradient where its source has one consumer that can, and clears the rest") {
+  auto net = BuildNet(kBranchingNet, 2);
+  std::vector<Layer*> layers;
+  std::vector<std::vector<Layer*>> srcs;
+  for (size_t i = 0; i < net->layers().size(); ++i) {
+    layers.push_back(net->layers()[i].get());
+    srcs.push_back(net->sources(i));
+  }
+  std::vector<std::string> cleared;
+  for (Layer* layer : PlanGradWrites(layers, srcs)) cleared.push_back(layer->name());
+  // conv, relu, pool: one consumer each that sets; flat: two; left, right:
+  // one (concat adds); both: fc sets it; fc: the loss adds; loss: no consumer.
+  CHECK(cleared == std::vector<std::string>{"flat", "left", "right", "fc", "loss"});
 }
 
 TEST_CASE("a tiny net's loss decreases over a few momentum SGD steps") {

@@ -23,7 +23,10 @@ void CheckClose(const std::vector<float>& want, const std::vector<float>& got, c
   REQUIRE(want.size() == got.size());
   double scale = 1e-3, worst = 0.0;
   for (float v : want) scale = std::max(scale, std::fabs(double(v)));
-  for (size_t i = 0; i < want.size(); ++i) worst = std::max(worst, std::fabs(double(want[i]) - got[i]) / scale);
+  for (size_t i = 0; i < want.size(); ++i) {
+    const double d = std::fabs(double(want[i]) - got[i]) / scale;
+    worst = std::isnan(d) ? HUGE_VAL : std::max(worst, d);  // a NaN left behind fails
+  }
   INFO(what << ": worst difference " << worst << " of the largest magnitude " << scale);
   CHECK(worst < 1e-5);
 }
@@ -58,7 +61,15 @@ TEST_CASE("oneDNN convolution matches im2col + sgemm" * doctest::skip(!OneDnnEna
                    dy = Random(out, 4), dx0 = Random(in, 5);
         std::vector<float> y(out), dw(w.size()), db(b.size()), dx = dx0, scratch;
         ConvolutionForward(g, batch, x.data(), w.data(), b.data(), y.data(), &scratch);
-        ConvolutionBackward(g, batch, x.data(), w.data(), dy.data(), dx.data(), dw.data(), db.data(), &scratch);
+        ConvolutionBackward(g, batch, x.data(), w.data(), dy.data(), dx.data(), dw.data(), db.data(), GradWrite::kAdd,
+                            &scratch);
+        // Set, dx is that sum less what it held, whatever it held (NaN here).
+        std::vector<float> dx_set_ref(in), dx_set(in, std::nanf("")), dw_set(w.size()), db_set(b.size());
+        for (size_t i = 0; i < in; ++i) dx_set_ref[i] = dx[i] - dx0[i];
+        ConvolutionBackward(g, batch, x.data(), w.data(), dy.data(), dx_set.data(), dw_set.data(), db_set.data(),
+                            GradWrite::kSet, &scratch);
+        CheckClose(dx_set_ref, dx_set, "im2col's dx (set over NaN)");
+        std::fill(dx_set.begin(), dx_set.end(), std::nanf(""));
 
         // Backward is given x and w at other addresses than forward was (a
         // device memory manager stages them anew): what forward saw is gone.
@@ -67,16 +78,19 @@ TEST_CASE("oneDNN convolution matches im2col + sgemm" * doctest::skip(!OneDnnEna
         REQUIRE(onednn->Forward(batch, x_forward.data(), w_forward.data(), b.data(), y2.data()));
         std::fill(x_forward.begin(), x_forward.end(), std::nanf(""));
         std::fill(w_forward.begin(), w_forward.end(), std::nanf(""));
-        onednn->Backward(batch, x.data(), w.data(), dy.data(), dx2.data(), dw2.data(), db2.data());
+        onednn->Backward(batch, x.data(), w.data(), dy.data(), dx2.data(), GradWrite::kAdd, dw2.data(), db2.data());
         CheckClose(y, y2, "y");
         CheckClose(dw, dw2, "dw");
         CheckClose(db, db2, "db");
         CheckClose(dx, dx2, "dx (added to what it held)");
+        onednn->Backward(batch, x.data(), w.data(), dy.data(), dx_set.data(), GradWrite::kSet, dw2.data(), db2.data());
+        CheckClose(dx_set_ref, dx_set, "dx (set over NaN)");
+        CheckClose(dw, dw2, "dw, dx set");
 
         // No dx wanted (a layer over the data): the weight gradients alone.
         std::fill(dw2.begin(), dw2.end(), 7.0f);
         REQUIRE(onednn->Forward(batch, x.data(), w.data(), b.data(), y2.data()));
-        onednn->Backward(batch, x.data(), w.data(), dy.data(), nullptr, dw2.data(), db2.data());
+        onednn->Backward(batch, x.data(), w.data(), dy.data(), nullptr, GradWrite::kAdd, dw2.data(), db2.data());
         CheckClose(dw, dw2, "dw without dx");
       }
     }
@@ -94,7 +108,7 @@ TEST_CASE("the same inputs give the same bits every time" * doctest::skip(!OneDn
     auto onednn = NewOneDnnConvolution(g);
     std::vector<float> y(dy.size()), dw(w.size()), db(16), dx(x.size(), 0.0f);
     REQUIRE(onednn->Forward(batch, x.data(), w.data(), b.data(), y.data()));
-    onednn->Backward(batch, x.data(), w.data(), dy.data(), dx.data(), dw.data(), db.data());
+    onednn->Backward(batch, x.data(), w.data(), dy.data(), dx.data(), GradWrite::kAdd, dw.data(), db.data());
     if (run == 0) first_dw = dw;
     CHECK(dw == first_dw);
   }

@@ -30,12 +30,17 @@ void CheckClose(const std::vector<float>& want, const std::vector<float>& got,
   double scale = 1e-3;
   for (float v : want) scale = std::max(scale, std::fabs(double(v)));
   for (size_t i = 0; i < want.size(); ++i) {
-    if (std::fabs(double(want[i]) - double(got[i])) > 1e-5 * scale) {
+    if (!(std::fabs(double(want[i]) - double(got[i])) <= 1e-5 * scale)) {  // NaN fails too
       INFO(what << "[" << i << "]: single-threaded " << want[i] << ", threaded " << got[i]);
       CHECK(false);
       return;
     }
   }
+}
+
+std::vector<float> Minus(std::vector<float> a, const std::vector<float>& b) {
+  for (size_t i = 0; i < a.size(); ++i) a[i] -= b[i];
+  return a;
 }
 
 // Runs `fn` with `threads` compute threads and restores one thread after.
@@ -64,7 +69,7 @@ ConvResult RunConvolution(const ConvGeometry& g, int batch, int threads) {
   WithThreads(threads, [&] {
     ConvolutionForward(g, batch, x.data(), w.data(), b.data(), r.y.data(), &scratch);
     ConvolutionBackward(g, batch, x.data(), w.data(), dy.data(), r.dx.data(), r.dw.data(),
-                        r.db.data(), &scratch);
+                        r.db.data(), GradWrite::kAdd, &scratch);
   });
   return r;
 }
@@ -100,14 +105,14 @@ TEST_CASE("threaded fully connected, relu and max pooling equal the single-threa
           db(out, 7.0f);
       FullyConnectedForward(batch, in, out, x.data(), w.data(), b.data(), y.data());
       FullyConnectedBackward(batch, in, out, x.data(), w.data(), dy.data(), dx.data(), dw.data(),
-                             db.data());
+                             db.data(), GradWrite::kAdd);
       std::vector<float> ry(pool_in), rdx = Random(pool_in, 18);
       ReluForward(pool_in, px.data(), ry.data());
-      ReluBackward(pool_in, ry.data(), px.data(), rdx.data());
+      ReluBackward(pool_in, ry.data(), px.data(), rdx.data(), GradWrite::kAdd);
       std::vector<float> py(pool_in / 4), pdx = Random(pool_in, 19);
       std::vector<int32_t> argmax;
       MaxPoolForward(pg, batch, px.data(), py.data(), &argmax);
-      MaxPoolBackward(pg, batch, pdy.data(), argmax, pdx.data());
+      MaxPoolBackward(pg, batch, pdy.data(), argmax, pdx.data(), GradWrite::kAdd);
       r = {y, dx, dw, db, ry, rdx, py, pdx};
     });
     return r;
@@ -115,6 +120,23 @@ TEST_CASE("threaded fully connected, relu and max pooling equal the single-threa
   const auto one = run(1), many = run(3);
   const char* names[] = {"fc y", "fc dx", "fc dw", "fc db", "relu y", "relu dx", "pool y", "pool dx"};
   for (size_t i = 0; i < one.size(); ++i) CheckClose(one[i], many[i], names[i]);
+
+  // Set rather than added, over NaN: what was added, less what dx held.
+  WithThreads(3, [&] {
+    std::vector<float> dx(batch * in, std::nanf("")), dw(out * in), db(out);
+    FullyConnectedBackward(batch, in, out, x.data(), w.data(), dy.data(), dx.data(), dw.data(), db.data(),
+                           GradWrite::kSet);
+    CheckClose(Minus(one[1], Random(batch * in, 17)), dx, "fc dx set");
+    std::vector<float> rdx(pool_in, std::nanf(""));
+    ReluBackward(pool_in, one[4].data(), px.data(), rdx.data(), GradWrite::kSet);
+    CheckClose(Minus(one[5], Random(pool_in, 18)), rdx, "relu dx set");
+    std::vector<float> pdx(pool_in, std::nanf(""));
+    std::vector<float> py(pool_in / 4);
+    std::vector<int32_t> argmax;
+    MaxPoolForward(pg, batch, px.data(), py.data(), &argmax);
+    MaxPoolBackward(pg, batch, pdy.data(), argmax, pdx.data(), GradWrite::kSet);
+    CheckClose(Minus(one[7], Random(pool_in, 19)), pdx, "pool dx set");
+  });
 }
 
 TEST_CASE("ParallelFor covers [0, n) once in contiguous ranges, and runs nested calls inline") {
