@@ -46,10 +46,13 @@ Status CarriedStateFiles::Save(uint64_t step, const std::vector<CarriedState>& s
     bytes.append(reinterpret_cast<const char*>(s.floats->data()), 4 * s.floats->size());
   }
   Put<uint64_t>(&bytes, Fnv1a64(bytes));
-  SHOAL_RETURN_IF_ERROR(WriteFileAtomic(Path(step), bytes, /*sync=*/false));
+  auto checkpointed = [&](uint64_t s) { return checkpoint_every_ > 0 && s % checkpoint_every_ == 0; };
+  // A checkpoint step's file is synced as the servers' checkpoint is, so that
+  // the restart after a machine's crash finds both; the others only need to
+  // outlive a crash of the worker (a restart of the servers' last step).
+  SHOAL_RETURN_IF_ERROR(WriteFileAtomic(Path(step), bytes, /*sync=*/checkpointed(step)));
   // Step − 2's is no longer needed, unless the servers checkpoint there; a
   // new checkpoint step's file retires the one three checkpoints back.
-  auto checkpointed = [&](uint64_t s) { return checkpoint_every_ > 0 && s % checkpoint_every_ == 0; };
   std::error_code ignored;
   if (step >= 2 && !checkpointed(step - 2)) std::filesystem::remove(Path(step - 2), ignored);
   if (checkpointed(step) && step >= 3 * checkpoint_every_)
