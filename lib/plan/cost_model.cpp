@@ -114,6 +114,8 @@ std::vector<LayerFacts> CollectLayerFacts(const JobConfig& job, const Net& net) 
     f.name = layer->name();
     f.type = layer->type();
     f.params = static_cast<double>(layer->param_count());
+    f.frozen = !layer->params().empty();
+    for (const Param& p : layer->params()) f.frozen = f.frozen && p.lr_mult == 0.0f;
     f.feature = static_cast<double>(layer->feature_size());
     f.flops = layer->ForwardFlopsPerRecord() + layer->BackwardFlopsPerRecord();
     f.rows_per_record = layer->RowsPerRecord();
@@ -158,7 +160,7 @@ LayerCost NodeCost(const LayerFacts& layer, Choice choice, const Grouping& g, co
       layer.chained_flops / p.FlopsPerSecond(layer.type, batch);
   cost.compute_s = seconds_per_record * records * share * StragglerFactor(g, p);
   cost.overlapped = g.overlap;
-  if (layer.params == 0.0) return cost;
+  if (layer.params == 0.0 || layer.frozen) return cost;
   // Replicas of the parameters that the servers keep consistent; every
   // replica's gradients go to the servers (one leg), its values come back
   // (the other), and each leg takes as long as its busiest link.

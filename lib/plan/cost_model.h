@@ -28,6 +28,7 @@ struct JobConfig;
 struct LayerFacts {
   std::string name, type;
   double params = 0.0;        // P_l, floats
+  bool frozen = false;        // lr_mult 0: its parameters never travel (lib/train/param_table.h)
   double feature = 0.0;       // D_l, floats per record
   double flops = 0.0;         // forward + backward, per record
   double rows_per_record = 1; // rows a record gives the layer's products (Layer::RowsPerRecord)

@@ -116,11 +116,12 @@ void BspConsistency::ApplyStep(ServerTable& table, int index, const std::vector<
 uint64_t BspConsistency::TableVersion(const ServerTable& table) const {
   uint64_t slowest = table.SlowestLayer();
   for (int w = 0; w < config_.workers; ++w)
-    if (config_.serves[w] && config_.held[w].empty()) slowest = std::min(slowest, table.empty_steps()[w]);
+    if (config_.serves[w] && config_.exchanged[w].empty()) slowest = std::min(slowest, table.empty_steps()[w]);
   return slowest;
 }
 
 const std::vector<float>* BspConsistency::ValuesAt(const ServerTable& table, uint32_t key, uint64_t step) const {
+  if (table.Frozen(key)) return &table.slices().at(key).value;  // the same at every step
   const ServerTable::Layer& layer = table.layers()[table.LayerOf(key)];
   if (layer.version == step) return &table.slices().at(key).value;
   auto before = previous_.find(key);
@@ -159,7 +160,7 @@ std::string BspConsistency::Awaited(const ServerTable& table, const Read& read) 
       if (std::string why = lacking(static_cast<int>(index)); !why.empty()) return why;
   std::vector<int> empty;
   for (int w = 0; w < config_.workers; ++w)
-    if (config_.serves[w] && config_.held[w].empty() && table.empty_steps()[w] <= table.version())
+    if (config_.serves[w] && config_.exchanged[w].empty() && table.empty_steps()[w] <= table.version())
       empty.push_back(w);
   if (empty.empty()) return "";
   return "the step " + std::to_string(table.version()) + " of " + WorkersNamed(empty) +

@@ -445,8 +445,8 @@ void ParameterServer::ReplyParams(int slot, int worker, const std::vector<int>& 
   };
   if (worker < 0)
     for (const auto& [key, s] : table_->slices()) add(key);
-  else if (layers.empty())
-    for (uint32_t key : config_.held[worker]) add(key);
+  else if (layers.empty())  // a worker's done, or its update of nothing here
+    for (uint32_t key : config_.exchanged[worker]) add(key);
   else
     for (int index : layers)
       for (uint32_t key : config_.layers[index].held[worker]) add(key);

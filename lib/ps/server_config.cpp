@@ -58,6 +58,7 @@ Status MakeServerConfig(const Plan& plan, int id, ServerConfig* out) {
     SliceSpec s{sp.key, sp.param, sp.param, sp.offset, sp.count, param.shape, param.init, param.lr_mult};
     if (param.slices.size() > 1) s.name += "[" + std::to_string(sp.offset) + "]";
     c.slices.push_back(s);
+    if (s.frozen()) continue;
     const std::string& layer = LayerOfParam(plan, param).name;
     if (c.layers.empty() || c.layers.back().name != layer) {
       c.layers.emplace_back();
@@ -71,6 +72,7 @@ Status MakeServerConfig(const Plan& plan, int id, ServerConfig* out) {
   c.holders_per_key.assign(plan.slices.size(), 0);
   c.serves.assign(c.workers, false);
   c.held.resize(c.workers);
+  c.exchanged.resize(c.workers);
   std::map<uint32_t, size_t> count_of;
   for (const SliceSpec& s : c.slices) count_of[s.key] = s.count;
   size_t largest = 0, all = 0;
@@ -82,11 +84,13 @@ Status MakeServerConfig(const Plan& plan, int id, ServerConfig* out) {
     size_t bytes = 0;
     for (uint32_t key : KeysHeldBy(plan, w.id)) {
       ++c.holders_per_key[key];
-      auto layer = layer_of.find(key);
-      if (layer == layer_of.end()) continue;
+      if (!count_of.count(key)) continue;  // on another server
       c.held[w.id].push_back(key);
-      c.layers[layer->second].held[w.id].push_back(key);
       bytes += kEntryHeaderBytes + 4 * count_of[key];
+      auto layer = layer_of.find(key);
+      if (layer == layer_of.end()) continue;  // frozen
+      c.exchanged[w.id].push_back(key);
+      c.layers[layer->second].held[w.id].push_back(key);
     }
     largest = std::max(largest, bytes);
   }

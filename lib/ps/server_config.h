@@ -24,9 +24,14 @@ struct SliceSpec {
   Shape shape;        // the whole parameter's
   ParamInit init;
   float lr_mult = 1.0f;
+  // lr_mult 0: no update ever changes it, so no worker sends its gradients
+  // and it belongs to no layer here (layers are the unit of updates and
+  // versions); a worker reads it once, as it joins.
+  bool frozen() const { return lr_mult == 0.0f; }
 };
 
-// One layer's slices on this server: the unit of an update and of versions.
+// One layer's slices on this server: the unit of an update and of versions
+// (a frozen layer's slices are in none).
 struct LayerSpec {
   std::string name;
   std::vector<uint32_t> keys;               // increasing
@@ -62,7 +67,8 @@ struct ServerConfig {
   std::vector<SliceSpec> slices;       // by increasing key
   std::vector<LayerSpec> layers;       // in the net's order
   std::vector<int> holders_per_key;    // per key of the plan: how many workers hold it
-  std::vector<std::vector<uint32_t>> held;  // per worker: its keys on this server, increasing
+  std::vector<std::vector<uint32_t>> held;  // per worker: its keys on this server, increasing (a join's answer)
+  std::vector<std::vector<uint32_t>> exchanged;  // per worker: its keys here less the frozen (every update's)
   size_t max_request_bytes = 0;        // the largest request a peer can legitimately send
 
   // Distributed Hogwild: the servers of other groups this one syncs with.

@@ -29,7 +29,8 @@ ServerTable::ServerTable(const ServerConfig& config, bool takes_gradients)
     Slice s{&spec, std::vector<float>(full.begin() + spec.offset, full.begin() + spec.offset + spec.count), {}, {},
             updater};
     if (takes_gradients) {
-      s.grad_sum.assign(spec.count, 0.0f);
+      // A frozen slice's state stays zero, for checkpoints of one layout whatever lr_mult says.
+      if (!spec.frozen()) s.grad_sum.assign(spec.count, 0.0f);
       s.state = NewUpdaterState(config.updater, spec.count);
     }
     slices_.emplace(spec.key, std::move(s));
@@ -94,13 +95,16 @@ std::string ServerTable::MisheldSlices(const MessageView& req, std::vector<int>*
   std::string mismatch = MismatchedSlice(req);  // every key is this server's from here on
   if (!mismatch.empty()) return mismatch;
   for (const auto& e : req.entries) {
+    if (Frozen(e.key))
+      return "from worker " + std::to_string(sender) + " carries slice " + std::to_string(e.key) + " of '" +
+             slices_.at(e.key).spec->param + "', which is frozen (lr_mult 0): nothing is sent of it";
     const int index = layer_of_.at(e.key);
     if (layers->empty() || layers->back() != index) layers->push_back(index);
   }
   if (layers->empty()) {
-    if (config_.held[sender].empty()) return "";
+    if (config_.exchanged[sender].empty()) return "";
     return "from worker " + std::to_string(sender) + " carries no slices; the plan gives it " +
-           std::to_string(config_.held[sender].size()) + " on this server";
+           std::to_string(config_.exchanged[sender].size()) + " on this server";
   }
   // Layers' keys follow one another, so the slices expected are each
   // touched layer's in turn.

@@ -45,7 +45,8 @@ class ServerTable {
   Slice& slice(uint32_t key) { return slices_.at(key); }
   std::vector<Layer>& layers() { return layers_; }
   const std::vector<Layer>& layers() const { return layers_; }
-  int LayerOf(uint32_t key) const { return layer_of_.at(key); }
+  int LayerOf(uint32_t key) const { return layer_of_.at(key); }  // not of a frozen slice: it has none
+  bool Frozen(uint32_t key) const { return slices_.at(key).spec->frozen(); }
 
   // The table's version: what the consistency model says it has reached
   // (lib/ps/consistency.h), one step at a time. Gets, joins and checkpoints see it.

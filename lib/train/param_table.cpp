@@ -47,6 +47,7 @@ RemoteTable::RemoteTable(const Plan& plan, int worker, std::vector<Param*> param
       plan_hash_(plan.hash_value()),
       servers_(ServersOf(plan, worker)),
       pieces_(servers_.size()),
+      exchanged_(servers_.size()),
       overlap_(plan.job.train.overlap && plan.job.cluster.consistency != "easgd") {
   std::map<std::string, Param*> by_name;
   for (Param* p : params) by_name[p->name] = p;
@@ -56,7 +57,9 @@ RemoteTable::RemoteTable(const Plan& plan, int worker, std::vector<Param*> param
     const SlicePlan& s = plan.slices[key];
     const size_t held_from = HeldFloats(plan, plan.params[s.param_index], rank).begin;
     const size_t local = std::find(servers_.begin(), servers_.end(), s.server) - servers_.begin();
-    pieces_[local].push_back({s.key, by_name.at(s.param), s.offset - held_from, s.count});
+    const Piece piece{s.key, by_name.at(s.param), s.offset - held_from, s.count};
+    pieces_[local].push_back(piece);
+    if (plan.params[s.param_index].lr_mult != 0.0f) exchanged_[local].push_back(piece);
   }
 }
 
@@ -76,8 +79,8 @@ Status RemoteTable::Connect() {
 }
 
 Status RemoteTable::OpenLanes() {
-  for (size_t s = 0; s < pieces_.size(); ++s) {
-    if (pieces_[s].empty()) {  // a server where this worker holds nothing hears of each step all the same
+  for (size_t s = 0; s < exchanged_.size(); ++s) {
+    if (exchanged_[s].empty()) {  // a server where this worker exchanges nothing hears of each step all the same
       lanes_.push_back({static_cast<int>(s), {}, nullptr});
       continue;
     }
@@ -85,7 +88,7 @@ Status RemoteTable::OpenLanes() {
     std::vector<std::string> layers;
     std::vector<std::vector<Piece>> pieces;
     std::vector<size_t> floats;
-    for (const Piece& p : pieces_[s]) {
+    for (const Piece& p : exchanged_[s]) {
       const std::string& layer = LayerOfParam(plan_, plan_.params[plan_.slices[p.key].param_index]).name;
       if (layers.empty() || layers.back() != layer) {
         layers.push_back(layer);
@@ -161,13 +164,13 @@ Status RemoteTable::AfterBackward(const Layer& layer, uint64_t step) {
   return Status::Ok();
 }
 
-Status RemoteTable::RoundTrip(MsgType type, uint64_t step, Send send, Take take, const std::string& text,
-                              std::vector<uint64_t>* steps) {
+Status RemoteTable::RoundTrip(MsgType type, uint64_t step, const std::vector<std::vector<Piece>>& pieces, Send send,
+                              Take take, const std::string& text, std::vector<uint64_t>* steps) {
   const MsgHeader h{type, plan_hash_, step, static_cast<uint32_t>(worker_), incarnation_};
   auto send_to = [&](size_t s) {
     std::vector<EntryRef> entries;
     if (send != Send::kNothing)
-      for (const auto& p : pieces_[s]) {
+      for (const auto& p : pieces[s]) {
         const Tensor& from = send == Send::kGrads ? p.param->grad : p.param->value;
         entries.push_back({p.key, from.data() + p.offset, static_cast<uint32_t>(p.count), wire_});
         bytes_sent_ += p.count * BytesPerValue(wire_);
@@ -198,7 +201,7 @@ Status RemoteTable::RoundTrip(MsgType type, uint64_t step, Send send, Take take,
       SHOAL_RETURN_IF_ERROR(TimedReceive(clients_[s].get(), &reply));
     }
     if (take != Take::kNothing) {
-      SHOAL_RETURN_IF_ERROR(Absorb(static_cast<int>(s), reply.view(), pieces_[s], take));
+      SHOAL_RETURN_IF_ERROR(Absorb(static_cast<int>(s), reply.view(), pieces[s], take));
       for (const auto& e : reply.view().entries) bytes_received_ += e.value_bytes();
     }
     if (steps) steps->push_back(reply.view().header.step);
@@ -247,7 +250,7 @@ Status RemoteTable::Absorb(int server, const MessageView& reply, const std::vect
 Status RemoteTable::Join(uint64_t* step) {
   std::vector<uint64_t> steps;
   SHOAL_RETURN_IF_ERROR(
-      RoundTrip(MsgType::kJoin, kJoinWhereTheServerIs, Send::kNothing, Take::kValues, "", &steps));
+      RoundTrip(MsgType::kJoin, kJoinWhereTheServerIs, pieces_, Send::kNothing, Take::kValues, "", &steps));
   // Servers agree unless this worker died between its sends to them; then
   // the earliest step is repeated (the servers past it drop the repeat), on
   // the values every server had at that step: the ones past it are asked again.
@@ -264,7 +267,7 @@ Status RemoteTable::Join(uint64_t* step) {
 }
 
 Status RemoteTable::Report(const std::string& metric) {
-  return RoundTrip(MsgType::kMetric, 0, Send::kNothing, Take::kNothing, metric);
+  return RoundTrip(MsgType::kMetric, 0, pieces_, Send::kNothing, Take::kNothing, metric);
 }
 
 Status RemoteTable::FetchAll(const std::vector<Param*>& whole, uint64_t version) {
@@ -286,7 +289,7 @@ Status RemoteTable::FetchAll(const std::vector<Param*>& whole, uint64_t version)
 }
 
 Status RemoteTable::Push(uint64_t step, double) {
-  if (!overlap_) SHOAL_RETURN_IF_ERROR(RoundTrip(MsgType::kUpdateGet, step, Send::kGrads, Take::kValues));
+  if (!overlap_) SHOAL_RETURN_IF_ERROR(RoundTrip(MsgType::kUpdateGet, step, exchanged_, Send::kGrads, Take::kValues));
   // Every layer went as backprop finished it (AfterBackward), unless one was
   // left out; the servers where this worker holds nothing hear of the step
   // now, their answer to the previous one taken first (one request at a time).
@@ -300,14 +303,14 @@ Status RemoteTable::Push(uint64_t step, double) {
 }
 
 Status RemoteTable::Exchange(uint64_t step) {
-  SHOAL_RETURN_IF_ERROR(RoundTrip(MsgType::kExchange, step, Send::kValues, Take::kDifference));
+  SHOAL_RETURN_IF_ERROR(RoundTrip(MsgType::kExchange, step, exchanged_, Send::kValues, Take::kDifference));
   ++updates_sent_;
   return Status::Ok();
 }
 
 Status RemoteTable::Finish() {
   SHOAL_RETURN_IF_ERROR(Settle());
-  SHOAL_RETURN_IF_ERROR(RoundTrip(MsgType::kDone, 0, Send::kNothing, Take::kValues));
+  SHOAL_RETURN_IF_ERROR(RoundTrip(MsgType::kDone, 0, exchanged_, Send::kNothing, Take::kValues));
   lanes_.clear();  // hang up now: the servers wait for it before they exit
   clients_.clear();
   return Status::Ok();

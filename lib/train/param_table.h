@@ -120,10 +120,11 @@ class RemoteTable : public ParamTable, public LayerHooks {
   };
   enum class Send { kNothing, kGrads, kValues };           // what a request carries of the params
   enum class Take { kNothing, kValues, kDifference };      // what a reply's entries do to them
-  // One request to every server at once, then every reply. `steps` (if
-  // given) receives each reply's step.
-  Status RoundTrip(MsgType type, uint64_t step, Send send, Take take, const std::string& text = "",
-                   std::vector<uint64_t>* steps = nullptr);
+  // One request to every server at once, carrying `pieces` (per server) as
+  // `send` says, then every reply, matched to them. `steps` (if given)
+  // receives each reply's step.
+  Status RoundTrip(MsgType type, uint64_t step, const std::vector<std::vector<Piece>>& pieces, Send send, Take take,
+                   const std::string& text = "", std::vector<uint64_t>* steps = nullptr);
   // A client's Send and Receive, timed (busy()).
   Status TimedSend(RpcClient* client, const MsgHeader& header, const std::vector<EntryRef>& entries,
               const std::string& text = "");
@@ -155,7 +156,11 @@ class RemoteTable : public ParamTable, public LayerHooks {
   std::vector<float> differences_;            // easgd: a reply's differences, decoded
   std::vector<std::unique_ptr<RpcClient>> clients_;
   std::vector<int> servers_;                // the ones this worker talks to (its server group)
-  std::vector<std::vector<Piece>> pieces_;  // per server of servers_
+  std::vector<std::vector<Piece>> pieces_;  // per server of servers_: what a join fills
+  // The same less the frozen (lr_mult 0): what every step exchanges. A
+  // frozen parameter's values come once, as the worker joins, and its
+  // gradients, never applied, are not sent.
+  std::vector<std::vector<Piece>> exchanged_;
   bool overlap_;
   std::vector<Lane> lanes_;                 // with overlap
   std::map<std::string, std::vector<size_t>> lanes_of_layer_;  // lowest layer's name -> its lanes

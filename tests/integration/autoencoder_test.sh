@@ -34,3 +34,21 @@ PY
 grep -q "\"checkpoint\": *\"$out/rbm1/ckpt\"" <(python3 -m json.tool "$out/rbm2/plan.json") ||
   fail "RBM 2's plan does not start fc1 from RBM 1's checkpoint"
 ok "RBMs pre-trained in turn, the auto-encoder fine-tuned from them beats PCA, pictures drawn"
+# RBM 4's layers below it are frozen (lr_mult 0): its workers send the RBM's
+# gradients and nothing of theirs, as the plan predicts.
+python3 - "$out/rbm4" <<'PY' || fail "RBM 4's workers exchanged frozen parameters"
+import json, math, os, sys
+run = sys.argv[1]
+plan = json.load(open(os.path.join(run, "plan.json")))
+trained = sum(4 * math.prod(p["shape"]) for p in plan["params"] if p["lr_mult"] != 0)
+frozen = sum(4 * math.prod(p["shape"]) for p in plan["params"] if p["lr_mult"] == 0)
+assert trained > 0 and frozen > 100 * trained, (trained, frozen)
+predicted = sum(l["param_bytes_out"] for l in plan["planner"]["layers"])
+assert predicted == trained, (predicted, trained)
+for w in (0, 1):
+    steps = [json.loads(l) for l in open(os.path.join(run, f"worker-{w}.jsonl"))]
+    sent = [s["bytes_per_step"] for s in steps if s["event"] == "step"]
+    assert sent and all(b["param_bytes_out"] == trained and b["param_bytes_in"] == trained for b in sent), (w, sent)
+print(f"RBM 4: {trained} bytes a step each way, {frozen} frozen stay put")
+PY
+ok "frozen layers' parameters are read once and never exchanged"

@@ -135,21 +135,38 @@ TEST_CASE("gradients add up in fp32, and Apply steps the updater and clears the 
   CHECK(bias.grad_sum == std::vector<float>(3, 0.0f));
 }
 
-TEST_CASE("a layer's lr_mult scales its parameters' steps; 0 leaves them as they were") {
+TEST_CASE("a layer's lr_mult scales its parameters' steps; a frozen one (0) is held but in no layer, and no update may carry it") {
   const std::string layers =
       "    - {name: data, type: data, shape: [1, 2, 2]}\n"
       "    - {name: fc, type: fully_connected, srclayers: data, num_output: 3, lr_mult: 0}\n"
       "    - {name: fc2, type: fully_connected, srclayers: fc, num_output: 2, lr_mult: 0.5}\n"
       "    - {name: loss, type: softmax_loss, srclayers: [fc2, data]}\n";
   TableFixture f(layers);
+  // The frozen layer's slices (0, 1) are held, for a join's answer, but exchanged by nobody.
+  CHECK(f.config.held[0] == std::vector<uint32_t>{0, 1, 2, 3});
+  CHECK(f.config.exchanged[0] == std::vector<uint32_t>{2, 3});
   ServerTable table(f.config, true);
-  Request a(0, {{0, 12}, {1, 3}, {2, 6}, {3, 2}});
-  table.AddGradients(table.EntriesOf(a.view, 0));
-  table.AddGradients(table.EntriesOf(a.view, 1));
-  const std::vector<float> frozen = table.slice(1).value, halved = table.slice(3).value;
-  table.Apply(table.slice(1), 1.0f, 0);
+  REQUIRE(table.layers().size() == 1);
+  CHECK(table.layers()[0].spec->name == "fc2");
+  CHECK(table.Frozen(1));
+  CHECK_FALSE(table.Frozen(2));
+  CHECK(table.LayersHeldBy(0) == std::vector<int>{0});
+  CHECK(table.slice(1).grad_sum.empty());
+  CHECK(table.slice(1).state.size() == 1);  // zeros, so that checkpoints keep one layout
+
+  std::vector<int> touched;
+  Request carrying_frozen(0, {{0, 12}, {1, 3}, {2, 6}, {3, 2}});
+  const std::string refusal = table.MisheldSlices(carrying_frozen.view, &touched);
+  INFO(refusal);
+  CHECK(refusal.find("slice 0 of 'fc.weight'") != std::string::npos);
+  CHECK(refusal.find("frozen (lr_mult 0)") != std::string::npos);
+  Request exchanged(0, {{2, 6}, {3, 2}});
+  CHECK(table.MisheldSlices(exchanged.view, &touched).empty());
+  CHECK(touched == std::vector<int>{0});
+
+  table.AddGradients(table.EntriesOf(exchanged.view, 0));
+  const std::vector<float> halved = table.slice(3).value;
   table.Apply(table.slice(3), 1.0f, 0);
-  CHECK(table.slice(1).value == frozen);
   for (size_t i = 0; i < halved.size(); ++i)
     CHECK(table.slice(3).value[i] == doctest::Approx(halved[i] - 0.5f * kLr * 1.0f));
 }
