@@ -68,6 +68,8 @@ int Main(int argc, char** argv) {
   int64_t step = -1;
   bool with_state = false;
 
+  // What dl-ckpt writes is binary and written atomically: a file, never standard output.
+  const CLI::Validator a_file([](std::string& path) { return path == "-" ? "'-' is not a file's path" : ""; }, "PATH");
   auto* ls = app.add_subcommand("ls", "every checkpoint in DIR: server, step, updates, metric, size; complete sets");
   ls->add_option("dir", dir, "checkpoint directory")->required();
   auto* inspect = app.add_subcommand("inspect", "tensors, shapes, norms, step, metric");
@@ -79,11 +81,11 @@ int Main(int argc, char** argv) {
   diff->add_option("b", b, "checkpoint file")->required();
   auto* merge = app.add_subcommand("merge", "one step's server files into one file of whole parameters");
   merge->add_option("paths", paths, "a checkpoint directory, or one step's server files")->required();
-  merge->add_option("-o,--out", out, "merged checkpoint to write")->required();
+  merge->add_option("-o,--out", out, "merged checkpoint to write")->required()->check(a_file);
   merge->add_option("--step", step, "this step (default: the newest every server has)")->check(CLI::NonNegativeNumber);
   auto* exp = app.add_subcommand("export", "parameter values as .npz or .safetensors (float32, by parameter name)");
   exp->add_option("paths", paths, "a checkpoint directory, one step's server files, or a merged file")->required();
-  exp->add_option("-o,--out", out, "file to write (.npz or .safetensors)")->required();
+  exp->add_option("-o,--out", out, "file to write (.npz or .safetensors)")->required()->check(a_file);
   exp->add_option("--format", format, "npz | safetensors (default: from the file name)")
       ->check(CLI::IsMember({"npz", "safetensors"}));
   exp->add_option("--step", step, "with a directory: this step (default: the newest complete)")
@@ -96,7 +98,7 @@ int Main(int argc, char** argv) {
   auto* resume = app.add_subcommand(
       "prepare-resume", "copy the newest step every server has a verified checkpoint of into a resume directory");
   resume->add_option("dir", dir, "checkpoint directory")->required();
-  resume->add_option("-o,--out", out, "resume directory for dl-server --resume")->required();
+  resume->add_option("-o,--out", out, "resume directory for dl-server --resume")->required()->check(a_file);
   resume->add_option("--step", step, "this step (default: the newest that verifies)")->check(CLI::NonNegativeNumber);
   SHOAL_PARSE_COMMAND_LINE(app, argc, argv);
   g_table = table || (!json && StdoutIsTerminal());

@@ -28,10 +28,13 @@ constexpr size_t kMaxHeaderBytes = 256u << 20;
 constexpr uint64_t kMaxServers = kMaxCheckpointServers, kMaxWorkers = 1u << 20;
 
 // The header's fields and the tensors' bytes, each checked against the
-// bytes actually there: every tensor within its parameter and within the
-// file, one after another from the data's start to the file's end.
-Status ReadHeader(const std::string& path, const json& h, const std::string& bytes, size_t data_start,
-                  Checkpoint* ckpt) {
+// `data_bytes` that follow the header: every tensor within its parameter and
+// within the file, one after another from the data's start to the file's
+// end. `data` null: the layout only (before the data is read, so that a
+// file far larger than its header says is never read); otherwise each
+// tensor's checksum too, and its floats copied.
+Status ReadHeader(const std::string& path, const json& h, const char* data_or_null, uint64_t data_bytes,
+                  size_t data_start, Checkpoint* ckpt) {
   const JsonFields f(path);
   *ckpt = Checkpoint();
   uint64_t u = 0;
@@ -57,7 +60,6 @@ Status ReadHeader(const std::string& path, const json& h, const std::string& byt
   SHOAL_RETURN_IF_ERROR(f.Get(h, "", "tensors", &tensors));
   if (!tensors->is_array()) return f.Error("tensors", "must be a list");
   uint64_t next = 0;  // where the next tensor's data must start
-  const uint64_t data_bytes = bytes.size() - data_start;
   for (size_t k = 0; k < tensors->size(); ++k) {
     const json& t = (*tensors)[k];
     const std::string in = "tensors[" + std::to_string(k) + "].";
@@ -65,6 +67,13 @@ Status ReadHeader(const std::string& path, const json& h, const std::string& byt
     SHOAL_RETURN_IF_ERROR(f.String(t, in, "name", &tensor.name, 1024));
     SHOAL_RETURN_IF_ERROR(f.String(t, in, "param", &tensor.param, 1024));
     SHOAL_RETURN_IF_ERROR(f.String(t, in, "role", &tensor.role, 64));
+    // Names become archive members and file names (dl-ckpt export): a parameter's, as a job's layers make them.
+    if (!IsPlainName(tensor.param)) return f.Error(in + "param", std::string("must be ") + kPlainNameRule);
+    if (!IsPlainName(tensor.role)) return f.Error(in + "role", std::string("must be ") + kPlainNameRule);
+    if (tensor.name.rfind(tensor.param, 0) != 0 ||
+        tensor.name.find_first_not_of("0123456789[]@_.-abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ") !=
+            std::string::npos)
+      return f.Error(in + "name", "must be its param's, with [offset] and @state where they apply");
     SHOAL_RETURN_IF_ERROR(f.Unsigned(t, in, "key", UINT32_MAX, &u));
     tensor.key = static_cast<uint32_t>(u);
     SHOAL_RETURN_IF_ERROR(f.Unsigned(t, in, "offset", UINT64_MAX, &tensor.offset));
@@ -92,10 +101,12 @@ Status ReadHeader(const std::string& path, const json& h, const std::string& byt
     if (at != next) return Status::Corruption(where + ": its data does not follow the tensor before it");
     if (count > (data_bytes - at) / 4)
       return Status::Corruption(where + " runs past the end of the file (truncated?)");
-    const char* data = bytes.data() + data_start + at;
-    if (Crc32(data, 4 * count) != crc) return Status::Corruption(where + ": checksum mismatch");
-    tensor.data.resize(count);
-    std::memcpy(tensor.data.data(), data, 4 * count);
+    if (data_or_null) {
+      const char* data = data_or_null + at;
+      if (Crc32(data, 4 * count) != crc) return Status::Corruption(where + ": checksum mismatch");
+      tensor.data.resize(count);
+      std::memcpy(tensor.data.data(), data, 4 * count);
+    }
     next = at + 4 * count;
     ckpt->tensors.push_back(std::move(tensor));
   }
@@ -116,6 +127,9 @@ Status ParseFile(const std::string& path, const std::string& bytes, json* header
   if (version != kFormatVersion)
     return Status::Corruption("'" + path + "': checkpoint format version " + std::to_string(version) +
                               ", this build reads " + std::to_string(kFormatVersion));
+  if (header_bytes > kMaxHeaderBytes)
+    return Status::Corruption("'" + path + "': header of " + std::to_string(header_bytes) + " bytes, at most " +
+                              std::to_string(kMaxHeaderBytes) + " in a checkpoint");
   if (header_bytes > bytes.size() - kPreamble - 4)
     return Status::Corruption("'" + path + "': header of " + std::to_string(header_bytes) +
                               " bytes runs past the end of the file (truncated?)");
@@ -204,12 +218,18 @@ Status WriteCheckpoint(const std::string& path, const Checkpoint& ckpt) {
   return WriteFileAtomic(path, out);
 }
 
-Status ReadCheckpointHeader(const std::string& path, json* header) {
-  // Reads the preamble and the header only: listing a directory of large
-  // checkpoints must not read their tensors.
-  std::ifstream in(path, std::ios::binary);
+namespace {
+
+// Reads the preamble and the header only, from a regular file: listing a
+// directory of large checkpoints must not read their tensors, and a device
+// or a pipe is no checkpoint. Gives the file's size and where its data starts.
+Status ReadPreambleAndHeader(const std::string& path, json* header, size_t* data_start, uint64_t* file_bytes) {
   std::error_code ec;
-  uint64_t file_bytes = std::filesystem::file_size(path, ec);
+  const auto status = std::filesystem::status(path, ec);
+  if (ec) return Status::IOError("cannot open '" + path + "': " + ec.message());
+  if (!std::filesystem::is_regular_file(status)) return Status::InvalidArgument("'" + path + "' is not a regular file");
+  *file_bytes = std::filesystem::file_size(path, ec);
+  std::ifstream in(path, std::ios::binary);
   if (!in || ec) return Status::IOError("cannot open '" + path + "': " + std::strerror(errno));
   std::string bytes(kPreamble, '\0');
   in.read(&bytes[0], kPreamble);
@@ -218,24 +238,39 @@ Status ReadCheckpointHeader(const std::string& path, json* header) {
     uint64_t header_bytes;
     std::memcpy(&header_bytes, bytes.data() + 12, 8);
     // The header and its CRC, or what the file has of them (ParseFile names a truncation).
-    uint64_t want = std::min<uint64_t>(std::min<uint64_t>(header_bytes, kMaxHeaderBytes) + 4, file_bytes - kPreamble);
+    uint64_t want =
+        std::min<uint64_t>(std::min<uint64_t>(header_bytes, kMaxHeaderBytes) + 4, *file_bytes - kPreamble);
     std::string rest(want, '\0');
     in.read(&rest[0], static_cast<std::streamsize>(want));
     rest.resize(static_cast<size_t>(in.gcount()));
     bytes += rest;
   }
+  return ParseFile(path, bytes, header, data_start);
+}
+
+}  // namespace
+
+Status ReadCheckpointHeader(const std::string& path, json* header) {
   size_t data_start;
-  return ParseFile(path, bytes, header, &data_start);
+  uint64_t file_bytes;
+  return ReadPreambleAndHeader(path, header, &data_start, &file_bytes);
 }
 
 Status ReadCheckpoint(const std::string& path, Checkpoint* ckpt) {
-  std::string bytes;
-  SHOAL_RETURN_IF_ERROR(ReadFile(path, &bytes));
   json h;
   size_t data_start;
-  SHOAL_RETURN_IF_ERROR(ParseFile(path, bytes, &h, &data_start));
+  uint64_t file_bytes;
+  SHOAL_RETURN_IF_ERROR(ReadPreambleAndHeader(path, &h, &data_start, &file_bytes));
   try {
-    return ReadHeader(path, h, bytes, data_start, ckpt);
+    // The layout first: the data is read only once the header accounts for every byte of it.
+    SHOAL_RETURN_IF_ERROR(ReadHeader(path, h, nullptr, file_bytes - data_start, data_start, ckpt));
+    std::ifstream in(path, std::ios::binary);
+    std::string data(file_bytes - data_start, '\0');
+    in.seekg(static_cast<std::streamoff>(data_start));
+    in.read(&data[0], static_cast<std::streamsize>(data.size()));
+    if (!in || static_cast<uint64_t>(in.gcount()) != data.size())
+      return Status::IOError("cannot read '" + path + "': it changed while it was read");
+    return ReadHeader(path, h, data.data(), data.size(), data_start, ckpt);
   } catch (const json::exception& e) {  // nlohmann's own, should a check above miss one
     return Status::Corruption("'" + path + "': malformed header: " + e.what());
   }

@@ -5,6 +5,7 @@
 
 #include "config/fields.h"
 #include "core/file_util.h"
+#include "core/text.h"
 #include "data/datasets.h"
 
 namespace shoal {
@@ -14,6 +15,9 @@ Status ParseLayer(const Fields& f, LayerConfig* layer) {
   if (!f.node().is_object()) return Status::InvalidArgument(f.Where() + ": a layer is a mapping");
   SHOAL_RETURN_IF_ERROR(f.String("name", "", &layer->name));
   if (layer->name.empty()) return f.Error("missing field 'name'");
+  if (!IsPlainName(layer->name))
+    return f.FieldError("name", Quoted(layer->name) + " must be " + kPlainNameRule +
+                                    " (it names the layer's parameters in checkpoints and exported files)");
   layer->fields = f.node();
   return Status::Ok();
 }

@@ -3,11 +3,13 @@
 #include "core/fault_injection.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 #include <cstdio>
+#include <cstdlib>
 
 #include "core/text.h"
 
@@ -59,9 +61,24 @@ Status ReadFile(const std::string& path, std::string* contents, size_t max_bytes
   return Status::Ok();
 }
 
-Status WriteFileAtomic(const std::string& path, const std::string& contents, bool sync) {
+Status WriteFileAtomic(const std::string& given, const std::string& contents, bool sync) {
+  // A link is written through: its target is replaced, the link kept. What
+  // is there and is not a regular file (a device, a pipe, a directory) is
+  // refused: renaming over it would replace /dev/null itself.
+  std::string path = given;
+  struct stat st;
+  if (::lstat(given.c_str(), &st) == 0 && S_ISLNK(st.st_mode)) {
+    char* resolved = ::realpath(given.c_str(), nullptr);
+    if (resolved) {
+      path = resolved;
+      std::free(resolved);
+    }
+  }
+  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
+    return Status::InvalidArgument("'" + given + "' is not a regular file: write to a file's path");
   std::string tmp = path + ".tmp." + std::to_string(getpid());
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  ::unlink(tmp.c_str());  // a leftover of an earlier process of this pid, or a link planted there: not followed
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0644);
   if (fd < 0) return Status::IOError("cannot create '" + tmp + "': " + ErrnoText());
   // In two halves, so that a test can die between them (SHOAL_CRASH_AT=atomic-write:N).
   const size_t half = contents.size() / 2;

@@ -16,7 +16,9 @@ Status ReadFile(const std::string& path, std::string* contents, size_t max_bytes
 // Writes `contents` so that `path` holds either its old bytes or all the new
 // ones, never a mix: temporary file, fsync, rename, fsync of the directory.
 // Without `sync` the file survives the writer's crash but not the machine's
-// (no fsync: for what is rewritten every step).
+// (no fsync: for what is rewritten every step). A link at `path` is written
+// through (its target replaced); anything else there that is not a regular
+// file is refused.
 Status WriteFileAtomic(const std::string& path, const std::string& contents, bool sync = true);
 
 }  // namespace shoal

@@ -1,5 +1,6 @@
 #include "core/text.h"
 
+#include <cctype>
 #include <cstdio>
 
 namespace shoal {
@@ -56,6 +57,13 @@ std::string Quoted(const std::string& text, size_t max_bytes) {
   }
   if (i < text.size()) out += "...";
   return out + "'";
+}
+
+bool IsPlainName(const std::string& name) {
+  if (name.empty() || name.size() > 128) return false;
+  for (unsigned char c : name)
+    if (!std::isalnum(c) && c != '_' && c != '.' && c != '-') return false;
+  return true;
 }
 
 }  // namespace shoal

@@ -9,6 +9,12 @@ namespace shoal {
 // Whether `text` is valid UTF-8 (what JSON output requires of every string).
 bool IsUtf8(const std::string& text);
 
+// Whether `name` may name a layer, and so a parameter (layer.weight) and
+// what is written under its name (an archive's member, a file): 1 to 128
+// of A-Z a-z 0-9 _ . - and no other, so no path, quote or control byte.
+bool IsPlainName(const std::string& name);
+inline constexpr const char* kPlainNameRule = "1 to 128 of A-Z a-z 0-9 _ . -";
+
 // `text` for a message: in single quotes, cut to `max_bytes` with "...",
 // and every byte that is not printable UTF-8 written as \xNN, so a hostile
 // name can neither flood a log nor break the JSON a message ends up in.

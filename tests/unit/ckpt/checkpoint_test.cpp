@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include <sys/stat.h>
+
 #include "ckpt/checkpoint.h"
 #include "ckpt/compare.h"
 #include "core/file_util.h"
@@ -192,6 +194,41 @@ TEST_CASE("a truncated checkpoint is refused, naming what is cut") {
   CHECK(ReadCheckpoint(path, &read).code() == Status::Code::kCorruption);
 }
 
+TEST_CASE("a file longer than its header accounts for, or not a regular file, is refused before its data is read") {
+  TempDir dir;
+  const std::string path = dir.path + "/s.ckpt";
+  REQUIRE(WriteCheckpoint(path, Sample()).ok());
+  const uint64_t size = std::filesystem::file_size(path);
+  std::filesystem::resize_file(path, uint64_t{1} << 40);  // sparse: a terabyte that takes no disk
+  Checkpoint back;
+  Status s = ReadCheckpoint(path, &back);
+  CHECK(s.code() == Status::Code::kCorruption);
+  CHECK(Contains(s.message(), std::to_string((uint64_t{1} << 40) - size) + " bytes after the last tensor's data"));
+  s = ReadCheckpoint("/dev/zero", &back);
+  CHECK(s.message() == "'/dev/zero' is not a regular file");
+  nlohmann::json header;
+  CHECK(ReadCheckpointHeader(dir.path, &header).message() == "'" + dir.path + "' is not a regular file");
+}
+
+TEST_CASE("a tensor whose name could be a path, or hold a quote or a control byte, is refused") {
+  TempDir dir;
+  const std::string path = dir.path + "/names.ckpt";
+  for (const std::string& bad : {std::string("../../evil"), std::string("fc\"x"), std::string("fc\0w", 4)}) {
+    Checkpoint c = Sample();
+    c.tensors[3].param = bad;
+    c.tensors[3].name = bad;
+    REQUIRE(WriteCheckpoint(path, c).ok());
+    Checkpoint back;
+    const Status s = ReadCheckpoint(path, &back);
+    CHECK(Contains(s.message(), "field 'tensors[3].param' must be 1 to 128 of A-Z a-z 0-9 _ . -"));
+  }
+  Checkpoint c = Sample();
+  c.tensors[3].name = "fc.bias/../x";
+  REQUIRE(WriteCheckpoint(path, c).ok());
+  Checkpoint back;
+  CHECK(Contains(ReadCheckpoint(path, &back).message(), "field 'tensors[3].name' must be its param's"));
+}
+
 TEST_CASE("another format version or a foreign file is refused") {
   TempDir dir;
   const std::string path = dir.path + "/a.ckpt";
@@ -258,6 +295,22 @@ TEST_CASE("WriteFileAtomic replaces the file whole and leaves no temporary file 
 
   REQUIRE(WriteCheckpoint(dir.path + "/a.ckpt", Sample()).ok());
   CHECK(FilesIn(dir.path) == std::vector<std::string>{"a.ckpt", "out.json"});
+}
+
+TEST_CASE("WriteFileAtomic writes through a link and refuses what is not a regular file") {
+  TempDir dir;
+  const std::string target = dir.path + "/target", link = dir.path + "/link", fifo = dir.path + "/fifo";
+  REQUIRE(WriteFileAtomic(target, "old").ok());
+  std::filesystem::create_symlink("target", link);
+  REQUIRE(WriteFileAtomic(link, "new").ok());
+  CHECK(std::filesystem::is_symlink(link));
+  CHECK(ReadBytes(target) == "new");
+  REQUIRE(::mkfifo(fifo.c_str(), 0644) == 0);
+  Status s = WriteFileAtomic(fifo, "x");
+  CHECK(s.message() == "'" + fifo + "' is not a regular file: write to a file's path");
+  CHECK(std::filesystem::is_fifo(fifo));
+  CHECK(WriteFileAtomic(dir.path, "x").message() == "'" + dir.path + "' is not a regular file: write to a file's path");
+  CHECK(FilesIn(dir.path) == std::vector<std::string>{"fifo", "link", "target"});
 }
 
 TEST_CASE("WriteFileAtomic into a missing directory is an I/O error naming the file") {

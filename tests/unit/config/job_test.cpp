@@ -347,6 +347,16 @@ TEST_CASE("a layer name used twice is refused at its second use") {
   CHECK(s.message() == "job.yaml:7:7: layer name 'fc' is used twice");
 }
 
+TEST_CASE("a layer name that is not plain (a path, a space, a quote) is refused where it is written") {
+  for (const std::string& bad : {"../x", "fc 1", "fc/w", "'q'"}) {
+    const std::string layers = kLayers + "    - {name: \"" + bad + "\", type: relu, srclayers: data}\n";
+    Status s = ParseAndBuild(Job(layers));
+    INFO(s.ToString());
+    CHECK(Contains(s.message(), "job.yaml:7:"));
+    CHECK(Contains(s.message(), "must be 1 to 128 of A-Z a-z 0-9 _ . - (it names the layer's parameters"));
+  }
+}
+
 TEST_CASE("two data layers or two loss layers are refused") {
   Status s = ParseAndBuild(Job(kLayers + "    - {name: data2, type: data, shape: [3]}\n"));
   CHECK(Contains(s.message(), "layer 'data2': a net has one data layer; 'data' is the first"));

@@ -19,6 +19,19 @@ TEST_CASE("UTF-8: well-formed sequences pass; stray, overlong, surrogate and cut
   CHECK(!IsUtf8("\xf4\x90\x80\x80"));  // past U+10FFFF
 }
 
+TEST_CASE("plain names: letters, digits, _ . - only, 1 to 128 of them") {
+  CHECK(IsPlainName("conv1"));
+  CHECK(IsPlainName("inception_3a-1x1.weight"));
+  CHECK(IsPlainName(std::string(128, 'a')));
+  CHECK_FALSE(IsPlainName(""));
+  CHECK_FALSE(IsPlainName(std::string(129, 'a')));
+  CHECK_FALSE(IsPlainName("../x"));
+  CHECK_FALSE(IsPlainName("a b"));
+  CHECK_FALSE(IsPlainName("fc\"1"));
+  CHECK_FALSE(IsPlainName(std::string("fc\0", 3)));
+  CHECK_FALSE(IsPlainName("α"));
+}
+
 TEST_CASE("Quoted puts text in single quotes, escapes what is not printable UTF-8 and cuts it short") {
   CHECK(Quoted("fc1") == "'fc1'");
   CHECK(Quoted("a\nb\xff") == "'a\\x0Ab\\xFF'");
