@@ -100,7 +100,9 @@ int Main(int argc, char** argv) {
     if (s.ok()) s = PlaceEndpoints(moved, grouped, &plan);
     if (!s.ok()) return ReportFailure(s);
     plan.hash = PlanContentHash(plan);
-    return WriteOut(relocate_out, PlanToJson(plan).dump(2) + "\n");
+    std::string text;
+    s = PlanText(plan, &text);
+    return s.ok() ? WriteOut(relocate_out, text) : ReportFailure(s);
   }
   if (check->parsed()) {
     Plan plan;
@@ -148,7 +150,9 @@ int Main(int argc, char** argv) {
   if (s.ok()) s = CheckDeviceMemoryFits(plan);
   if (!s.ok()) return ReportFailure(s);
   if (explain) Log("the plan's costs\n" + ExplainReport(report));
-  return WriteOut(out_path, PlanToJson(plan).dump(2) + "\n");
+  std::string text;
+  s = PlanText(plan, &text);
+  return s.ok() ? WriteOut(out_path, text) : ReportFailure(s);
 }
 
 }  // namespace

@@ -118,6 +118,9 @@ Status PlaceEndpoints(const PlanOptions& options, bool grouped, Plan* plan);
 // The hash a plan's content has (what Plan::hash records).
 std::string PlanContentHash(const Plan& plan);
 nlohmann::json PlanToJson(const Plan& plan);
+// The plan's file as dl-plan writes it; refused, saying so, when it is
+// larger than LoadPlan reads.
+Status PlanText(const Plan& plan, std::string* text);
 // Reads a plan and checks it whole before anyone acts on it: the hash, the
 // job, the net it builds, every parameter, slice, worker and server.
 Status PlanFromJson(const nlohmann::json& json, const std::string& source, Plan* plan);

@@ -325,6 +325,15 @@ Status PlanFromJson(const json& j, const std::string& source, Plan* plan) {
   return CheckPlanMemory(*plan).Within(source);
 }
 
+Status PlanText(const Plan& plan, std::string* text) {
+  *text = PlanToJson(plan).dump(2) + "\n";
+  if (text->size() <= kMaxPlanBytes) return Status::Ok();
+  return Status::InvalidArgument("the plan is " + std::to_string(text->size()) + " bytes, more than the " +
+                                 std::to_string(kMaxPlanBytes) + " its readers take (" +
+                                 std::to_string(plan.slices.size()) + " slices over " +
+                                 std::to_string(plan.workers.size()) + " workers): fewer workers or fewer slices");
+}
+
 Status LoadPlan(const std::string& path, Plan* plan) {
   std::string text;
   SHOAL_RETURN_IF_ERROR(ReadFile(path, &text, kMaxPlanBytes));
