@@ -24,7 +24,7 @@ int Main(int argc, char** argv) {
   app.add_option("--id", flag_id, "this server's id in the plan (default: SLURM_PROCID, or 0)")
       ->check(CLI::NonNegativeNumber);
   app.add_option("--checkpoint-dir", options.checkpoint_dir, "where to write checkpoints (none if unset)");
-  app.add_option("--keep", options.keep_checkpoints, "checkpoints to keep")->check(CLI::PositiveNumber);
+  app.add_option("--keep", options.keep_checkpoints, "checkpoints of this plan to keep (others in the directory are left alone)")->check(CLI::PositiveNumber);
   app.add_option("--resume", options.resume_dir,
                  "start from this server's checkpoint in DIR (written by dl-ckpt prepare-resume)");
   int parent = 0;

@@ -44,6 +44,17 @@ Status RestoreTable(const Checkpoint& ckpt, const std::string& path, ServerTable
   const ServerConfig& config = table->config();
   if (ckpt.plan_hash != config.plan_hash)
     return Status::InvalidArgument("'" + path + "' belongs to plan " + ckpt.plan_hash + ", not " + config.plan_hash);
+  // A merged file (server -1) fits where its slices do (below); another server's never.
+  if (ckpt.server != config.id && ckpt.server != -1)
+    return Status::InvalidArgument("'" + path + "' is server " + std::to_string(ckpt.server) + "'s checkpoint, not " +
+                                   std::to_string(config.id) + "'s");
+  const uint64_t last_step = config.steps > 0 ? config.steps : uint64_t{1} << 53;
+  if (ckpt.step > last_step)
+    return Status::InvalidArgument("'" + path + "': step " + std::to_string(ckpt.step) + " is past the run's " +
+                                   (config.steps > 0 ? std::to_string(config.steps) + " steps" : "last possible step"));
+  if (!ckpt.updates_from.empty() && ckpt.updates_from.size() != static_cast<size_t>(config.workers))
+    return Status::InvalidArgument("'" + path + "': updates_from lists " + std::to_string(ckpt.updates_from.size()) +
+                                   " workers, the plan has " + std::to_string(config.workers));
   // Every slice's value and each of the updater's buffers, once.
   const std::vector<std::string>& states = table->state_names();
   const std::string keeper = config.consistency == "easgd"
@@ -52,7 +63,8 @@ Status RestoreTable(const Checkpoint& ckpt, const std::string& path, ServerTable
   std::set<std::pair<uint32_t, std::string>> loaded;
   for (const auto& t : ckpt.tensors) {
     auto it = table->slices().find(t.key);
-    if (it == table->slices().end() || it->second.value.size() != t.data.size() || it->second.spec->param != t.param)
+    if (it == table->slices().end() || it->second.value.size() != t.data.size() || it->second.spec->param != t.param ||
+        t.shape != it->second.spec->shape)
       return Status::InvalidArgument("'" + path + "': tensor '" + t.name + "' does not match this server's slices");
     auto state = std::find(states.begin(), states.end(), t.role);
     if (t.role != "value" && state == states.end())
@@ -147,11 +159,29 @@ void Checkpointer::Loop() {
 }
 
 Status Checkpointer::WriteAndPrune(const Checkpoint& ckpt) {
-  SHOAL_RETURN_IF_ERROR(WriteCheckpoint(CheckpointPath(dir_, server_, ckpt.step), ckpt));
-  std::vector<std::string> all = ListCheckpoints(dir_, server_);
-  for (size_t i = 0; i + keep_ < all.size(); ++i) {
+  const std::string written = CheckpointPath(dir_, server_, ckpt.step);
+  SHOAL_RETURN_IF_ERROR(WriteCheckpoint(written, ckpt));
+  // The rotation is this plan's: a file of another plan (another run given
+  // the same directory) or one whose header cannot be read is not ours to
+  // remove. Of ours, the most recently written stay, this one always.
+  struct Ours {
+    std::filesystem::file_time_type written;
+    std::string path;
+  };
+  std::vector<Ours> ours;
+  for (const std::string& path : ListCheckpoints(dir_, server_)) {
+    if (path == written) continue;
+    nlohmann::json header;
+    std::error_code ec;
+    const auto when = std::filesystem::last_write_time(path, ec);
+    if (ec || !ReadCheckpointHeader(path, &header).ok() || header.value("plan_hash", "") != ckpt.plan_hash) continue;
+    ours.push_back({when, path});
+  }
+  std::sort(ours.begin(), ours.end(),
+            [](const Ours& a, const Ours& b) { return a.written != b.written ? a.written > b.written : a.path > b.path; });
+  for (size_t i = static_cast<size_t>(std::max(keep_ - 1, 0)); i < ours.size(); ++i) {
     std::error_code ec;  // report, never throw
-    if (!std::filesystem::remove(all[i], ec) && ec) Log("cannot prune '" + all[i] + "': " + ec.message());
+    if (!std::filesystem::remove(ours[i].path, ec) && ec) Log("cannot prune '" + ours[i].path + "': " + ec.message());
   }
   return Status::Ok();
 }

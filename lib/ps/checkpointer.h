@@ -26,7 +26,8 @@ Status RestoreTable(const Checkpoint& ckpt, const std::string& path, ServerTable
 
 class Checkpointer {
  public:
-  // `dir` empty: no checkpoints. Keeps the newest `keep` of this server's.
+  // `dir` empty: no checkpoints. Keeps the `keep` this server wrote last of
+  // its plan's (never touching another plan's files in `dir`).
   Checkpointer(std::string dir, int server, int keep) : dir_(std::move(dir)), server_(server), keep_(keep) {}
   ~Checkpointer() { Stop(); }
   Checkpointer(const Checkpointer&) = delete;

@@ -165,7 +165,6 @@ void ParameterServer::Handle(int slot, const MessageView& req, uint32_t pipe) {
     case MsgType::kGet: return HandleGet(slot, req);
     case MsgType::kPut: return HandlePut(slot, req);
     case MsgType::kSync: return HandleSync(slot, req);
-    case MsgType::kMetric: return HandleMetric(slot, req);
     case MsgType::kStats: {
       MsgHeader h{MsgType::kStats, config_.plan_hash_value, table_->version(), static_cast<uint32_t>(config_.id)};
       rpc_.Reply(slot, h, {}, JsonText(StatsJson()));
@@ -182,7 +181,8 @@ void ParameterServer::Handle(int slot, const MessageView& req, uint32_t pipe) {
     case MsgType::kUpdateGet:
     case MsgType::kJoin:
     case MsgType::kDone:
-    case MsgType::kExchange: return HandleWorkerRequest(slot, req, pipe);
+    case MsgType::kExchange:
+    case MsgType::kMetric: return HandleWorkerRequest(slot, req, pipe);
     default: ReplyError(slot, std::string("unexpected request type '") + MsgTypeName(req.header.type) + "'");
   }
 }
@@ -202,6 +202,8 @@ void ParameterServer::HandleWorkerRequest(int slot, const MessageView& req, uint
   switch (req.header.type) {
     case MsgType::kDone: return HandleDone(slot, req);
     case MsgType::kExchange: return HandleExchange(slot, req);
+    // The checkpoints keep the evaluations, and `dl-ckpt best` picks by them: a running worker's only.
+    case MsgType::kMetric: return HandleMetric(slot, req);
     default: return HandleUpdate(slot, req);
   }
 }

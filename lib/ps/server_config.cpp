@@ -1,5 +1,6 @@
 #include "ps/server_config.h"
 
+#include <algorithm>
 #include <map>
 
 #include "plan/partition.h"
@@ -45,6 +46,7 @@ Status MakeServerConfig(const Plan& plan, int id, ServerConfig* out) {
   c.timeout_ms = cluster.timeout_ms;
   c.lease_ms = cluster.lease_ms;
   c.checkpoint_every = plan.job.train.checkpoint_every;
+  c.steps = static_cast<uint64_t>(std::max(plan.job.train.steps, 0));
   c.seed = plan.job.train.seed;
   c.servers = static_cast<int>(plan.servers.size());
   c.servers_per_group = cluster.nservers_per_group;

@@ -60,6 +60,7 @@ struct ServerConfig {
   int timeout_ms = 0;
   int lease_ms = 0;            // no worker connected for this long: the server stops
   int checkpoint_every = 0;    // updates between checkpoints; 0: at the end only
+  uint64_t steps = 0;          // the job's train.steps; 0: from its epochs (which a server cannot count)
   int seed = 1;                // initial values (lib/ps/param_init.h)
   int servers = 0;             // of the plan, every group's
   int servers_per_group = 1;   // what a checkpoint records as the run's servers

@@ -2,6 +2,7 @@
 // server resumed from one.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -199,6 +200,52 @@ TEST_CASE("the checkpointer writes on its own thread, Flush waits for the disk, 
   Checkpoint back;
   REQUIRE(ReadCheckpoint(kept[1], &back).ok());
   CHECK(back.step == 4);
+}
+
+TEST_CASE("the rotation is the plan's own: another plan's checkpoints, even of later steps, are left alone") {
+  TempDir dir;
+  TableOnly t;
+  const std::string ckpt_dir = dir.path + "/ckpt";
+  std::filesystem::create_directories(ckpt_dir);
+  Checkpoint foreign = SnapshotTable(*t.table, 0, nullptr);
+  foreign.plan_hash = "00000000000000ff";
+  for (uint64_t step : {10, 15, 20}) {
+    foreign.step = step;
+    REQUIRE(WriteCheckpoint(CheckpointPath(ckpt_dir, 0, step), foreign).ok());
+  }
+  Checkpointer checkpointer(ckpt_dir, 0, 2);
+  REQUIRE(checkpointer.Start().ok());
+  for (int step = 1; step <= 4; ++step) {
+    t.table->Advance();
+    checkpointer.Write(SnapshotTable(*t.table, step, nullptr));
+    CHECK(checkpointer.Flush().ok());
+  }
+  CHECK(ListCheckpoints(ckpt_dir, 0) ==
+        std::vector<std::string>{CheckpointPath(ckpt_dir, 0, 3), CheckpointPath(ckpt_dir, 0, 4),
+                                 CheckpointPath(ckpt_dir, 0, 10), CheckpointPath(ckpt_dir, 0, 15),
+                                 CheckpointPath(ckpt_dir, 0, 20)});
+}
+
+TEST_CASE("resume refuses another server's checkpoint, a step past the run's, clocks of other workers, another shape") {
+  TableOnly t;  // TinyJob: 2 workers, train.steps 10
+  const Checkpoint good = SnapshotTable(*t.table, 0, nullptr);
+  TableOnly fresh;
+  REQUIRE(RestoreTable(good, "x.ckpt", fresh.table.get()).ok());
+  Checkpoint other = good;
+  other.server = 1;
+  CHECK(RestoreTable(other, "x.ckpt", fresh.table.get()).message() == "'x.ckpt' is server 1's checkpoint, not 0's");
+  Checkpoint late = good;
+  late.step = t.config.steps + 1;
+  CHECK(RestoreTable(late, "x.ckpt", fresh.table.get()).message() ==
+        "'x.ckpt': step " + std::to_string(t.config.steps + 1) + " is past the run's " +
+            std::to_string(t.config.steps) + " steps");
+  Checkpoint clocks = good;
+  clocks.updates_from.resize(1000);
+  CHECK(RestoreTable(clocks, "x.ckpt", fresh.table.get()).message() ==
+        "'x.ckpt': updates_from lists 1000 workers, the plan has 2");
+  Checkpoint transposed = good;
+  std::reverse(transposed.tensors[0].shape.begin(), transposed.tensors[0].shape.end());
+  CHECK(Contains(RestoreTable(transposed, "x.ckpt", fresh.table.get()).message(), "does not match this server's slices"));
 }
 
 TEST_CASE("a checkpoint that cannot be written is reported by Flush, and the next one still is written") {

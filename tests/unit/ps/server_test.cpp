@@ -71,10 +71,13 @@ TEST_CASE("join answers with the values and the step to train next; a metric goe
   REQUIRE(Update(worker1.get(), f, 0, 1, MakeGrads(1, 0), &reply).ok());
   REQUIRE(worker1->Call(f.Header(MsgType::kJoin, kJoinWhereTheServerIs, 1), {}, &reply).ok());
   CHECK(reply.view().header.step == 1);
-  REQUIRE(worker0->Send({MsgType::kMetric, f.plan.hash_value(), 1, 0}, {}, R"({"step": 1, "test_accuracy": 0.5})").ok());
+  REQUIRE(worker0->Send(f.Header(MsgType::kMetric, 1, 0), {}, R"({"step": 1, "test_accuracy": 0.5})").ok());
   REQUIRE(worker0->Receive(&reply).ok());
-  REQUIRE(worker0->Send({MsgType::kMetric, f.plan.hash_value(), 1, 0}, {}, "[1, 2]").ok());
+  REQUIRE(worker0->Send(f.Header(MsgType::kMetric, 1, 0), {}, "[1, 2]").ok());
   CHECK(Contains(worker0->Receive(&reply).message(), "a metric must be a JSON object"));
+  // Only a joined worker's own life reports: a peer that knows the plan cannot plant an evaluation.
+  REQUIRE(worker0->Send({MsgType::kMetric, f.plan.hash_value(), 1, 0, 7}, {}, R"({"test_accuracy": 1.0})").ok());
+  CHECK(Contains(worker0->Receive(&reply).message(), "an old life of it, or another process"));
   CHECK(f.Stop().ok());
   Checkpoint ckpt;
   REQUIRE(ReadCheckpoint(ListCheckpoints(dir, 0).back(), &ckpt).ok());
