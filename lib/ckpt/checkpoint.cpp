@@ -6,6 +6,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <set>
 
 #include "core/build_info.h"
@@ -32,9 +33,12 @@ constexpr uint64_t kMaxServers = kMaxCheckpointServers, kMaxWorkers = 1u << 20;
 // within the file, one after another from the data's start to the file's
 // end. `data` null: the layout only (before the data is read, so that a
 // file far larger than its header says is never read); otherwise each
-// tensor's checksum too, and its floats copied.
+// tensor's checksum too, and its floats copied. `data_bytes` kUnknownSize
+// (a stream): what follows is not checked; `data_end` (if given) receives
+// where the last tensor's data ends.
+constexpr uint64_t kUnknownSize = UINT64_MAX;
 Status ReadHeader(const std::string& path, const json& h, const char* data_or_null, uint64_t data_bytes,
-                  size_t data_start, Checkpoint* ckpt) {
+                  size_t data_start, Checkpoint* ckpt, uint64_t* data_end = nullptr) {
   const JsonFields f(path);
   *ckpt = Checkpoint();
   uint64_t u = 0;
@@ -110,7 +114,8 @@ Status ReadHeader(const std::string& path, const json& h, const char* data_or_nu
     next = at + 4 * count;
     ckpt->tensors.push_back(std::move(tensor));
   }
-  if (next != data_bytes)
+  if (data_end) *data_end = next;
+  if (data_bytes != kUnknownSize && next != data_bytes)
     return Status::Corruption("'" + path + "': " + std::to_string(data_bytes - next) +
                               " bytes after the last tensor's data");
   return Status::Ok();
@@ -220,29 +225,45 @@ Status WriteCheckpoint(const std::string& path, const Checkpoint& ckpt) {
 
 namespace {
 
-// Reads the preamble and the header only, from a regular file: listing a
-// directory of large checkpoints must not read their tensors, and a device
-// or a pipe is no checkpoint. Gives the file's size and where its data starts.
-Status ReadPreambleAndHeader(const std::string& path, json* header, size_t* data_start, uint64_t* file_bytes) {
+// Where a checkpoint is read from: a regular file, whose size is known, or
+// standard input for "-". A device or a pipe by name is no checkpoint.
+struct Source {
+  std::ifstream file;
+  std::istream* in = nullptr;
+  uint64_t size = kUnknownSize;
+};
+
+Status Open(const std::string& path, Source* source) {
+  if (path == "-") {
+    source->in = &std::cin;
+    return Status::Ok();
+  }
   std::error_code ec;
   const auto status = std::filesystem::status(path, ec);
   if (ec) return Status::IOError("cannot open '" + path + "': " + ec.message());
   if (!std::filesystem::is_regular_file(status)) return Status::InvalidArgument("'" + path + "' is not a regular file");
-  *file_bytes = std::filesystem::file_size(path, ec);
-  std::ifstream in(path, std::ios::binary);
-  if (!in || ec) return Status::IOError("cannot open '" + path + "': " + std::strerror(errno));
+  source->size = std::filesystem::file_size(path, ec);
+  source->file.open(path, std::ios::binary);
+  if (!source->file || ec) return Status::IOError("cannot open '" + path + "': " + std::strerror(errno));
+  source->in = &source->file;
+  return Status::Ok();
+}
+
+// Reads the preamble and the header only (listing a directory of large
+// checkpoints must not read their tensors), leaving `source` at the data.
+Status ReadPreambleAndHeader(const std::string& path, Source& source, json* header, size_t* data_start) {
   std::string bytes(kPreamble, '\0');
-  in.read(&bytes[0], kPreamble);
-  bytes.resize(static_cast<size_t>(in.gcount()));
+  source.in->read(&bytes[0], kPreamble);
+  bytes.resize(static_cast<size_t>(source.in->gcount()));
   if (bytes.size() == kPreamble) {
     uint64_t header_bytes;
     std::memcpy(&header_bytes, bytes.data() + 12, 8);
     // The header and its CRC, or what the file has of them (ParseFile names a truncation).
-    uint64_t want =
-        std::min<uint64_t>(std::min<uint64_t>(header_bytes, kMaxHeaderBytes) + 4, *file_bytes - kPreamble);
+    uint64_t want = std::min<uint64_t>(header_bytes, kMaxHeaderBytes) + 4;
+    if (source.size != kUnknownSize) want = std::min<uint64_t>(want, source.size - kPreamble);
     std::string rest(want, '\0');
-    in.read(&rest[0], static_cast<std::streamsize>(want));
-    rest.resize(static_cast<size_t>(in.gcount()));
+    source.in->read(&rest[0], static_cast<std::streamsize>(want));
+    rest.resize(static_cast<size_t>(source.in->gcount()));
     bytes += rest;
   }
   return ParseFile(path, bytes, header, data_start);
@@ -251,25 +272,38 @@ Status ReadPreambleAndHeader(const std::string& path, json* header, size_t* data
 }  // namespace
 
 Status ReadCheckpointHeader(const std::string& path, json* header) {
+  Source source;
+  SHOAL_RETURN_IF_ERROR(Open(path, &source));
   size_t data_start;
-  uint64_t file_bytes;
-  return ReadPreambleAndHeader(path, header, &data_start, &file_bytes);
+  return ReadPreambleAndHeader(path, source, header, &data_start);
 }
 
 Status ReadCheckpoint(const std::string& path, Checkpoint* ckpt) {
+  Source source;
+  SHOAL_RETURN_IF_ERROR(Open(path, &source));
   json h;
   size_t data_start;
-  uint64_t file_bytes;
-  SHOAL_RETURN_IF_ERROR(ReadPreambleAndHeader(path, &h, &data_start, &file_bytes));
+  SHOAL_RETURN_IF_ERROR(ReadPreambleAndHeader(path, source, &h, &data_start));
   try {
-    // The layout first: the data is read only once the header accounts for every byte of it.
-    SHOAL_RETURN_IF_ERROR(ReadHeader(path, h, nullptr, file_bytes - data_start, data_start, ckpt));
-    std::ifstream in(path, std::ios::binary);
-    std::string data(file_bytes - data_start, '\0');
-    in.seekg(static_cast<std::streamoff>(data_start));
-    in.read(&data[0], static_cast<std::streamsize>(data.size()));
-    if (!in || static_cast<uint64_t>(in.gcount()) != data.size())
-      return Status::IOError("cannot read '" + path + "': it changed while it was read");
+    // The layout first: the data is read only once the header accounts for
+    // every byte of a file (of a stream, what the header says is read).
+    const uint64_t data_bytes = source.size == kUnknownSize ? kUnknownSize : source.size - data_start;
+    uint64_t data_end = 0;
+    SHOAL_RETURN_IF_ERROR(ReadHeader(path, h, nullptr, data_bytes, data_start, ckpt, &data_end));
+    // In pieces, so that a stream whose header claims more than it sends costs only what it sent.
+    std::string data;
+    while (data.size() < data_end) {
+      const size_t piece = static_cast<size_t>(std::min<uint64_t>(data_end - data.size(), 64u << 20));
+      const size_t had = data.size();
+      data.resize(had + piece);
+      source.in->read(&data[had], static_cast<std::streamsize>(piece));
+      if (static_cast<size_t>(source.in->gcount()) != piece)
+        return Status::Corruption("'" + path + "': its data ends after " +
+                                  std::to_string(had + static_cast<size_t>(source.in->gcount())) + " of the " +
+                                  std::to_string(data_end) + " bytes its header lists (truncated?)");
+    }
+    if (source.in->peek() != std::char_traits<char>::eof())
+      return Status::Corruption("'" + path + "': bytes after the last tensor's data");
     return ReadHeader(path, h, data.data(), data.size(), data_start, ckpt);
   } catch (const json::exception& e) {  // nlohmann's own, should a check above miss one
     return Status::Corruption("'" + path + "': malformed header: " + e.what());
