@@ -268,7 +268,11 @@ Status ApplyOverride(const std::string& assignment, Document* doc) {
   for (size_t i = 0; i + 1 < keys.size(); ++i) {
     pointer += "/" + PointerToken(keys[i]);
     json& next = (*node)[keys[i]];
-    if (next.is_null()) next = json::object();
+    if (next.is_null()) {  // a section the override makes: named by it too
+      next = json::object();
+      doc->origin->Set(pointer, true, "--set " + Quoted(assignment));
+      doc->origin->Set(pointer, false, "--set " + Quoted(assignment));
+    }
     if (!next.is_object()) return Status::InvalidArgument(named + ": '" + keys[i] + "' is not a section");
     node = &next;
   }

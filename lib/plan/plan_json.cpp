@@ -111,31 +111,50 @@ T Number(const json& v, const std::string& what) {
     return static_cast<T>(v.get<double>());
   }
 }
+std::string PathOf(const std::string& where, const char* key) { return where.empty() ? key : where + "." + key; }
+
+// Field `key` of object `obj` (at `where`), or an exception naming it.
+const json& Field(const json& obj, const char* key, const std::string& where) {
+  if (!obj.is_object()) throw std::invalid_argument((where.empty() ? "the plan" : where) + " must be an object");
+  auto it = obj.find(key);
+  if (it == obj.end()) throw std::invalid_argument(PathOf(where, key) + " is missing");
+  return *it;
+}
+const json& List(const json& obj, const char* key, const std::string& where) {
+  const json& v = Field(obj, key, where);
+  if (!v.is_array()) throw std::invalid_argument(PathOf(where, key) + " must be a list, got " + Quoted(v.dump(), 40));
+  return v;
+}
+std::string Text(const json& obj, const char* key, const std::string& where) {
+  const json& v = Field(obj, key, where);
+  if (!v.is_string()) throw std::invalid_argument(PathOf(where, key) + " must be a string, got " + Quoted(v.dump(), 40));
+  return v.get<std::string>();
+}
 template <typename T>
 T Number(const json& obj, const char* key, const std::string& where) {
-  return Number<T>(obj.at(key), where + "." + key);
+  return Number<T>(Field(obj, key, where), PathOf(where, key));
 }
 
 // Reads the plan's fields; nlohmann's type errors and Number's become the caller's Status.
 void ReadContent(const json& j, Plan* plan) {
-  plan->hash = j.at("hash").get<std::string>();
-  plan->strategy = j.at("strategy").get<std::string>();
-  plan->commit = j.at("commit").get<std::string>();
+  plan->hash = Text(j, "hash", "");
+  plan->strategy = Text(j, "strategy", "");
+  plan->commit = Text(j, "commit", "");
   if (j.contains("planner")) plan->planner = j.at("planner");
-  for (const auto& l : j.at("layers")) {
+  for (const auto& l : List(j, "layers", "")) {
     const std::string at = "layers[" + std::to_string(plan->layers.size()) + "]";
-    plan->layers.push_back({l.at("name"), l.at("type"), Number<int>(l, "partition_dim", at),
+    plan->layers.push_back({Text(l, "name", at), Text(l, "type", at), Number<int>(l, "partition_dim", at),
                             l.contains("location") ? Number<int>(l, "location", at) : 0,
                             Number<size_t>(l, "params", at), Number<size_t>(l, "feature_size", at),
                             Number<double>(l, "forward_flops", at)});
   }
-  for (const auto& p : j.at("params")) {
+  for (const auto& p : List(j, "params", "")) {
     const std::string at = "params[" + std::to_string(plan->params.size()) + "]";
     ParamPlan pp;
-    pp.name = p.at("name");
-    for (const auto& d : p.at("shape")) pp.shape.push_back(Number<int>(d, at + ".shape"));
-    const json& init = p.at("init");
-    const std::string kind = init.at("kind");
+    pp.name = Text(p, "name", at);
+    for (const auto& d : List(p, "shape", at)) pp.shape.push_back(Number<int>(d, at + ".shape"));
+    const json& init = Field(p, "init", at);
+    const std::string kind = Text(init, "kind", at + ".init");
     if (kind != "uniform" && kind != "constant" && kind != "checkpoint")
       throw std::invalid_argument("init kind " + Quoted(kind, 40));
     pp.init.kind = kind == "uniform"    ? ParamInit::Kind::kUniform
@@ -143,30 +162,33 @@ void ReadContent(const json& j, Plan* plan) {
                                         : ParamInit::Kind::kCheckpoint;
     pp.init.value = Number<float>(init, "value", at + ".init");
     if (pp.init.kind == ParamInit::Kind::kCheckpoint) {
-      pp.init.checkpoint = init.at("checkpoint").get<std::string>();
-      pp.init.param = init.at("param").get<std::string>();
-      pp.init.transpose = init.at("transpose").get<bool>();
+      pp.init.checkpoint = Text(init, "checkpoint", at + ".init");
+      pp.init.param = Text(init, "param", at + ".init");
+      const json& transpose = Field(init, "transpose", at + ".init");
+      if (!transpose.is_boolean()) throw std::invalid_argument(at + ".init.transpose must be true or false");
+      pp.init.transpose = transpose.get<bool>();
       if (pp.init.checkpoint.empty() || pp.init.param.empty())
         throw std::invalid_argument(at + ".init: an empty checkpoint or param");
     }
     pp.lr_mult = p.contains("lr_mult") ? Number<float>(p, "lr_mult", at) : 1.0f;
     if (!(pp.lr_mult >= 0.0f && pp.lr_mult <= 1e3f)) throw std::invalid_argument(at + ".lr_mult is not in [0, 1000]");
-    for (const auto& k : p.at("slices")) pp.slices.push_back(Number<uint32_t>(k, at + ".slices"));
+    for (const auto& k : List(p, "slices", at)) pp.slices.push_back(Number<uint32_t>(k, at + ".slices"));
     plan->params.push_back(pp);
   }
-  for (const auto& s : j.at("slices")) {
+  for (const auto& s : List(j, "slices", "")) {
     const std::string at = "slices[" + std::to_string(plan->slices.size()) + "]";
-    plan->slices.push_back({Number<uint32_t>(s, "key", at), s.at("param"), Number<size_t>(s, "offset", at),
+    plan->slices.push_back({Number<uint32_t>(s, "key", at), Text(s, "param", at), Number<size_t>(s, "offset", at),
                             Number<size_t>(s, "count", at), Number<int>(s, "server", at)});
   }
-  for (const auto& w : j.at("workers")) {
+  for (const auto& w : List(j, "workers", "")) {
     const std::string at = "workers[" + std::to_string(plan->workers.size()) + "]";
     plan->workers.push_back({Number<int>(w, "id", at), Number<int>(w, "group", at), Number<int>(w, "rank", at),
-                             w.value("endpoint", "")});
+                             w.is_object() && w.contains("endpoint") ? Text(w, "endpoint", at) : ""});
   }
-  for (const auto& s : j.at("servers"))
-    plan->servers.push_back({Number<int>(s, "id", "servers[" + std::to_string(plan->servers.size()) + "]"),
-                             s.at("endpoint")});
+  for (const auto& s : List(j, "servers", "")) {
+    const std::string at = "servers[" + std::to_string(plan->servers.size()) + "]";
+    plan->servers.push_back({Number<int>(s, "id", at), Text(s, "endpoint", at)});
+  }
 }
 
 Status Inconsistent(const std::string& source, const std::string& why) {
@@ -177,6 +199,14 @@ Status CheckEndpoint(const std::string& source, const std::string& who, const st
   if (endpoint.size() > kMaxEndpointBytes || !IsUtf8(endpoint) ||
       endpoint.find("://") == std::string::npos)
     return Inconsistent(source, who + " has endpoint " + Quoted(endpoint) + ", not a transport://address");
+  // A TCP address is host:port with a port others can dial (0 would be any free one: nobody could find it).
+  if (endpoint.rfind("tcp://", 0) == 0 || endpoint.rfind("tls+tcp://", 0) == 0) {
+    const size_t colon = endpoint.rfind(':');
+    const std::string port = endpoint.substr(colon + 1);
+    if (colon < endpoint.find("://") + 3 || port.empty() || port.size() > 5 ||
+        port.find_first_not_of("0123456789") != std::string::npos || std::stoi(port) < 1 || std::stoi(port) > 65535)
+      return Inconsistent(source, who + " has endpoint " + Quoted(endpoint) + ", whose port is not 1 to 65535");
+  }
   return Status::Ok();
 }
 
@@ -298,7 +328,7 @@ Status PlanFromJson(const json& j, const std::string& source, Plan* plan) {
   try {
     if (!j.is_object() || j.value("format", "") != "shoal-plan")
       return Status::InvalidArgument(source + ": not a shoal plan");
-    if (j.at("version") != kPlanFormatVersion)
+    if (Field(j, "version", "") != kPlanFormatVersion)
       return Status::InvalidArgument(source + ": plan format version " + j.at("version").dump() +
                                      ", this build reads " + std::to_string(kPlanFormatVersion) +
                                      " (plan the job again with this build's dl-plan)");

@@ -94,6 +94,10 @@ TEST_CASE("an override sets a value by its dotted path, creating sections, and i
   CHECK(doc.root["cluster"]["sizes"][1] == "2");
   CHECK(doc.origin->Where("/train/steps") == "--set 'train.steps=7'");
   CHECK(doc.origin->Where("/cluster/sizes/1") == "--set 'cluster.sizes=[1, 2]'");
+  // A section the override made is its too (an unknown one is then refused naming the override, not the file).
+  CHECK(doc.origin->Where("/data", true) == "--set 'data.shards=runs/x'");
+  CHECK(doc.origin->Where("/cluster") == "--set 'cluster.sizes=[1, 2]'");
+  CHECK(doc.origin->Where("/train", true) != "--set 'train.steps=7'");  // the file's section, only changed
 }
 
 TEST_CASE("bad overrides are refused naming them, never thrown") {

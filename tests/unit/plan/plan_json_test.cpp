@@ -200,6 +200,35 @@ TEST_CASE("PlanFromJson refuses what is not a plan, or a plan of another format 
   Rehash(&j);
   CHECK(PlanFromJson(j, "x.json", &back).message() ==
         "x.json: malformed plan: params[0].init.value must be a finite number, got 1e+300");
+  // A field of the wrong type, or a null where an object belongs, is named, not reported as nlohmann's type error.
+  j = PlanToJson(plan);
+  j["slices"][0]["param"] = 5;
+  Rehash(&j);
+  CHECK(PlanFromJson(j, "x.json", &back).message() == "x.json: malformed plan: slices[0].param must be a string, got '5'");
+  j = PlanToJson(plan);
+  j["workers"][0] = nullptr;
+  Rehash(&j);
+  CHECK(PlanFromJson(j, "x.json", &back).message() == "x.json: malformed plan: workers[0] must be an object");
+  j = PlanToJson(plan);
+  j["params"][0]["init"].erase("kind");
+  Rehash(&j);
+  CHECK(PlanFromJson(j, "x.json", &back).message() == "x.json: malformed plan: params[0].init.kind is missing");
+}
+
+TEST_CASE("a server's TCP endpoint needs a port others can dial") {
+  Plan plan = MakePlan(MlpJob());
+  Plan back;
+  for (const std::string& endpoint : {"tcp://127.0.0.1:99999", "tcp://127.0.0.1:0", "tcp://127.0.0.1", "tcp://h:x1"}) {
+    json j = PlanToJson(plan);
+    j["servers"][0]["endpoint"] = endpoint;
+    Rehash(&j);
+    CHECK(PlanFromJson(j, "x.json", &back).message() == "x.json: inconsistent plan: server 0 has endpoint '" +
+                                                           endpoint + "', whose port is not 1 to 65535");
+  }
+  json j = PlanToJson(plan);
+  j["servers"][0]["endpoint"] = "tcp://[::1]:5555";
+  Rehash(&j);
+  CHECK(PlanFromJson(j, "x.json", &back).ok());
 }
 
 }  // namespace
