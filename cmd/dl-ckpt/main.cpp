@@ -69,7 +69,7 @@ int Main(int argc, char** argv) {
   bool with_state = false;
 
   // What dl-ckpt writes is binary and written atomically: a file, never standard output.
-  const CLI::Validator a_file([](std::string& path) { return path == "-" ? "'-' is not a file's path" : ""; }, "PATH");
+  const CLI::Validator a_file([](std::string& path) { return path == "-" ? "'-' (standard output) is not a path here" : ""; }, "PATH");
   auto* ls = app.add_subcommand("ls", "every checkpoint in DIR: server, step, updates, metric, size; complete sets");
   ls->add_option("dir", dir, "checkpoint directory")->required();
   auto* inspect = app.add_subcommand("inspect", "tensors, shapes, norms, step, metric");

@@ -37,6 +37,22 @@ constexpr uint64_t kMaxServers = kMaxCheckpointServers, kMaxWorkers = 1u << 20;
 // (a stream): what follows is not checked; `data_end` (if given) receives
 // where the last tensor's data ends.
 constexpr uint64_t kUnknownSize = UINT64_MAX;
+
+// PARAM, PARAM[OFFSET] for a slice of it, either with @ROLE for a state's
+// (lib/ps/checkpointer.cpp names them so).
+bool IsTensorName(const CheckpointTensor& t) {
+  std::string rest = t.name;
+  if (rest.rfind(t.param, 0) != 0) return false;
+  rest.erase(0, t.param.size());
+  if (!rest.empty() && rest[0] == '[') {
+    const size_t close = rest.find(']');
+    if (close == std::string::npos || close == 1 ||
+        rest.find_first_not_of("0123456789", 1) != close)
+      return false;
+    rest.erase(0, close + 1);
+  }
+  return rest.empty() || rest == "@" + t.role;
+}
 Status ReadHeader(const std::string& path, const json& h, const char* data_or_null, uint64_t data_bytes,
                   size_t data_start, Checkpoint* ckpt, uint64_t* data_end = nullptr) {
   const JsonFields f(path);
@@ -72,12 +88,10 @@ Status ReadHeader(const std::string& path, const json& h, const char* data_or_nu
     SHOAL_RETURN_IF_ERROR(f.String(t, in, "param", &tensor.param, 1024));
     SHOAL_RETURN_IF_ERROR(f.String(t, in, "role", &tensor.role, 64));
     // Names become archive members and file names (dl-ckpt export): a parameter's, as a job's layers make them.
-    if (!IsPlainName(tensor.param)) return f.Error(in + "param", std::string("must be ") + kPlainNameRule);
-    if (!IsPlainName(tensor.role)) return f.Error(in + "role", std::string("must be ") + kPlainNameRule);
-    if (tensor.name.rfind(tensor.param, 0) != 0 ||
-        tensor.name.find_first_not_of("0123456789[]@_.-abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ") !=
-            std::string::npos)
-      return f.Error(in + "name", "must be its param's, with [offset] and @state where they apply");
+    const std::string plain = "must be 1 to " + std::to_string(kMaxParamNameBytes) + " of " + kPlainNameChars;
+    if (!IsPlainName(tensor.param, kMaxParamNameBytes)) return f.Error(in + "param", plain);
+    if (!IsPlainName(tensor.role, kMaxParamNameBytes)) return f.Error(in + "role", plain);
+    if (!IsTensorName(tensor)) return f.Error(in + "name", "must be its param's, with [offset] and @state where they apply");
     SHOAL_RETURN_IF_ERROR(f.Unsigned(t, in, "key", UINT32_MAX, &u));
     tensor.key = static_cast<uint32_t>(u);
     SHOAL_RETURN_IF_ERROR(f.Unsigned(t, in, "offset", UINT64_MAX, &tensor.offset));
@@ -226,7 +240,8 @@ Status WriteCheckpoint(const std::string& path, const Checkpoint& ckpt) {
 namespace {
 
 // Where a checkpoint is read from: a regular file, whose size is known, or
-// standard input for "-". A device or a pipe by name is no checkpoint.
+// a stream (standard input for "-", a pipe, a device), read as far as its
+// header says.
 struct Source {
   std::ifstream file;
   std::istream* in = nullptr;
@@ -241,8 +256,9 @@ Status Open(const std::string& path, Source* source) {
   std::error_code ec;
   const auto status = std::filesystem::status(path, ec);
   if (ec) return Status::IOError("cannot open '" + path + "': " + ec.message());
-  if (!std::filesystem::is_regular_file(status)) return Status::InvalidArgument("'" + path + "' is not a regular file");
-  source->size = std::filesystem::file_size(path, ec);
+  if (std::filesystem::is_directory(status))
+    return Status::InvalidArgument("'" + path + "' is a directory, not a checkpoint file");
+  if (std::filesystem::is_regular_file(status)) source->size = std::filesystem::file_size(path, ec);
   source->file.open(path, std::ios::binary);
   if (!source->file || ec) return Status::IOError("cannot open '" + path + "': " + std::strerror(errno));
   source->in = &source->file;
@@ -292,6 +308,7 @@ Status ReadCheckpoint(const std::string& path, Checkpoint* ckpt) {
     SHOAL_RETURN_IF_ERROR(ReadHeader(path, h, nullptr, data_bytes, data_start, ckpt, &data_end));
     // In pieces, so that a stream whose header claims more than it sends costs only what it sent.
     std::string data;
+    if (source.size != kUnknownSize) data.reserve(data_end);  // a file's size is what its header said
     while (data.size() < data_end) {
       const size_t piece = static_cast<size_t>(std::min<uint64_t>(data_end - data.size(), 64u << 20));
       const size_t had = data.size();

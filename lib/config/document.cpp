@@ -263,6 +263,10 @@ Status ApplyOverride(const std::string& assignment, Document* doc) {
   Document value;
   SHOAL_RETURN_IF_ERROR(ParseYaml(text, "--set " + Quoted(assignment), &value));
   if (!doc->root.is_object()) doc->root = json::object();
+  auto named_by_override = [&](const std::string& at) {
+    doc->origin->Set(at, true, "--set " + Quoted(assignment));
+    doc->origin->Set(at, false, "--set " + Quoted(assignment));
+  };
   json* node = &doc->root;
   std::string pointer;
   for (size_t i = 0; i + 1 < keys.size(); ++i) {
@@ -270,8 +274,7 @@ Status ApplyOverride(const std::string& assignment, Document* doc) {
     json& next = (*node)[keys[i]];
     if (next.is_null()) {  // a section the override makes: named by it too
       next = json::object();
-      doc->origin->Set(pointer, true, "--set " + Quoted(assignment));
-      doc->origin->Set(pointer, false, "--set " + Quoted(assignment));
+      named_by_override(pointer);
     }
     if (!next.is_object()) return Status::InvalidArgument(named + ": '" + keys[i] + "' is not a section");
     node = &next;
@@ -280,8 +283,7 @@ Status ApplyOverride(const std::string& assignment, Document* doc) {
   (*node)[keys.back()] = std::move(value.root);
   // Every value it set is named by the override, not by a line of the file.
   doc->origin->Forget(pointer);
-  doc->origin->Set(pointer, true, "--set " + Quoted(assignment));
-  doc->origin->Set(pointer, false, "--set " + Quoted(assignment));
+  named_by_override(pointer);
   return Status::Ok();
 }
 

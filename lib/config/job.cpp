@@ -15,9 +15,9 @@ Status ParseLayer(const Fields& f, LayerConfig* layer) {
   if (!f.node().is_object()) return Status::InvalidArgument(f.Where() + ": a layer is a mapping");
   SHOAL_RETURN_IF_ERROR(f.String("name", "", &layer->name));
   if (layer->name.empty()) return f.Error("missing field 'name'");
-  if (!IsPlainName(layer->name))
-    return f.FieldError("name", Quoted(layer->name) + " must be " + kPlainNameRule +
-                                    " (it names the layer's parameters in checkpoints and exported files)");
+  if (!IsPlainName(layer->name, kMaxLayerNameBytes))
+    return f.FieldError("name", Quoted(layer->name) + " must be 1 to " + std::to_string(kMaxLayerNameBytes) + " of " +
+                                    kPlainNameChars + " (it names the layer's parameters in checkpoints and exported files)");
   layer->fields = f.node();
   return Status::Ok();
 }

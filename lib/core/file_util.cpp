@@ -10,6 +10,7 @@
 #include <cstring>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 
 #include "core/text.h"
 
@@ -66,20 +67,19 @@ Status WriteFileAtomic(const std::string& given, const std::string& contents, bo
   // is there and is not a regular file (a device, a pipe, a directory) is
   // refused: renaming over it would replace /dev/null itself.
   std::string path = given;
-  struct stat st;
-  if (::lstat(given.c_str(), &st) == 0 && S_ISLNK(st.st_mode)) {
-    char* resolved = ::realpath(given.c_str(), nullptr);
-    if (resolved) {
-      path = resolved;
-      std::free(resolved);
-    }
+  std::error_code ec;
+  if (std::filesystem::is_symlink(std::filesystem::symlink_status(given, ec))) {
+    std::filesystem::path target = std::filesystem::read_symlink(given, ec);
+    if (!ec) path = (target.is_absolute() ? target : std::filesystem::path(given).parent_path() / target).string();
   }
-  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
+  const auto status = std::filesystem::status(path, ec);
+  if (std::filesystem::exists(status) && !std::filesystem::is_regular_file(status))
     return Status::InvalidArgument("'" + given + "' is not a regular file: write to a file's path");
-  std::string tmp = path + ".tmp." + std::to_string(getpid());
-  ::unlink(tmp.c_str());  // a leftover of an earlier process of this pid, or a link planted there: not followed
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0644);
-  if (fd < 0) return Status::IOError("cannot create '" + tmp + "': " + ErrnoText());
+  // A name of its own (mkstemp): never a file or link already there, nor another writer's.
+  std::string tmp = path + ".tmp.XXXXXX";
+  int fd = ::mkstemp(&tmp[0]);
+  if (fd < 0) return Status::IOError("cannot create '" + path + ".tmp.*': " + ErrnoText());
+  ::fchmod(fd, 0644);
   // In two halves, so that a test can die between them (SHOAL_CRASH_AT=atomic-write:N).
   const size_t half = contents.size() / 2;
   bool written = WriteAll(fd, contents.data(), half);

@@ -59,8 +59,8 @@ std::string Quoted(const std::string& text, size_t max_bytes) {
   return out + "'";
 }
 
-bool IsPlainName(const std::string& name) {
-  if (name.empty() || name.size() > 128) return false;
+bool IsPlainName(const std::string& name, size_t max_bytes) {
+  if (name.empty() || name.size() > max_bytes) return false;
   for (unsigned char c : name)
     if (!std::isalnum(c) && c != '_' && c != '.' && c != '-') return false;
   return true;

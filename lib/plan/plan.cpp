@@ -20,12 +20,26 @@ const ParamPlan* Plan::FindParam(const std::string& name) const {
   return nullptr;
 }
 
+std::string EndpointProblem(const std::string& endpoint) {
+  if (endpoint.size() > 512 || !IsUtf8(endpoint) || endpoint.find("://") == std::string::npos)
+    return "not a transport://address";
+  // host:port with a port others can dial (0 would be any free one: nobody could find it).
+  if (endpoint.rfind("tcp://", 0) == 0 || endpoint.rfind("tls+tcp://", 0) == 0) {
+    const size_t colon = endpoint.rfind(':');
+    const std::string port = endpoint.substr(colon + 1);
+    if (colon < endpoint.find("://") + 3 || port.empty() || port.size() > 5 ||
+        port.find_first_not_of("0123456789") != std::string::npos || std::stoi(port) < 1 || std::stoi(port) > 65535)
+      return "whose port is not 1 to 65535";
+  }
+  return "";
+}
+
 namespace {
 
-// An endpoint given on a command line: text, of a sane length, transport://address.
+// An endpoint given on a command line.
 Status CheckEndpoint(const std::string& what, const std::string& endpoint) {
-  if (endpoint.size() > 512 || !IsUtf8(endpoint) || endpoint.find("://") == std::string::npos)
-    return Status::InvalidArgument(what + ", " + Quoted(endpoint) + ", is not transport://address");
+  const std::string problem = EndpointProblem(endpoint);
+  if (!problem.empty()) return Status::InvalidArgument(what + ", " + Quoted(endpoint) + ", is " + problem);
   return Status::Ok();
 }
 

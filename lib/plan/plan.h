@@ -42,6 +42,7 @@ struct ParamPlan {
   ParamInit init;
   std::vector<uint32_t> slices;  // keys, in offset order
   float lr_mult = 1.0f;          // Param::lr_mult
+  bool frozen() const { return lr_mult == 0.0f; }  // never updated, so never exchanged (lib/train/param_table.h)
   size_t layer = 0;              // its layer's index in Plan::layers (IndexPlan; not in plan.json)
 };
 
@@ -115,6 +116,9 @@ Status IndexPlan(Plan* plan);
 // groups of more than one) or endpoints are given, their endpoints; the
 // caller rehashes. A plan made for other ports or hosts is moved by it.
 Status PlaceEndpoints(const PlanOptions& options, bool grouped, Plan* plan);
+// Why `endpoint` is no address a peer could dial, or "": transport://address
+// of at most 512 bytes of UTF-8, and for TCP a port 1 to 65535.
+std::string EndpointProblem(const std::string& endpoint);
 // The hash a plan's content has (what Plan::hash records).
 std::string PlanContentHash(const Plan& plan);
 nlohmann::json PlanToJson(const Plan& plan);

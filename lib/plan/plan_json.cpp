@@ -26,7 +26,6 @@ using nlohmann::json;
 constexpr int kPlanFormatVersion = 2;
 // A plan's file: generous for a 1000-layer net on 1000 workers, finite for a hostile one.
 constexpr size_t kMaxPlanBytes = 64u << 20;
-constexpr size_t kMaxEndpointBytes = 512;
 
 const char* InitKindName(ParamInit::Kind kind) {
   return kind == ParamInit::Kind::kUniform ? "uniform" : kind == ParamInit::Kind::kConstant ? "constant" : "checkpoint";
@@ -196,17 +195,8 @@ Status Inconsistent(const std::string& source, const std::string& why) {
 }
 
 Status CheckEndpoint(const std::string& source, const std::string& who, const std::string& endpoint) {
-  if (endpoint.size() > kMaxEndpointBytes || !IsUtf8(endpoint) ||
-      endpoint.find("://") == std::string::npos)
-    return Inconsistent(source, who + " has endpoint " + Quoted(endpoint) + ", not a transport://address");
-  // A TCP address is host:port with a port others can dial (0 would be any free one: nobody could find it).
-  if (endpoint.rfind("tcp://", 0) == 0 || endpoint.rfind("tls+tcp://", 0) == 0) {
-    const size_t colon = endpoint.rfind(':');
-    const std::string port = endpoint.substr(colon + 1);
-    if (colon < endpoint.find("://") + 3 || port.empty() || port.size() > 5 ||
-        port.find_first_not_of("0123456789") != std::string::npos || std::stoi(port) < 1 || std::stoi(port) > 65535)
-      return Inconsistent(source, who + " has endpoint " + Quoted(endpoint) + ", whose port is not 1 to 65535");
-  }
+  const std::string problem = EndpointProblem(endpoint);
+  if (!problem.empty()) return Inconsistent(source, who + " has endpoint " + Quoted(endpoint) + ", " + problem);
   return Status::Ok();
 }
 

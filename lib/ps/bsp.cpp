@@ -164,7 +164,7 @@ std::string BspConsistency::Awaited(const ServerTable& table, const Read& read) 
       empty.push_back(w);
   if (empty.empty()) return "";
   return "the step " + std::to_string(table.version()) + " of " + WorkersNamed(empty) +
-         ", which holds nothing here, has not come";
+         ", which exchanges nothing here, has not come";
 }
 
 void BspConsistency::OnPark(const Read& read) {

@@ -48,10 +48,12 @@ Status RestoreTable(const Checkpoint& ckpt, const std::string& path, ServerTable
   if (ckpt.server != config.id && ckpt.server != -1)
     return Status::InvalidArgument("'" + path + "' is server " + std::to_string(ckpt.server) + "'s checkpoint, not " +
                                    std::to_string(config.id) + "'s");
-  const uint64_t last_step = config.steps > 0 ? config.steps : uint64_t{1} << 53;
-  if (ckpt.step > last_step)
-    return Status::InvalidArgument("'" + path + "': step " + std::to_string(ckpt.step) + " is past the run's " +
-                                   (config.steps > 0 ? std::to_string(config.steps) + " steps" : "last possible step"));
+  // A BSP version is a step; under the other models each worker's update (or exchange) makes one.
+  const uint64_t versions_a_step = config.consistency == "bsp" ? 1 : static_cast<uint64_t>(config.served);
+  const uint64_t last = config.steps > 0 ? config.steps * versions_a_step : uint64_t{1} << 53;
+  if (ckpt.step > last)
+    return Status::InvalidArgument("'" + path + "': version " + std::to_string(ckpt.step) + " is past the run's last, " +
+                                   std::to_string(last));
   if (!ckpt.updates_from.empty() && ckpt.updates_from.size() != static_cast<size_t>(config.workers))
     return Status::InvalidArgument("'" + path + "': updates_from lists " + std::to_string(ckpt.updates_from.size()) +
                                    " workers, the plan has " + std::to_string(config.workers));
@@ -174,7 +176,9 @@ Status Checkpointer::WriteAndPrune(const Checkpoint& ckpt) {
     nlohmann::json header;
     std::error_code ec;
     const auto when = std::filesystem::last_write_time(path, ec);
-    if (ec || !ReadCheckpointHeader(path, &header).ok() || header.value("plan_hash", "") != ckpt.plan_hash) continue;
+    if (ec || !ReadCheckpointHeader(path, &header).ok()) continue;
+    const auto hash = header.find("plan_hash");
+    if (hash == header.end() || !hash->is_string() || *hash != ckpt.plan_hash) continue;
     ours.push_back({when, path});
   }
   std::sort(ours.begin(), ours.end(),

@@ -47,6 +47,14 @@ std::string WorkersNamed(const std::vector<int>& workers) {
   return names;
 }
 
+uint64_t Consistency::TableVersion(const ServerTable& table) const {
+  if (!table.layers().empty()) return table.SlowestLayer();
+  uint64_t updates = 0;
+  for (int w = 0; w < table.config().workers; ++w)
+    if (table.config().serves[w]) updates += table.empty_steps()[w];
+  return updates;
+}
+
 std::string Consistency::Exchange(ServerTable&, const MessageView&, std::vector<std::vector<float>>*, bool*) {
   return std::string("an exchange needs consistency 'easgd'; this server runs '") + name() + "'";
 }

@@ -57,8 +57,10 @@ class Consistency {
   // `catch_up` whenever the table's version may have moved (it advances the
   // table to TableVersion, with what each new version brings: checkpoints, syncs).
   virtual void AfterUpdate(ServerTable& table, const std::function<void()>& catch_up) { catch_up(); }
-  // The version the table has reached.
-  virtual uint64_t TableVersion(const ServerTable& table) const { return table.SlowestLayer(); }
+  // The version the table has reached: its slowest layer's; on a server
+  // without layers (every slice it holds frozen), the updates its workers
+  // sent, each making a version as it would of a layer's.
+  virtual uint64_t TableVersion(const ServerTable& table) const;
 
   // Why a read that cannot be answered now must not wait either (one no
   // worker could be waiting for, so far ahead it would hold its slot for

@@ -60,7 +60,7 @@ class ServerTable {
   // Which layer is past the table's version, and where; empty if none is.
   std::string LayerAhead() const;
 
-  // Per worker holding nothing here: the step after its last (empty) update.
+  // Per worker exchanging nothing here (holding nothing, or only frozen slices): the step after its last (empty) update.
   std::vector<uint64_t>& empty_steps() { return empty_steps_; }
   const std::vector<uint64_t>& empty_steps() const { return empty_steps_; }
   // The step `worker` trains next as far as this server knows (its clock):

@@ -59,7 +59,7 @@ RemoteTable::RemoteTable(const Plan& plan, int worker, std::vector<Param*> param
     const size_t local = std::find(servers_.begin(), servers_.end(), s.server) - servers_.begin();
     const Piece piece{s.key, by_name.at(s.param), s.offset - held_from, s.count};
     pieces_[local].push_back(piece);
-    if (plan.params[s.param_index].lr_mult != 0.0f) exchanged_[local].push_back(piece);
+    if (!plan.params[s.param_index].frozen()) exchanged_[local].push_back(piece);
   }
 }
 

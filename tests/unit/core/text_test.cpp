@@ -20,16 +20,16 @@ TEST_CASE("UTF-8: well-formed sequences pass; stray, overlong, surrogate and cut
 }
 
 TEST_CASE("plain names: letters, digits, _ . - only, 1 to 128 of them") {
-  CHECK(IsPlainName("conv1"));
-  CHECK(IsPlainName("inception_3a-1x1.weight"));
-  CHECK(IsPlainName(std::string(128, 'a')));
-  CHECK_FALSE(IsPlainName(""));
-  CHECK_FALSE(IsPlainName(std::string(129, 'a')));
-  CHECK_FALSE(IsPlainName("../x"));
-  CHECK_FALSE(IsPlainName("a b"));
-  CHECK_FALSE(IsPlainName("fc\"1"));
-  CHECK_FALSE(IsPlainName(std::string("fc\0", 3)));
-  CHECK_FALSE(IsPlainName("α"));
+  CHECK(IsPlainName("conv1", 128));
+  CHECK(IsPlainName("inception_3a-1x1.weight", 128));
+  CHECK(IsPlainName(std::string(128, 'a'), 128));
+  CHECK_FALSE(IsPlainName("", 128));
+  CHECK_FALSE(IsPlainName(std::string(129, 'a'), 128));
+  CHECK_FALSE(IsPlainName("../x", 128));
+  CHECK_FALSE(IsPlainName("a b", 128));
+  CHECK_FALSE(IsPlainName("fc\"1", 128));
+  CHECK_FALSE(IsPlainName(std::string("fc\0", 3), 128));
+  CHECK_FALSE(IsPlainName("α", 128));
 }
 
 TEST_CASE("Quoted puts text in single quotes, escapes what is not printable UTF-8 and cuts it short") {

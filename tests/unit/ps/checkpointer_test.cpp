@@ -149,9 +149,9 @@ struct TableOnly {
   Plan plan;
   ServerConfig config;
   std::unique_ptr<ServerTable> table;
-  TableOnly() {
+  explicit TableOnly(const std::string& consistency = "bsp") {
     JobConfig job;
-    REQUIRE(ParseJob(TinyJob("bsp"), "tiny.yaml", &job).ok());
+    REQUIRE(ParseJob(TinyJob(consistency), "tiny.yaml", &job).ok());
     PlanOptions options;
     options.endpoints = {"inproc://checkpointer-test"};
     REQUIRE(MakeDataParallelPlan(job, options, &plan).ok());
@@ -226,7 +226,7 @@ TEST_CASE("the rotation is the plan's own: another plan's checkpoints, even of l
                                  CheckpointPath(ckpt_dir, 0, 20)});
 }
 
-TEST_CASE("resume refuses another server's checkpoint, a step past the run's, clocks of other workers, another shape") {
+TEST_CASE("resume refuses another server's checkpoint, a version past the run's, clocks of other workers, another shape") {
   TableOnly t;  // TinyJob: 2 workers, train.steps 10
   const Checkpoint good = SnapshotTable(*t.table, 0, nullptr);
   TableOnly fresh;
@@ -234,11 +234,17 @@ TEST_CASE("resume refuses another server's checkpoint, a step past the run's, cl
   Checkpoint other = good;
   other.server = 1;
   CHECK(RestoreTable(other, "x.ckpt", fresh.table.get()).message() == "'x.ckpt' is server 1's checkpoint, not 0's");
-  Checkpoint late = good;
+  Checkpoint late = good;  // BSP: a version is a step
   late.step = t.config.steps + 1;
   CHECK(RestoreTable(late, "x.ckpt", fresh.table.get()).message() ==
-        "'x.ckpt': step " + std::to_string(t.config.steps + 1) + " is past the run's " +
-            std::to_string(t.config.steps) + " steps");
+        "'x.ckpt': version " + std::to_string(t.config.steps + 1) + " is past the run's last, " +
+            std::to_string(t.config.steps));
+  TableOnly async("async");  // each of the 2 workers' updates makes a version: 20 in 10 steps
+  Checkpoint twenty = SnapshotTable(*async.table, 0, nullptr);
+  twenty.step = 20;
+  CHECK(RestoreTable(twenty, "x.ckpt", async.table.get()).ok());
+  twenty.step = 21;
+  CHECK(RestoreTable(twenty, "x.ckpt", async.table.get()).message() == "'x.ckpt': version 21 is past the run's last, 20");
   Checkpoint clocks = good;
   clocks.updates_from.resize(1000);
   CHECK(RestoreTable(clocks, "x.ckpt", fresh.table.get()).message() ==
