@@ -63,9 +63,9 @@ Status ReadFile(const std::string& path, std::string* contents, size_t max_bytes
 }
 
 Status WriteFileAtomic(const std::string& given, const std::string& contents, bool sync) {
-  // A link is written through: its target is replaced, the link kept. What
-  // is there and is not a regular file (a device, a pipe, a directory) is
-  // refused: renaming over it would replace /dev/null itself.
+  // A link is written through: its target is replaced, the link kept. A
+  // device or a pipe is written to as it is (renaming over it would replace
+  // /dev/null itself); a directory is refused.
   std::string path = given;
   std::error_code ec;
   if (std::filesystem::is_symlink(std::filesystem::symlink_status(given, ec))) {
@@ -73,8 +73,17 @@ Status WriteFileAtomic(const std::string& given, const std::string& contents, bo
     if (!ec) path = (target.is_absolute() ? target : std::filesystem::path(given).parent_path() / target).string();
   }
   const auto status = std::filesystem::status(path, ec);
-  if (std::filesystem::exists(status) && !std::filesystem::is_regular_file(status))
-    return Status::InvalidArgument("'" + given + "' is not a regular file: write to a file's path");
+  if (std::filesystem::is_directory(status))
+    return Status::InvalidArgument("'" + given + "' is a directory: write to a file's path");
+  if (std::filesystem::exists(status) && !std::filesystem::is_regular_file(status)) {
+    // A device or a pipe (-o /dev/null, a FIFO) takes the bytes as they come: nothing to replace.
+    int fd = ::open(path.c_str(), O_WRONLY);
+    if (fd < 0) return Status::IOError("cannot open '" + given + "': " + ErrnoText());
+    const bool written = WriteAll(fd, contents.data(), contents.size());
+    Status s = written ? Status::Ok() : Status::IOError("cannot write '" + given + "': " + ErrnoText());
+    ::close(fd);
+    return s;
+  }
   // A name of its own (mkstemp): never a file or link already there, nor another writer's.
   std::string tmp = path + ".tmp.XXXXXX";
   int fd = ::mkstemp(&tmp[0]);

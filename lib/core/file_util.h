@@ -17,8 +17,8 @@ Status ReadFile(const std::string& path, std::string* contents, size_t max_bytes
 // ones, never a mix: temporary file, fsync, rename, fsync of the directory.
 // Without `sync` the file survives the writer's crash but not the machine's
 // (no fsync: for what is rewritten every step). A link at `path` is written
-// through (its target replaced); anything else there that is not a regular
-// file is refused.
+// through (its target replaced); a device or a pipe there is written to as
+// it is (-o /dev/null); a directory is refused.
 Status WriteFileAtomic(const std::string& path, const std::string& contents, bool sync = true);
 
 }  // namespace shoal

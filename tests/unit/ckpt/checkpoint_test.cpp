@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <sys/stat.h>
@@ -297,7 +298,7 @@ TEST_CASE("WriteFileAtomic replaces the file whole and leaves no temporary file 
   CHECK(FilesIn(dir.path) == std::vector<std::string>{"a.ckpt", "out.json"});
 }
 
-TEST_CASE("WriteFileAtomic writes through a link and refuses what is not a regular file") {
+TEST_CASE("WriteFileAtomic writes through a link, into a pipe or a device as it is, and refuses a directory") {
   TempDir dir;
   const std::string target = dir.path + "/target", link = dir.path + "/link", fifo = dir.path + "/fifo";
   REQUIRE(WriteFileAtomic(target, "old").ok());
@@ -305,11 +306,17 @@ TEST_CASE("WriteFileAtomic writes through a link and refuses what is not a regul
   REQUIRE(WriteFileAtomic(link, "new").ok());
   CHECK(std::filesystem::is_symlink(link));
   CHECK(ReadBytes(target) == "new");
+  // A pipe or a device takes the bytes as they come, and stays what it is.
   REQUIRE(::mkfifo(fifo.c_str(), 0644) == 0);
-  Status s = WriteFileAtomic(fifo, "x");
-  CHECK(s.message() == "'" + fifo + "' is not a regular file: write to a file's path");
+  std::string piped;
+  std::thread reader([&] { piped = ReadBytes(fifo); });
+  REQUIRE(WriteFileAtomic(fifo, "through the pipe").ok());
+  reader.join();
+  CHECK(piped == "through the pipe");
   CHECK(std::filesystem::is_fifo(fifo));
-  CHECK(WriteFileAtomic(dir.path, "x").message() == "'" + dir.path + "' is not a regular file: write to a file's path");
+  REQUIRE(WriteFileAtomic("/dev/null", "discarded").ok());
+  CHECK(std::filesystem::is_character_file("/dev/null"));
+  CHECK(WriteFileAtomic(dir.path, "x").message() == "'" + dir.path + "' is a directory: write to a file's path");
   CHECK(FilesIn(dir.path) == std::vector<std::string>{"fifo", "link", "target"});
 }
 
