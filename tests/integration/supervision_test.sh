@@ -167,12 +167,13 @@ ok "a worker waiting for its server says so every 5 s"
 
 # A run that does not learn stops: the CNN under async collapses to a uniform
 # guess (at the job's rate 0.05 it does in some runs, as timing decides; at
-# 0.2 in every run seen here).
+# 0.2 in every run seen here) — or, as timing decides too, its loss diverges
+# first (once, in a CI run of 2026-11-26, at step 21); either stop names why.
 rc=0
 SHOAL_BIN=$bin RUN_DIR=$tmp/collapse "$root/scripts/train-local.sh" "$root/configs/fashion-cnn.yaml" \
   cluster.consistency=async train.learning_rate=0.2 train.steps=600 train.display_every=25 data.shards="$shards" \
   >/dev/null 2>"$tmp/collapse.err" || rc=$?
 ((rc == 1)) || fail "the collapsed run exited $rc, want 1: $(tail -n 5 "$tmp/collapse.err")"
-grep -q "the run is not learning at learning rate 0.2 under consistency 'async'" "$tmp/collapse.err" ||
-  fail "the reason is not named: $(cat "$tmp/collapse.err")"
-ok "the async CNN at lr 0.2, collapsed to a uniform guess, stops with exit 1 naming the rate and the model"
+grep -qE "(the run is not learning|the loss diverged at step [0-9]+) at learning rate 0.2 under consistency 'async'" \
+  "$tmp/collapse.err" || fail "the reason is not named: $(cat "$tmp/collapse.err")"
+ok "the async CNN at lr 0.2, collapsed to a uniform guess (or diverged), stops with exit 1 naming the rate and the model"
