@@ -164,7 +164,9 @@ void Checkpoints(const fs::path& out, const fs::path& scratch) {
     RpcClient tool;
     Reply reply;
     Check(tool.Dial(options.endpoints[id], 2000), "dialling a server");
-    const MsgHeader metric{MsgType::kMetric, plan.hash_value(), 0, 0, 0};
+    // A metric comes from a joined worker's own life (lib/ps/server.cpp): worker 0 joins first.
+    Check(tool.Call({MsgType::kJoin, plan.hash_value(), kJoinWhereTheServerIs, 0, 1}, {}, &reply), "a join");
+    const MsgHeader metric{MsgType::kMetric, plan.hash_value(), 0, 0, 1};
     Check(tool.Send(metric, {}, R"({"step": 0, "test_accuracy": 0.5, "test_loss": 1.25})"), "sending a metric");
     Check(tool.Receive(&reply), "a metric's reply");
     Check(tool.Call({MsgType::kShutdown, plan.hash_value(), 0, kToolSender}, {}, &reply), "a shutdown");
