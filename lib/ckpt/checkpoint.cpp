@@ -28,14 +28,7 @@ constexpr size_t kPreamble = 8 + 4 + 8;
 constexpr size_t kMaxHeaderBytes = 256u << 20;
 constexpr uint64_t kMaxServers = kMaxCheckpointServers, kMaxWorkers = 1u << 20;
 
-// The header's fields and the tensors' bytes, each checked against the
-// `data_bytes` that follow the header: every tensor within its parameter and
-// within the file, one after another from the data's start to the file's
-// end. `data` null: the layout only (before the data is read, so that a
-// file far larger than its header says is never read); otherwise each
-// tensor's checksum too, and its floats copied. `data_bytes` kUnknownSize
-// (a stream): what follows is not checked; `data_end` (if given) receives
-// where the last tensor's data ends.
+// The size of a stream's data: not known before it is read.
 constexpr uint64_t kUnknownSize = UINT64_MAX;
 
 // PARAM, PARAM[OFFSET] for a slice of it, either with @ROLE for a state's
@@ -53,6 +46,15 @@ bool IsTensorName(const CheckpointTensor& t) {
   }
   return rest.empty() || rest == "@" + t.role;
 }
+
+// The header's fields and the tensors' bytes, each checked against the
+// `data_bytes` that follow the header: every tensor within its parameter and
+// within the file, one after another from the data's start to the file's
+// end. `data` null: the layout only (before the data is read, so that a
+// file far larger than its header says is never read); otherwise each
+// tensor's checksum too, and its floats copied. `data_bytes` kUnknownSize
+// (a stream): what follows is not checked; `data_end` (if given) receives
+// where the last tensor's data ends.
 Status ReadHeader(const std::string& path, const json& h, const char* data_or_null, uint64_t data_bytes,
                   size_t data_start, Checkpoint* ckpt, uint64_t* data_end = nullptr) {
   const JsonFields f(path);
