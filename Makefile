@@ -2,7 +2,7 @@
 BUILD ?= build
 JOBS ?= 2
 
-.PHONY: all deps test test-sanitize fuzz demo bench autoencoder char-rnn slurm clean
+.PHONY: all deps test test-sanitize fuzz demo bench bench-gpu autoencoder char-rnn slurm clean
 all:
 	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release >/dev/null
 	@cmake --build $(BUILD) -j$(JOBS)
@@ -35,6 +35,10 @@ demo: deps all
 
 bench: all
 	bench/run.sh  # installs the PyTorch peers itself
+
+# On a machine with an NVIDIA GPU and a CUDA build: shoal's GPU worker against PyTorch on CUDA.
+bench-gpu: all
+	bench/run.sh --rows gpu --out $(CURDIR)/bench/out/bench-gpu.json
 
 # SINGA's deep auto-encoder: 4 RBMs pre-trained by CD, fine-tuned, pictured
 # (experiments/autoencoder/out/figures/); EPOCHS= and FINETUNE_EPOCHS= pass on.

@@ -22,6 +22,9 @@ Rows (--rows, any of):
   one process at 1 and 2 threads, against peers/torch_char_rnn.py (nn.GRU): ms per step,
   and the test set's loss after those steps (within 5% asked).
 
+- gpu (make bench-gpu; not among the default rows): one process, batch 64, on GPU 0:
+  dl-worker --standalone with train.device=cuda against peers/torch_single.py --device cuda.
+
 - exchange: a 4 MB and a 64 MB tensor's update-get round trip through a parameter
   server against a raw NNG req/rep echo of the same bytes (bench/exchange_throughput.cpp);
   here the ratio is of throughputs, higher is better.
@@ -32,7 +35,7 @@ pairs' ratios, with their range, and the JSON keeps every pair. Under each shoal
 of single and bsp, where its time went (the median run's), per step: worker 0's
 compute, input, encode, waiting on servers and decode, and the servers' update,
 encode and decode, from the processes' own counters (`time_s`, `handle_s`, ...).
-Usage: bench/run.sh [--rows single,bsp,tta,rbm,char-rnn,exchange] [--models mlp,cnn] [--repeats N] [--steps N]
+Usage: bench/run.sh [--rows single,bsp,tta,rbm,char-rnn,exchange,gpu] [--models mlp,cnn] [--repeats N] [--steps N]
 """
 import argparse, itertools, json, os, signal, statistics, subprocess, sys, tempfile, time
 
@@ -102,7 +105,9 @@ class Bench:
         return d
 
     def peer(self, script, *args):
-        return run(["/usr/bin/python3", os.path.join(self.a.root, "bench", "peers", script), *map(str, args)])[-1]
+        # Debian's python3 holds torch (SHOAL_PEER_PYTHON: another that does, a GPU machine's, say).
+        python = os.environ.get("SHOAL_PEER_PYTHON", "/usr/bin/python3")
+        return run([python, os.path.join(self.a.root, "bench", "peers", script), *map(str, args)])[-1]
 
     # --- shoal, one process -------------------------------------------------------
     def single_plan(self, model, overrides=()):
@@ -112,8 +117,8 @@ class Bench:
         run([self.tool("dl-plan"), self.job(model), *sets, "-o", plan])
         return plan
 
-    def shoal_single(self, model, threads):
-        r = run([self.tool("dl-worker"), "--plan", self.single_plan(model), "--standalone", "--no-eval",
+    def shoal_single(self, model, threads, overrides=()):
+        r = run([self.tool("dl-worker"), "--plan", self.single_plan(model, overrides), "--standalone", "--no-eval",
                  "--threads", str(threads), "--steps", str(self.a.steps), "--shards", self.shards(1)])
         return last(r, "done")["ms_per_step_median"], where_the_time_goes(r)
 
@@ -265,6 +270,11 @@ def rows(b, a):
                        {"model": model, "threads": threads, "unit": "ms/step", "target": 0.8 if model == "mlp" else 0.85 if threads == 2 else 1.0},
                        lambda m=model, t=threads: b.peer("torch_single.py", m, "--threads", t, "--steps", a.steps)["ms_per_step_median"],
                        {"": lambda m=model, t=threads: b.shoal_single(m, t)})
+        if "gpu" in a.rows:
+            yield (f"{model} single process, batch 64, on GPU 0",
+                   {"model": model, "device": "cuda:0", "unit": "ms/step", "target": 1.1},
+                   lambda m=model: b.peer("torch_single.py", m, "--device", "cuda", "--steps", a.steps)["ms_per_step_median"],
+                   {"": lambda m=model: b.shoal_single(m, 1, ("train.device=cuda",))})
         if "bsp" in a.rows:
             for workers in (1, 2, 4):
                 yield (f"{model} BSP {workers} worker(s) x 32",

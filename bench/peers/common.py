@@ -100,6 +100,8 @@ def train(net, x, y, batch, steps, lr=0.05, seed=0, eval_every=0, on_eval=None):
         opt.zero_grad()
         F.cross_entropy(net(xb), yb).backward()
         opt.step()
+        if xb.is_cuda:
+            torch.cuda.synchronize()  # a step is done when the GPU is
         seconds.append(time.perf_counter() - t)
         if eval_every and (step + 1) % eval_every == 0 and on_eval(step + 1):
             break

@@ -2,7 +2,7 @@
 """PyTorch peer, one process: the same model, data, initialisation and updater as
 shoal's configs/fashion-{mlp,cnn}.yaml trained by dl-worker --standalone.
 
-  torch_single.py {mlp|cnn} [--threads N] [--batch B] [--steps S]
+  torch_single.py {mlp|cnn} [--threads N] [--batch B] [--steps S] [--device cuda]
       ms per training step (median past the first 10 steps)
   torch_single.py {mlp|cnn} --target-accuracy A [--eval-every K] [--max-steps S] ...
       training seconds until the test accuracy, evaluated every K steps (evaluation
@@ -16,6 +16,7 @@ import common
 
 ap = common.arguments(batch=64)
 ap.add_argument("--threads", type=int, default=1)
+ap.add_argument("--device", default="cpu", help="cpu, or cuda: the model and the data on GPU 0")
 a = ap.parse_args()
 common.pin_threads(a.threads)
 import torch
@@ -23,7 +24,10 @@ import torch
 torch.manual_seed(a.seed)
 x, y = common.dataset("train")
 net = common.model(a.kind)
-out = {"peer": "pytorch-" + torch.__version__, "model": a.kind, "threads": a.threads, "batch": a.batch}
+if a.device != "cpu":
+    x, y, net = x.to(a.device), y.to(a.device), net.to(a.device)
+out = {"peer": "pytorch-" + torch.__version__, "model": a.kind, "threads": a.threads, "batch": a.batch,
+       "device": a.device}
 if a.target_accuracy > 0:
     xt, yt = common.dataset("test")
     trace = []

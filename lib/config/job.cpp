@@ -1,5 +1,6 @@
 #include "config/job.h"
 
+#include <algorithm>
 #include <iterator>
 #include <set>
 
@@ -91,6 +92,24 @@ Status UpdaterHyperParameters(const Fields& f, TrainConfig* t) {
   return Status::Ok();
 }
 
+// train.device: "cpu", "cuda" (GPU 0) or "cuda:N"; kept as "cpu" or "cuda:N".
+Status ParseDevice(const Fields& f, TrainConfig* t) {
+  SHOAL_RETURN_IF_ERROR(f.String("device", t->device, &t->device));
+  t->gpu = -1;
+  if (t->device == "cpu") return Status::Ok();
+  const std::string digits = t->device.rfind("cuda:", 0) == 0 ? t->device.substr(5) : "";
+  if (t->device == "cuda") {
+    t->gpu = 0;
+  } else if (!digits.empty() && digits.size() <= 2 && std::all_of(digits.begin(), digits.end(), ::isdigit)) {
+    t->gpu = std::stoi(digits);
+  } else {
+    return f.FieldError("device", "is '" + t->device + "'; expected cpu, cuda or cuda:N (a GPU's number, 0 to 99)");
+  }
+  t->device = "cuda:" + std::to_string(t->gpu);
+  f.Keep("device", t->device);
+  return Status::Ok();
+}
+
 Status ParseTrain(const Fields& f, TrainConfig* t) {
   SHOAL_RETURN_IF_ERROR(f.Choice("algorithm", t->algorithm, {"bp", "cd"}, &t->algorithm));
   SHOAL_RETURN_IF_ERROR(f.Int("batch_size", t->batch_size, &t->batch_size, 1, 1 << 20));
@@ -127,6 +146,7 @@ Status ParseTrain(const Fields& f, TrainConfig* t) {
     f.Keep("overlap", false);
   }
   SHOAL_RETURN_IF_ERROR(f.Float("device_memory_mb", t->device_memory_mb, &t->device_memory_mb, 0.0, 1 << 24));
+  SHOAL_RETURN_IF_ERROR(ParseDevice(f, t));
   SHOAL_RETURN_IF_ERROR(f.Bool("divergence_check", t->divergence_check, &t->divergence_check));
   SHOAL_RETURN_IF_ERROR(f.Int("overlap_bucket_floats", t->overlap_bucket_floats, &t->overlap_bucket_floats, 0));
   if (t->steps == 0 && t->epochs <= 0.0) return f.Error("set 'steps' or 'epochs'");

@@ -16,10 +16,12 @@ std::string CudaError(cudaError_t e) { return std::string(cudaGetErrorName(e)) +
 
 class CudaDevice : public Device {
  public:
-  CudaDevice(int ordinal, size_t budget, cudaStream_t stream) : Device(budget), ordinal_(ordinal), stream_(stream) {}
+  CudaDevice(int ordinal, size_t budget, cudaStream_t stream, cudaEvent_t computed)
+      : Device(budget), ordinal_(ordinal), stream_(stream), computed_(computed) {}
   ~CudaDevice() override {
     cudaStreamSynchronize(stream_);
     for (auto& [mark, event] : events_) cudaEventDestroy(event);
+    cudaEventDestroy(computed_);
     cudaStreamDestroy(stream_);
   }
 
@@ -63,16 +65,32 @@ class CudaDevice : public Device {
   }
   void DoFree(void* memory) override { cudaFree(memory); }
   void DoCopyToDevice(void* dst, const void* src, size_t bytes) override {
+    AfterComputeQueued();
     cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream_);
   }
   void DoCopyToHost(void* dst, const void* src, size_t bytes) override {
+    AfterComputeQueued();
     cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream_);
   }
-  void DoZero(void* dst, size_t bytes) override { cudaMemsetAsync(dst, 0, bytes, stream_); }
+  void DoZero(void* dst, size_t bytes) override {
+    AfterComputeQueued();
+    cudaMemsetAsync(dst, 0, bytes, stream_);
+  }
 
  private:
+  // The ops compute on the legacy default stream (lib/ops/cuda_ops.cpp): a
+  // copy waits for every kernel queued there before it, so a pass's results
+  // go home only once computed and a pool half is refilled only once the
+  // pass before the last is done with it; the next pass's prefetch, queued
+  // before that pass's kernels, still overlaps them.
+  void AfterComputeQueued() {
+    cudaEventRecord(computed_, cudaStreamLegacy);
+    cudaStreamWaitEvent(stream_, computed_, 0);
+  }
+
   int ordinal_;
   cudaStream_t stream_;
+  cudaEvent_t computed_;
   uint64_t marks_ = 0;
   std::vector<std::pair<uint64_t, cudaEvent_t>> events_;  // unreached marks, oldest first
 };
@@ -86,6 +104,14 @@ int CudaDeviceCount() {
   return cudaGetDeviceCount(&n) == cudaSuccess ? n : 0;
 }
 
+size_t CudaFreeBytes(int ordinal) {
+  size_t free = 0, total = 0;
+  if (ordinal < 0 || ordinal >= CudaDeviceCount() || cudaSetDevice(ordinal) != cudaSuccess ||
+      cudaMemGetInfo(&free, &total) != cudaSuccess)
+    return 0;
+  return free;
+}
+
 Status OpenCudaDevice(int ordinal, size_t budget_bytes, std::unique_ptr<Device>* out) {
   const int count = CudaDeviceCount();
   if (ordinal < 0 || ordinal >= count)
@@ -96,7 +122,13 @@ Status OpenCudaDevice(int ordinal, size_t budget_bytes, std::unique_ptr<Device>*
   cudaStream_t stream;
   e = cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
   if (e != cudaSuccess) return Status::Unavailable("cuda:" + std::to_string(ordinal) + ": " + CudaError(e));
-  *out = std::make_unique<CudaDevice>(ordinal, budget_bytes, stream);
+  cudaEvent_t computed;
+  e = cudaEventCreateWithFlags(&computed, cudaEventDisableTiming);
+  if (e != cudaSuccess) {
+    cudaStreamDestroy(stream);
+    return Status::Unavailable("cuda:" + std::to_string(ordinal) + ": " + CudaError(e));
+  }
+  *out = std::make_unique<CudaDevice>(ordinal, budget_bytes, stream, computed);
   return Status::Ok();
 }
 
@@ -108,6 +140,7 @@ namespace shoal {
 
 bool BuiltWithCuda() { return false; }
 int CudaDeviceCount() { return 0; }
+size_t CudaFreeBytes(int) { return 0; }
 
 Status OpenCudaDevice(int ordinal, size_t, std::unique_ptr<Device>*) {
   return Status::InvalidArgument("cuda:" + std::to_string(ordinal) +

@@ -6,6 +6,10 @@ StepMemory::StepMemory(Device* device, StepOps ops, DeviceMemoryPlan plan, int t
     : device_(device), ops_(std::move(ops)), plan_(std::move(plan)), timeout_ms_(timeout_ms) {}
 
 StepMemory::~StepMemory() {
+  // A pass that failed may leave copies queued into memory about to be
+  // freed, and tensors bound to it: both end here.
+  (void)device_->WaitFor(device_->Mark(), timeout_ms_);
+  for (const StepBuffer& b : ops_.buffers) b.tensor->Unbind();
   for (size_t b = 0; b < pinned_.size(); ++b) device_->Free(pinned_[b], ops_.buffers[b].bytes);
   for (void* half : pool_) device_->Free(half, plan_.peak);
 }

@@ -50,6 +50,7 @@ class ConvolutionLayer : public Layer {
                           dw, db, dx_write, &col_);
   }
   bool CanSetSourceGrads() const override { return true; }
+  bool RunsOnGpu() const override { return true; }
 
   bool SplitsOutputs() const override { return true; }
   double ForwardFlopsPerRecord() const override {

@@ -11,6 +11,7 @@ class DataLayer : public Layer {
   void Forward(Phase, const std::vector<Layer*>&) override {}
   void Backward(const std::vector<Layer*>&) override {}
   bool WantsGrad() const override { return false; }
+  bool RunsOnGpu() const override { return true; }  // the worker fills its feature before the passes
   bool ReadsRecords() const override { return true; }
 
   std::vector<int32_t>& labels() { return labels_; }

@@ -29,6 +29,7 @@ class ActivationLayer : public Layer {
       kBackward(data_.size(), data_.data(), grad_.data(), srcs[0]->grad().data(), SourceGradWrite(0));
   }
   bool CanSetSourceGrads() const override { return true; }
+  bool RunsOnGpu() const override { return true; }
   double ForwardFlopsPerRecord() const override { return static_cast<double>(kFlopsPerValue) * feature_size(); }
   Dependency SourceDependency(size_t) const override { return Dependency::kElementwise; }
 };
@@ -76,17 +77,13 @@ class FlattenLayer : public Layer {
     return Status::Ok();
   }
   void Forward(Phase, const std::vector<Layer*>& srcs) override {
-    const float* x = srcs[0]->data().data();
-    std::copy(x, x + data_.size(), data_.data());
+    IdentityForward(data_.size(), srcs[0]->data().data(), data_.data());
   }
   void Backward(const std::vector<Layer*>& srcs) override {
-    if (!srcs[0]->WantsGrad()) return;
-    float* dx = srcs[0]->grad().data();
-    if (SourceGradWrite(0) == GradWrite::kSet)
-      std::copy(grad_.data(), grad_.data() + grad_.size(), dx);
-    else
-      for (size_t i = 0; i < data_.size(); ++i) dx[i] += grad_[i];
+    if (srcs[0]->WantsGrad())
+      IdentityBackward(data_.size(), grad_.data(), srcs[0]->grad().data(), SourceGradWrite(0));
   }
+  bool RunsOnGpu() const override { return true; }
   bool CanSetSourceGrads() const override { return true; }
   // Channel-major: a slice of channels is a contiguous slice of the flat vector.
   Dependency SourceDependency(size_t) const override { return Dependency::kElementwise; }

@@ -42,6 +42,7 @@ class FullyConnectedLayer : public Layer {
                            params_[1].grad.data(), SourceGradWrite(0));
   }
   bool CanSetSourceGrads() const override { return true; }
+  bool RunsOnGpu() const override { return true; }
 
   // A sequence's units interleave with its steps: not a contiguous range to cut.
   bool SplitsOutputs() const override { return rows_ == 1; }

@@ -98,6 +98,10 @@ class Layer {
   // Whether num_output can be cut into ranges of units computed by different
   // workers (model parallelism: a fully connected layer's columns, a convolution's filters).
   virtual bool SplitsOutputs() const { return false; }
+  // Whether both passes run on a GPU when the worker's tensors are there
+  // (train.device: cuda): every op they call has a GPU form (ops/gpu_ops.h)
+  // and nothing else in them reads or writes a feature on the host.
+  virtual bool RunsOnGpu() const { return false; }
   // Whether gradients flow into this layer (not into data, say).
   virtual bool WantsGrad() const { return true; }
   // Whether the layer works on each worker's own records only (the data

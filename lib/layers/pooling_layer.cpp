@@ -29,9 +29,11 @@ class PoolingLayer : public Layer {
 
   void Backward(const std::vector<Layer*>& srcs) override {
     if (srcs[0]->WantsGrad())
-      MaxPoolBackward(g_, data_.dim(0), grad_.data(), argmax_, srcs[0]->grad().data(), SourceGradWrite(0));
+      MaxPoolBackward(g_, data_.dim(0), srcs[0]->data().data(), data_.data(), grad_.data(), argmax_,
+                      srcs[0]->grad().data(), SourceGradWrite(0));
   }
   bool CanSetSourceGrads() const override { return true; }
+  bool RunsOnGpu() const override { return true; }
 
   double ForwardFlopsPerRecord() const override {
     return 1.0 * feature_size() * g_.kernel * g_.kernel;

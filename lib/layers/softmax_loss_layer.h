@@ -23,6 +23,9 @@ class SoftmaxLossLayer : public LossLayer {
     return src == 0 || steps_ > 1 ? Dependency::kFull : Dependency::kNone;
   }
 
+  // A sequence's labels are read from the data layer's values on the host.
+  bool RunsOnGpu() const override { return steps_ == 1; }
+
   int classes() const override { return out_shape_.back(); }
   int predictions_per_record() const override { return steps_; }
 

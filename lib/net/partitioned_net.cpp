@@ -205,7 +205,9 @@ void PartitionedNet::Allocate(int batch) {
 }
 
 Status PartitionedNet::Forward(Phase phase, uint64_t step, LayerHooks* hooks) {
+  // Evaluation runs on the host, on the parameters' home values.
   StepMemory* memory = phase == Phase::kTrain ? memory_ : nullptr;
+  ScopedGpuOps on(memory ? gpu_ : nullptr);
   for (size_t i = 0; i < nodes_.size(); ++i) {
     Node& node = nodes_[i];
     if (node.connection) node.connection->set_step(step);
@@ -213,6 +215,7 @@ Status PartitionedNet::Forward(Phase phase, uint64_t step, LayerHooks* hooks) {
     if (hooks) SHOAL_RETURN_IF_ERROR(hooks->BeforeForward(*node.layer));
     if (memory) SHOAL_RETURN_IF_ERROR(memory->Before(i));
     node.layer->Forward(phase, node.srcs);
+    if (memory && gpu_) SHOAL_RETURN_IF_ERROR(gpu_->TakeStatus().Within(node.layer->name() + " forward"));
     if (memory) SHOAL_RETURN_IF_ERROR(memory->After(i));
     if (node.connection) SHOAL_RETURN_IF_ERROR(node.connection->status());
   }
@@ -224,12 +227,14 @@ Status PartitionedNet::Backward(uint64_t step, LayerHooks* hooks) {
   // memory the manager zeroes each one at its first use).
   if (!memory_)
     for (Layer* layer : cleared_) layer->grad().Fill(0.0f);
+  ScopedGpuOps on(memory_ ? gpu_ : nullptr);
   for (size_t i = nodes_.size(); i-- > 0;) {
     Node& node = nodes_[i];
     const size_t op = 2 * nodes_.size() - 1 - i;  // TrainingStepOps: backward passes follow the forward ones
     if (node.connection) node.connection->set_step(step);
     if (memory_) SHOAL_RETURN_IF_ERROR(memory_->Before(op));
     node.layer->Backward(node.srcs);
+    if (memory_ && gpu_) SHOAL_RETURN_IF_ERROR(gpu_->TakeStatus().Within(node.layer->name() + " backward"));
     if (memory_) SHOAL_RETURN_IF_ERROR(memory_->After(op));
     if (node.connection) SHOAL_RETURN_IF_ERROR(node.connection->status());
     if (hooks) SHOAL_RETURN_IF_ERROR(hooks->AfterBackward(*node.layer, step));
@@ -276,6 +281,13 @@ StepOps PartitionedNet::TrainingStepOps() {
     for (Param& p : layer->params()) ops.Use(op, param_grad(p), false, true);
   }
   return ops;
+}
+
+std::string PartitionedNet::LayerOffGpu() const {
+  for (const auto& node : nodes_)
+    if (!node.layer->RunsOnGpu())
+      return "layer '" + node.layer->name() + "' (" + (node.connection ? "a connection between workers" : node.layer->type()) + ")";
+  return "";
 }
 
 std::string PartitionedNet::StateCarrier() const {

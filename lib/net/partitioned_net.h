@@ -17,6 +17,7 @@
 #include "layers/loss_layer.h"
 #include "net/connection_layer.h"
 #include "net/placement.h"
+#include "ops/gpu_ops.h"
 #include "graph/net.h"
 #include "plan/plan.h"
 
@@ -56,8 +57,16 @@ class PartitionedNet {
   // features, feature gradients, parameter values and gradients they touch.
   StepOps TrainingStepOps();
   // Runs the training passes on the device memory `memory` manages (built
-  // from TrainingStepOps(); null: in host memory, as without it).
-  void UseDeviceMemory(StepMemory* memory) { memory_ = memory; }
+  // from TrainingStepOps(); null: in host memory, as without it), computing
+  // on `gpu` where it is not null (that memory is then the GPU's).
+  void UseDeviceMemory(StepMemory* memory, GpuOps* gpu = nullptr) {
+    memory_ = memory;
+    gpu_ = gpu;
+  }
+
+  // The first layer (a connection layer included) that does not run on a
+  // GPU, as "layer 'name' (type)"; "" when all do.
+  std::string LayerOffGpu() const;
 
   // The first layer that carries state from one training pass to the next
   // (a GRU with carry_state), or "" when none does; and forgetting it all.
@@ -98,6 +107,7 @@ class PartitionedNet {
   std::vector<Node> nodes_;  // in the order they run forward
   std::vector<Layer*> cleared_;  // gradients cleared before Backward (PlanGradWrites)
   StepMemory* memory_ = nullptr;
+  GpuOps* gpu_ = nullptr;
   DataLayer* data_ = nullptr;
   LossLayer* loss_ = nullptr;
   int group_size_ = 1, rank_ = 0;

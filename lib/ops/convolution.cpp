@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "ops/blas.h"
+#include "ops/gpu_ops.h"
 #include "ops/parallel.h"
 
 namespace shoal {
@@ -246,6 +247,7 @@ size_t WorkSize(const ConvGeometry& g, int images) {
 // (ParallelFor's ranges) with its own slice of scratch.
 void ConvolutionForward(const ConvGeometry& g, int batch, const float* x, const float* w,
                         const float* b, float* y, std::vector<float>* scratch) {
+  if (GpuOps* gpu = CurrentGpuOps()) return gpu->ConvolutionForward(g, batch, x, w, b, y);
   if (batch <= 0) return;
   const int tasks = ParallelTasks(batch);
   const size_t work = WorkSize(g, (batch + tasks - 1) / tasks);
@@ -263,6 +265,7 @@ void ConvolutionForward(const ConvGeometry& g, int batch, const float* x, const 
 void ConvolutionBackward(const ConvGeometry& g, int batch, const float* x, const float* w,
                          const float* dy, float* dx, float* dw, float* db, GradWrite dx_write,
                          std::vector<float>* scratch) {
+  if (GpuOps* gpu = CurrentGpuOps()) return gpu->ConvolutionBackward(g, batch, x, w, dy, dx, dw, db, dx_write);
   const size_t dw_size = static_cast<size_t>(g.filters) * g.col_rows();
   if (batch <= 0) {
     std::fill(dw, dw + dw_size, 0.0f);

@@ -17,6 +17,10 @@ void ReluBackward(size_t n, const float* y, const float* dy, float* dx, GradWrit
 void SigmoidForward(size_t n, const float* x, float* y);
 void SigmoidBackward(size_t n, const float* y, const float* dy, float* dx, GradWrite write);
 
+// y = x, and dx = dy or dx += dy: a layer that only reshapes (flatten).
+void IdentityForward(size_t n, const float* x, float* y);
+void IdentityBackward(size_t n, const float* dy, float* dx, GradWrite write);
+
 // Inverted dropout: kept units are scaled by 1/(1-ratio) so evaluation is a copy.
 void DropoutForward(size_t n, float ratio, const float* x, float* y, std::vector<float>* mask,
                     std::mt19937* rng);

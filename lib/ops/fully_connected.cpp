@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "ops/blas.h"
+#include "ops/gpu_ops.h"
 #include "ops/parallel.h"
 
 namespace shoal {
@@ -21,6 +22,7 @@ int MaxTasks(int batch, int in, int out) {
 // dw; each element is computed by exactly one thread, in the same order.
 void FullyConnectedForward(int batch, int in, int out, const float* x, const float* w,
                            const float* b, float* y) {
+  if (GpuOps* gpu = CurrentGpuOps()) return gpu->FullyConnectedForward(batch, in, out, x, w, b, y);
   ParallelFor(batch, [&](int, int begin, int end) {
     for (int i = begin; i < end; ++i)
       for (int j = 0; j < out; ++j) y[i * out + j] = b[j];
@@ -31,6 +33,7 @@ void FullyConnectedForward(int batch, int in, int out, const float* x, const flo
 
 void FullyConnectedBackward(int batch, int in, int out, const float* x, const float* w,
                             const float* dy, float* dx, float* dw, float* db, GradWrite dx_write) {
+  if (GpuOps* gpu = CurrentGpuOps()) return gpu->FullyConnectedBackward(batch, in, out, x, w, dy, dx, dw, db, dx_write);
   const int max_tasks = MaxTasks(batch, in, out);
   ParallelFor(out, [&](int, int begin, int end) {
     Sgemm(true, false, end - begin, in, batch, 1.0f, dy + begin, out, x, in, 0.0f,

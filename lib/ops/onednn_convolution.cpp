@@ -10,6 +10,7 @@
 #include <optional>
 
 #include "ops/blas.h"
+#include "ops/gpu_ops.h"
 
 // oneDNN's CPU runtime is OpenMP (Debian's libdnnl): its thread count is the
 // calling thread's OpenMP setting, set to the compute threads before each call.
@@ -89,6 +90,7 @@ class Convolution final : public OneDnnConvolution {
   explicit Convolution(const ConvGeometry& g) : g_(g), stream_(Engine()) {}
 
   bool Forward(int batch, const float* x, const float* w, const float* b, float* y) override {
+    if (CurrentGpuOps()) return false;
     omp_set_num_threads(ComputeThreads());  // before For: primitives plan for the threads they will have
     Prims* p = For(batch);
     if (!p) return false;

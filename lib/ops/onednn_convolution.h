@@ -15,8 +15,8 @@ namespace shoal {
 class OneDnnConvolution {
  public:
   virtual ~OneDnnConvolution() = default;
-  // False when oneDNN has no primitive for this geometry and batch (the
-  // caller computes it by im2col instead).
+  // False when oneDNN has no primitive for this geometry and batch, or a
+  // GPU computes (gpu_ops.h): the caller calls ConvolutionForward instead.
   virtual bool Forward(int batch, const float* x, const float* w, const float* b, float* y) = 0;
   // After Forward of the same batch on the same values of x and w (it reuses
   // their reordered copies; they may be elsewhere now, as on a device memory

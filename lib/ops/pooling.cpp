@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "ops/gpu_ops.h"
 #include "ops/parallel.h"
 
 namespace shoal {
@@ -76,6 +77,7 @@ int MaxTasks(const PoolGeometry& g, int batch) {
 // Planes are split over the compute threads; each writes only its own planes.
 void MaxPoolForward(const PoolGeometry& g, int batch, const float* x, float* y,
                     std::vector<int32_t>* argmax) {
+  if (GpuOps* gpu = CurrentGpuOps()) return gpu->MaxPoolForward(g, batch, x, y);
   const int planes = batch * g.channels;
   argmax->resize(static_cast<size_t>(planes) * g.out_height() * g.out_width());
   int32_t* arg = argmax->data();
@@ -83,8 +85,9 @@ void MaxPoolForward(const PoolGeometry& g, int batch, const float* x, float* y,
               MaxTasks(g, batch));
 }
 
-void MaxPoolBackward(const PoolGeometry& g, int batch, const float* dy,
+void MaxPoolBackward(const PoolGeometry& g, int batch, const float* x, const float* y, const float* dy,
                      const std::vector<int32_t>& argmax, float* dx, GradWrite write) {
+  if (GpuOps* gpu = CurrentGpuOps()) return gpu->MaxPoolBackward(g, batch, x, y, dy, dx, write);
   const int plane_out = g.out_height() * g.out_width();
   const int plane_in = g.height * g.width;
   const int planes = batch * g.channels;

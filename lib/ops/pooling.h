@@ -20,7 +20,9 @@ void MaxPoolForward(const PoolGeometry& g, int batch, const float* x, float* y,
                     std::vector<int32_t>* argmax);
 // Each window's winner gets its output's gradient, added into dx or, with
 // kSet, into a dx cleared plane by plane here (while the plane is in cache).
-void MaxPoolBackward(const PoolGeometry& g, int batch, const float* dy,
+// The host finds the winners in `argmax`; a GPU (gpu_ops.h), which keeps
+// none, from the forward pass's x and y.
+void MaxPoolBackward(const PoolGeometry& g, int batch, const float* x, const float* y, const float* dy,
                      const std::vector<int32_t>& argmax, float* dx, GradWrite write);
 
 }  // namespace shoal

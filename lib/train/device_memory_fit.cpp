@@ -13,9 +13,19 @@ size_t DeviceMemoryBudget(const TrainConfig& train) {
   return static_cast<size_t>(train.device_memory_mb * 1048576.0);
 }
 
+Status CheckRunsOnGpu(const PartitionedNet& net) {
+  const std::string off = net.LayerOffGpu();
+  if (off.empty()) return Status::Ok();
+  return Status::InvalidArgument("train.device is cuda, but " + off +
+                                 " has no GPU form: on a GPU a worker runs data, fully_connected, convolution, "
+                                 "pooling, relu, sigmoid, flatten and softmax_loss layers, in groups of one "
+                                 "(--strategy data)");
+}
+
 Status CheckDeviceMemoryFits(const Plan& plan) {
-  if (plan.job.train.device_memory_mb <= 0.0) return Status::Ok();
-  const size_t budget = DeviceMemoryBudget(plan.job.train);
+  const TrainConfig& train = plan.job.train;
+  if (train.device_memory_mb <= 0.0 && train.gpu < 0) return Status::Ok();
+  const size_t budget = DeviceMemoryBudget(train);
   std::set<int> ranks;
   for (const WorkerPlan& w : plan.workers) {
     if (!ranks.insert(w.rank).second) continue;
@@ -23,10 +33,13 @@ Status CheckDeviceMemoryFits(const Plan& plan) {
     GroupChannel unopened;
     std::unique_ptr<PartitionedNet> net;
     SHOAL_RETURN_IF_ERROR(PartitionedNet::Build(plan, w.id, &unopened, &net));
-    net->Allocate(plan.job.train.batch_size);
+    const std::string worker = "worker " + std::to_string(w.id);
+    if (train.gpu >= 0) SHOAL_RETURN_IF_ERROR(CheckRunsOnGpu(*net).Within(worker));
+    if (budget == 0) continue;  // a GPU's whole free memory: known when the worker starts
+    net->Allocate(train.batch_size);
     DeviceMemoryPlan memory;
     SHOAL_RETURN_IF_ERROR(
-        PlanDeviceMemory(net->TrainingStepOps(), budget, &memory).Within("worker " + std::to_string(w.id)));
+        PlanDeviceMemory(net->TrainingStepOps(), budget, &memory).Within(worker));
   }
   return Status::Ok();
 }

@@ -10,6 +10,7 @@
 
 #include "config/job.h"
 #include "core/status.h"
+#include "net/partitioned_net.h"
 #include "plan/plan.h"
 
 namespace shoal {
@@ -17,8 +18,13 @@ namespace shoal {
 // train.device_memory_mb in bytes, as the worker and this check hold the device to it.
 size_t DeviceMemoryBudget(const TrainConfig& train);
 
-// Ok when the job sets no budget. Checks one worker of each rank of a group
-// (the groups are alike), building its part of the net at the job's batch.
+// Whether every layer of `net` runs on a GPU (train.device: cuda): the
+// first that does not is named, with the types that do.
+Status CheckRunsOnGpu(const PartitionedNet& net);
+
+// Ok when the job sets no budget and no GPU. Checks one worker of each rank
+// of a group (the groups are alike), building its part of the net at the
+// job's batch: its layers on the GPU, its step within the budget.
 Status CheckDeviceMemoryFits(const Plan& plan);
 
 }  // namespace shoal

@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "core/log.h"
+#include "device/cuda_device.h"
 #include "device/host_device.h"
 #include "ops/blas.h"
 #include "plan/partition.h"
@@ -50,6 +51,7 @@ Status Worker::SetUp() {
     SHOAL_RETURN_IF_ERROR(channel_->Open(GroupPeersOf(plan_, options_.id, timeout_ms)));
   }
   SHOAL_RETURN_IF_ERROR(PartitionedNet::Build(plan_, options_.id, channel_.get(), &net_));
+  if (job.train.gpu >= 0) SHOAL_RETURN_IF_ERROR(CheckRunsOnGpu(*net_));
   state_carrier_ = net_->StateCarrier();
   if (!state_carrier_.empty() && group_size > 1)
     return Status::InvalidArgument("layer '" + state_carrier_ +
@@ -74,7 +76,7 @@ Status Worker::SetUp() {
   SHOAL_RETURN_IF_ERROR(table_->Join(&first_step_));
   if (first_step_ > 0) Log("worker " + std::to_string(options_.id) + " rejoins at step " + std::to_string(first_step_));
   net_->Allocate(batch_);
-  if (job.train.device_memory_mb > 0.0) SHOAL_RETURN_IF_ERROR(OpenDeviceMemory(timeout_ms));
+  if (job.train.device_memory_mb > 0.0 || job.train.gpu >= 0) SHOAL_RETURN_IF_ERROR(OpenDeviceMemory(timeout_ms));
   for (const auto& line : net_->DescribeConnections()) Log("worker " + std::to_string(options_.id) + ": " + line);
   return Status::Ok();
 }
@@ -133,8 +135,18 @@ Status Worker::OpenTable() {
 }
 
 Status Worker::OpenDeviceMemory(int timeout_ms) {
-  const size_t budget = DeviceMemoryBudget(plan_.job.train);
-  device_ = std::make_unique<HostDevice>(budget);
+  const TrainConfig& train = plan_.job.train;
+  size_t budget = DeviceMemoryBudget(train);
+  if (train.gpu >= 0) {
+    SHOAL_RETURN_IF_ERROR(LoadCudaOps(train.gpu, &gpu_ops_));
+    // Without a budget, the GPU's free memory less a tenth, which cuBLAS's
+    // and cuDNN's own workspaces take (they are not the manager's).
+    if (budget == 0) budget = CudaFreeBytes(train.gpu) / 10 * 9;
+    SHOAL_RETURN_IF_ERROR(OpenCudaDevice(train.gpu, budget, &device_));
+    Log("worker " + std::to_string(options_.id) + ": training passes on " + gpu_ops_->name());
+  } else {
+    device_ = std::make_unique<HostDevice>(budget);
+  }
   StepOps ops = net_->TrainingStepOps();
   DeviceMemoryPlan memory;
   SHOAL_RETURN_IF_ERROR(PlanDeviceMemory(ops, budget, &memory));
@@ -144,7 +156,7 @@ Status Worker::OpenDeviceMemory(int timeout_ms) {
       " buffers pinned (" + Mib(memory.pinned_bytes) + "), access pool 2 x " + Mib(memory.peak) +
       "; a step copies " + Mib(memory.bytes_to_device) + " in, " + Mib(memory.bytes_to_host) + " out");
   SHOAL_RETURN_IF_ERROR(StepMemory::Create(device_.get(), std::move(ops), std::move(memory), timeout_ms, &device_memory_));
-  net_->UseDeviceMemory(device_memory_.get());
+  net_->UseDeviceMemory(device_memory_.get(), gpu_ops_.get());
   return Status::Ok();
 }
 

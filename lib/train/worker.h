@@ -99,7 +99,9 @@ class Worker {
   std::unique_ptr<ParamTable> table_;
   RemoteTable* remote_ = nullptr;        // the servers, when there are any
   LayerHooks* hooks_ = nullptr;          // with train.overlap: the table, beside every layer's passes
-  // train.device_memory_mb: the device the training passes run on, and its memory manager.
+  // train.device_memory_mb or train.device: the device the training passes
+  // run on, its memory manager, and (a GPU's) the ops that compute there.
+  std::unique_ptr<GpuOps> gpu_ops_;
   std::unique_ptr<Device> device_;
   std::unique_ptr<StepMemory> device_memory_;
 

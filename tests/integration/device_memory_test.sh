@@ -152,3 +152,20 @@ expect_failure 1 "worker 0: train.device_memory_mb: a budget of 0.01 MiB is belo
 [[ ! -e "$tmp/hybrid.json" ]] || fail "dl-plan wrote a plan whose step does not fit"
 "${hybrid[@]}" --set train.device_memory_mb=100 || fail "dl-plan refused a group's step that fits 100 MiB: $(cat "$tmp/err")"
 ok "dl-plan refuses a budget a model-parallel group's step does not fit, naming the worker and the pass, and plans one that fits"
+
+# train.device: cuda. dl-plan refuses a layer with no GPU form, naming it;
+# where no GPU can be opened (no CUDA in the build, no driver, no GPU), the
+# worker says so, naming the GPU, before it trains (the GPU runs themselves
+# are tests/gpu/, skipped without a GPU).
+sed 's/type: relu, srclayers: fc1/type: dropout, srclayers: fc1/' "$root/configs/fashion-mlp.yaml" >"$tmp/dropout.yaml"
+expect_failure 1 "worker 0: train.device is cuda, but layer 'relu1' \(dropout\) has no GPU form" \
+  "$bin/dl-plan" "$tmp/dropout.yaml" --strategy data --set train.device=cuda -o "$tmp/dropout.json"
+[[ ! -e "$tmp/dropout.json" ]] || fail "dl-plan wrote a plan whose layer cannot run on the GPU"
+if ! nvidia-smi -L >/dev/null 2>&1; then
+  "$bin/dl-plan" "$root/configs/fashion-mlp.yaml" --strategy data --set cluster.nworkers_per_group=1 \
+    --set train.device=cuda:1 --set train.steps=2 -o "$tmp/cuda.json" >/dev/null
+  expect_failure 1 "worker 0: cuda:1: " \
+    "$bin/dl-worker" --plan "$tmp/cuda.json" --id 0 --standalone --no-eval --shards "$fashion"
+  ok "without a GPU, a worker asked to train on cuda:1 refuses to start, naming it"
+fi
+ok "dl-plan refuses a layer with no GPU form under train.device: cuda, naming it"

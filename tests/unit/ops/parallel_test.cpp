@@ -112,7 +112,7 @@ TEST_CASE("threaded fully connected, relu and max pooling equal the single-threa
       std::vector<float> py(pool_in / 4), pdx = Random(pool_in, 19);
       std::vector<int32_t> argmax;
       MaxPoolForward(pg, batch, px.data(), py.data(), &argmax);
-      MaxPoolBackward(pg, batch, pdy.data(), argmax, pdx.data(), GradWrite::kAdd);
+      MaxPoolBackward(pg, batch, px.data(), py.data(), pdy.data(), argmax, pdx.data(), GradWrite::kAdd);
       r = {y, dx, dw, db, ry, rdx, py, pdx};
     });
     return r;
@@ -134,7 +134,7 @@ TEST_CASE("threaded fully connected, relu and max pooling equal the single-threa
     std::vector<float> py(pool_in / 4);
     std::vector<int32_t> argmax;
     MaxPoolForward(pg, batch, px.data(), py.data(), &argmax);
-    MaxPoolBackward(pg, batch, pdy.data(), argmax, pdx.data(), GradWrite::kSet);
+    MaxPoolBackward(pg, batch, px.data(), py.data(), pdy.data(), argmax, pdx.data(), GradWrite::kSet);
     CheckClose(Minus(one[7], Random(pool_in, 19)), pdx, "pool dx set");
   });
 }

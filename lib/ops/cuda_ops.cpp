@@ -1,0 +1,375 @@
+// GpuOps on CUDA (gpu_ops.h): fully connected on cuBLAS, convolution and
+// max pooling on cuDNN, the element-wise ops and the softmax loss on kernels
+// of ours (cuda_kernels.cu). Everything runs on the legacy default stream,
+// in the order the passes call it; the memory manager's copies run on a
+// stream of their own and wait for what was queued here before them
+// (device/cuda_device.cpp). Built as libshoal_cuda.so (CMakeLists.txt).
+//
+// Results follow the host's to rounding: cuBLAS's default math and cuDNN's
+// FMA math (no TF32), deterministic cuDNN algorithms only, chosen once per
+// shape by cuDNN's heuristics and kept.
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+#include <cudnn.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "ops/cuda_kernels.h"
+#include "ops/gpu_ops.h"
+
+namespace shoal {
+namespace {
+
+// A device buffer that grows to the largest size asked of it.
+template <typename T>
+class Scratch {
+ public:
+  ~Scratch() { cudaFree(data_); }
+  T* Get(size_t n, cudaError_t* error) {
+    if (n <= size_) return data_;
+    cudaFree(data_);
+    data_ = nullptr;
+    size_ = 0;
+    *error = cudaMalloc(reinterpret_cast<void**>(&data_), n * sizeof(T));
+    if (*error == cudaSuccess) size_ = n;
+    return data_;
+  }
+
+ private:
+  T* data_ = nullptr;
+  size_t size_ = 0;
+};
+
+struct ConvPlan {
+  cudnnTensorDescriptor_t x = nullptr, y = nullptr, bias = nullptr;
+  cudnnFilterDescriptor_t w = nullptr;
+  cudnnConvolutionDescriptor_t conv = nullptr;
+  cudnnConvolutionFwdAlgo_t forward{};
+  cudnnConvolutionBwdDataAlgo_t backward_data{};
+  cudnnConvolutionBwdFilterAlgo_t backward_filter{};
+  size_t workspace = 0;  // the most any of the three needs
+};
+
+struct PoolPlan {
+  cudnnTensorDescriptor_t x = nullptr, y = nullptr;
+  cudnnPoolingDescriptor_t pool = nullptr;
+};
+
+// The first of cuDNN's heuristic choices that is deterministic and runs
+// in FMA math, else the first that runs at all.
+template <typename Perf>
+bool ChooseAlgo(const Perf* perf, int count, decltype(Perf::algo)* algo) {
+  for (int pass = 0; pass < 2; ++pass)
+    for (int i = 0; i < count; ++i) {
+      if (perf[i].status != CUDNN_STATUS_SUCCESS) continue;
+      if (pass == 0 && (perf[i].determinism != CUDNN_DETERMINISTIC || perf[i].mathType != CUDNN_FMA_MATH)) continue;
+      *algo = perf[i].algo;
+      return true;
+    }
+  return false;
+}
+
+class CudaOps : public GpuOps {
+ public:
+  CudaOps(int ordinal, cublasHandle_t blas, cudnnHandle_t dnn) : blas_(blas), dnn_(dnn) {
+    cudaDeviceProp prop{};
+    cudaGetDeviceProperties(&prop, ordinal);
+    const size_t v = cudnnGetVersion();
+    name_ = "cuda:" + std::to_string(ordinal) + " (" + prop.name + ", cuDNN " + std::to_string(v / 10000) + "." +
+            std::to_string(v / 100 % 100) + "." + std::to_string(v % 100) + ")";
+  }
+  ~CudaOps() override {
+    cudaDeviceSynchronize();
+    for (auto& [key, p] : conv_plans_) {
+      cudnnDestroyTensorDescriptor(p.x), cudnnDestroyTensorDescriptor(p.y), cudnnDestroyTensorDescriptor(p.bias);
+      cudnnDestroyFilterDescriptor(p.w), cudnnDestroyConvolutionDescriptor(p.conv);
+    }
+    for (auto& [key, p] : pool_plans_) {
+      cudnnDestroyTensorDescriptor(p.x), cudnnDestroyTensorDescriptor(p.y), cudnnDestroyPoolingDescriptor(p.pool);
+    }
+    cudnnDestroy(dnn_);
+    cublasDestroy(blas_);
+  }
+
+  const char* name() const override { return name_.c_str(); }
+
+  Status TakeStatus() override {
+    // A kernel's failure shows at the next call that waits on the stream.
+    if (status_.ok()) Check(cudaGetLastError(), "a kernel");
+    Status s = std::move(status_);
+    status_ = Status::Ok();
+    return s;
+  }
+
+  // Row-major products as cuBLAS's column-major ones: a row-major [r, c]
+  // matrix is a column-major [c, r] one, so y = x·Wᵀ is yᶜ = Wᶜᵀ·xᶜ.
+  void FullyConnectedForward(int batch, int in, int out, const float* x, const float* w, const float* b,
+                             float* y) override {
+    const float one = 1.0f, zero = 0.0f;
+    Check(cublasSgemm(blas_, CUBLAS_OP_T, CUBLAS_OP_N, out, batch, in, &one, w, in, x, in, &zero, y, out),
+          "fully connected forward");
+    cuda::AddBiasRows(batch, out, b, y);
+  }
+
+  void FullyConnectedBackward(int batch, int in, int out, const float* x, const float* w, const float* dy, float* dx,
+                              float* dw, float* db, GradWrite dx_write) override {
+    const float one = 1.0f, zero = 0.0f;
+    // dW[out, in] = dyᵀ·x; db = dyᵀ·1; dx[batch, in] = dy·W.
+    Check(cublasSgemm(blas_, CUBLAS_OP_N, CUBLAS_OP_T, in, out, batch, &one, x, in, dy, out, &zero, dw, in),
+          "fully connected weight gradient");
+    if (const float* ones = Ones(batch))
+      Check(cublasSgemv(blas_, CUBLAS_OP_N, out, batch, &one, dy, out, ones, 1, &zero, db, 1),
+            "fully connected bias gradient");
+    if (dx) {
+      const float beta = dx_write == GradWrite::kAdd ? 1.0f : 0.0f;
+      Check(cublasSgemm(blas_, CUBLAS_OP_N, CUBLAS_OP_N, in, batch, out, &one, w, in, dy, out, &beta, dx, in),
+            "fully connected input gradient");
+    }
+  }
+
+  void ConvolutionForward(const ConvGeometry& g, int batch, const float* x, const float* w, const float* b,
+                          float* y) override {
+    const ConvPlan* p = Plan(g, batch);
+    void* workspace = Workspace(p);
+    if (!p || (p->workspace && !workspace)) return;
+    const float one = 1.0f, zero = 0.0f;
+    Check(cudnnConvolutionForward(dnn_, &one, p->x, x, p->w, w, p->conv, p->forward, workspace, p->workspace, &zero,
+                                  p->y, y),
+          "convolution forward");
+    Check(cudnnAddTensor(dnn_, &one, p->bias, b, &one, p->y, y), "convolution bias");
+  }
+
+  void ConvolutionBackward(const ConvGeometry& g, int batch, const float* x, const float* w, const float* dy,
+                           float* dx, float* dw, float* db, GradWrite dx_write) override {
+    const ConvPlan* p = Plan(g, batch);
+    void* workspace = Workspace(p);
+    if (!p || (p->workspace && !workspace)) return;
+    const float one = 1.0f, zero = 0.0f, beta = dx_write == GradWrite::kAdd ? 1.0f : 0.0f;
+    Check(cudnnConvolutionBackwardBias(dnn_, &one, p->y, dy, &zero, p->bias, db), "convolution bias gradient");
+    Check(cudnnConvolutionBackwardFilter(dnn_, &one, p->x, x, p->y, dy, p->conv, p->backward_filter, workspace,
+                                         p->workspace, &zero, p->w, dw),
+          "convolution weight gradient");
+    if (dx)
+      Check(cudnnConvolutionBackwardData(dnn_, &one, p->w, w, p->y, dy, p->conv, p->backward_data, workspace,
+                                         p->workspace, &beta, p->x, dx),
+            "convolution input gradient");
+  }
+
+  void MaxPoolForward(const PoolGeometry& g, int batch, const float* x, float* y) override {
+    const PoolPlan* p = Plan(g, batch);
+    if (!p) return;
+    const float one = 1.0f, zero = 0.0f;
+    Check(cudnnPoolingForward(dnn_, p->pool, &one, p->x, x, &zero, p->y, y), "max pooling forward");
+  }
+
+  void MaxPoolBackward(const PoolGeometry& g, int batch, const float* x, const float* y, const float* dy, float* dx,
+                       GradWrite write) override {
+    const PoolPlan* p = Plan(g, batch);
+    if (!p) return;
+    const float one = 1.0f, beta = write == GradWrite::kAdd ? 1.0f : 0.0f;
+    Check(cudnnPoolingBackward(dnn_, p->pool, &one, p->y, y, p->y, dy, p->x, x, &beta, p->x, dx),
+          "max pooling backward");
+  }
+
+  void ReluForward(size_t n, const float* x, float* y) override { cuda::Relu(n, x, y); }
+  void ReluBackward(size_t n, const float* y, const float* dy, float* dx, GradWrite write) override {
+    cuda::ReluGrad(n, y, dy, dx, write == GradWrite::kAdd);
+  }
+  void SigmoidForward(size_t n, const float* x, float* y) override { cuda::Sigmoid(n, x, y); }
+  void SigmoidBackward(size_t n, const float* y, const float* dy, float* dx, GradWrite write) override {
+    cuda::SigmoidGrad(n, y, dy, dx, write == GradWrite::kAdd);
+  }
+  void IdentityForward(size_t n, const float* x, float* y) override {
+    Check(cudaMemcpyAsync(y, x, n * sizeof(float), cudaMemcpyDeviceToDevice, nullptr), "copy");
+  }
+  void IdentityBackward(size_t n, const float* dy, float* dx, GradWrite write) override {
+    if (write == GradWrite::kAdd)
+      cuda::AddInto(n, dy, dx);
+    else
+      IdentityForward(n, dy, dx);
+  }
+
+  float SoftmaxCrossEntropyForward(int batch, int classes, const float* logits, const int32_t* labels, float* prob,
+                                   int* correct) override {
+    const int32_t* device_labels = Labels(batch, labels);
+    cudaError_t e = cudaSuccess;
+    double* row_loss = row_loss_.Get(batch, &e);
+    int32_t* row_hit = row_hit_.Get(batch, &e);
+    if (!device_labels || !Check(e, "softmax loss scratch")) return 0.0f;
+    cuda::SoftmaxCrossEntropy(batch, classes, logits, device_labels, prob, row_loss, row_hit);
+    // The loss and the hits come back to the host now: the worker reads them after the pass.
+    std::vector<double> loss(batch);
+    std::vector<int32_t> hit(batch);
+    if (!Check(cudaMemcpy(loss.data(), row_loss, batch * sizeof(double), cudaMemcpyDeviceToHost), "softmax loss") ||
+        !Check(cudaMemcpy(hit.data(), row_hit, batch * sizeof(int32_t), cudaMemcpyDeviceToHost), "softmax loss"))
+      return 0.0f;
+    double sum = 0.0;
+    int hits = 0;
+    for (int r = 0; r < batch; ++r) sum += loss[r], hits += hit[r];
+    if (correct) *correct = hits;
+    return static_cast<float>(sum / batch);
+  }
+
+  void SoftmaxCrossEntropyBackward(int batch, int classes, const float* prob, const int32_t* labels,
+                                   float* dlogits) override {
+    if (const int32_t* device_labels = Labels(batch, labels))
+      cuda::SoftmaxCrossEntropyGrad(batch, classes, prob, device_labels, dlogits);
+  }
+
+ private:
+  template <typename E>
+  bool Check(E e, const char* what);
+
+  // The host's labels in device memory (copied in order on the stream).
+  const int32_t* Labels(int batch, const int32_t* host) {
+    cudaError_t e = cudaSuccess;
+    int32_t* d = labels_.Get(batch, &e);
+    if (!Check(e, "labels") ||
+        !Check(cudaMemcpy(d, host, batch * sizeof(int32_t), cudaMemcpyHostToDevice), "labels"))
+      return nullptr;
+    return d;
+  }
+
+  // `n` ones, for the bias gradient's sum over rows.
+  const float* Ones(int n) {
+    if (n <= ones_count_) return ones_ptr_;
+    cudaError_t e = cudaSuccess;
+    float* d = ones_.Get(n, &e);
+    const std::vector<float> host(n, 1.0f);
+    if (!Check(e, "ones") || !Check(cudaMemcpy(d, host.data(), n * sizeof(float), cudaMemcpyHostToDevice), "ones"))
+      return nullptr;
+    ones_ptr_ = d;
+    ones_count_ = n;
+    return d;
+  }
+
+  void* Workspace(const ConvPlan* p) {
+    if (!p || p->workspace == 0) return nullptr;
+    cudaError_t e = cudaSuccess;
+    void* w = workspace_.Get(p->workspace, &e);
+    return Check(e, "convolution workspace") ? w : nullptr;
+  }
+
+  const ConvPlan* Plan(const ConvGeometry& g, int batch) {
+    const auto key = std::make_tuple(g.channels, g.height, g.width, g.filters, g.kernel, g.stride, g.pad, batch);
+    if (auto it = conv_plans_.find(key); it != conv_plans_.end()) return &it->second;
+    ConvPlan p;
+    const char* what = "convolution descriptors";
+    if (!Check(cudnnCreateTensorDescriptor(&p.x), what) || !Check(cudnnCreateTensorDescriptor(&p.y), what) ||
+        !Check(cudnnCreateTensorDescriptor(&p.bias), what) || !Check(cudnnCreateFilterDescriptor(&p.w), what) ||
+        !Check(cudnnCreateConvolutionDescriptor(&p.conv), what))
+      return nullptr;
+    const int oh = g.out_height(), ow = g.out_width();
+    if (!Check(cudnnSetTensor4dDescriptor(p.x, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, batch, g.channels, g.height,
+                                          g.width), what) ||
+        !Check(cudnnSetTensor4dDescriptor(p.y, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, batch, g.filters, oh, ow), what) ||
+        !Check(cudnnSetTensor4dDescriptor(p.bias, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1, g.filters, 1, 1), what) ||
+        !Check(cudnnSetFilter4dDescriptor(p.w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, g.filters, g.channels, g.kernel,
+                                          g.kernel), what) ||
+        !Check(cudnnSetConvolution2dDescriptor(p.conv, g.pad, g.pad, g.stride, g.stride, 1, 1,
+                                               CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT), what) ||
+        !Check(cudnnSetConvolutionMathType(p.conv, CUDNN_FMA_MATH), what))
+      return nullptr;
+    constexpr int kChoices = 16;
+    int count = 0;
+    cudnnConvolutionFwdAlgoPerf_t fwd[kChoices];
+    cudnnConvolutionBwdDataAlgoPerf_t bwd_data[kChoices];
+    cudnnConvolutionBwdFilterAlgoPerf_t bwd_filter[kChoices];
+    what = "convolution algorithms";
+    if (!Check(cudnnGetConvolutionForwardAlgorithm_v7(dnn_, p.x, p.w, p.conv, p.y, kChoices, &count, fwd), what) ||
+        !ChooseAlgo(fwd, count, &p.forward) ||
+        !Check(cudnnGetConvolutionBackwardDataAlgorithm_v7(dnn_, p.w, p.y, p.conv, p.x, kChoices, &count, bwd_data),
+               what) ||
+        !ChooseAlgo(bwd_data, count, &p.backward_data) ||
+        !Check(cudnnGetConvolutionBackwardFilterAlgorithm_v7(dnn_, p.x, p.y, p.conv, p.w, kChoices, &count,
+                                                             bwd_filter), what) ||
+        !ChooseAlgo(bwd_filter, count, &p.backward_filter)) {
+      Fail(std::string("no cuDNN algorithm for the convolution of ") + std::to_string(g.channels) + "x" +
+           std::to_string(g.height) + "x" + std::to_string(g.width) + " by " + std::to_string(g.filters) + " filters");
+      return nullptr;
+    }
+    size_t a = 0, b = 0, c = 0;
+    if (!Check(cudnnGetConvolutionForwardWorkspaceSize(dnn_, p.x, p.w, p.conv, p.y, p.forward, &a), what) ||
+        !Check(cudnnGetConvolutionBackwardDataWorkspaceSize(dnn_, p.w, p.y, p.conv, p.x, p.backward_data, &b), what) ||
+        !Check(cudnnGetConvolutionBackwardFilterWorkspaceSize(dnn_, p.x, p.y, p.conv, p.w, p.backward_filter, &c),
+               what))
+      return nullptr;
+    p.workspace = std::max({a, b, c});
+    return &conv_plans_.emplace(key, p).first->second;
+  }
+
+  const PoolPlan* Plan(const PoolGeometry& g, int batch) {
+    const auto key = std::make_tuple(g.channels, g.height, g.width, g.kernel, g.stride, batch);
+    if (auto it = pool_plans_.find(key); it != pool_plans_.end()) return &it->second;
+    PoolPlan p;
+    const char* what = "pooling descriptors";
+    if (!Check(cudnnCreateTensorDescriptor(&p.x), what) || !Check(cudnnCreateTensorDescriptor(&p.y), what) ||
+        !Check(cudnnCreatePoolingDescriptor(&p.pool), what) ||
+        !Check(cudnnSetTensor4dDescriptor(p.x, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, batch, g.channels, g.height,
+                                          g.width), what) ||
+        !Check(cudnnSetTensor4dDescriptor(p.y, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, batch, g.channels,
+                                          g.out_height(), g.out_width()), what) ||
+        !Check(cudnnSetPooling2dDescriptor(p.pool, CUDNN_POOLING_MAX_DETERMINISTIC, CUDNN_NOT_PROPAGATE_NAN, g.kernel,
+                                           g.kernel, 0, 0, g.stride, g.stride), what))
+      return nullptr;
+    return &pool_plans_.emplace(key, p).first->second;
+  }
+
+  void Fail(const std::string& message) {
+    if (status_.ok()) status_ = Status::Unavailable(name_ + ": " + message);
+  }
+
+  std::string name_;
+  cublasHandle_t blas_;
+  cudnnHandle_t dnn_;
+  Status status_;
+  std::map<std::tuple<int, int, int, int, int, int, int, int>, ConvPlan> conv_plans_;
+  std::map<std::tuple<int, int, int, int, int, int>, PoolPlan> pool_plans_;
+  Scratch<char> workspace_;
+  Scratch<int32_t> labels_, row_hit_;
+  Scratch<double> row_loss_;
+  Scratch<float> ones_;
+  const float* ones_ptr_ = nullptr;
+  int ones_count_ = 0;
+};
+
+std::string ErrorText(cudaError_t e) { return std::string(cudaGetErrorName(e)) + ": " + cudaGetErrorString(e); }
+std::string ErrorText(cublasStatus_t e) { return std::string("cuBLAS ") + cublasGetStatusString(e); }
+std::string ErrorText(cudnnStatus_t e) { return std::string("cuDNN ") + cudnnGetErrorString(e); }
+bool Failed(cudaError_t e) { return e != cudaSuccess; }
+bool Failed(cublasStatus_t e) { return e != CUBLAS_STATUS_SUCCESS; }
+bool Failed(cudnnStatus_t e) { return e != CUDNN_STATUS_SUCCESS; }
+
+template <typename E>
+bool CudaOps::Check(E e, const char* what) {
+  if (!Failed(e)) return true;
+  Fail(std::string(what) + ": " + ErrorText(e));
+  return false;
+}
+
+}  // namespace
+}  // namespace shoal
+
+// The module's one entry (LoadCudaOps, gpu_ops.cpp): the ops of GPU
+// `ordinal`, or null with the reason in `why`.
+extern "C" shoal::GpuOps* shoal_open_cuda_ops(int ordinal, char* why, size_t why_size) {
+  auto fail = [&](const std::string& message) -> shoal::GpuOps* {
+    std::snprintf(why, why_size, "cuda:%d: %s", ordinal, message.c_str());
+    return nullptr;
+  };
+  if (cudaError_t e = cudaSetDevice(ordinal); e != cudaSuccess) return fail(shoal::ErrorText(e));
+  cublasHandle_t blas = nullptr;
+  if (cublasStatus_t e = cublasCreate(&blas); e != CUBLAS_STATUS_SUCCESS) return fail(shoal::ErrorText(e));
+  cudnnHandle_t dnn = nullptr;
+  if (cudnnStatus_t e = cudnnCreate(&dnn); e != CUDNN_STATUS_SUCCESS) {
+    cublasDestroy(blas);
+    return fail(shoal::ErrorText(e));
+  }
+  return new shoal::CudaOps(ordinal, blas, dnn);
+}

@@ -1,0 +1,235 @@
+// GPU tests of the CUDA ops (lib/ops/cuda_ops.cpp, loaded from
+// libshoal_cuda.so): each op's forward and backward on the GPU equal to the
+// host's, the reference, within 1e-4 relative to the largest value, for
+// both ways of writing a source's gradient (kSet and kAdd), at shapes of
+// the MLP and the CNN (strided, padded, odd sizes too).
+// Exits 77 (ctest: skipped) on a machine without a GPU.
+#define DOCTEST_CONFIG_IMPLEMENT
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <random>
+#include <vector>
+
+#include <cuda_runtime_api.h>
+
+#include "device/cuda_device.h"
+#include "ops/convolution.h"
+#include "ops/elementwise.h"
+#include "ops/fully_connected.h"
+#include "ops/gpu_ops.h"
+#include "ops/pooling.h"
+#include "ops/softmax_loss.h"
+
+namespace shoal {
+namespace {
+
+GpuOps& Gpu() {
+  static std::unique_ptr<GpuOps> ops = [] {
+    std::unique_ptr<GpuOps> o;
+    const Status s = LoadCudaOps(0, &o);
+    REQUIRE_MESSAGE(s.ok(), s.message());
+    return o;
+  }();
+  return *ops;
+}
+
+std::vector<float> Random(size_t n, uint32_t seed, float scale = 1.0f) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-scale, scale);
+  std::vector<float> v(n);
+  for (float& x : v) x = u(rng);
+  return v;
+}
+
+// A host vector's copy in GPU memory, read back by Host().
+class OnGpu {
+ public:
+  explicit OnGpu(const std::vector<float>& host) : n_(host.size()) {
+    REQUIRE(cudaMalloc(reinterpret_cast<void**>(&p_), std::max<size_t>(n_, 1) * sizeof(float)) == cudaSuccess);
+    REQUIRE(cudaMemcpy(p_, host.data(), n_ * sizeof(float), cudaMemcpyHostToDevice) == cudaSuccess);
+  }
+  ~OnGpu() { cudaFree(p_); }
+  float* get() { return p_; }
+  std::vector<float> Host() const {
+    std::vector<float> h(n_);
+    REQUIRE(cudaMemcpy(h.data(), p_, n_ * sizeof(float), cudaMemcpyDeviceToHost) == cudaSuccess);
+    return h;
+  }
+
+ private:
+  size_t n_;
+  float* p_ = nullptr;
+};
+
+void CheckClose(const std::vector<float>& want, const std::vector<float>& got, const char* what) {
+  REQUIRE(want.size() == got.size());
+  float scale = 1e-6f, worst = 0.0f;
+  for (float v : want) scale = std::max(scale, std::fabs(v));
+  for (size_t i = 0; i < want.size(); ++i) worst = std::max(worst, std::fabs(want[i] - got[i]));
+  INFO(what << ": max |host - gpu| " << worst << " against a largest value of " << scale);
+  CHECK(worst <= 1e-4f * scale);
+}
+
+// Runs `op` on the GPU with the GPU ops current, then checks their status.
+void OnDevice(const std::function<void()>& op) {
+  {
+    ScopedGpuOps on(&Gpu());
+    op();
+  }
+  REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+  const Status s = Gpu().TakeStatus();
+  REQUIRE_MESSAGE(s.ok(), s.message());
+}
+
+TEST_CASE("fully connected, forward and backward, set and added gradients") {
+  for (auto [batch, in, out] : {std::tuple{32, 784, 256}, {7, 33, 10}, {1, 5, 3}}) {
+    const auto x = Random(size_t(batch) * in, 1), w = Random(size_t(out) * in, 2), b = Random(out, 3),
+               dy = Random(size_t(batch) * out, 4), dx0 = Random(size_t(batch) * in, 5);
+    for (GradWrite write : {GradWrite::kSet, GradWrite::kAdd}) {
+      std::vector<float> y(size_t(batch) * out), dx = dx0, dw(w.size()), db(out);
+      FullyConnectedForward(batch, in, out, x.data(), w.data(), b.data(), y.data());
+      FullyConnectedBackward(batch, in, out, x.data(), w.data(), dy.data(), dx.data(), dw.data(), db.data(), write);
+      OnGpu gx(x), gw(w), gb(b), gdy(dy), gy(y), gdx(dx0), gdw(dw), gdb(db);
+      OnDevice([&] {
+        FullyConnectedForward(batch, in, out, gx.get(), gw.get(), gb.get(), gy.get());
+        FullyConnectedBackward(batch, in, out, gx.get(), gw.get(), gdy.get(), gdx.get(), gdw.get(), gdb.get(), write);
+      });
+      CheckClose(y, gy.Host(), "y");
+      CheckClose(dx, gdx.Host(), "dx");
+      CheckClose(dw, gdw.Host(), "dw");
+      CheckClose(db, gdb.Host(), "db");
+    }
+  }
+}
+
+TEST_CASE("convolution, forward and backward, as im2col + sgemm computes it") {
+  const ConvGeometry shapes[] = {{1, 28, 28, 32, 5, 1, 2}, {32, 14, 14, 64, 5, 1, 2}, {3, 11, 9, 5, 3, 2, 1}};
+  for (const ConvGeometry& g : shapes) {
+    const int batch = 4;
+    const size_t in = size_t(batch) * g.channels * g.height * g.width;
+    const size_t out = size_t(batch) * g.filters * g.out_height() * g.out_width();
+    const auto x = Random(in, 11), w = Random(size_t(g.filters) * g.col_rows(), 12, 0.2f), b = Random(g.filters, 13),
+               dy = Random(out, 14), dx0 = Random(in, 15);
+    for (GradWrite write : {GradWrite::kSet, GradWrite::kAdd}) {
+      std::vector<float> y(out), dx = dx0, dw(w.size()), db(g.filters), scratch;
+      ConvolutionForward(g, batch, x.data(), w.data(), b.data(), y.data(), &scratch);
+      ConvolutionBackward(g, batch, x.data(), w.data(), dy.data(), dx.data(), dw.data(), db.data(), write, &scratch);
+      OnGpu gx(x), gw(w), gb(b), gdy(dy), gy(y), gdx(dx0), gdw(dw), gdb(db);
+      OnDevice([&] {
+        ConvolutionForward(g, batch, gx.get(), gw.get(), gb.get(), gy.get(), &scratch);
+        ConvolutionBackward(g, batch, gx.get(), gw.get(), gdy.get(), gdx.get(), gdw.get(), gdb.get(), write, &scratch);
+      });
+      CheckClose(y, gy.Host(), "y");
+      CheckClose(dx, gdx.Host(), "dx");
+      CheckClose(dw, gdw.Host(), "dw");
+      CheckClose(db, gdb.Host(), "db");
+    }
+  }
+}
+
+TEST_CASE("max pooling, forward and backward") {
+  for (const PoolGeometry& g : {PoolGeometry{32, 28, 28, 2, 2}, PoolGeometry{5, 9, 7, 3, 2}}) {
+    const int batch = 3;
+    const size_t in = size_t(batch) * g.channels * g.height * g.width;
+    const size_t out = size_t(batch) * g.channels * g.out_height() * g.out_width();
+    const auto x = Random(in, 21), dy = Random(out, 22), dx0 = Random(in, 23);  // no ties: one winner a window
+    for (GradWrite write : {GradWrite::kSet, GradWrite::kAdd}) {
+      std::vector<float> y(out), dx = dx0;
+      std::vector<int32_t> argmax;
+      MaxPoolForward(g, batch, x.data(), y.data(), &argmax);
+      MaxPoolBackward(g, batch, x.data(), y.data(), dy.data(), argmax, dx.data(), write);
+      OnGpu gx(x), gy(y), gdy(dy), gdx(dx0);
+      OnDevice([&] {
+        MaxPoolForward(g, batch, gx.get(), gy.get(), &argmax);
+        MaxPoolBackward(g, batch, gx.get(), gy.get(), gdy.get(), argmax, gdx.get(), write);
+      });
+      CheckClose(y, gy.Host(), "y");
+      CheckClose(dx, gdx.Host(), "dx");
+    }
+  }
+}
+
+TEST_CASE("relu, sigmoid and identity, forward and backward") {
+  const size_t n = 100003;
+  const auto x = Random(n, 31, 4.0f), dy = Random(n, 32), dx0 = Random(n, 33);
+  using Forward = void (*)(size_t, const float*, float*);
+  using Backward = void (*)(size_t, const float*, const float*, float*, GradWrite);
+  const std::tuple<const char*, Forward, Backward> activations[] = {{"relu", ReluForward, ReluBackward},
+                                                                    {"sigmoid", SigmoidForward, SigmoidBackward}};
+  for (auto [name, forward, backward] : activations)
+    for (GradWrite write : {GradWrite::kSet, GradWrite::kAdd}) {
+      INFO(name);
+      std::vector<float> y(n), dx = dx0;
+      forward(n, x.data(), y.data());
+      backward(n, y.data(), dy.data(), dx.data(), write);
+      OnGpu gx(x), gy(y), gdy(dy), gdx(dx0);
+      OnDevice([&] {
+        forward(n, gx.get(), gy.get());
+        backward(n, gy.get(), gdy.get(), gdx.get(), write);
+      });
+      CheckClose(y, gy.Host(), "y");
+      CheckClose(dx, gdx.Host(), "dx");
+    }
+  for (GradWrite write : {GradWrite::kSet, GradWrite::kAdd}) {
+    std::vector<float> y(n), dx = dx0;
+    IdentityForward(n, x.data(), y.data());
+    IdentityBackward(n, dy.data(), dx.data(), write);
+    OnGpu gx(x), gy(y), gdy(dy), gdx(dx0);
+    OnDevice([&] {
+      IdentityForward(n, gx.get(), gy.get());
+      IdentityBackward(n, gdy.get(), gdx.get(), write);
+    });
+    CHECK(gy.Host() == y);
+    CHECK(gdx.Host() == dx);
+  }
+}
+
+TEST_CASE("softmax cross-entropy: probabilities, loss, hits and the gradient; unnamed labels add nothing") {
+  const int batch = 37, classes = 10;
+  const auto logits = Random(size_t(batch) * classes, 41, 3.0f), dl0 = Random(size_t(batch) * classes, 42);
+  std::vector<int32_t> labels(batch);
+  for (int r = 0; r < batch; ++r) labels[r] = r % 13 == 12 ? -1 : (r * 7) % classes;
+  std::vector<float> prob(logits.size()), dl = dl0;
+  int correct = -1, gpu_correct = -1;
+  const float loss = SoftmaxCrossEntropyForward(batch, classes, logits.data(), labels.data(), prob.data(), &correct);
+  SoftmaxCrossEntropyBackward(batch, classes, prob.data(), labels.data(), dl.data());
+  OnGpu glogits(logits), gprob(prob), gdl(dl0);
+  float gpu_loss = 0.0f;
+  OnDevice([&] {
+    gpu_loss = SoftmaxCrossEntropyForward(batch, classes, glogits.get(), labels.data(), gprob.get(), &gpu_correct);
+    SoftmaxCrossEntropyBackward(batch, classes, gprob.get(), labels.data(), gdl.get());
+  });
+  CHECK(gpu_loss == doctest::Approx(loss).epsilon(1e-5));
+  CHECK(gpu_correct == correct);
+  CheckClose(prob, gprob.Host(), "prob");
+  CheckClose(dl, gdl.Host(), "dlogits");
+}
+
+TEST_CASE("a failing op is reported by TakeStatus, naming the GPU, then the status is clear") {
+  // A convolution cuDNN cannot describe (no filters) fails in its descriptors.
+  const ConvGeometry g{1, 4, 4, 0, 3, 1, 0};
+  std::vector<float> scratch;
+  {
+    ScopedGpuOps on(&Gpu());
+    ConvolutionForward(g, 1, nullptr, nullptr, nullptr, nullptr, &scratch);
+  }
+  const Status s = Gpu().TakeStatus();
+  CHECK_FALSE(s.ok());
+  CHECK(s.message().find("cuda:0") != std::string::npos);
+  CHECK(Gpu().TakeStatus().ok());
+}
+
+}  // namespace
+}  // namespace shoal
+
+int main(int argc, char** argv) {
+  if (shoal::CudaDeviceCount() == 0) {
+    std::printf("cuda_ops_test: skipped: no GPU on this machine\n");
+    return 77;
+  }
+  doctest::Context context(argc, argv);
+  return context.run();
+}

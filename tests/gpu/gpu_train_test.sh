@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# GPU workers (train.device: cuda) train as the CPU ones do: the MLP and the
+# CNN, two workers under BSP, reach the CPU run's test accuracy (within a
+# point) and loss; the GPU's memory manager under a budget a third of the
+# step's data gives parameters bit-identical to the GPU's unbounded run, its
+# peak within the budget and its copies as planned.
+# Exits 77 (ctest: skipped) on a machine without a GPU or a build without CUDA.
+. "$(dirname "$0")/../integration/lib.sh"
+
+[[ -e "$bin/libshoal_cuda.so" ]] || { echo "skipped: this build has no CUDA ops"; exit 77; }
+nvidia-smi -L >/dev/null 2>&1 || { echo "skipped: no GPU on this machine"; exit 77; }
+
+steps=${GPU_TRAIN_STEPS:-300}
+run() {  # run NAME JOB WORKERS [OVERRIDE...]: WORKERS workers and 1 server, BSP, $steps steps
+  local name=$1 dir=$tmp/$1 job=$2 workers=$3 port pids=()
+  shift 3
+  local sets=()
+  for o in "$@"; do sets+=(--set "$o"); done
+  port=$(fresh_port)
+  mkdir -p "$dir"
+  "$bin/dl-plan" "$job" --strategy data --workers "$workers" --servers 1 --base-port "$port" -o "$dir/plan.json" \
+    "${sets[@]}" --set train.steps=$steps --set train.display_every=50 >/dev/null
+  "$bin/dl-server" --plan "$dir/plan.json" --checkpoint-dir "$dir/ckpt" >"$dir/server.jsonl" 2>"$dir/server.log" &
+  local server=$!
+  for ((w = 0; w < workers; ++w)); do
+    "$bin/dl-worker" --plan "$dir/plan.json" --id $w --shards "$(shards_for "$workers")" \
+      $( ((w > 0)) && echo --no-eval) >"$dir/w$w.jsonl" 2>"$dir/w$w.log" &
+    pids+=($!)
+  done
+  for ((w = 0; w < workers; ++w)); do
+    wait "${pids[$w]}" || fail "$name: worker $w failed: $(cat "$dir/w$w.log")"
+  done
+  wait "$server" || fail "$name: the server failed: $(cat "$dir/server.log")"
+}
+
+# compare NAME: the GPU run's accuracy and final loss against the CPU run's.
+compare() {
+  python3 - "$tmp/$1-cpu/w0.jsonl" "$tmp/$1-gpu/w0.jsonl" "$1" <<'PY'
+import json, sys
+def done(path):
+    return [r for r in map(json.loads, open(path)) if r.get("event") == "done"][-1]
+cpu, gpu = done(sys.argv[1]), done(sys.argv[2])
+cpu_acc, gpu_acc = cpu["test_accuracy"], gpu["test_accuracy"]
+assert gpu["device_memory"]["device"] == "cuda:0", gpu.get("device_memory")
+print(f"  {sys.argv[3]}: test accuracy cpu {cpu_acc:.4f} gpu {gpu_acc:.4f}; final loss cpu {cpu['final_loss']:.4f} "
+      f"gpu {gpu['final_loss']:.4f}; {cpu['ms_per_step_median']:.2f} ms a step on the CPU, "
+      f"{gpu['ms_per_step_median']:.2f} on the GPU")
+assert abs(cpu_acc - gpu_acc) <= 0.01, "accuracies differ by more than a point"
+assert abs(cpu["final_loss"] - gpu["final_loss"]) <= 0.1 * cpu["final_loss"] + 0.02, "final losses differ"
+PY
+}
+
+for model in mlp cnn; do
+  run "$model-cpu" "$root/configs/fashion-$model.yaml" 2
+  run "$model-gpu" "$root/configs/fashion-$model.yaml" 2 train.device=cuda
+  compare "$model" || fail "$model: the GPU run is not the CPU run's"
+  ok "the $model trains on the GPU under BSP, 2 workers, to the CPU run's accuracy"
+done
+
+# The memory manager on the GPU: a deep MLP under a budget of a third of its step's data.
+python3 - "$tmp/deep.yaml" <<'PY'
+import sys
+layers, src = ["{name: data, type: data, shape: [1, 28, 28]}"], "data"
+for i in range(1, 13):
+    layers += [f"{{name: fc{i}, type: fully_connected, srclayers: {src}, num_output: 512}}",
+               f"{{name: relu{i}, type: relu, srclayers: fc{i}}}"]
+    src = f"relu{i}"
+layers += [f"{{name: out, type: fully_connected, srclayers: {src}, num_output: 10}}",
+           "{name: loss, type: softmax_loss, srclayers: [out, data]}"]
+open(sys.argv[1], "w").write("model:\n  layers:\n" + "".join(f"    - {l}\n" for l in layers) +
+                             "train: {batch_size: 64, updater: momentum, learning_rate: 0.01, momentum: 0.9}\n")
+PY
+steps=20
+run deep-gpu "$tmp/deep.yaml" 1 train.device=cuda
+budget=$(field "$tmp/deep-gpu/w0.jsonl" done "r['device_memory']['step_bytes'] / 3 / 1048576")
+run deep-gpu-budget "$tmp/deep.yaml" 1 train.device=cuda train.device_memory_mb="$budget"
+"$bin/dl-ckpt" diff "$tmp"/deep-gpu/ckpt/*.ckpt "$tmp"/deep-gpu-budget/ckpt/*.ckpt >"$tmp/diff.json"
+python3 - "$tmp/diff.json" "$tmp/deep-gpu-budget/w0.jsonl" "$tmp/deep-gpu/w0.jsonl" "$steps" <<'PY' || fail "the budgeted GPU run: $(cat "$tmp/diff.json")"
+import json, sys
+diff = json.load(open(sys.argv[1]))
+done = [json.loads(l) for l in open(sys.argv[2]) if '"done"' in l][-1]
+base = [json.loads(l) for l in open(sys.argv[3]) if '"done"' in l][-1]
+steps = int(sys.argv[4])
+assert diff["step_a"] == diff["step_b"] == steps, diff
+assert diff["max_abs"] == 0.0, f"parameters differ from the unbounded GPU run: max_abs {diff['max_abs']}"
+m = done["device_memory"]
+assert m["device"] == "cuda:0", m
+assert 0 < m["peak_bytes"] <= m["budget_bytes"], m
+assert m["step_bytes"] >= 2.9 * m["budget_bytes"], m
+assert m["bytes_to_device"] == steps * m["planned_bytes_to_device_per_step"], m
+assert m["bytes_to_host"] == steps * m["planned_bytes_to_host_per_step"], m
+mib = 1 << 20
+print(f"  budget {m['budget_bytes'] / mib:.2f} MiB, step data {m['step_bytes'] / mib:.2f} MiB "
+      f"({m['step_bytes'] / m['budget_bytes']:.1f}x), peak {m['peak_bytes'] / mib:.2f} MiB, "
+      f"per step {m['planned_bytes_to_device_per_step'] / mib:.2f} MiB in and "
+      f"{m['planned_bytes_to_host_per_step'] / mib:.2f} MiB out; "
+      f"{done['ms_per_step_median']:.2f} ms a step against {base['ms_per_step_median']:.2f} unbounded")
+PY
+ok "the deep MLP trains on the GPU at a third of its step's data, bit-identical to the unbounded GPU run"
