@@ -92,21 +92,16 @@ Status UpdaterHyperParameters(const Fields& f, TrainConfig* t) {
   return Status::Ok();
 }
 
-// train.device: "cpu", "cuda" (GPU 0) or "cuda:N"; kept as "cpu" or "cuda:N".
+// train.device: "cpu", "cuda" or "cuda:N" (N of one or two digits).
 Status ParseDevice(const Fields& f, TrainConfig* t) {
   SHOAL_RETURN_IF_ERROR(f.String("device", t->device, &t->device));
-  t->gpu = -1;
-  if (t->device == "cpu") return Status::Ok();
   const std::string digits = t->device.rfind("cuda:", 0) == 0 ? t->device.substr(5) : "";
-  if (t->device == "cuda") {
-    t->gpu = 0;
-  } else if (!digits.empty() && digits.size() <= 2 && std::all_of(digits.begin(), digits.end(), ::isdigit)) {
-    t->gpu = std::stoi(digits);
-  } else {
+  const bool numbered = !digits.empty() && digits.size() <= 2 &&
+                        std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; });
+  if (t->device != "cpu" && t->device != "cuda" && !numbered)
     return f.FieldError("device", "is '" + t->device + "'; expected cpu, cuda or cuda:N (a GPU's number, 0 to 99)");
-  }
-  t->device = "cuda:" + std::to_string(t->gpu);
-  f.Keep("device", t->device);
+  t->cuda = t->device != "cpu";
+  t->gpu = numbered ? std::stoi(digits) : -1;
   return Status::Ok();
 }
 

@@ -77,11 +77,13 @@ struct TrainConfig {
   // in host memory and is swapped in through a double-buffered access pool.
   // On a CPU machine the device is host memory held to the budget.
   double device_memory_mb = 0.0;
-  // Where a worker's training passes compute: "cpu", or "cuda" / "cuda:N"
-  // (a GPU: its layers on cuBLAS and cuDNN, lib/ops/gpu_ops.h, their data
-  // in its memory under the same manager); gpu is N, or -1 for the CPU.
+  // Where a worker's training passes compute: "cpu", or a GPU (its layers
+  // on cuBLAS and cuDNN, lib/ops/gpu_ops.h, their data in its memory under
+  // the same manager): "cuda:N" puts every worker on GPU N, "cuda" worker w
+  // on GPU w mod the GPUs its machine has.
   std::string device = "cpu";
-  int gpu = -1;
+  bool cuda = false;
+  int gpu = -1;  // cuda:N's N; -1 otherwise
 };
 
 struct ClusterConfig {

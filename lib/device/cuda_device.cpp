@@ -20,12 +20,22 @@ class CudaDevice : public Device {
       : Device(budget), ordinal_(ordinal), stream_(stream), computed_(computed) {}
   ~CudaDevice() override {
     cudaStreamSynchronize(stream_);
+    for (void* host : pinned_host_) cudaHostUnregister(host);
     for (auto& [mark, event] : events_) cudaEventDestroy(event);
     cudaEventDestroy(computed_);
     cudaStreamDestroy(stream_);
   }
 
   std::string name() const override { return "cuda:" + std::to_string(ordinal_); }
+
+  // A range on a page another range already locked is refused by CUDA; it
+  // stays pageable (and its error is cleared, so that no later check sees it).
+  void PinHost(void* host, size_t bytes) override {
+    if (cudaHostRegister(host, bytes, cudaHostRegisterDefault) == cudaSuccess)
+      pinned_host_.push_back(host);
+    else
+      cudaGetLastError();
+  }
 
   // Each mark is an event recorded on the copy stream; a wait polls it so
   // that it can give up at its deadline (cudaEventSynchronize cannot).
@@ -40,7 +50,21 @@ class CudaDevice : public Device {
     return marks_;
   }
 
+  // The kernels queued after this wait for the mark's event on the GPU.
+  Status ComputeAfter(uint64_t mark, int timeout_ms) override {
+    if (queue_error_ != cudaSuccess)
+      return Status::Unavailable(name() + ": a copy could not be queued: " + CudaError(queue_error_));
+    for (auto& [m, event] : events_)
+      if (m == mark) {
+        const cudaError_t e = cudaStreamWaitEvent(cudaStreamLegacy, event, 0);
+        if (e != cudaSuccess) return Status::Unavailable(name() + ": " + CudaError(e));
+      }
+    return Status::Ok();  // no event: the mark was reached when it was made
+  }
+
   Status WaitFor(uint64_t mark, int timeout_ms) override {
+    if (queue_error_ != cudaSuccess)
+      return Status::Unavailable(name() + ": a copy could not be queued: " + CudaError(queue_error_));
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
     while (!events_.empty() && events_.front().first <= mark) {
       cudaError_t e;
@@ -66,26 +90,31 @@ class CudaDevice : public Device {
   void DoFree(void* memory) override { cudaFree(memory); }
   void DoCopyToDevice(void* dst, const void* src, size_t bytes) override {
     AfterComputeQueued();
-    cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream_);
+    Queued(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream_));
   }
   void DoCopyToHost(void* dst, const void* src, size_t bytes) override {
     AfterComputeQueued();
-    cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream_);
+    Queued(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream_));
   }
   void DoZero(void* dst, size_t bytes) override {
     AfterComputeQueued();
-    cudaMemsetAsync(dst, 0, bytes, stream_);
+    Queued(cudaMemsetAsync(dst, 0, bytes, stream_));
   }
 
  private:
-  // The ops compute on the legacy default stream (lib/ops/cuda_ops.cpp): a
-  // copy waits for every kernel queued there before it, so a pass's results
-  // go home only once computed and a pool half is refilled only once the
-  // pass before the last is done with it; the next pass's prefetch, queued
-  // before that pass's kernels, still overlaps them.
+  // The ops compute on the legacy default stream (lib/ops/cuda_ops.cpp), on
+  // the worker's one thread: a copy waits for every kernel queued there
+  // before it, so a pass's results go home only once computed, and a pool
+  // half is refilled only once the pass before this one is done with it.
+  // The next pass's prefetch, queued before this pass's kernels, overlaps
+  // them (from and to page-locked homes, PinHost, without the host waiting).
   void AfterComputeQueued() {
-    cudaEventRecord(computed_, cudaStreamLegacy);
-    cudaStreamWaitEvent(stream_, computed_, 0);
+    Queued(cudaEventRecord(computed_, cudaStreamLegacy));
+    Queued(cudaStreamWaitEvent(stream_, computed_, 0));
+  }
+  // Copies return nothing: the first that could not be queued fails the next wait.
+  void Queued(cudaError_t e) {
+    if (e != cudaSuccess && queue_error_ == cudaSuccess) queue_error_ = e;
   }
 
   int ordinal_;
@@ -93,6 +122,8 @@ class CudaDevice : public Device {
   cudaEvent_t computed_;
   uint64_t marks_ = 0;
   std::vector<std::pair<uint64_t, cudaEvent_t>> events_;  // unreached marks, oldest first
+  std::vector<void*> pinned_host_;                         // page-locked by PinHost
+  cudaError_t queue_error_ = cudaSuccess;
 };
 
 }  // namespace

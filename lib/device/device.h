@@ -33,10 +33,19 @@ class Device {
   void CopyToDevice(void* device_dst, const void* host_src, size_t bytes);
   void CopyToHost(void* host_dst, const void* device_src, size_t bytes);
   void Zero(void* device_dst, size_t bytes);
+  // Host memory that copies will read or write, for the whole life of the
+  // device: a GPU page-locks it (its copies then run by DMA, without the
+  // host waiting on them); nothing else changes. Copies are right either way.
+  virtual void PinHost(void* host, size_t bytes) {}
+
   // A mark after everything queued so far, and a wait for the queue to pass
   // it; the wait fails, saying what it waited for, after `timeout_ms`.
   virtual uint64_t Mark() = 0;
   virtual Status WaitFor(uint64_t mark, int timeout_ms) = 0;
+  // The computation queued from now on starts only once the copies have
+  // passed `mark`. A GPU queues that order beside its kernels and the host
+  // goes on; where the host computes itself, it waits (WaitFor).
+  virtual Status ComputeAfter(uint64_t mark, int timeout_ms) { return WaitFor(mark, timeout_ms); }
 
   size_t budget() const { return budget_; }
   size_t bytes_in_use() const { return in_use_; }

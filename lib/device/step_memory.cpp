@@ -31,6 +31,17 @@ Status StepMemory::Create(Device* device, StepOps ops, DeviceMemoryPlan plan, in
     }
   }
   m->prefetched_.assign(m->ops_.ops.size(), false);
+  // The homes copies read and write, each once: on a GPU they are page-locked.
+  std::vector<bool> copied(m->ops_.buffers.size(), false);
+  for (size_t i = 0; i < m->ops_.ops.size(); ++i)
+    for (size_t k = 0; k < m->ops_.ops[i].uses.size(); ++k) {
+      const BufferMove& move = m->plan_.moves[i][k];
+      if (move.before == BufferMove::Before::kCopyIn || move.copy_out) copied[m->ops_.ops[i].uses[k].buffer] = true;
+    }
+  for (size_t b = 0; b < copied.size(); ++b) {
+    Tensor* t = m->ops_.buffers[b].tensor;
+    if (copied[b]) device->PinHost(t->home(), t->size() * sizeof(float));
+  }
   *out = std::move(m);
   return Status::Ok();
 }
@@ -78,7 +89,7 @@ Status StepMemory::Before(size_t op) {
                                      "', more than the " + std::to_string(b.bytes) + " it was planned for");
   }
   Stage(op, [&](size_t k) { return !(prefetched_[op] && Prefetchable(op, k)); });
-  SHOAL_RETURN_IF_ERROR(device_->WaitFor(device_->Mark(), timeout_ms_));
+  SHOAL_RETURN_IF_ERROR(device_->ComputeAfter(device_->Mark(), timeout_ms_));
   for (size_t k = 0; k < o.uses.size(); ++k) ops_.buffers[o.uses[k].buffer].tensor->Bind(Slot(op, k));
   // The next pass's staging runs on the copy stream while this one computes.
   if (op + 1 < ops_.ops.size()) {

@@ -26,7 +26,8 @@
 namespace shoal {
 namespace {
 
-// A device buffer that grows to the largest size asked of it.
+// A device buffer that grows to the largest size asked of it (what it held
+// is dropped when it grows); null, with `*error` set, when cudaMalloc fails.
 template <typename T>
 class Scratch {
  public:
@@ -37,7 +38,10 @@ class Scratch {
     data_ = nullptr;
     size_ = 0;
     *error = cudaMalloc(reinterpret_cast<void**>(&data_), n * sizeof(T));
-    if (*error == cudaSuccess) size_ = n;
+    if (*error == cudaSuccess)
+      size_ = n;
+    else
+      data_ = nullptr;
     return data_;
   }
 
@@ -61,18 +65,31 @@ struct PoolPlan {
   cudnnPoolingDescriptor_t pool = nullptr;
 };
 
-// The first of cuDNN's heuristic choices that is deterministic and runs
-// in FMA math, else the first that runs at all.
+// A convolution's workspace stays within this (the manager's budget leaves
+// a tenth of the GPU beside it, for this and cuBLAS's own).
+constexpr size_t kMaxWorkspaceBytes = size_t{256} << 20;
+
+// The first of cuDNN's heuristic choices that is deterministic (a BSP run
+// gives the same bits every time), runs in FMA math (no TF32: the host's
+// results to rounding) and needs at most kMaxWorkspaceBytes.
 template <typename Perf>
 bool ChooseAlgo(const Perf* perf, int count, decltype(Perf::algo)* algo) {
-  for (int pass = 0; pass < 2; ++pass)
-    for (int i = 0; i < count; ++i) {
-      if (perf[i].status != CUDNN_STATUS_SUCCESS) continue;
-      if (pass == 0 && (perf[i].determinism != CUDNN_DETERMINISTIC || perf[i].mathType != CUDNN_FMA_MATH)) continue;
+  for (int i = 0; i < count; ++i)
+    if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].determinism == CUDNN_DETERMINISTIC &&
+        perf[i].mathType == CUDNN_FMA_MATH && perf[i].memory <= kMaxWorkspaceBytes) {
       *algo = perf[i].algo;
       return true;
     }
   return false;
+}
+
+void Destroy(ConvPlan& p) {
+  cudnnDestroyTensorDescriptor(p.x), cudnnDestroyTensorDescriptor(p.y), cudnnDestroyTensorDescriptor(p.bias);
+  cudnnDestroyFilterDescriptor(p.w), cudnnDestroyConvolutionDescriptor(p.conv);
+}
+
+void Destroy(PoolPlan& p) {
+  cudnnDestroyTensorDescriptor(p.x), cudnnDestroyTensorDescriptor(p.y), cudnnDestroyPoolingDescriptor(p.pool);
 }
 
 class CudaOps : public GpuOps {
@@ -86,13 +103,8 @@ class CudaOps : public GpuOps {
   }
   ~CudaOps() override {
     cudaDeviceSynchronize();
-    for (auto& [key, p] : conv_plans_) {
-      cudnnDestroyTensorDescriptor(p.x), cudnnDestroyTensorDescriptor(p.y), cudnnDestroyTensorDescriptor(p.bias);
-      cudnnDestroyFilterDescriptor(p.w), cudnnDestroyConvolutionDescriptor(p.conv);
-    }
-    for (auto& [key, p] : pool_plans_) {
-      cudnnDestroyTensorDescriptor(p.x), cudnnDestroyTensorDescriptor(p.y), cudnnDestroyPoolingDescriptor(p.pool);
-    }
+    for (auto& [key, p] : conv_plans_) Destroy(p);
+    for (auto& [key, p] : pool_plans_) Destroy(p);
     cudnnDestroy(dnn_);
     cublasDestroy(blas_);
   }
@@ -197,11 +209,13 @@ class CudaOps : public GpuOps {
 
   float SoftmaxCrossEntropyForward(int batch, int classes, const float* logits, const int32_t* labels, float* prob,
                                    int* correct) override {
+    labels_from_ = nullptr;  // a new batch's: copied afresh
     const int32_t* device_labels = Labels(batch, labels);
-    cudaError_t e = cudaSuccess;
-    double* row_loss = row_loss_.Get(batch, &e);
-    int32_t* row_hit = row_hit_.Get(batch, &e);
-    if (!device_labels || !Check(e, "softmax loss scratch")) return 0.0f;
+    cudaError_t loss_error = cudaSuccess, hit_error = cudaSuccess;
+    double* row_loss = row_loss_.Get(batch, &loss_error);
+    int32_t* row_hit = row_hit_.Get(batch, &hit_error);
+    if (!device_labels || !Check(loss_error, "softmax loss scratch") || !Check(hit_error, "softmax loss scratch"))
+      return 0.0f;
     cuda::SoftmaxCrossEntropy(batch, classes, logits, device_labels, prob, row_loss, row_hit);
     // The loss and the hits come back to the host now: the worker reads them after the pass.
     std::vector<double> loss(batch);
@@ -226,25 +240,30 @@ class CudaOps : public GpuOps {
   template <typename E>
   bool Check(E e, const char* what);
 
-  // The host's labels in device memory (copied in order on the stream).
+  // The host's labels in device memory (copied in order on the stream): the
+  // forward pass copies them, the backward pass of the same batch reuses them.
   const int32_t* Labels(int batch, const int32_t* host) {
+    if (host == labels_from_ && batch == labels_batch_) return labels_at_;
+    labels_from_ = nullptr;
     cudaError_t e = cudaSuccess;
     int32_t* d = labels_.Get(batch, &e);
     if (!Check(e, "labels") ||
         !Check(cudaMemcpy(d, host, batch * sizeof(int32_t), cudaMemcpyHostToDevice), "labels"))
       return nullptr;
+    labels_from_ = host, labels_batch_ = batch, labels_at_ = d;
     return d;
   }
 
   // `n` ones, for the bias gradient's sum over rows.
   const float* Ones(int n) {
-    if (n <= ones_count_) return ones_ptr_;
+    if (n <= ones_count_) return ones_at_;
+    ones_count_ = 0;
     cudaError_t e = cudaSuccess;
     float* d = ones_.Get(n, &e);
     const std::vector<float> host(n, 1.0f);
     if (!Check(e, "ones") || !Check(cudaMemcpy(d, host.data(), n * sizeof(float), cudaMemcpyHostToDevice), "ones"))
       return nullptr;
-    ones_ptr_ = d;
+    ones_at_ = d;
     ones_count_ = n;
     return d;
   }
@@ -264,7 +283,7 @@ class CudaOps : public GpuOps {
     if (!Check(cudnnCreateTensorDescriptor(&p.x), what) || !Check(cudnnCreateTensorDescriptor(&p.y), what) ||
         !Check(cudnnCreateTensorDescriptor(&p.bias), what) || !Check(cudnnCreateFilterDescriptor(&p.w), what) ||
         !Check(cudnnCreateConvolutionDescriptor(&p.conv), what))
-      return nullptr;
+      return Discard(p);
     const int oh = g.out_height(), ow = g.out_width();
     if (!Check(cudnnSetTensor4dDescriptor(p.x, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, batch, g.channels, g.height,
                                           g.width), what) ||
@@ -275,7 +294,7 @@ class CudaOps : public GpuOps {
         !Check(cudnnSetConvolution2dDescriptor(p.conv, g.pad, g.pad, g.stride, g.stride, 1, 1,
                                                CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT), what) ||
         !Check(cudnnSetConvolutionMathType(p.conv, CUDNN_FMA_MATH), what))
-      return nullptr;
+      return Discard(p);
     constexpr int kChoices = 16;
     int count = 0;
     cudnnConvolutionFwdAlgoPerf_t fwd[kChoices];
@@ -292,14 +311,14 @@ class CudaOps : public GpuOps {
         !ChooseAlgo(bwd_filter, count, &p.backward_filter)) {
       Fail(std::string("no cuDNN algorithm for the convolution of ") + std::to_string(g.channels) + "x" +
            std::to_string(g.height) + "x" + std::to_string(g.width) + " by " + std::to_string(g.filters) + " filters");
-      return nullptr;
+      return Discard(p);
     }
     size_t a = 0, b = 0, c = 0;
     if (!Check(cudnnGetConvolutionForwardWorkspaceSize(dnn_, p.x, p.w, p.conv, p.y, p.forward, &a), what) ||
         !Check(cudnnGetConvolutionBackwardDataWorkspaceSize(dnn_, p.w, p.y, p.conv, p.x, p.backward_data, &b), what) ||
         !Check(cudnnGetConvolutionBackwardFilterWorkspaceSize(dnn_, p.x, p.y, p.conv, p.w, p.backward_filter, &c),
                what))
-      return nullptr;
+      return Discard(p);
     p.workspace = std::max({a, b, c});
     return &conv_plans_.emplace(key, p).first->second;
   }
@@ -317,8 +336,15 @@ class CudaOps : public GpuOps {
                                           g.out_height(), g.out_width()), what) ||
         !Check(cudnnSetPooling2dDescriptor(p.pool, CUDNN_POOLING_MAX_DETERMINISTIC, CUDNN_NOT_PROPAGATE_NAN, g.kernel,
                                            g.kernel, 0, 0, g.stride, g.stride), what))
-      return nullptr;
+      return Discard(p);
     return &pool_plans_.emplace(key, p).first->second;
+  }
+
+  // A plan whose making failed: its descriptors go, and the op does nothing.
+  template <typename P>
+  static const P* Discard(P& p) {
+    Destroy(p);
+    return nullptr;
   }
 
   void Fail(const std::string& message) {
@@ -335,8 +361,11 @@ class CudaOps : public GpuOps {
   Scratch<int32_t> labels_, row_hit_;
   Scratch<double> row_loss_;
   Scratch<float> ones_;
-  const float* ones_ptr_ = nullptr;
+  const float* ones_at_ = nullptr;  // ones_count_ ones
   int ones_count_ = 0;
+  const int32_t* labels_from_ = nullptr;  // the host labels labels_at_ holds a copy of
+  const int32_t* labels_at_ = nullptr;
+  int labels_batch_ = 0;
 };
 
 std::string ErrorText(cudaError_t e) { return std::string(cudaGetErrorName(e)) + ": " + cudaGetErrorString(e); }
@@ -356,8 +385,10 @@ bool CudaOps::Check(E e, const char* what) {
 }  // namespace
 }  // namespace shoal
 
-// The module's one entry (LoadCudaOps, gpu_ops.cpp): the ops of GPU
-// `ordinal`, or null with the reason in `why`.
+// The module's entries (LoadCudaOps, gpu_ops.cpp): the GpuOps it was built
+// for, and the ops of GPU `ordinal`, or null with the reason in `why`.
+extern "C" int shoal_cuda_ops_version() { return shoal::kGpuOpsVersion; }
+
 extern "C" shoal::GpuOps* shoal_open_cuda_ops(int ordinal, char* why, size_t why_size) {
   auto fail = [&](const std::string& message) -> shoal::GpuOps* {
     std::snprintf(why, why_size, "cuda:%d: %s", ordinal, message.c_str());

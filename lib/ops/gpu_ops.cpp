@@ -39,9 +39,13 @@ Status LoadCudaOps(int ordinal, std::unique_ptr<GpuOps>* out) {
     return Status::IOError("cuda:" + std::to_string(ordinal) +
                            ": the CUDA ops could not be loaded (a build without CUDA has none: configure "
                            "with -DSHOAL_CUDA=ON where the CUDA toolkit and cuDNN are installed): " + tried);
+  using Version = int (*)();
   using Open = GpuOps* (*)(int, char*, size_t);
+  auto version = reinterpret_cast<Version>(dlsym(module, "shoal_cuda_ops_version"));
   auto open = reinterpret_cast<Open>(dlsym(module, "shoal_open_cuda_ops"));
-  if (!open) return Status::IOError("cuda:" + std::to_string(ordinal) + ": libshoal_cuda.so has no shoal_open_cuda_ops");
+  if (!version || !open || version() != kGpuOpsVersion)
+    return Status::IOError("cuda:" + std::to_string(ordinal) +
+                           ": libshoal_cuda.so was built for another shoal (rebuild it with this one)");
   char why[512] = {0};
   GpuOps* ops = open(ordinal, why, sizeof(why));
   if (!ops) return Status::IOError(why);

@@ -19,6 +19,9 @@
 
 namespace shoal {
 
+// Raised whenever GpuOps changes: LoadCudaOps refuses a module built for another.
+inline constexpr int kGpuOpsVersion = 1;
+
 class GpuOps {
  public:
   virtual ~GpuOps() = default;

@@ -18,13 +18,13 @@ Status CheckRunsOnGpu(const PartitionedNet& net) {
   if (off.empty()) return Status::Ok();
   return Status::InvalidArgument("train.device is cuda, but " + off +
                                  " has no GPU form: on a GPU a worker runs data, fully_connected, convolution, "
-                                 "pooling, relu, sigmoid, flatten and softmax_loss layers, in groups of one "
-                                 "(--strategy data)");
+                                 "pooling, relu, sigmoid, flatten and softmax_loss (one label a record) layers, in "
+                                 "groups of one (--strategy data)");
 }
 
 Status CheckDeviceMemoryFits(const Plan& plan) {
   const TrainConfig& train = plan.job.train;
-  if (train.device_memory_mb <= 0.0 && train.gpu < 0) return Status::Ok();
+  if (train.device_memory_mb <= 0.0 && !train.cuda) return Status::Ok();
   const size_t budget = DeviceMemoryBudget(train);
   std::set<int> ranks;
   for (const WorkerPlan& w : plan.workers) {
@@ -34,7 +34,7 @@ Status CheckDeviceMemoryFits(const Plan& plan) {
     std::unique_ptr<PartitionedNet> net;
     SHOAL_RETURN_IF_ERROR(PartitionedNet::Build(plan, w.id, &unopened, &net));
     const std::string worker = "worker " + std::to_string(w.id);
-    if (train.gpu >= 0) SHOAL_RETURN_IF_ERROR(CheckRunsOnGpu(*net).Within(worker));
+    if (train.cuda) SHOAL_RETURN_IF_ERROR(CheckRunsOnGpu(*net).Within(worker));
     if (budget == 0) continue;  // a GPU's whole free memory: known when the worker starts
     net->Allocate(train.batch_size);
     DeviceMemoryPlan memory;

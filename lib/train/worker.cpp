@@ -51,7 +51,7 @@ Status Worker::SetUp() {
     SHOAL_RETURN_IF_ERROR(channel_->Open(GroupPeersOf(plan_, options_.id, timeout_ms)));
   }
   SHOAL_RETURN_IF_ERROR(PartitionedNet::Build(plan_, options_.id, channel_.get(), &net_));
-  if (job.train.gpu >= 0) SHOAL_RETURN_IF_ERROR(CheckRunsOnGpu(*net_));
+  if (job.train.cuda) SHOAL_RETURN_IF_ERROR(CheckRunsOnGpu(*net_));
   state_carrier_ = net_->StateCarrier();
   if (!state_carrier_.empty() && group_size > 1)
     return Status::InvalidArgument("layer '" + state_carrier_ +
@@ -76,7 +76,7 @@ Status Worker::SetUp() {
   SHOAL_RETURN_IF_ERROR(table_->Join(&first_step_));
   if (first_step_ > 0) Log("worker " + std::to_string(options_.id) + " rejoins at step " + std::to_string(first_step_));
   net_->Allocate(batch_);
-  if (job.train.device_memory_mb > 0.0 || job.train.gpu >= 0) SHOAL_RETURN_IF_ERROR(OpenDeviceMemory(timeout_ms));
+  if (job.train.device_memory_mb > 0.0 || job.train.cuda) SHOAL_RETURN_IF_ERROR(OpenDeviceMemory(timeout_ms));
   for (const auto& line : net_->DescribeConnections()) Log("worker " + std::to_string(options_.id) + ": " + line);
   return Status::Ok();
 }
@@ -137,12 +137,16 @@ Status Worker::OpenTable() {
 Status Worker::OpenDeviceMemory(int timeout_ms) {
   const TrainConfig& train = plan_.job.train;
   size_t budget = DeviceMemoryBudget(train);
-  if (train.gpu >= 0) {
-    SHOAL_RETURN_IF_ERROR(LoadCudaOps(train.gpu, &gpu_ops_));
-    // Without a budget, the GPU's free memory less a tenth, which cuBLAS's
-    // and cuDNN's own workspaces take (they are not the manager's).
-    if (budget == 0) budget = CudaFreeBytes(train.gpu) / 10 * 9;
-    SHOAL_RETURN_IF_ERROR(OpenCudaDevice(train.gpu, budget, &device_));
+  if (train.cuda) {
+    const int gpus = std::max(1, CudaDeviceCount());
+    const int gpu = train.gpu >= 0 ? train.gpu : options_.id % gpus;
+    SHOAL_RETURN_IF_ERROR(LoadCudaOps(gpu, &gpu_ops_));
+    // Without a budget, the GPU's free memory less a tenth (which cuBLAS's
+    // and cuDNN's workspaces take: they are not the manager's), shared with
+    // the workers that would take the same GPU were they all on this machine.
+    const int sharing = train.gpu >= 0 ? workers_ : (workers_ + gpus - 1) / gpus;
+    if (budget == 0) budget = CudaFreeBytes(gpu) / 10 * 9 / sharing;
+    SHOAL_RETURN_IF_ERROR(OpenCudaDevice(gpu, budget, &device_));
     Log("worker " + std::to_string(options_.id) + ": training passes on " + gpu_ops_->name());
   } else {
     device_ = std::make_unique<HostDevice>(budget);

@@ -44,6 +44,10 @@ std::vector<float> Random(size_t n, uint32_t seed, float scale = 1.0f) {
   return v;
 }
 
+// An output's starting values on the GPU: NaN, so that an op that leaves any
+// of it unwritten fails the comparison.
+std::vector<float> Unwritten(size_t n) { return std::vector<float>(n, std::nanf("")); }
+
 // A host vector's copy in GPU memory, read back by Host().
 class OnGpu {
  public:
@@ -67,9 +71,15 @@ class OnGpu {
 void CheckClose(const std::vector<float>& want, const std::vector<float>& got, const char* what) {
   REQUIRE(want.size() == got.size());
   float scale = 1e-6f, worst = 0.0f;
+  size_t unwritten = 0;  // NaN: what the op left of Unwritten()
   for (float v : want) scale = std::max(scale, std::fabs(v));
-  for (size_t i = 0; i < want.size(); ++i) worst = std::max(worst, std::fabs(want[i] - got[i]));
-  INFO(what << ": max |host - gpu| " << worst << " against a largest value of " << scale);
+  for (size_t i = 0; i < want.size(); ++i) {
+    unwritten += std::isnan(got[i]);
+    if (!std::isnan(got[i])) worst = std::max(worst, std::fabs(want[i] - got[i]));
+  }
+  INFO(what << ": max |host - gpu| " << worst << " against a largest value of " << scale << "; " << unwritten
+            << " values not written");
+  CHECK(unwritten == 0);
   CHECK(worst <= 1e-4f * scale);
 }
 
@@ -92,7 +102,8 @@ TEST_CASE("fully connected, forward and backward, set and added gradients") {
       std::vector<float> y(size_t(batch) * out), dx = dx0, dw(w.size()), db(out);
       FullyConnectedForward(batch, in, out, x.data(), w.data(), b.data(), y.data());
       FullyConnectedBackward(batch, in, out, x.data(), w.data(), dy.data(), dx.data(), dw.data(), db.data(), write);
-      OnGpu gx(x), gw(w), gb(b), gdy(dy), gy(y), gdx(dx0), gdw(dw), gdb(db);
+      OnGpu gx(x), gw(w), gb(b), gdy(dy), gy(Unwritten(y.size())), gdx(dx0), gdw(Unwritten(dw.size())),
+          gdb(Unwritten(db.size()));
       OnDevice([&] {
         FullyConnectedForward(batch, in, out, gx.get(), gw.get(), gb.get(), gy.get());
         FullyConnectedBackward(batch, in, out, gx.get(), gw.get(), gdy.get(), gdx.get(), gdw.get(), gdb.get(), write);
@@ -117,7 +128,8 @@ TEST_CASE("convolution, forward and backward, as im2col + sgemm computes it") {
       std::vector<float> y(out), dx = dx0, dw(w.size()), db(g.filters), scratch;
       ConvolutionForward(g, batch, x.data(), w.data(), b.data(), y.data(), &scratch);
       ConvolutionBackward(g, batch, x.data(), w.data(), dy.data(), dx.data(), dw.data(), db.data(), write, &scratch);
-      OnGpu gx(x), gw(w), gb(b), gdy(dy), gy(y), gdx(dx0), gdw(dw), gdb(db);
+      OnGpu gx(x), gw(w), gb(b), gdy(dy), gy(Unwritten(y.size())), gdx(dx0), gdw(Unwritten(dw.size())),
+          gdb(Unwritten(db.size()));
       OnDevice([&] {
         ConvolutionForward(g, batch, gx.get(), gw.get(), gb.get(), gy.get(), &scratch);
         ConvolutionBackward(g, batch, gx.get(), gw.get(), gdy.get(), gdx.get(), gdw.get(), gdb.get(), write, &scratch);
@@ -141,7 +153,7 @@ TEST_CASE("max pooling, forward and backward") {
       std::vector<int32_t> argmax;
       MaxPoolForward(g, batch, x.data(), y.data(), &argmax);
       MaxPoolBackward(g, batch, x.data(), y.data(), dy.data(), argmax, dx.data(), write);
-      OnGpu gx(x), gy(y), gdy(dy), gdx(dx0);
+      OnGpu gx(x), gy(Unwritten(y.size())), gdy(dy), gdx(dx0);
       OnDevice([&] {
         MaxPoolForward(g, batch, gx.get(), gy.get(), &argmax);
         MaxPoolBackward(g, batch, gx.get(), gy.get(), gdy.get(), argmax, gdx.get(), write);
@@ -165,7 +177,7 @@ TEST_CASE("relu, sigmoid and identity, forward and backward") {
       std::vector<float> y(n), dx = dx0;
       forward(n, x.data(), y.data());
       backward(n, y.data(), dy.data(), dx.data(), write);
-      OnGpu gx(x), gy(y), gdy(dy), gdx(dx0);
+      OnGpu gx(x), gy(Unwritten(y.size())), gdy(dy), gdx(dx0);
       OnDevice([&] {
         forward(n, gx.get(), gy.get());
         backward(n, gy.get(), gdy.get(), gdx.get(), write);
@@ -177,7 +189,7 @@ TEST_CASE("relu, sigmoid and identity, forward and backward") {
     std::vector<float> y(n), dx = dx0;
     IdentityForward(n, x.data(), y.data());
     IdentityBackward(n, dy.data(), dx.data(), write);
-    OnGpu gx(x), gy(y), gdy(dy), gdx(dx0);
+    OnGpu gx(x), gy(Unwritten(y.size())), gdy(dy), gdx(dx0);
     OnDevice([&] {
       IdentityForward(n, gx.get(), gy.get());
       IdentityBackward(n, gdy.get(), gdx.get(), write);
@@ -196,7 +208,7 @@ TEST_CASE("softmax cross-entropy: probabilities, loss, hits and the gradient; un
   int correct = -1, gpu_correct = -1;
   const float loss = SoftmaxCrossEntropyForward(batch, classes, logits.data(), labels.data(), prob.data(), &correct);
   SoftmaxCrossEntropyBackward(batch, classes, prob.data(), labels.data(), dl.data());
-  OnGpu glogits(logits), gprob(prob), gdl(dl0);
+  OnGpu glogits(logits), gprob(Unwritten(prob.size())), gdl(dl0);
   float gpu_loss = 0.0f;
   OnDevice([&] {
     gpu_loss = SoftmaxCrossEntropyForward(batch, classes, glogits.get(), labels.data(), gprob.get(), &gpu_correct);

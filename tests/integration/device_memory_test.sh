@@ -163,9 +163,9 @@ expect_failure 1 "worker 0: train.device is cuda, but layer 'relu1' \(dropout\) 
 [[ ! -e "$tmp/dropout.json" ]] || fail "dl-plan wrote a plan whose layer cannot run on the GPU"
 if ! nvidia-smi -L >/dev/null 2>&1; then
   "$bin/dl-plan" "$root/configs/fashion-mlp.yaml" --strategy data --set cluster.nworkers_per_group=1 \
-    --set train.device=cuda:1 --set train.steps=2 -o "$tmp/cuda.json" >/dev/null
-  expect_failure 1 "worker 0: cuda:1: " \
+    --set train.device=cuda:99 --set train.steps=2 -o "$tmp/cuda.json" >/dev/null
+  expect_failure 1 "worker 0: cuda:99: " \
     "$bin/dl-worker" --plan "$tmp/cuda.json" --id 0 --standalone --no-eval --shards "$fashion"
-  ok "without a GPU, a worker asked to train on cuda:1 refuses to start, naming it"
+  ok "without a GPU, a worker asked to train on cuda:99 refuses to start, naming it"
 fi
 ok "dl-plan refuses a layer with no GPU form under train.device: cuda, naming it"

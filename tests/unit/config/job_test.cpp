@@ -72,7 +72,7 @@ TEST_CASE("a valid job parses, with every unset field at its documented default"
   CHECK(job.train.overlap);
   CHECK(job.train.overlap_bucket_floats == 262144);
   CHECK(job.train.device == "cpu");
-  CHECK(job.train.gpu == -1);
+  CHECK_FALSE(job.train.cuda);
   CHECK(job.cluster.nworker_groups == 1);
   CHECK(job.cluster.nworkers_per_group == 1);
   CHECK(job.cluster.servers() == 1);
@@ -261,16 +261,17 @@ TEST_CASE("a field of the wrong type or out of range is refused naming it") {
   CHECK(Contains(s.message(), "field 'overlap_bucket_floats'"));
 }
 
-TEST_CASE("train.device: cpu, cuda (GPU 0) or cuda:N, kept as cuda:N; anything else refused naming it") {
-  for (auto [written, kept, gpu] : {std::tuple{"cpu", "cpu", -1}, {"cuda", "cuda:0", 0}, {"cuda:3", "cuda:3", 3},
-                                    {"cuda:12", "cuda:12", 12}}) {
+TEST_CASE("train.device: cpu, cuda (each worker a GPU) or cuda:N (all on GPU N); anything else refused naming it") {
+  for (auto [written, cuda, gpu] : {std::tuple{"cpu", false, -1}, {"cuda", true, -1}, {"cuda:3", true, 3},
+                                    {"cuda:12", true, 12}, {"cuda:0", true, 0}}) {
     JobConfig job;
     const Status s = ParseJob(Job(kLayers, std::string("train: {device: '") + written + "'}\n"), "job.yaml", &job);
     INFO(written << ": " << s.ToString());
     REQUIRE(s.ok());
-    CHECK(job.train.device == kept);
+    CHECK(job.train.device == written);
+    CHECK(job.train.cuda == cuda);
     CHECK(job.train.gpu == gpu);
-    CHECK(job.resolved["train"]["device"] == kept);
+    CHECK(job.resolved["train"]["device"] == written);
   }
   for (const char* bad : {"gpu", "cuda:", "cuda:x", "cuda:-1", "cuda:100", "CUDA", "cuda:0 "}) {
     JobConfig job;

@@ -6,6 +6,7 @@
 #include <doctest/doctest.h>
 
 #include <deque>
+#include <map>
 #include <functional>
 
 #include "device/host_device.h"
@@ -113,6 +114,40 @@ TEST_CASE("at the smallest budget local data is swapped; a tensor larger than pl
   const Status refused = memory->Before(0);
   CHECK_FALSE(refused.ok());
   CHECK(refused.message().find("'f' holds 2048 bytes at 'pass 0'") != std::string::npos);
+}
+
+// Records what the manager asks it to page-lock.
+class PinRecordingDevice : public HostDevice {
+ public:
+  using HostDevice::HostDevice;
+  void PinHost(void* host, size_t bytes) override { pinned[host] = bytes; }
+  std::map<void*, size_t> pinned;
+};
+
+TEST_CASE("the homes that copies read or write are offered to the device to page-lock, each once, whole") {
+  for (size_t budget : {size_t{6 * 1024}, size_t{1} << 20}) {
+    CAPTURE(budget);
+    Computation c;
+    PinRecordingDevice device(budget);
+    DeviceMemoryPlan plan;
+    REQUIRE(PlanDeviceMemory(c.ops, budget, &plan).ok());
+    std::unique_ptr<StepMemory> memory;
+    REQUIRE(StepMemory::Create(&device, c.ops, plan, 5000, &memory).ok());
+    std::map<void*, size_t> want;
+    for (size_t op = 0; op < c.ops.ops.size(); ++op)
+      for (size_t k = 0; k < c.ops.ops[op].uses.size(); ++k) {
+        const BufferMove& m = plan.moves[op][k];
+        if (m.before != BufferMove::Before::kCopyIn && !m.copy_out) continue;
+        Tensor* t = c.ops.buffers[c.ops.ops[op].uses[k].buffer].tensor;
+        want[t->home()] = t->size() * sizeof(float);
+      }
+    CHECK(!want.empty());
+    CHECK(device.pinned == want);
+    // The inputs and the gradient out move at any budget; the features only when swapped.
+    CHECK(device.pinned.count(c.x.home()) == 1);
+    CHECK(device.pinned.count(c.dw.home()) == 1);
+    CHECK(device.pinned.count(c.f.home()) == (budget < 8 * 1024 ? 1u : 0u));
+  }
 }
 
 }  // namespace
