@@ -65,18 +65,18 @@ struct PoolPlan {
   cudnnPoolingDescriptor_t pool = nullptr;
 };
 
-// A convolution's workspace stays within this (the manager's budget leaves
-// a tenth of the GPU beside it, for this and cuBLAS's own).
+// A convolution's workspace stays within this, and within what the
+// device's budget leaves beside the step's data.
 constexpr size_t kMaxWorkspaceBytes = size_t{256} << 20;
 
 // The first of cuDNN's heuristic choices that is deterministic (a BSP run
 // gives the same bits every time), runs in FMA math (no TF32: the host's
-// results to rounding) and needs at most kMaxWorkspaceBytes.
+// results to rounding) and needs at most `workspace` bytes.
 template <typename Perf>
-bool ChooseAlgo(const Perf* perf, int count, decltype(Perf::algo)* algo) {
+bool ChooseAlgo(const Perf* perf, int count, size_t workspace, decltype(Perf::algo)* algo) {
   for (int i = 0; i < count; ++i)
     if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].determinism == CUDNN_DETERMINISTIC &&
-        perf[i].mathType == CUDNN_FMA_MATH && perf[i].memory <= kMaxWorkspaceBytes) {
+        perf[i].mathType == CUDNN_FMA_MATH && perf[i].memory <= workspace) {
       *algo = perf[i].algo;
       return true;
     }
@@ -103,6 +103,7 @@ class CudaOps : public GpuOps {
   }
   ~CudaOps() override {
     cudaDeviceSynchronize();
+    if (workspace_) device_->Free(workspace_, workspace_bytes_);
     for (auto& [key, p] : conv_plans_) Destroy(p);
     for (auto& [key, p] : pool_plans_) Destroy(p);
     cudnnDestroy(dnn_);
@@ -110,6 +111,7 @@ class CudaOps : public GpuOps {
   }
 
   const char* name() const override { return name_.c_str(); }
+  void TakeWorkspaceFrom(Device* device) override { device_ = device; }
 
   Status TakeStatus() override {
     // A kernel's failure shows at the next call that waits on the stream.
@@ -268,11 +270,33 @@ class CudaOps : public GpuOps {
     return d;
   }
 
+  // What the device's budget leaves for the workspace: its room beside
+  // everything else it holds, with what the workspace holds now.
+  size_t WorkspaceRoom() const {
+    if (!device_) return 0;
+    const size_t others = device_->bytes_in_use() - DeviceAligned(workspace_bytes_);
+    return std::min(kMaxWorkspaceBytes, device_->budget() > others ? device_->budget() - others : 0);
+  }
+
+  // The workspace, grown from the device to `p`'s (null where p needs none).
   void* Workspace(const ConvPlan* p) {
     if (!p || p->workspace == 0) return nullptr;
-    cudaError_t e = cudaSuccess;
-    void* w = workspace_.Get(p->workspace, &e);
-    return Check(e, "convolution workspace") ? w : nullptr;
+    if (p->workspace <= workspace_bytes_) return workspace_;
+    if (!device_) {
+      Fail("no device to take the convolution workspace from (TakeWorkspaceFrom)");
+      return nullptr;
+    }
+    if (workspace_) device_->Free(workspace_, workspace_bytes_);  // cudaFree waits for the kernels using it
+    workspace_ = nullptr;
+    workspace_bytes_ = 0;
+    const Status s = device_->Allocate(p->workspace, &workspace_);
+    if (!s.ok()) {
+      Fail("the convolution workspace: " + s.message());
+      workspace_ = nullptr;
+      return nullptr;
+    }
+    workspace_bytes_ = p->workspace;
+    return workspace_;
   }
 
   const ConvPlan* Plan(const ConvGeometry& g, int batch) {
@@ -301,16 +325,19 @@ class CudaOps : public GpuOps {
     cudnnConvolutionBwdDataAlgoPerf_t bwd_data[kChoices];
     cudnnConvolutionBwdFilterAlgoPerf_t bwd_filter[kChoices];
     what = "convolution algorithms";
+    const size_t room = WorkspaceRoom();
     if (!Check(cudnnGetConvolutionForwardAlgorithm_v7(dnn_, p.x, p.w, p.conv, p.y, kChoices, &count, fwd), what) ||
-        !ChooseAlgo(fwd, count, &p.forward) ||
+        !ChooseAlgo(fwd, count, room, &p.forward) ||
         !Check(cudnnGetConvolutionBackwardDataAlgorithm_v7(dnn_, p.w, p.y, p.conv, p.x, kChoices, &count, bwd_data),
                what) ||
-        !ChooseAlgo(bwd_data, count, &p.backward_data) ||
+        !ChooseAlgo(bwd_data, count, room, &p.backward_data) ||
         !Check(cudnnGetConvolutionBackwardFilterAlgorithm_v7(dnn_, p.x, p.y, p.conv, p.w, kChoices, &count,
                                                              bwd_filter), what) ||
-        !ChooseAlgo(bwd_filter, count, &p.backward_filter)) {
-      Fail(std::string("no cuDNN algorithm for the convolution of ") + std::to_string(g.channels) + "x" +
-           std::to_string(g.height) + "x" + std::to_string(g.width) + " by " + std::to_string(g.filters) + " filters");
+        !ChooseAlgo(bwd_filter, count, room, &p.backward_filter)) {
+      Fail("cuDNN has no deterministic algorithm in FMA math for the convolution of " + std::to_string(g.channels) +
+           "x" + std::to_string(g.height) + "x" + std::to_string(g.width) + " by " + std::to_string(g.filters) +
+           " filters within the " + std::to_string(room) + " bytes of workspace the device's budget leaves" +
+           (room < kMaxWorkspaceBytes ? " (raise train.device_memory_mb)" : ""));
       return Discard(p);
     }
     size_t a = 0, b = 0, c = 0;
@@ -357,7 +384,9 @@ class CudaOps : public GpuOps {
   Status status_;
   std::map<std::tuple<int, int, int, int, int, int, int, int>, ConvPlan> conv_plans_;
   std::map<std::tuple<int, int, int, int, int, int>, PoolPlan> pool_plans_;
-  Scratch<char> workspace_;
+  Device* device_ = nullptr;  // the workspace's
+  void* workspace_ = nullptr;
+  size_t workspace_bytes_ = 0;
   Scratch<int32_t> labels_, row_hit_;
   Scratch<double> row_loss_;
   Scratch<float> ones_;

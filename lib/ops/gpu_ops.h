@@ -13,6 +13,7 @@
 #include <memory>
 
 #include "core/status.h"
+#include "device/device.h"
 #include "ops/convolution.h"
 #include "ops/grad_write.h"
 #include "ops/pooling.h"
@@ -30,6 +31,10 @@ class GpuOps {
   // The first failure of an op since the last call (ops return nothing:
   // they keep it), then Ok again. Every pass checks it.
   virtual Status TakeStatus() = 0;
+  // The device whose memory, under its budget beside the step's data, the
+  // ops take their working memory from (cuDNN's workspace); set before the
+  // first op, and outliving the ops.
+  virtual void TakeWorkspaceFrom(Device* device) = 0;
 
   // As the host ops of the same names (fully_connected.h, convolution.h,
   // pooling.h, elementwise.h, softmax_loss.h); every pointer is device

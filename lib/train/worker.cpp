@@ -147,6 +147,7 @@ Status Worker::OpenDeviceMemory(int timeout_ms) {
     const int sharing = train.gpu >= 0 ? workers_ : (workers_ + gpus - 1) / gpus;
     if (budget == 0) budget = CudaFreeBytes(gpu) / 10 * 9 / sharing;
     SHOAL_RETURN_IF_ERROR(OpenCudaDevice(gpu, budget, &device_));
+    gpu_ops_->TakeWorkspaceFrom(device_.get());
     Log("worker " + std::to_string(options_.id) + ": training passes on " + gpu_ops_->name());
   } else {
     device_ = std::make_unique<HostDevice>(budget);

@@ -100,9 +100,10 @@ class Worker {
   RemoteTable* remote_ = nullptr;        // the servers, when there are any
   LayerHooks* hooks_ = nullptr;          // with train.overlap: the table, beside every layer's passes
   // train.device_memory_mb or train.device: the device the training passes
-  // run on, its memory manager, and (a GPU's) the ops that compute there.
-  std::unique_ptr<GpuOps> gpu_ops_;
+  // run on, (a GPU's) the ops that compute there, and its memory manager;
+  // both of these hold memory of the device, so they go first.
   std::unique_ptr<Device> device_;
+  std::unique_ptr<GpuOps> gpu_ops_;
   std::unique_ptr<StepMemory> device_memory_;
 
   // The step loop's reporting.

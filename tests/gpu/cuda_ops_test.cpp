@@ -26,11 +26,19 @@
 namespace shoal {
 namespace {
 
+// GPU 0's ops, their workspace from a device of 1 GiB (made first: it outlives them).
 GpuOps& Gpu() {
+  static std::unique_ptr<Device> device = [] {
+    std::unique_ptr<Device> d;
+    const Status s = OpenCudaDevice(0, size_t{1} << 30, &d);
+    REQUIRE_MESSAGE(s.ok(), s.message());
+    return d;
+  }();
   static std::unique_ptr<GpuOps> ops = [] {
     std::unique_ptr<GpuOps> o;
     const Status s = LoadCudaOps(0, &o);
     REQUIRE_MESSAGE(s.ok(), s.message());
+    o->TakeWorkspaceFrom(device.get());
     return o;
   }();
   return *ops;
@@ -218,6 +226,44 @@ TEST_CASE("softmax cross-entropy: probabilities, loss, hits and the gradient; un
   CHECK(gpu_correct == correct);
   CheckClose(prob, gprob.Host(), "prob");
   CheckClose(dl, gdl.Host(), "dlogits");
+}
+
+TEST_CASE("the workspace comes from the device's budget: with no room, a convolution needs none or says so") {
+  std::unique_ptr<Device> device;
+  REQUIRE(OpenCudaDevice(0, 0, &device).ok());
+  std::unique_ptr<GpuOps> ops;
+  REQUIRE(LoadCudaOps(0, &ops).ok());
+  ops->TakeWorkspaceFrom(device.get());
+  const ConvGeometry g{32, 14, 14, 64, 5, 1, 2};
+  const int batch = 4;
+  const size_t in = size_t(batch) * g.channels * g.height * g.width;
+  const size_t out = size_t(batch) * g.filters * g.out_height() * g.out_width();
+  const auto x = Random(in, 51), w = Random(size_t(g.filters) * g.col_rows(), 52, 0.2f), b = Random(g.filters, 53),
+             dy = Random(out, 54);
+  std::vector<float> y(out), dx(in), dw(w.size()), db(g.filters), scratch;
+  ConvolutionForward(g, batch, x.data(), w.data(), b.data(), y.data(), &scratch);
+  ConvolutionBackward(g, batch, x.data(), w.data(), dy.data(), dx.data(), dw.data(), db.data(), GradWrite::kSet,
+                      &scratch);
+  OnGpu gx(x), gw(w), gb(b), gdy(dy), gy(Unwritten(out)), gdx(Unwritten(in)), gdw(Unwritten(dw.size())),
+      gdb(Unwritten(db.size()));
+  {
+    ScopedGpuOps on(ops.get());
+    ConvolutionForward(g, batch, gx.get(), gw.get(), gb.get(), gy.get(), &scratch);
+    ConvolutionBackward(g, batch, gx.get(), gw.get(), gdy.get(), gdx.get(), gdw.get(), gdb.get(), GradWrite::kSet,
+                        &scratch);
+  }
+  REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+  const Status s = ops->TakeStatus();
+  CHECK(device->peak_bytes() == 0);
+  if (s.ok()) {
+    std::printf("cuda_ops_test: with no workspace, cuDNN's workspace-free algorithms ran\n");
+    CheckClose(y, gy.Host(), "y");
+    CheckClose(dx, gdx.Host(), "dx");
+    CheckClose(dw, gdw.Host(), "dw");
+  } else {
+    INFO(s.message());
+    CHECK(s.message().find("within the 0 bytes of workspace the device's budget leaves") != std::string::npos);
+  }
 }
 
 TEST_CASE("a failing op is reported by TakeStatus, naming the GPU, then the status is clear") {

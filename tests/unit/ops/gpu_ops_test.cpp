@@ -35,6 +35,7 @@ namespace {
 class HostAsGpu : public GpuOps {
  public:
   const char* name() const override { return "host-as-gpu"; }
+  void TakeWorkspaceFrom(Device*) override {}  // the host ops keep their own scratch
   Status TakeStatus() override {
     Status s = std::move(status);
     status = Status::Ok();
