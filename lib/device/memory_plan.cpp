@@ -66,11 +66,16 @@ Status PlanDeviceMemory(const StepOps& ops, size_t budget, DeviceMemoryPlan* pla
   p.budget = budget;
   p.pinned.assign(ops.buffers.size(), false);
   Peak peak = PeakOf(ops, p.pinned);
-  if (budget < 2 * peak.bytes)
+  const size_t least = 2 * peak.bytes + ops.scratch_bytes;
+  if (budget < least)
     return Status::InvalidArgument(
         "train.device_memory_mb: a budget of " + Mib(budget) + " is below twice the step's peak of actively used data (" +
-        Mib(peak.bytes) + " at '" + ops.ops[peak.op].name + "'): the access pool alone needs at least " +
-        std::to_string(2 * peak.bytes) + " bytes (" + Mib(2 * peak.bytes) + ")");
+        Mib(peak.bytes) + " at '" + ops.ops[peak.op].name + "')" +
+        (ops.scratch_bytes ? " and the " + Mib(ops.scratch_bytes) + " kept for the convolutions' workspace" +
+                                 std::string(": the two need at least ")
+                           : std::string(": the access pool alone needs at least ")) +
+        std::to_string(least) + " bytes (" + Mib(least) + ")");
+  budget -= ops.scratch_bytes;
   // Pinning `b` fits when it and the pool it leaves fit the budget.
   auto try_pin = [&](int b) {
     p.pinned[b] = true;

@@ -34,8 +34,9 @@ struct DeviceMemoryPlan {
   size_t device_bytes() const { return pinned_bytes + pool_bytes(); }
 };
 
-// Algorithm 1 under `budget` bytes: everything starts in host memory; a
-// budget below twice the peak is refused, naming the minimum; then local
+// Algorithm 1 under `budget` bytes, less the ops' scratch_bytes: everything
+// starts in host memory; a budget below twice the peak (and the scratch) is
+// refused, naming the minimum; then local
 // data used at the peak is pinned while that fits (each one pinned lowers the
 // peak, and the pool with it), then more local data, largest first, then
 // parameter data.

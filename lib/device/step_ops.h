@@ -44,6 +44,9 @@ struct StepOp {
 struct StepOps {
   std::vector<StepBuffer> buffers;
   std::vector<StepOp> ops;
+  // Device memory the passes take beside their buffers (a GPU's convolution
+  // workspace): the plan leaves it free within the budget.
+  size_t scratch_bytes = 0;
 
   // Adds a buffer (when `tensor` is new) and returns its index.
   int AddBuffer(const std::string& name, StepBuffer::Lifetime lifetime, bool param, Tensor* tensor);

@@ -290,6 +290,12 @@ std::string PartitionedNet::LayerOffGpu() const {
   return "";
 }
 
+bool PartitionedNet::HasLayerType(const std::string& type) const {
+  for (const auto& node : nodes_)
+    if (node.layer->type() == type) return true;
+  return false;
+}
+
 std::string PartitionedNet::StateCarrier() const {
   for (const auto& node : nodes_)
     if (node.layer->CarriesState()) return node.layer->name();

@@ -67,6 +67,8 @@ class PartitionedNet {
   // The first layer (a connection layer included) that does not run on a
   // GPU, as "layer 'name' (type)"; "" when all do.
   std::string LayerOffGpu() const;
+  // Whether this rank runs a layer of type `type`.
+  bool HasLayerType(const std::string& type) const;
 
   // The first layer that carries state from one training pass to the next
   // (a GRU with carry_state), or "" when none does; and forgetting it all.

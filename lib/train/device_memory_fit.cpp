@@ -13,6 +13,10 @@ size_t DeviceMemoryBudget(const TrainConfig& train) {
   return static_cast<size_t>(train.device_memory_mb * 1048576.0);
 }
 
+size_t GpuScratchBytes(const TrainConfig& train, const PartitionedNet& net) {
+  return train.cuda && net.HasLayerType("convolution") ? size_t{64} << 20 : 0;
+}
+
 Status CheckRunsOnGpu(const PartitionedNet& net) {
   const std::string off = net.LayerOffGpu();
   if (off.empty()) return Status::Ok();
@@ -37,9 +41,10 @@ Status CheckDeviceMemoryFits(const Plan& plan) {
     if (train.cuda) SHOAL_RETURN_IF_ERROR(CheckRunsOnGpu(*net).Within(worker));
     if (budget == 0) continue;  // a GPU's whole free memory: known when the worker starts
     net->Allocate(train.batch_size);
+    StepOps ops = net->TrainingStepOps();
+    ops.scratch_bytes = GpuScratchBytes(train, *net);
     DeviceMemoryPlan memory;
-    SHOAL_RETURN_IF_ERROR(
-        PlanDeviceMemory(net->TrainingStepOps(), budget, &memory).Within(worker));
+    SHOAL_RETURN_IF_ERROR(PlanDeviceMemory(ops, budget, &memory).Within(worker));
   }
   return Status::Ok();
 }

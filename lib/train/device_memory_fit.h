@@ -18,6 +18,11 @@ namespace shoal {
 // train.device_memory_mb in bytes, as the worker and this check hold the device to it.
 size_t DeviceMemoryBudget(const TrainConfig& train);
 
+// The device memory a GPU worker keeps beside its step's buffers for
+// cuDNN's convolution workspace (StepOps::scratch_bytes): 64 MiB where it
+// runs a convolution, within which the ops choose their algorithms.
+size_t GpuScratchBytes(const TrainConfig& train, const PartitionedNet& net);
+
 // Whether every layer of `net` runs on a GPU (train.device: cuda): the
 // first that does not is named, with the types that do.
 Status CheckRunsOnGpu(const PartitionedNet& net);

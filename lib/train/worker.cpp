@@ -153,6 +153,7 @@ Status Worker::OpenDeviceMemory(int timeout_ms) {
     device_ = std::make_unique<HostDevice>(budget);
   }
   StepOps ops = net_->TrainingStepOps();
+  ops.scratch_bytes = GpuScratchBytes(train, *net_);
   DeviceMemoryPlan memory;
   SHOAL_RETURN_IF_ERROR(PlanDeviceMemory(ops, budget, &memory));
   const size_t pinned = std::count(memory.pinned.begin(), memory.pinned.end(), true);

@@ -114,7 +114,7 @@ ok "the deep MLP trains on the GPU at a third of its step's data, bit-identical 
 cnn=$root/configs/fashion-cnn.yaml
 "$bin/dl-plan" "$cnn" --strategy data --workers 1 --servers 1 --set train.device=cuda \
   --set train.device_memory_mb=0.001 -o "$tmp/never.json" 2>"$tmp/refusal" && fail "dl-plan took a budget of 1 KiB"
-least=$(sed -nE 's/.*needs at least ([0-9]+) bytes.*/\1/p' "$tmp/refusal")
+least=$(sed -nE 's/.*needs? at least ([0-9]+) bytes.*/\1/p' "$tmp/refusal")
 [[ -n "$least" ]] || fail "dl-plan's refusal names no minimum: $(cat "$tmp/refusal")"
 run cnn-one "$cnn" 1 train.device=cuda
 budgeted cnn-one "$cnn" "$(python3 -c "print($least / 1048576 + 1e-6)")"

@@ -59,6 +59,23 @@ TEST_CASE("a budget below twice the peak is refused, naming the minimum") {
   CHECK(plan.pinned == std::vector<bool>(8, false));  // nothing else fits beside the pool
 }
 
+TEST_CASE("the passes' scratch (a GPU's workspace) is kept free beside the plan, and named in its refusal") {
+  Sequence s = FourPasses();
+  s.ops.scratch_bytes = 2048;
+  DeviceMemoryPlan plan;
+  const Status refused = PlanDeviceMemory(s.ops, 12287, &plan);
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.message().find("and the 0.00 MiB kept for the convolutions' workspace: the two need at least 12288 "
+                               "bytes") != std::string::npos);
+  // What took two local buffers beside the pool now leaves their room to the scratch.
+  REQUIRE(PlanDeviceMemory(s.ops, 12288, &plan).ok());
+  CHECK(plan.pinned == std::vector<bool>(8, false));
+  CHECK(plan.budget == 12288);
+  CHECK(plan.device_bytes() + s.ops.scratch_bytes <= 12288);
+  REQUIRE(PlanDeviceMemory(s.ops, 14336, &plan).ok());
+  CHECK(plan.pinned == Pinned(plan, s.ops, "l0 l1"));
+}
+
 TEST_CASE("local data used at the peak is pinned first, parameters only after all local data") {
   Sequence s = FourPasses();
   DeviceMemoryPlan plan;
