@@ -54,6 +54,16 @@ void RateLimitedLog::Log(const std::string& message) {
   shoal::Log(message + note);
 }
 
+void RateLimitedLog::Flush() {
+  uint64_t left_out = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    left_out = suppressed_;
+    suppressed_ = 0;
+  }
+  if (left_out > 0) shoal::Log("(and " + std::to_string(left_out) + " more like it left out)");
+}
+
 uint64_t RateLimitedLog::suppressed() const {
   std::lock_guard<std::mutex> lock(mu_);
   return suppressed_total_;

@@ -26,6 +26,9 @@ class RateLimitedLog {
   explicit RateLimitedLog(int burst = 10, std::chrono::milliseconds interval = std::chrono::seconds(1))
       : burst_(burst), interval_(interval) {}
   void Log(const std::string& message);
+  // Says how many were left out since the last line, where any were: at the
+  // end of a run, where no later line would (a burst shorter than `interval`).
+  void Flush();
   uint64_t suppressed() const;
 
  private:

@@ -135,11 +135,12 @@ int CudaDeviceCount() {
   return cudaGetDeviceCount(&n) == cudaSuccess ? n : 0;
 }
 
-size_t CudaFreeBytes(int ordinal) {
-  size_t free = 0, total = 0;
+size_t CudaFreeBytes(int ordinal, size_t* total) {
+  size_t free = 0, all = 0;
   if (ordinal < 0 || ordinal >= CudaDeviceCount() || cudaSetDevice(ordinal) != cudaSuccess ||
-      cudaMemGetInfo(&free, &total) != cudaSuccess)
-    return 0;
+      cudaMemGetInfo(&free, &all) != cudaSuccess)
+    free = all = 0;
+  if (total) *total = all;
   return free;
 }
 
@@ -171,7 +172,10 @@ namespace shoal {
 
 bool BuiltWithCuda() { return false; }
 int CudaDeviceCount() { return 0; }
-size_t CudaFreeBytes(int) { return 0; }
+size_t CudaFreeBytes(int, size_t* total) {
+  if (total) *total = 0;
+  return 0;
+}
 
 Status OpenCudaDevice(int ordinal, size_t, std::unique_ptr<Device>*) {
   return Status::InvalidArgument("cuda:" + std::to_string(ordinal) +

@@ -14,8 +14,8 @@ namespace shoal {
 // Whether this build has CUDA, and how many GPUs the machine shows it (0 without either).
 bool BuiltWithCuda();
 int CudaDeviceCount();
-// The memory GPU `ordinal` has free now (0 where it has none or is not there).
-size_t CudaFreeBytes(int ordinal);
+// The memory GPU `ordinal` has free now, and in all (0 where it is not there).
+size_t CudaFreeBytes(int ordinal, size_t* total = nullptr);
 
 // GPU `ordinal` with `budget_bytes` of its memory to use.
 Status OpenCudaDevice(int ordinal, size_t budget_bytes, std::unique_ptr<Device>* out);

@@ -275,7 +275,8 @@ class CudaOps : public GpuOps {
   size_t WorkspaceRoom() const {
     if (!device_) return 0;
     const size_t others = device_->bytes_in_use() - DeviceAligned(workspace_bytes_);
-    return std::min(kMaxWorkspaceBytes, device_->budget() > others ? device_->budget() - others : 0);
+    const size_t room = device_->budget() > others ? device_->budget() - others : 0;
+    return std::min(kMaxWorkspaceBytes, room / 64 * 64);  // the device charges in 64-byte units
   }
 
   // The workspace, grown from the device to `p`'s (null where p needs none).
@@ -347,6 +348,11 @@ class CudaOps : public GpuOps {
                what))
       return Discard(p);
     p.workspace = std::max({a, b, c});
+    if (p.workspace > room) {
+      Fail("cuDNN asks " + std::to_string(p.workspace) + " bytes of workspace for the algorithms it chose within " +
+           std::to_string(room));
+      return Discard(p);
+    }
     return &conv_plans_.emplace(key, p).first->second;
   }
 

@@ -85,6 +85,7 @@ Status ParameterServer::Run() {
   // before the socket closes; they hang up once they have them.
   rpc_.Drain(config_.timeout_ms, 1000);
   rpc_.Close();
+  refusals_.Flush();
   if (!failure_.ok()) return failure_;
   return written;
 }

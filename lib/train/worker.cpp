@@ -141,11 +141,14 @@ Status Worker::OpenDeviceMemory(int timeout_ms) {
     const int gpus = std::max(1, CudaDeviceCount());
     const int gpu = train.gpu >= 0 ? train.gpu : options_.id % gpus;
     SHOAL_RETURN_IF_ERROR(LoadCudaOps(gpu, &gpu_ops_));
-    // Without a budget, the GPU's free memory less a tenth (which cuBLAS's
-    // and cuDNN's workspaces take: they are not the manager's), shared with
-    // the workers that would take the same GPU were they all on this machine.
+    // Without a budget, nine tenths of the GPU (the rest for the CUDA
+    // context and cuBLAS's own memory) shared with the workers that would
+    // take the same GPU were they all on this machine, and no more than is
+    // free now (a worker that started first took its share).
     const int sharing = train.gpu >= 0 ? workers_ : (workers_ + gpus - 1) / gpus;
-    if (budget == 0) budget = CudaFreeBytes(gpu) / 10 * 9 / sharing;
+    size_t total = 0;
+    const size_t free_now = CudaFreeBytes(gpu, &total);
+    if (budget == 0) budget = std::min(free_now / 10 * 9, total / 10 * 9 / sharing);
     SHOAL_RETURN_IF_ERROR(OpenCudaDevice(gpu, budget, &device_));
     gpu_ops_->TakeWorkspaceFrom(device_.get());
     Log("worker " + std::to_string(options_.id) + ": training passes on " + gpu_ops_->name());

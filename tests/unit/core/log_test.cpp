@@ -53,5 +53,15 @@ TEST_CASE("a rate-limited log keeps its burst, then one a interval, counting wha
   CHECK(Contains(later, "refused again (and 97 more like it left out)"));
 }
 
+TEST_CASE("a burst shorter than the interval is counted when the log is flushed, once") {
+  RateLimitedLog log(2, std::chrono::seconds(60));
+  Captured([&] {
+    for (int i = 0; i < 50; ++i) log.Log("refused " + std::to_string(i));
+  });
+  CHECK(Captured([&] { log.Flush(); }) == "shoal: (and 48 more like it left out)\n");
+  CHECK(Captured([&] { log.Flush(); }).empty());
+  CHECK(log.suppressed() == 48);
+}
+
 }  // namespace
 }  // namespace shoal
