@@ -170,20 +170,31 @@ Status RpcClient::WaitSent() {
 Status RpcClient::Receive(Reply* reply) {
   reply->Reset();
   if (sending_) {
+    // A request that cannot leave because the server's connection closed
+    // (it died between two requests) is given up on as soon as the server
+    // counts as gone, as a reply is (Wait), not at the end of the timeout.
+    std::string gone;
     {
       std::unique_lock<std::mutex> lock(mu_);
       const auto start = std::chrono::steady_clock::now();
-      while (!done_cv_.wait_for(lock, kWaitLogEvery, [&] { return done_; }))
+      auto next_log = start + kWaitLogEvery;
+      while (!done_cv_.wait_for(lock, std::chrono::milliseconds(250), [&] { return done_; })) {
+        if (!(gone = Gone()).empty()) break;
+        const auto now = std::chrono::steady_clock::now();
+        if (now < next_log) continue;
+        next_log += kWaitLogEvery;
         Log(label_ + ": still waiting to reach server '" + endpoint_ + "' with " + Pending() + " (" +
-            std::to_string(std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - start)
-                               .count()) +
-            " s of " + std::to_string(timeout_ms_ / 1000) + "; is it running?)");
+            std::to_string(std::chrono::duration_cast<std::chrono::seconds>(now - start).count()) + " s of " +
+            std::to_string(timeout_ms_ / 1000) + "; is it running?)");
+      }
     }
+    if (!gone.empty()) nng_aio_cancel(aio_);  // the callback runs; nng_aio_wait then returns at once
     nng_aio_wait(aio_);
     sending_ = false;
     int rv = nng_aio_result(aio_);
     if (rv != 0) {
       nng_msg_free(nng_aio_get_msg(aio_));
+      if (!gone.empty()) return Status::Unavailable(gone);
       if (rv == NNG_ETIMEDOUT)
         return Status::Timeout("server '" + endpoint_ + "' did not take " + Pending() + " within " +
                                std::to_string(timeout_ms_) + " ms (is it running?)");
