@@ -285,8 +285,10 @@ StepOps PartitionedNet::TrainingStepOps() {
 
 std::string PartitionedNet::LayerOffGpu() const {
   for (const auto& node : nodes_)
-    if (!node.layer->RunsOnGpu())
-      return "layer '" + node.layer->name() + "' (" + (node.connection ? "a connection between workers" : node.layer->type()) + ")";
+    if (!node.layer->RunsOnGpu()) {
+      const std::string what = node.connection ? "a connection between workers" : node.layer->type();
+      return "layer '" + node.layer->name() + "' (" + what + ")";
+    }
   return "";
 }
 

@@ -39,7 +39,7 @@ Status CheckDeviceMemoryFits(const Plan& plan) {
     SHOAL_RETURN_IF_ERROR(PartitionedNet::Build(plan, w.id, &unopened, &net));
     const std::string worker = "worker " + std::to_string(w.id);
     if (train.cuda) SHOAL_RETURN_IF_ERROR(CheckRunsOnGpu(*net).Within(worker));
-    if (budget == 0) continue;  // a GPU's whole free memory: known when the worker starts
+    if (budget == 0) continue;  // the GPU's share, known only when the worker starts
     net->Allocate(train.batch_size);
     StepOps ops = net->TrainingStepOps();
     ops.scratch_bytes = GpuScratchBytes(train, *net);

@@ -58,18 +58,7 @@ for model in mlp cnn; do
 done
 
 # The memory manager on the GPU: a deep MLP under a budget of a third of its step's data.
-python3 - "$tmp/deep.yaml" <<'PY'
-import sys
-layers, src = ["{name: data, type: data, shape: [1, 28, 28]}"], "data"
-for i in range(1, 13):
-    layers += [f"{{name: fc{i}, type: fully_connected, srclayers: {src}, num_output: 512}}",
-               f"{{name: relu{i}, type: relu, srclayers: fc{i}}}"]
-    src = f"relu{i}"
-layers += [f"{{name: out, type: fully_connected, srclayers: {src}, num_output: 10}}",
-           "{name: loss, type: softmax_loss, srclayers: [out, data]}"]
-open(sys.argv[1], "w").write("model:\n  layers:\n" + "".join(f"    - {l}\n" for l in layers) +
-                             "train: {batch_size: 64, updater: momentum, learning_rate: 0.01, momentum: 0.9}\n")
-PY
+deep_mlp_job "$tmp/deep.yaml"
 # budgeted NAME JOB BUDGET_MIB: one GPU worker unbounded, then under BUDGET_MIB:
 # parameters bit-identical, the peak (cuDNN's workspace included) within the
 # budget, the copies as planned.

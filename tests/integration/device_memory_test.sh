@@ -94,18 +94,7 @@ budgets() {
 fashion=$(shards_for 1)
 
 # A deep MLP: twelve 512-unit layers, whose step holds far more than any one pass.
-python3 - "$tmp/deep.yaml" <<'PY'
-import sys
-layers, src = ["{name: data, type: data, shape: [1, 28, 28]}"], "data"
-for i in range(1, 13):
-    layers += [f"{{name: fc{i}, type: fully_connected, srclayers: {src}, num_output: 512}}",
-               f"{{name: relu{i}, type: relu, srclayers: fc{i}}}"]
-    src = f"relu{i}"
-layers += [f"{{name: out, type: fully_connected, srclayers: {src}, num_output: 10}}",
-           "{name: loss, type: softmax_loss, srclayers: [out, data]}"]
-open(sys.argv[1], "w").write("model:\n  layers:\n" + "".join(f"    - {l}\n" for l in layers) +
-                             "train: {batch_size: 64, updater: momentum, learning_rate: 0.01, momentum: 0.9}\n")
-PY
+deep_mlp_job "$tmp/deep.yaml"
 budgets deep-mlp "$tmp/deep.yaml" "$fashion"
 over=$(field "$tmp/deep-mlp-least/w0.jsonl" done "r['device_memory']['step_bytes'] / r['device_memory']['budget_bytes']")
 python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) >= 3 else 1)" "$over" ||

@@ -1,6 +1,6 @@
 # Shared by the integration tests: sourced as `. lib.sh BUILD_DIR REPO_ROOT`.
 # Gives: $bin, $root, $tmp (removed at exit, with every process we started),
-# fail, ok, expect_failure, fresh_port, shards_for, field.
+# fail, ok, expect_failure, fresh_port, shards_for, deep_mlp_job, field.
 set -euo pipefail
 
 bin=$(cd "${1:?usage: TEST BUILD_DIR REPO_ROOT}" && pwd)
@@ -40,6 +40,23 @@ shards_for() {
   [[ -f "$dir/manifest.json" ]] ||
     "$bin/dl-shard" --dataset fashion-mnist --out "$dir" --shards "$1" >/dev/null
   echo "$dir"
+}
+
+# deep_mlp_job FILE: a deep MLP (twelve 512-unit layers, batch 64) written as
+# a job, whose step holds far more data than any one pass.
+deep_mlp_job() {
+  python3 - "$1" <<'PY'
+import sys
+layers, src = ["{name: data, type: data, shape: [1, 28, 28]}"], "data"
+for i in range(1, 13):
+    layers += [f"{{name: fc{i}, type: fully_connected, srclayers: {src}, num_output: 512}}",
+               f"{{name: relu{i}, type: relu, srclayers: fc{i}}}"]
+    src = f"relu{i}"
+layers += [f"{{name: out, type: fully_connected, srclayers: {src}, num_output: 10}}",
+           "{name: loss, type: softmax_loss, srclayers: [out, data]}"]
+open(sys.argv[1], "w").write("model:\n  layers:\n" + "".join(f"    - {l}\n" for l in layers) +
+                             "train: {batch_size: 64, updater: momentum, learning_rate: 0.01, momentum: 0.9}\n")
+PY
 }
 
 # rehash_manifest DIR FILE: records shard FILE's FNV-1a 64 in DIR/manifest.json

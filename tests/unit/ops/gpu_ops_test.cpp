@@ -177,6 +177,23 @@ struct Run {
   }
 };
 
+// A run's training passes on a host device of twice its step's data, their
+// ops sent to a HostAsGpu (the device made first: the manager frees into it).
+struct OnHostAsGpu {
+  std::unique_ptr<HostDevice> memory;
+  std::unique_ptr<StepMemory> step_memory;
+  HostAsGpu gpu;
+
+  explicit OnHostAsGpu(Run& run) {
+    StepOps ops = run.net->TrainingStepOps();
+    DeviceMemoryPlan placement;
+    REQUIRE(PlanDeviceMemory(ops, ops.TotalBytes() * 2, &placement).ok());
+    memory = std::make_unique<HostDevice>(ops.TotalBytes() * 2);
+    REQUIRE(StepMemory::Create(memory.get(), std::move(ops), std::move(placement), 5000, &step_memory).ok());
+    run.net->UseDeviceMemory(step_memory.get(), &gpu);
+  }
+};
+
 TEST_CASE("ScopedGpuOps makes its ops current for its scope and restores what was") {
   HostAsGpu a, b;
   CHECK(CurrentGpuOps() == nullptr);
@@ -199,14 +216,8 @@ TEST_CASE("a CNN's training passes on device memory with GPU ops send every op t
 
   Run device(plan);
   REQUIRE(CheckRunsOnGpu(*device.net).ok());
-  StepOps ops = device.net->TrainingStepOps();
-  DeviceMemoryPlan placement;
-  REQUIRE(PlanDeviceMemory(ops, ops.TotalBytes() * 2, &placement).ok());
-  HostDevice memory(ops.TotalBytes() * 2);
-  std::unique_ptr<StepMemory> step_memory;
-  REQUIRE(StepMemory::Create(&memory, std::move(ops), std::move(placement), 5000, &step_memory).ok());
-  HostAsGpu gpu;
-  device.net->UseDeviceMemory(step_memory.get(), &gpu);
+  OnHostAsGpu on(device);
+  HostAsGpu& gpu = on.gpu;
   device.Step();
 
   // The host's convolution runs on oneDNN where the build has it, the fake
@@ -241,14 +252,8 @@ TEST_CASE("a CNN's training passes on device memory with GPU ops send every op t
 TEST_CASE("an op that fails on the GPU stops the pass, naming the layer and the pass") {
   const Plan plan = MakePlan(kCnn);
   Run device(plan);
-  StepOps ops = device.net->TrainingStepOps();
-  DeviceMemoryPlan placement;
-  REQUIRE(PlanDeviceMemory(ops, ops.TotalBytes() * 2, &placement).ok());
-  HostDevice memory(ops.TotalBytes() * 2);
-  std::unique_ptr<StepMemory> step_memory;
-  REQUIRE(StepMemory::Create(&memory, std::move(ops), std::move(placement), 5000, &step_memory).ok());
-  HostAsGpu gpu;
-  device.net->UseDeviceMemory(step_memory.get(), &gpu);
+  OnHostAsGpu on(device);
+  HostAsGpu& gpu = on.gpu;
   gpu.fail_at = "pool forward";
   Status s = device.net->Forward(Phase::kTrain, 0);
   CHECK(s.message() == "pool forward: host-as-gpu: cudaErrorIllegalAddress");
