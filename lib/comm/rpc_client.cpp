@@ -71,20 +71,24 @@ int64_t NowMs() {
 
 }  // namespace
 
-void RpcClient::OnPipe(nng_pipe, nng_pipe_ev event, void* arg) {
+void RpcClient::OnPipe(nng_pipe pipe, nng_pipe_ev event, void* arg) {
   auto* c = static_cast<Connection*>(arg);
+  const uint32_t id = nng_pipe_id(pipe);
+  std::lock_guard<std::mutex> lock(c->mu);
   if (event == NNG_PIPE_EV_ADD_POST) {
-    ++c->pipes;
+    c->pipes.insert(id);
     c->ever = true;
-  } else if (--c->pipes == 0) {
+  } else if (c->pipes.erase(id) == 1 && c->pipes.empty()) {
     c->lost_at_ms = NowMs();
   }
 }
 
 std::string RpcClient::Gone() const {
-  const Connection& c = *connection_;
-  if (!c.ever || c.pipes > 0) return "";
+  Connection& c = *connection_;
+  std::unique_lock<std::mutex> lock(c.mu);
+  if (!c.ever || !c.pipes.empty()) return "";
   const int64_t down = NowMs() - c.lost_at_ms;
+  lock.unlock();
   if (down < std::chrono::duration_cast<std::chrono::milliseconds>(kLostAfter).count()) return "";
   return "server '" + endpoint_ + "' went away (its connection has been closed for " + std::to_string(down / 1000) +
          " s) while " + label_ + " waited for it to answer " + Pending();
