@@ -40,7 +40,7 @@ void RateLimitedLog::Log(const std::string& message) {
   std::string note;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    const auto now = std::chrono::steady_clock::now();
+    const auto now = clock_();
     if (logged_ >= burst_ && now - last_ < interval_) {
       ++suppressed_;
       ++suppressed_total_;

@@ -6,7 +6,6 @@
 
 #include <cstdio>
 #include <string>
-#include <thread>
 
 #include "core/log.h"
 #include "test_util.h"
@@ -39,18 +38,30 @@ TEST_CASE("a log line is the tool's name, the message and a newline") {
   SetLogName("shoal");
 }
 
+// The time a rate-limited log under test sees: moved by the test alone.
+std::chrono::steady_clock::time_point test_now{};
+std::chrono::steady_clock::time_point TestNow() { return test_now; }
+
 TEST_CASE("a rate-limited log keeps its burst, then one a interval, counting what it left out") {
-  RateLimitedLog log(3, std::chrono::milliseconds(200));
+  RateLimitedLog log(3, std::chrono::milliseconds(200), TestNow);
   const std::string first = Captured([&] {
-    for (int i = 0; i < 100; ++i) log.Log("refused " + std::to_string(i));
+    for (int i = 0; i < 100; ++i) {
+      log.Log("refused " + std::to_string(i));
+      test_now += std::chrono::milliseconds(1);
+    }
   });
   CHECK(Contains(first, "refused 0\n"));
   CHECK(Contains(first, "refused 2\n"));
   CHECK(!Contains(first, "refused 3\n"));
   CHECK(log.suppressed() == 97);
-  std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  test_now += std::chrono::milliseconds(102);  // at 202 ms: the interval since the burst's last line (at 2)
   const std::string later = Captured([&] { log.Log("refused again"); });
-  CHECK(Contains(later, "refused again (and 97 more like it left out)"));
+  CHECK(later == "shoal: refused again (and 97 more like it left out)\n");
+  test_now += std::chrono::milliseconds(199);
+  CHECK(Captured([&] { log.Log("refused once more"); }).empty());
+  test_now += std::chrono::milliseconds(1);
+  CHECK(Captured([&] { log.Log("refused at last"); }) == "shoal: refused at last (and 1 more like it left out)\n");
+  CHECK(log.suppressed() == 98);
 }
 
 TEST_CASE("a burst shorter than the interval is counted when the log is flushed, once") {

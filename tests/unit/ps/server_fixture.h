@@ -14,6 +14,7 @@
 #include <future>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "comm/rpc_client.h"
@@ -115,6 +116,17 @@ struct ServerFixture {
     REQUIRE(s.ok());
     run = std::async(std::launch::async, [this] { return server->Run(); });
     JoinWorkers(endpoint, plan);
+  }
+
+  // Waits until `n` requests wait at the server: what a test sent has been
+  // taken, however long a loaded machine makes that (a sleep would guess).
+  void WaitParked(size_t n) {
+    const auto deadline = std::chrono::steady_clock::now() + milliseconds(kClientTimeoutMs);
+    while (server->stats().parked != n) {
+      REQUIRE_MESSAGE(std::chrono::steady_clock::now() < deadline,
+                      "no " << n << " requests parked after " << kClientTimeoutMs << " ms");
+      std::this_thread::sleep_for(milliseconds(1));
+    }
   }
 
   // Asks the server to stop (unless it already has) and waits for Run().

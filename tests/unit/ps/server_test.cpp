@@ -29,7 +29,7 @@ TEST_CASE("a server that stops answers the requests still waiting, naming why") 
   REQUIRE(waiting->Send(f.Header(MsgType::kGet, 1, 0), {}).ok());
   Reply reply;
   auto answer = std::async(std::launch::async, [&] { return waiting->Receive(&reply); });
-  std::this_thread::sleep_for(milliseconds(50));
+  f.WaitParked(1);
   CHECK(f.Stop().ok());
   Status s = answer.get();
   INFO(s.ToString());
@@ -48,7 +48,7 @@ TEST_CASE("no peer holds the request slots: a read far ahead is refused at once,
     tools.push_back(Connect(f));
     REQUIRE(tools.back()->Send(f.Header(MsgType::kGet, 1, kToolSender), {}).ok());
   }
-  std::this_thread::sleep_for(milliseconds(100));
+  f.WaitParked(4);
   s = Connect(f)->Call(f.Header(MsgType::kGet, 1, kToolSender), {}, &reply);
   CHECK(Contains(s.message(), "has 4 requests waiting already"));
   // The workers still get through: their step completes and their reads are answered.
@@ -284,7 +284,7 @@ TEST_CASE("a worker that rejoins replaces what its old life left waiting: its do
   {
     auto old = Connect(f);
     REQUIRE(old->Send(f.Header(MsgType::kDone, 0, 0), {}).ok());
-    std::this_thread::sleep_for(milliseconds(100));
+    f.WaitParked(1);
   }  // incarnation 100 dies with its done parked
   auto fresh = Connect(f);
   Status s;

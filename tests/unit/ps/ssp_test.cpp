@@ -71,6 +71,7 @@ TEST_CASE("ssp: a worker ahead parks exactly when the slowest clock is below its
   REQUIRE(fast->Send(f.Header(MsgType::kUpdateGet, 2, 0), MakeGrads(0, 2).Entries()).ok());
   Reply parked;
   auto answer = std::async(std::launch::async, [&] { return fast->Receive(&parked); });
+  f.WaitParked(1);
   CHECK(answer.wait_for(milliseconds(200)) == std::future_status::timeout);
   ServerStats stats = f.server->stats();
   CHECK(stats.ssp_waits == 1);
@@ -100,6 +101,7 @@ TEST_CASE("ssp: slack 0 reads what bsp would, a done worker holds nobody back, a
   // Worker 0's read at clock 1 waits for worker 1's update of step 0.
   REQUIRE(worker0->Send(f.Header(MsgType::kUpdateGet, 0, 0), MakeGrads(0, 0).Entries()).ok());
   auto answer = std::async(std::launch::async, [&] { return worker0->Receive(&reply0); });
+  f.WaitParked(1);
   CHECK(answer.wait_for(milliseconds(200)) == std::future_status::timeout);
   REQUIRE(worker1->Call(f.Header(MsgType::kUpdateGet, 0, 1), MakeGrads(1, 0).Entries(), &reply1).ok());
   REQUIRE(answer.wait_for(milliseconds(kTimeoutMs)) == std::future_status::ready);
@@ -113,7 +115,7 @@ TEST_CASE("ssp: slack 0 reads what bsp would, a done worker holds nobody back, a
   // Worker 1 is done at clock 1; worker 0 reads at clock 2 at once.
   REQUIRE(worker1->Send(f.Header(MsgType::kDone, 0, 1), {}).ok());
   auto done1 = std::async(std::launch::async, [&] { return worker1->Receive(&reply1); });
-  std::this_thread::sleep_for(milliseconds(50));
+  f.WaitParked(1);
   REQUIRE(worker0->Call(f.Header(MsgType::kUpdateGet, 1, 0), MakeGrads(0, 1).Entries(), &reply0).ok());
   CHECK(reply0.view().header.step == 3);
   CHECK(f.server->stats().ssp_waits == 1);
@@ -135,6 +137,7 @@ TEST_CASE("ssp, layer by layer: a worker's clock moves once its step's every lay
   REQUIRE(w0_fc->Send(f.Header(MsgType::kUpdateGet, 0, 0), MakeLayerGrads(0, 0).Entries(kFc)).ok());
   Reply r0, r0_fc, r1;
   auto top = std::async(std::launch::async, [&] { return w0->Receive(&r0); });
+  f.WaitParked(2);
   CHECK(top.wait_for(milliseconds(200)) == std::future_status::timeout);
   CHECK(f.server->stats().updates_from == std::vector<uint64_t>{1, 0});
   CHECK(f.server->stats().ssp_waits == 2);
