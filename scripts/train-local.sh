@@ -337,6 +337,7 @@ while ((${#name_of[@]} > 0)); do
         if [[ "${name_of[$pid]}" == server* ]] && ! running "$pid"; then
           why="$name gave up on it: exit $status"
           name=${name_of[$pid]}
+          break
         fi
       done
     fi

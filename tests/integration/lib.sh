@@ -1,6 +1,6 @@
 # Shared by the integration tests: sourced as `. lib.sh BUILD_DIR REPO_ROOT`.
 # Gives: $bin, $root, $tmp (removed at exit, with every process we started),
-# fail, ok, expect_failure, fresh_port, shards_for, deep_mlp_job, field.
+# fail, ok, expect_failure, fresh_port, shards_for, run_logs, deep_mlp_job, field.
 set -euo pipefail
 
 bin=$(cd "${1:?usage: TEST BUILD_DIR REPO_ROOT}" && pwd)
@@ -40,6 +40,16 @@ shards_for() {
   [[ -f "$dir/manifest.json" ]] ||
     "$bin/dl-shard" --dataset fashion-mnist --out "$dir" --shards "$1" >/dev/null
   echo "$dir"
+}
+
+# run_logs DIR: the last lines of every process log of a train-local run,
+# for a failure's message (what each process said before the run went wrong).
+run_logs() {
+  local log
+  for log in "$1"/*.log; do
+    [[ -f "$log" ]] && printf '\n--- %s:\n%s' "${log##*/}" "$(tail -n 6 "$log")"
+  done
+  return 0
 }
 
 # deep_mlp_job FILE: a deep MLP (twelve 512-unit layers, batch 64) written as
