@@ -132,7 +132,7 @@ Status WriteShards(const ShardSpec& spec, Manifest* manifest) {
     for (uint64_t i = 0; i < n; ++i) dealt[i % shards].push_back(order[i]);
   }
   for (uint64_t k = 0; k < shards; ++k) {
-    char name[32];
+    char name[40];  // room for any 64-bit shard number
     std::snprintf(name, sizeof name, "train-%05llu.shard", static_cast<unsigned long long>(k));
     ShardInfo info;
     SHOAL_RETURN_IF_ERROR(WriteShardFile(spec, name, m.record_shape, spec.train_images,
