@@ -9,6 +9,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -80,7 +82,10 @@ class RpcServer {
   PipeClosed closed_;
   std::vector<Slot> slots_;
   std::atomic<int> replies_in_flight_{0};
-  std::atomic<int> clients_{0};
+  // The clients' pipes, by id (NNG may report a pipe removed that it never
+  // reported added: a count would drift below the truth).
+  std::mutex pipes_mu_;
+  std::set<uint32_t> pipes_;
   std::atomic<uint64_t> bytes_received_{0}, bytes_sent_{0};
   TimeSum decoding_, encoding_;
 };
