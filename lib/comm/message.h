@@ -40,7 +40,8 @@ enum class MsgType : uint16_t {
   kSync = 12,     // between server groups: a server's values, which the receiver averages with its own
   kReply = 100,   // success; entries for a get
   kError = 101,   // failure; text says why
-  kWait = 102,    // not yet: ask again (a done before every worker is); text says what is awaited
+  kWait = 102,    // not yet: ask again (a done before every worker is, a join while the id's old life
+                  // still counts as connected); text says why
   kTimedOut = 103, // a read waited its deadline at the server; text says for what (which workers)
 };
 constexpr size_t kMsgTypeCount = 16;

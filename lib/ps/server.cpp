@@ -117,7 +117,9 @@ void ParameterServer::Watch(std::chrono::steady_clock::time_point now) {
   // A done parked that long is told to ask again: its worker hears that the
   // server lives while the others train on, however long they take.
   parked_.Expire(now, [&](const ParkedRequests::Parked& p) {
-    if (p.done) return ReplyWait(p.slot);
+    if (p.done)
+      return ReplyWait(p.slot, std::to_string(table_->done_count()) + " of " + std::to_string(config_.served) +
+                                   " workers done");
     const std::string awaited = model_->Awaited(*table_, p.read);
     ReplyTimedOut(p.slot, "waited " + std::to_string(config_.timeout_ms) + " ms for version " +
                               std::to_string(p.read.at) + "; the table is at " + std::to_string(table_->version()) +
@@ -345,10 +347,13 @@ void ParameterServer::HandleJoin(int slot, const MessageView& req, uint32_t pipe
   WorkerLife& life = lives_[sender];
   if (incarnation == 0) return ReplyError(slot, "worker " + std::to_string(sender) + " joins without an incarnation");
   if (life.incarnation != 0 && life.incarnation != incarnation) {
+    // Two processes claim the id, or the old life's connection has closed and
+    // the news has not reached us (NNG reports a closed pipe from a thread of
+    // its own, later under load): the joiner asks again for a while (RemoteTable::Join).
     if (life.connected)
-      return ReplyError(slot, "worker " + std::to_string(sender) + " is running already as incarnation " +
-                                  HexU64(life.incarnation) + " (still connected); refusing incarnation " +
-                                  HexU64(incarnation) + ": two processes claim to be worker " + std::to_string(sender));
+      return ReplyWait(slot, "worker " + std::to_string(sender) + " is running already as incarnation " +
+                                 HexU64(life.incarnation) + " (still connected); refusing incarnation " +
+                                 HexU64(incarnation) + ": two processes claim to be worker " + std::to_string(sender));
     Log("server " + std::to_string(config_.id) + ": worker " + std::to_string(sender) + " rejoins as incarnation " +
         HexU64(incarnation) + " (was " + HexU64(life.incarnation) + ")");
     // What the old life left waiting has nobody to answer, and would count against the new one's requests.
@@ -392,10 +397,9 @@ bool ParameterServer::RepeatedDone(const MsgHeader& header) const {
          table_->done()[header.sender];
 }
 
-void ParameterServer::ReplyWait(int slot) {
+void ParameterServer::ReplyWait(int slot, const std::string& why) {
   MsgHeader h{MsgType::kWait, config_.plan_hash_value, table_->version(), static_cast<uint32_t>(config_.id)};
-  rpc_.Reply(slot, h, {},
-             std::to_string(table_->done_count()) + " of " + std::to_string(config_.served) + " workers done");
+  rpc_.Reply(slot, h, {}, why);
 }
 
 void ParameterServer::ReplyTimedOut(int slot, const std::string& why) {

@@ -134,7 +134,9 @@ class ParameterServer {
   void ReplyParams(int slot, int worker, const std::vector<int>& layers, uint64_t step = ~0ull);
   void ReplyOk(int slot);
   void ReplyError(int slot, const std::string& why);
-  void ReplyWait(int slot);  // a parked done: not every worker is done yet
+  // Not yet, and why: a parked done (not every worker is done), or a join
+  // while the worker's previous life still counts as connected.
+  void ReplyWait(int slot, const std::string& why);
   void ReplyTimedOut(int slot, const std::string& why);  // a parked read past its deadline
   bool RepeatedDone(const MsgHeader& header) const;
   Status Resume();

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstring>
 #include <map>
+#include <thread>
 
 #include "core/fault_injection.h"
 #include "core/process.h"
@@ -182,13 +183,22 @@ Status RemoteTable::RoundTrip(MsgType type, uint64_t step, const std::vector<std
   for (size_t s = 0; s < clients_.size(); ++s) {
     Reply reply;
     SHOAL_RETURN_IF_ERROR(TimedReceive(clients_[s].get(), &reply));
-    // A server that answers `wait` lives but cannot answer yet: ask again,
-    // while its table moves (the other workers train) within timeout_ms.
+    // A server that answers `wait` lives but cannot answer yet: ask again —
+    // a done while its table moves (the other workers train) within
+    // timeout_ms, a join for kLostAfter.
     uint64_t version = reply.view().header.step;
-    auto moved = std::chrono::steady_clock::now();
+    const auto first_wait = std::chrono::steady_clock::now();
+    auto moved = first_wait;
     while (reply.view().header.type == MsgType::kWait) {
       const auto now = std::chrono::steady_clock::now();
-      if (reply.view().header.step != version) {
+      if (type == MsgType::kJoin) {
+        // The server still counts this worker's previous life as connected:
+        // its news of the end may lag, but not this long (another process has the id).
+        if (now - first_wait > RpcClient::kLostAfter)
+          return Status::InvalidArgument("server '" + plan_.servers[servers_[s]].endpoint + "' refused 'join' for " +
+                                         std::to_string(RpcClient::kLostAfter.count()) + " s: " + reply.view().text);
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      } else if (reply.view().header.step != version) {
         version = reply.view().header.step;
         moved = now;
       } else if (now - moved > std::chrono::milliseconds(timeout_ms_)) {

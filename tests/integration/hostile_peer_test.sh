@@ -4,8 +4,9 @@
 # or mutated requests (tests/tools/hostile_peer.cpp: truncated, lying lengths,
 # another plan's hash, wrong types, random bytes, impostor workers, far-future
 # reads) and holds 8 connections half-open. The run ends with the undisturbed
-# run's parameters, bit for bit; every hostile request is refused; the servers
-# log the refusals rate-limited and their memory stays bounded.
+# run's parameters, bit for bit; every hostile request is refused (a join as a
+# live worker is told to wait, never admitted); the servers log the refusals
+# rate-limited and their memory stays bounded.
 . "$(dirname "$0")/lib.sh"
 
 shards=$(shards_for 2)
@@ -54,10 +55,13 @@ import json, sys
 h = json.load(open(sys.argv[1]))
 stats = [json.loads(l) for l in open(sys.argv[2]) if l.startswith("{")][-1]
 n = int(sys.argv[3])
-# Every one answered with a refusal, but for reads (stats, parameters: anyone may read them).
-assert h["sent"] == n and h["refused"] + h["reads"] == n and h["answered"] == 0 and h["unanswered"] == 0, h
+# Every one answered with a refusal, but for reads (stats, parameters: anyone may read them)
+# and joins as a live worker (told to wait: never admitted while that worker is connected).
+assert h["sent"] == n and h["refused"] + h["waited"] + h["reads"] == n and h["answered"] == 0, h
+assert h["unanswered"] == 0 and h["waited"] <= n // 13 + 1, h
 assert stats["bad_requests"] >= h["refused"], stats["bad_requests"]
-print(f"  server refused {h['refused']} of {h['sent']} ({h['reads']} reads answered), counted {stats['bad_requests']} bad requests")
+print(f"  server refused {h['refused']} of {h['sent']} ({h['reads']} reads answered, {h['waited']} joins as a live "
+      f"worker told to wait), counted {stats['bad_requests']} bad requests")
 PY
     fail "server $s: $(cat "$tmp/attacked/hostile-$s.json")"
   lines=$(grep -c "refused" "$tmp/attacked/server-$s.log" || true)

@@ -3,9 +3,9 @@
 // plan's hash, wrong types, random bytes, impostor workers, far-future reads,
 // bad metrics — over NNG, and holds connections open half-way over raw TCP
 // (a frame announced and never sent, bytes one at a time). Prints one JSON
-// line: what it sent, how many were refused, answered as reads (stats and
-// parameters, which anyone may read), answered otherwise (a change taken: the
-// test fails), or not answered at all.
+// line: what it sent, how many were refused, told to wait (joins as a live
+// worker), answered as reads (stats and parameters, which anyone may read),
+// answered otherwise (a change taken: the test fails), or not answered at all.
 //   hostile_peer ENDPOINT PLAN_HASH_HEX COUNT SEED
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -124,7 +124,7 @@ int main(int argc, char** argv) {
   }
   nng_socket_set_ms(s, NNG_OPT_RECVTIMEO, 1000);
   nng_socket_set_ms(s, NNG_OPT_SENDTIMEO, 1000);
-  long refused = 0, unanswered = 0, answered = 0, reads = 0;
+  long refused = 0, waited = 0, unanswered = 0, answered = 0, reads = 0;
   std::string answered_kinds;  // kind:reply type:request type of the first few answered
   long sent = 0;
   for (long i = 0; i < count && unanswered < 3; ++i, ++sent) {  // a server that has gone answers nothing more
@@ -141,21 +141,24 @@ int main(int argc, char** argv) {
     }
     MessageView view;
     const bool decoded = Decode(static_cast<unsigned char*>(reply), size, &view).ok();
+    const int type = b.size() >= 8 ? b[6] | (b[7] << 8) : -1;
     if (decoded && view.header.type == MsgType::kError) ++refused;
-    else if (decoded && (view.header.type == MsgType::kStats ||
-                         (b.size() >= 8 && (b[6] | (b[7] << 8)) == static_cast<int>(MsgType::kGet))))
+    // A join of a live worker's id is told to wait (its old life's end may
+    // not have been heard yet), and never admitted while that life is connected.
+    else if (decoded && view.header.type == MsgType::kWait && type == static_cast<int>(MsgType::kJoin))
+      ++waited;
+    else if (decoded && (view.header.type == MsgType::kStats || type == static_cast<int>(MsgType::kGet)))
       ++reads;  // stats and parameters: anyone may read them
     else if (++answered <= 5)
       answered_kinds += (answered_kinds.empty() ? "" : ",") + std::to_string(i % 13) + ":" +
-                        (decoded ? MsgTypeName(view.header.type) : "?") + ":" +
-                        std::to_string(b.size() >= 8 ? b[6] | (b[7] << 8) : -1);
+                        (decoded ? MsgTypeName(view.header.type) : "?") + ":" + std::to_string(type);
     nng_free(reply, size);
     if (i % 500 == 0) half.Dribble();
   }
   nng_close(s);
   std::printf(
-      "{\"sent\": %ld, \"refused\": %ld, \"reads\": %ld, \"answered\": %ld, \"unanswered\": %ld, "
+      "{\"sent\": %ld, \"refused\": %ld, \"waited\": %ld, \"reads\": %ld, \"answered\": %ld, \"unanswered\": %ld, "
       "\"half_open\": %zu, \"answered_kinds\": \"%s\"}\n",
-      sent, refused, reads, answered, unanswered, half.fds.size(), answered_kinds.c_str());
+      sent, refused, waited, reads, answered, unanswered, half.fds.size(), answered_kinds.c_str());
   return 0;
 }

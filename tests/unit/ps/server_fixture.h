@@ -169,6 +169,22 @@ inline std::unique_ptr<RpcClient> Connect(const ServerFixture& f, int timeout_ms
   return client;
 }
 
+// Worker `worker` joins as `incarnation` on a fresh connection, asking again
+// while the server answers `wait` (the id's old life not yet heard to have
+// ended), as RemoteTable::Join does: the reply is the join's answer.
+inline void JoinAs(const ServerFixture& f, uint32_t worker, uint64_t incarnation, Reply* reply) {
+  const auto deadline = std::chrono::steady_clock::now() + milliseconds(kClientTimeoutMs);
+  for (;;) {
+    Status s = Connect(f)->Call({MsgType::kJoin, f.plan.hash_value(), kJoinWhereTheServerIs, worker, incarnation},
+                                {}, reply);
+    INFO(s.ToString());
+    REQUIRE(s.ok());
+    if (reply->view().header.type != MsgType::kWait) return;
+    REQUIRE_MESSAGE(std::chrono::steady_clock::now() < deadline, "still told to wait: " << reply->view().text);
+    std::this_thread::sleep_for(milliseconds(20));
+  }
+}
+
 inline std::vector<float> EntryValues(const Reply& reply, uint32_t key) {
   for (const auto& e : reply.view().entries)
     if (e.key == key) {

@@ -286,14 +286,9 @@ TEST_CASE("a worker that rejoins replaces what its old life left waiting: its do
     REQUIRE(old->Send(f.Header(MsgType::kDone, 0, 0), {}).ok());
     f.WaitParked(1);
   }  // incarnation 100 dies with its done parked
+  JoinAs(f, 0, 777, &reply);
+  REQUIRE(reply.view().header.type == MsgType::kReply);
   auto fresh = Connect(f);
-  Status s;
-  for (int i = 0; i < 50; ++i) {
-    s = fresh->Call({MsgType::kJoin, f.plan.hash_value(), kJoinWhereTheServerIs, 0, 777}, {}, &reply);
-    if (s.ok()) break;
-    std::this_thread::sleep_for(milliseconds(20));  // the closed connection's news may lag
-  }
-  REQUIRE(s.ok());
   REQUIRE(fresh->Send({MsgType::kDone, f.plan.hash_value(), 0, 0, 777}, {}).ok());
   REQUIRE(Connect(f)->Call(f.Header(MsgType::kDone, 0, 1), {}, &reply).ok());
   REQUIRE(fresh->Receive(&reply).ok());
@@ -306,20 +301,19 @@ TEST_CASE("incarnations: a live worker's id cannot be joined again; once a new o
   ServerFixture f("bsp");  // workers 0 and 1 joined as incarnations 100 and 101
   Reply reply;
   {
-    // Worker 0's incarnation 100 is connected: a second process as worker 0 is refused.
+    // Worker 0's incarnation 100 is connected: a second process as worker 0
+    // is told to wait (RemoteTable::Join gives up after a few seconds).
     auto old = Connect(f), impostor = Connect(f);
     REQUIRE(Update(old.get(), f, 0, 0, MakeGrads(0, 0), &reply).ok());
-    Status s = impostor->Call({MsgType::kJoin, f.plan.hash_value(), kJoinWhereTheServerIs, 0, 777}, {}, &reply);
-    CHECK(Contains(s.message(), "worker 0 is running already as incarnation 0000000000000064 (still connected); "
-                                "refusing incarnation 0000000000000309"));
+    REQUIRE(impostor->Call({MsgType::kJoin, f.plan.hash_value(), kJoinWhereTheServerIs, 0, 777}, {}, &reply).ok());
+    CHECK(reply.view().header.type == MsgType::kWait);
+    CHECK(reply.view().text == "worker 0 is running already as incarnation 0000000000000064 (still connected); "
+                               "refusing incarnation 0000000000000309: two processes claim to be worker 0");
   }
-  // Both connections closed: incarnation 777 may join, and 100's requests are refused from then on.
-  for (int i = 0; i < 50; ++i) {
-    auto fresh = Connect(f);
-    Status s = fresh->Call({MsgType::kJoin, f.plan.hash_value(), kJoinWhereTheServerIs, 0, 777}, {}, &reply);
-    if (s.ok()) break;
-    std::this_thread::sleep_for(milliseconds(20));  // the closed connection's news may lag
-  }
+  // Both connections closed: incarnation 777 may join (once the server has
+  // heard), and 100's requests are refused from then on.
+  JoinAs(f, 0, 777, &reply);
+  CHECK(reply.view().header.type == MsgType::kReply);
   CHECK(reply.view().header.step == 0);
   Status s = Update(Connect(f).get(), f, 0, 0, MakeGrads(0, 0), &reply);
   CHECK(Contains(s.message(), "a request of incarnation 0000000000000064 of worker 0, which is now incarnation "

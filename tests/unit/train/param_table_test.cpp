@@ -80,8 +80,8 @@ template <typename Fn>
 void BothWorkers(Fn fn) {
   auto w0 = std::async(std::launch::async, fn, 0);
   auto w1 = std::async(std::launch::async, fn, 1);
-  REQUIRE(w0.wait_for(std::chrono::seconds(5)) == std::future_status::ready);
-  REQUIRE(w1.wait_for(std::chrono::seconds(5)) == std::future_status::ready);
+  REQUIRE(w0.wait_for(std::chrono::milliseconds(kClientTimeoutMs)) == std::future_status::ready);
+  REQUIRE(w1.wait_for(std::chrono::milliseconds(kClientTimeoutMs)) == std::future_status::ready);
   const Status s0 = w0.get(), s1 = w1.get();
   INFO("worker 0: " << s0.ToString() << "; worker 1: " << s1.ToString());
   REQUIRE(s0.ok());
@@ -198,6 +198,43 @@ TEST_CASE("remote table: a server that is not there makes join fail within the t
   CHECK(s.code() == Status::Code::kTimeout);
   CHECK(Contains(s.message(), options.endpoints[0]));
   CHECK(waited < 2.5);
+}
+
+TEST_CASE("remote table: a join waits until the id's old life is heard to have ended; a second live process gives up") {
+  ServerFixture f("bsp");  // workers 0 and 1 joined as incarnations 100 and 101
+  Reply reply;
+  // Incarnation 100 of worker 0 is connected; 777 joins as worker 0 and is
+  // told to wait, until 100's connection closes.
+  auto old = Connect(f);
+  REQUIRE(Update(old.get(), f, 0, 0, MakeGrads(0, 0), &reply).ok());
+  Replica r0(f.plan);
+  RemoteTable restarted(f.plan, 0, r0.Pointers(), kClientTimeoutMs, 777);
+  REQUIRE(restarted.Connect().ok());
+  uint64_t step = 99;
+  auto joined = std::async(std::launch::async, [&] { return restarted.Join(&step); });
+  CHECK(joined.wait_for(milliseconds(300)) == std::future_status::timeout);
+  old.reset();
+  REQUIRE(joined.wait_for(milliseconds(kClientTimeoutMs)) == std::future_status::ready);
+  const Status s = joined.get();
+  INFO(s.ToString());
+  CHECK(s.ok());
+  CHECK(step == 0);
+
+  // Incarnation 101 of worker 1 stays connected: 555 gives up after 5 s, naming both.
+  auto live = Connect(f);
+  REQUIRE(Update(live.get(), f, 0, 1, MakeGrads(1, 0), &reply).ok());
+  Replica r1(f.plan);
+  RemoteTable impostor(f.plan, 1, r1.Pointers(), kClientTimeoutMs, 555);
+  REQUIRE(impostor.Connect().ok());
+  const auto t0 = std::chrono::steady_clock::now();
+  const Status refused = impostor.Join(&step);
+  const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  CHECK(refused.code() == Status::Code::kInvalidArgument);
+  CHECK(refused.message() == "server '" + f.endpoint + "' refused 'join' for 5 s: worker 1 is running already as "
+                             "incarnation 0000000000000065 (still connected); refusing incarnation "
+                             "000000000000022b: two processes claim to be worker 1");
+  CHECK(waited >= 5.0);
+  CHECK(f.Stop().ok());
 }
 
 // A stand-in for a net's layer: the lanes know layers by name only.
