@@ -62,36 +62,20 @@ Status RpcClient::Share(std::unique_ptr<RpcClient>* other) const {
   return Status::Ok();
 }
 
-namespace {
-
-int64_t NowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
-}  // namespace
-
 void RpcClient::OnPipe(nng_pipe pipe, nng_pipe_ev event, void* arg) {
   auto* c = static_cast<Connection*>(arg);
-  const uint32_t id = nng_pipe_id(pipe);
-  std::lock_guard<std::mutex> lock(c->mu);
-  if (event == NNG_PIPE_EV_ADD_POST) {
-    c->pipes.insert(id);
-    c->ever = true;
-  } else if (c->pipes.erase(id) == 1 && c->pipes.empty()) {
-    c->lost_at_ms = NowMs();
-  }
+  const auto id = static_cast<uint32_t>(nng_pipe_id(pipe));
+  if (event == NNG_PIPE_EV_ADD_POST)
+    c->pipes.Added(id);
+  else
+    c->pipes.Removed(id);
 }
 
 std::string RpcClient::Gone() const {
-  Connection& c = *connection_;
-  std::unique_lock<std::mutex> lock(c.mu);
-  if (!c.ever || !c.pipes.empty()) return "";
-  const int64_t down = NowMs() - c.lost_at_ms;
-  lock.unlock();
-  if (down < std::chrono::duration_cast<std::chrono::milliseconds>(kLostAfter).count()) return "";
-  return "server '" + endpoint_ + "' went away (its connection has been closed for " + std::to_string(down / 1000) +
-         " s) while " + label_ + " waited for it to answer " + Pending();
+  const std::chrono::milliseconds down = connection_->pipes.EmptyFor();
+  if (down < kLostAfter) return "";
+  return "server '" + endpoint_ + "' went away (its connection has been closed for " +
+         std::to_string(down.count() / 1000) + " s) while " + label_ + " waited for it to answer " + Pending();
 }
 
 void RpcClient::OnAio(void* arg) {

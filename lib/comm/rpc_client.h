@@ -11,12 +11,12 @@
 #include <condition_variable>
 #include <memory>
 #include <mutex>
-#include <set>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "comm/message.h"
+#include "comm/pipe_set.h"
 #include "comm/spare_message.h"
 #include "comm/tls.h"
 #include "core/status.h"
@@ -93,14 +93,7 @@ class RpcClient {
   // The socket and its dialer, shared by the clients Share makes.
   struct Connection {
     nng_socket socket = NNG_SOCKET_INITIALIZER;
-    // Its pipes (by id: NNG may report a pipe removed that it never
-    // reported added, one closed mid-handshake, which a count would take
-    // for a live one lost), whether it has been connected, and since when
-    // it has not been (a server that went away is given kLostAfter to come back).
-    std::mutex mu;
-    std::set<uint32_t> pipes;
-    bool ever = false;
-    int64_t lost_at_ms = 0;
+    PipeSet pipes;  // a server that went away is given kLostAfter to come back
     ~Connection() { nng_close(socket); }
   };
   static void OnPipe(nng_pipe pipe, nng_pipe_ev event, void* arg);

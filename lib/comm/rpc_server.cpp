@@ -115,24 +115,14 @@ void RpcServer::Reply(int index, const MsgHeader& header, const std::vector<Entr
 void RpcServer::OnPipe(nng_pipe pipe, nng_pipe_ev event, void* arg) {
   auto* server = static_cast<RpcServer*>(arg);
   const auto id = static_cast<uint32_t>(nng_pipe_id(pipe));
-  {
-    std::lock_guard<std::mutex> lock(server->pipes_mu_);
-    if (event == NNG_PIPE_EV_ADD_POST) {
-      server->pipes_.insert(id);
-      return;
-    }
-    server->pipes_.erase(id);
-  }
+  if (event == NNG_PIPE_EV_ADD_POST) return server->pipes_.Added(id);
+  server->pipes_.Removed(id);
   if (server->closed_) server->closed_(id);
 }
 
 void RpcServer::Drain(int timeout_ms, int linger_ms) {
   for (int waited = 0; replies_in_flight_ > 0 && waited < timeout_ms; waited += 5) nng_msleep(5);
-  auto any_client = [this] {
-    std::lock_guard<std::mutex> lock(pipes_mu_);
-    return !pipes_.empty();
-  };
-  for (int waited = 0; any_client() && waited < linger_ms; waited += 5) nng_msleep(5);
+  for (int waited = 0; !pipes_.Empty() && waited < linger_ms; waited += 5) nng_msleep(5);
 }
 
 void RpcServer::Close() {

@@ -9,12 +9,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
-#include <mutex>
-#include <set>
 #include <string>
 #include <vector>
 
 #include "comm/message.h"
+#include "comm/pipe_set.h"
 #include "comm/spare_message.h"
 #include "comm/tls.h"
 #include "core/status.h"
@@ -55,6 +54,9 @@ class RpcServer {
   // client that is still reading could cut its last reply short.
   void Drain(int timeout_ms, int linger_ms);
   void Close();
+  // Whether connection `pipe` has closed: a request can be handled after its
+  // connection's close was (its peer sent and died), and must not make it live again.
+  bool Closed(uint32_t pipe) const { return pipes_.Closed(pipe); }
   // Bytes of every request read and every reply handed to NNG, headers included.
   uint64_t bytes_received() const { return bytes_received_; }
   uint64_t bytes_sent() const { return bytes_sent_; }
@@ -82,10 +84,7 @@ class RpcServer {
   PipeClosed closed_;
   std::vector<Slot> slots_;
   std::atomic<int> replies_in_flight_{0};
-  // The clients' pipes, by id (NNG may report a pipe removed that it never
-  // reported added: a count would drift below the truth).
-  std::mutex pipes_mu_;
-  std::set<uint32_t> pipes_;
+  PipeSet pipes_;
   std::atomic<uint64_t> bytes_received_{0}, bytes_sent_{0};
   TimeSum decoding_, encoding_;
 };

@@ -337,7 +337,7 @@ std::string ParameterServer::Impostor(const MessageView& req, uint32_t pipe) {
     return "a request of incarnation " + HexU64(req.header.incarnation) + " of worker " + std::to_string(sender) +
            ", which is now incarnation " + HexU64(life.incarnation) + " (an old life of it, or another process)";
   life.pipe = pipe;
-  life.connected = true;
+  life.connected = !rpc_.Closed(pipe);
   return "";
 }
 
@@ -361,7 +361,7 @@ void ParameterServer::HandleJoin(int slot, const MessageView& req, uint32_t pipe
       ReplyError(p.slot, "worker " + std::to_string(sender) + " rejoined as incarnation " + HexU64(incarnation));
     });
   }
-  life = {incarnation, pipe, true};
+  life = {incarnation, pipe, !rpc_.Closed(pipe)};
   any_joined_ = true;
   // The values as of the step it is to train: the server's own, or the one
   // the worker asks for (where another server is, after a crash between sends).

@@ -1,0 +1,40 @@
+#include "comm/pipe_set.h"
+
+namespace shoal {
+
+void PipeSet::Added(uint32_t pipe) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (removed_.count(pipe)) return;  // closed before its addition was reported
+  open_.insert(pipe);
+  ever_ = true;
+}
+
+void PipeSet::Removed(uint32_t pipe) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (removed_.insert(pipe).second) {
+    removed_order_.push_back(pipe);
+    if (removed_order_.size() > kRemembered) {
+      removed_.erase(removed_order_.front());
+      removed_order_.pop_front();
+    }
+  }
+  if (open_.erase(pipe) == 1 && open_.empty()) empty_since_ = std::chrono::steady_clock::now();
+}
+
+bool PipeSet::Empty() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return open_.empty();
+}
+
+bool PipeSet::Closed(uint32_t pipe) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return removed_.count(pipe) > 0;
+}
+
+std::chrono::milliseconds PipeSet::EmptyFor() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!ever_ || !open_.empty()) return std::chrono::milliseconds(0);
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - empty_since_);
+}
+
+}  // namespace shoal
