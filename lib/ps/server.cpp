@@ -350,10 +350,13 @@ void ParameterServer::HandleJoin(int slot, const MessageView& req, uint32_t pipe
     // Two processes claim the id, or the old life's connection has closed and
     // the news has not reached us (NNG reports a closed pipe from a thread of
     // its own, later under load): the joiner asks again for a while (RemoteTable::Join).
-    if (life.connected)
-      return ReplyWait(slot, "worker " + std::to_string(sender) + " is running already as incarnation " +
-                                 HexU64(life.incarnation) + " (still connected); refusing incarnation " +
-                                 HexU64(incarnation) + ": two processes claim to be worker " + std::to_string(sender));
+    if (life.connected) {
+      const std::string why = "worker " + std::to_string(sender) + " is running already as incarnation " +
+                              HexU64(life.incarnation) + " (still connected); refusing incarnation " +
+                              HexU64(incarnation) + ": two processes claim to be worker " + std::to_string(sender);
+      refusals_.Log("server " + std::to_string(config_.id) + " told a join to wait: " + why);
+      return ReplyWait(slot, why);
+    }
     Log("server " + std::to_string(config_.id) + ": worker " + std::to_string(sender) + " rejoins as incarnation " +
         HexU64(incarnation) + " (was " + HexU64(life.incarnation) + ")");
     // What the old life left waiting has nobody to answer, and would count against the new one's requests.

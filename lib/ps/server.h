@@ -26,9 +26,10 @@
 // the step it was in: an update of a layer's step already taken in is
 // dropped and answered as the first one was, so nothing is applied twice.
 // Each life of a worker process has an incarnation (every request carries
-// it): a join of a new one while the old one is still connected is refused
-// (two processes claiming one worker id), and once it has joined, requests
-// of the old one are. A server whose workers have all been gone for
+// it): a join of a new one while the old one is still connected is told to
+// wait (the old connection's close may not have been heard yet; the joiner
+// gives up after a few seconds: two processes claim one worker id), and once
+// it has joined, requests of the old one are refused. A server whose workers have all been gone for
 // cluster.lease_ms stops: their supervisor has died, and nobody is coming.
 // A worker's `done` waits until every worker is done and is answered with
 // the final parameters; then the server checkpoints and exits. Meanwhile it

@@ -5,8 +5,10 @@
 #include <cstring>
 #include <map>
 #include <thread>
+#include <utility>
 
 #include "core/fault_injection.h"
+#include "core/log.h"
 #include "core/process.h"
 #include "plan/partition.h"
 #include "ps/param_init.h"
@@ -180,29 +182,36 @@ Status RemoteTable::RoundTrip(MsgType type, uint64_t step, const std::vector<std
     return TimedSend(clients_[s].get(), h, entries, text);
   };
   for (size_t s = 0; s < clients_.size(); ++s) SHOAL_RETURN_IF_ERROR(send_to(s));
+  // A join is told to wait while a server still counts this worker's previous
+  // life as connected: its news of that life's end may lag, but not past
+  // kLostAfter (then another process has the id).
+  const auto join_deadline = std::chrono::steady_clock::now() + RpcClient::kLostAfter;
+  bool join_waited = false;
   for (size_t s = 0; s < clients_.size(); ++s) {
     Reply reply;
     SHOAL_RETURN_IF_ERROR(TimedReceive(clients_[s].get(), &reply));
     // A server that answers `wait` lives but cannot answer yet: ask again —
     // a done while its table moves (the other workers train) within
-    // timeout_ms, a join for kLostAfter.
+    // timeout_ms, a join until join_deadline.
     uint64_t version = reply.view().header.step;
-    const auto first_wait = std::chrono::steady_clock::now();
-    auto moved = first_wait;
+    auto moved = std::chrono::steady_clock::now();
     while (reply.view().header.type == MsgType::kWait) {
       const auto now = std::chrono::steady_clock::now();
+      const std::string& endpoint = plan_.servers[servers_[s]].endpoint;
       if (type == MsgType::kJoin) {
-        // The server still counts this worker's previous life as connected:
-        // its news of the end may lag, but not this long (another process has the id).
-        if (now - first_wait > RpcClient::kLostAfter)
-          return Status::InvalidArgument("server '" + plan_.servers[servers_[s]].endpoint + "' refused 'join' for " +
+        if (now > join_deadline)
+          return Status::InvalidArgument("server '" + endpoint + "' refused 'join' for " +
                                          std::to_string(RpcClient::kLostAfter.count()) + " s: " + reply.view().text);
+        if (!std::exchange(join_waited, true))
+          Log("worker " + std::to_string(worker_) + ": server '" + endpoint + "' says '" + reply.view().text +
+              "'; asking again for up to " + std::to_string(RpcClient::kLostAfter.count()) +
+              " s (the server may not have heard yet that the previous life ended)");
         std::this_thread::sleep_for(std::chrono::milliseconds(20));
       } else if (reply.view().header.step != version) {
         version = reply.view().header.step;
         moved = now;
       } else if (now - moved > std::chrono::milliseconds(timeout_ms_)) {
-        return Status::Timeout("server '" + plan_.servers[servers_[s]].endpoint + "' has stayed at version " +
+        return Status::Timeout("server '" + endpoint + "' has stayed at version " +
                                std::to_string(version) + " for " + std::to_string(timeout_ms_) + " ms answering " +
                                MsgTypeName(type) + " with 'wait' (" + reply.view().text + ")");
       }
@@ -271,6 +280,10 @@ Status RemoteTable::Join(uint64_t* step) {
     SHOAL_RETURN_IF_ERROR(
         clients_[s]->Call({MsgType::kJoin, plan_hash_, *step, static_cast<uint32_t>(worker_), incarnation_}, {},
                           &reply));
+    if (reply.view().header.type != MsgType::kReply)  // another life took the id since the first join
+      return Status::InvalidArgument("server '" + clients_[s]->endpoint() + "' answered the join at step " +
+                                     std::to_string(*step) + " with '" + MsgTypeName(reply.view().header.type) +
+                                     "': " + reply.view().text);
     SHOAL_RETURN_IF_ERROR(Absorb(static_cast<int>(s), reply.view(), pieces_[s], Take::kValues));
   }
   return Status::Ok();

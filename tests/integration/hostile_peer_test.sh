@@ -77,4 +77,4 @@ done
 "$bin/dl-ckpt" diff "$tmp/calm.ckpt" "$tmp/attacked.ckpt" >"$tmp/diff.json"
 python3 -c 'import json,sys; d = json.load(open(sys.argv[1])); sys.exit(0 if d["max_abs"] == 0.0 and d["step_b"] == 3000 else 1)' \
   "$tmp/diff.json" || fail "the attacked run's parameters differ: $(head -c 300 "$tmp/diff.json")"
-ok "$requests hostile requests to each of 2 servers during a BSP run: all refused, rate-limited logs, bounded memory, parameters bit for bit"
+ok "$requests hostile requests to each of 2 servers during a BSP run: all refused (joins as a live worker told to wait), rate-limited logs, bounded memory, parameters bit for bit"
