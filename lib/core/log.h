@@ -24,10 +24,11 @@ void Log(const std::string& message);
 class RateLimitedLog {
  public:
   using Clock = std::chrono::steady_clock::time_point (*)();
+  static std::chrono::steady_clock::time_point SteadyNow() { return std::chrono::steady_clock::now(); }
   // `clock` is the time the intervals are measured in (a test's own, where
   // the steady clock's would make what is left out depend on the machine's load).
   explicit RateLimitedLog(int burst = 10, std::chrono::milliseconds interval = std::chrono::seconds(1),
-                          Clock clock = std::chrono::steady_clock::now)
+                          Clock clock = SteadyNow)
       : burst_(burst), interval_(interval), clock_(clock) {}
   void Log(const std::string& message);
   // Says how many were left out since the last line, where any were: at the

@@ -17,10 +17,10 @@ train() {  # train NAME SERVERS [override...]: runs train-local in the backgroun
   SHOAL_BIN=$bin RUN_DIR=$tmp/$name RETRIES=10 "$root/scripts/train-local.sh" "$root/configs/fashion-mlp.yaml" \
     "${job[@]}" cluster.nservers_per_group="$servers" "$@" >"$tmp/$name.out" 2>"$tmp/$name.err" &
 }
-wait_for_step() {  # wait_for_step NAME STEP: until worker 0 reports STEP (or the run ends)
+wait_for_step() {  # wait_for_step NAME STEP RUNNER: until worker 0 reports STEP (or the run ends)
   # However slow a loaded machine makes the run: ctest's timeout bounds it.
   until [[ -f "$tmp/$1/worker-0.jsonl" ]] && grep -q "\"step\":$2," "$tmp/$1/worker-0.jsonl"; do
-    [[ -f "$tmp/$1/run.json" ]] && return 1
+    kill -0 "$3" 2>/dev/null || return 1
     sleep 0.02
   done
 }
@@ -75,7 +75,7 @@ kill_randomly() {
   train "$name" "$servers"
   runner=$!
   for step in $(python3 -c "import random; print(*sorted(random.sample(range($first, $last, 10), $count)))"); do
-    wait_for_step "$name" "$step" || break
+    wait_for_step "$name" "$step" "$runner" || break
     victim=$((RANDOM % 2))
     pkill -9 -f "$kind --plan $tmp/$name/plan.json --id $victim " && kills+=("${kind#dl-} $victim at ~$step")
     sleep "$pause"

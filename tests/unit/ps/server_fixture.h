@@ -122,9 +122,10 @@ struct ServerFixture {
   // taken, however long a loaded machine makes that (a sleep would guess).
   void WaitParked(size_t n) {
     const auto deadline = std::chrono::steady_clock::now() + milliseconds(kClientTimeoutMs);
-    while (server->stats().parked != n) {
+    size_t parked;
+    while ((parked = server->stats().parked) != n) {
       REQUIRE_MESSAGE(std::chrono::steady_clock::now() < deadline,
-                      "no " << n << " requests parked after " << kClientTimeoutMs << " ms");
+                      parked << " requests parked, not " << n << ", after " << kClientTimeoutMs << " ms");
       std::this_thread::sleep_for(milliseconds(1));
     }
   }
