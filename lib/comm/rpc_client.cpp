@@ -85,12 +85,8 @@ void RpcClient::OnAio(void* arg) {
   client->done_cv_.notify_all();
 }
 
-std::string RpcClient::Wait(void (*op)(nng_ctx, nng_aio*), const std::string& what) {
+std::string RpcClient::AwaitDone(const std::string& what, const char* hint) {
   std::unique_lock<std::mutex> lock(mu_);
-  done_ = false;
-  lock.unlock();
-  op(ctx_, aio_);
-  lock.lock();
   const auto start = std::chrono::steady_clock::now();
   auto next_log = start + kWaitLogEvery;
   while (!done_cv_.wait_for(lock, std::chrono::milliseconds(250), [&] { return done_; })) {
@@ -103,11 +99,20 @@ std::string RpcClient::Wait(void (*op)(nng_ctx, nng_aio*), const std::string& wh
     const auto now = std::chrono::steady_clock::now();
     if (now < next_log) continue;
     next_log += kWaitLogEvery;
-    Log(label_ + ": still waiting for server '" + endpoint_ + "' " + what + " (" +
+    Log(label_ + ": still waiting " + what + " (" +
         std::to_string(std::chrono::duration_cast<std::chrono::seconds>(now - start).count()) + " s of " +
-        std::to_string(timeout_ms_ / 1000) + ")");
+        std::to_string(timeout_ms_ / 1000) + hint + ")");
   }
   return "";
+}
+
+std::string RpcClient::Wait(void (*op)(nng_ctx, nng_aio*), const std::string& what) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    done_ = false;
+  }
+  op(ctx_, aio_);
+  return AwaitDone("for server '" + endpoint_ + "' " + what, "");
 }
 
 Status RpcClient::OpenContext() {
@@ -160,23 +165,8 @@ Status RpcClient::Receive(Reply* reply) {
   if (sending_) {
     // A request that cannot leave because the server's connection closed
     // (it died between two requests) is given up on as soon as the server
-    // counts as gone, as a reply is (Wait), not at the end of the timeout.
-    std::string gone;
-    {
-      std::unique_lock<std::mutex> lock(mu_);
-      const auto start = std::chrono::steady_clock::now();
-      auto next_log = start + kWaitLogEvery;
-      while (!done_cv_.wait_for(lock, std::chrono::milliseconds(250), [&] { return done_; })) {
-        if (!(gone = Gone()).empty()) break;
-        const auto now = std::chrono::steady_clock::now();
-        if (now < next_log) continue;
-        next_log += kWaitLogEvery;
-        Log(label_ + ": still waiting to reach server '" + endpoint_ + "' with " + Pending() + " (" +
-            std::to_string(std::chrono::duration_cast<std::chrono::seconds>(now - start).count()) + " s of " +
-            std::to_string(timeout_ms_ / 1000) + "; is it running?)");
-      }
-    }
-    if (!gone.empty()) nng_aio_cancel(aio_);  // the callback runs; nng_aio_wait then returns at once
+    // counts as gone, as a reply is, not at the end of the timeout.
+    const std::string gone = AwaitDone("to reach server '" + endpoint_ + "' with " + Pending(), "; is it running?");
     nng_aio_wait(aio_);
     sending_ = false;
     int rv = nng_aio_result(aio_);

@@ -102,9 +102,12 @@ class RpcClient {
   Status OpenContext();
   // "'update-get' (step 3)": the pending request, for messages.
   std::string Pending() const;
-  // Starts `op` on the aio and waits for it to complete, logging a line
-  // every kWaitLogEvery that it takes: `what` says what it waits for.
-  // Returns why it stopped waiting early: the server went away (Gone); empty otherwise.
+  // Waits for the aio's operation (started) to complete, logging "still
+  // waiting WHAT (N s of T HINT)" every kWaitLogEvery that it takes. Returns
+  // why it stopped waiting early, the operation cancelled: the server went
+  // away (Gone); empty otherwise.
+  std::string AwaitDone(const std::string& what, const char* hint);
+  // Starts `op` on the aio and waits for it (AwaitDone): `what` says what for.
   std::string Wait(void (*op)(nng_ctx, nng_aio*), const std::string& what);
   static void OnAio(void* arg);
 
