@@ -41,14 +41,17 @@ ok "train-local prints the outcome"
 # step) waits for it as long as the server's table moves, past the cluster's
 # timeout: the run succeeds and the early worker's done record says how long
 # it waited. (Its done was once bounded by the timeout, so it failed, and its
-# restart was refused because its dead life's done stayed parked.)
+# restart was refused because its dead life's done stayed parked.) Every
+# gap between worker 0's requests is one evaluation (0.3 s here, 0.5 s
+# sanitized, more under load), and a server hearing nothing for the timeout
+# gives up: 3 s leaves room for that while the 60 evaluations outlast it.
 uneven=$tmp/uneven
 SHOAL_BIN=$bin RUN_DIR=$uneven BASE_PORT=$(fresh_port) "$root/scripts/train-local.sh" \
-  "$root/configs/fashion-mlp.yaml" cluster.consistency=async cluster.timeout_ms=1000 train.steps=60 \
+  "$root/configs/fashion-mlp.yaml" cluster.consistency=async cluster.timeout_ms=3000 train.steps=60 \
   train.eval_every=1 data.shards="$(shards_for 2)" >"$tmp/out" 2>"$tmp/err" ||
   fail "a run with one worker ending early failed: $(cat "$tmp/err")"
 waited=$(field "$uneven/worker-1.jsonl" done "r['done_wait_s']")
-python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) > 1.0 else 1)" "$waited" ||
-  fail "worker 1 waited $waited s for worker 0 (want more than the 1 s timeout, to test the wait)"
+python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) > 3.0 else 1)" "$waited" ||
+  fail "worker 1 waited $waited s for worker 0 (want more than the 3 s timeout, to test the wait)"
 grep -q "rejoins\|restart" "$tmp/err" && fail "a worker was restarted: $(cat "$tmp/err")"
-ok "worker 1 ended ${waited} s before worker 0 (timeout 1 s) and waited for it"
+ok "worker 1 ended ${waited} s before worker 0 (timeout 3 s) and waited for it"
