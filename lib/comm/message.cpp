@@ -41,6 +41,7 @@ constexpr MsgTypeInfo kMsgTypes[] = {
     {MsgType::kExchange, "exchange", false}, {MsgType::kSync, "sync", false},
     {MsgType::kReply, "reply", false},     {MsgType::kError, "error", true},
     {MsgType::kWait, "wait", true},        {MsgType::kTimedOut, "timed-out", true},
+    {MsgType::kStopping, "stopping", true},
 };
 static_assert(std::size(kMsgTypes) == kMsgTypeCount, "every MsgType has a row in kMsgTypes, and kMsgTypeCount says how many");
 

@@ -4,7 +4,7 @@
 //   u32 magic "SHOL" | u16 protocol version | u16 type | u64 plan hash |
 //   u64 step (version or clock) | u32 sender | u32 entry count | u64 payload bytes |
 //   u64 incarnation
-//   payload: `entry count` entries, or, for kError, kWait, kTimedOut, kStats and kMetric, UTF-8 text.
+//   payload: `entry count` entries, or, for kError, kWait, kTimedOut, kStopping, kStats and kMetric, UTF-8 text.
 // The incarnation names one life of the sending process (its supervisor gives
 // it; 0: a tool): a server knows a restarted worker from the one before it.
 //   entry: u32 key | u16 encoding | u16 zero | u32 value count | values
@@ -43,8 +43,10 @@ enum class MsgType : uint16_t {
   kWait = 102,    // not yet: ask again (a done before every worker is, a join while the id's old life
                   // still counts as connected); text says why
   kTimedOut = 103, // a read waited its deadline at the server; text says for what (which workers)
+  kStopping = 104, // the server is stopping (shut down, or giving up) and will not answer what was asked;
+                   // text says why. The asker's server is going away, as if its connection had closed
 };
-constexpr size_t kMsgTypeCount = 16;
+constexpr size_t kMsgTypeCount = 17;
 const char* MsgTypeName(MsgType type);
 // Whether `type` is one of MsgType's (lib/comm/message.cpp's table).
 bool IsMsgType(uint16_t type);
@@ -52,7 +54,7 @@ bool IsMsgType(uint16_t type);
 bool CarriesText(MsgType type);
 
 constexpr uint32_t kMsgMagic = 0x4C4F4853;  // "SHOL" read as little-endian
-constexpr uint16_t kProtocolVersion = 5;
+constexpr uint16_t kProtocolVersion = 6;
 constexpr size_t kHeaderBytes = 48;
 constexpr size_t kEntryHeaderBytes = 12;
 constexpr uint32_t kToolSender = ~0u;  // dl-ckpt, tests: not a worker

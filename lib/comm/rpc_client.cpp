@@ -198,6 +198,9 @@ Status RpcClient::Receive(Reply* reply) {
     return Status::InvalidArgument("server '" + endpoint_ + "' refused " + Pending() + ": " + reply->view_.text);
   if (reply->view_.header.type == MsgType::kTimedOut)
     return Status::Timeout("server '" + endpoint_ + "' gave up on " + Pending() + ": " + reply->view_.text);
+  if (reply->view_.header.type == MsgType::kStopping)
+    return Status::Unavailable("server '" + endpoint_ + "' stopped before answering " + Pending() + ": " +
+                               reply->view_.text);
   return Status::Ok();
 }
 

@@ -62,7 +62,7 @@ class RpcClient {
               const std::string& text = "");
   // Waits for the last Send to leave, then for its reply, each within the
   // timeout (the reply kServerAnswersFirst longer); a kError reply becomes an
-  // error, a kTimedOut one a timeout.
+  // error, a kTimedOut one a timeout, a kStopping one unavailable.
   Status Receive(Reply* reply);
   // Waits for the last Send to leave (for tests that must know it has).
   Status WaitSent();

@@ -74,9 +74,14 @@ Status ParameterServer::Run() {
     Checkpoint();
   else
     Log("server " + std::to_string(config_.id) + " stops mid-step (" + ahead + "): no final checkpoint");
-  // Nobody waits out a timeout for a server that has stopped.
+  // Nobody waits out a timeout for a server that has stopped, and each hears
+  // it as a server gone (exit 3, which a supervisor restarts), as a worker
+  // whose request was not parked hears the connection close.
+  const std::string stopping = "server " + std::to_string(config_.id) + " is stopping (" +
+                               (failure_.ok() ? std::string("shut down") : failure_.ToString()) + ")";
   parked_.DropAll([&](const ParkedRequests::Parked& p) {
-    ReplyError(p.slot, "server " + std::to_string(config_.id) + " is stopping");
+    MsgHeader h{MsgType::kStopping, config_.plan_hash_value, table_->version(), static_cast<uint32_t>(config_.id)};
+    rpc_.Reply(p.slot, h, {}, stopping);
   });
   lock.unlock();
   Status written = checkpointer_.Flush();

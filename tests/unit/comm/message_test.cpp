@@ -229,16 +229,16 @@ TEST_CASE("Decode refuses a message without shoal's magic") {
 
 TEST_CASE("Decode refuses another protocol version, naming both") {
   auto bytes = TwoEntryUpdate();
-  PutAt<uint16_t>(&bytes, kVersionAt, 1);  // 8-byte fp32 entries and a shorter header: garbage as version 5
+  PutAt<uint16_t>(&bytes, kVersionAt, 1);  // 8-byte fp32 entries and a shorter header: garbage as version 6
   MessageView view;
   Status s = DecodeBytes(bytes, &view);
   CHECK(s.code() == Status::Code::kCorruption);
-  CHECK(s.message() == "protocol version 1, expected 5");
+  CHECK(s.message() == "protocol version 1, expected 6");
 }
 
 TEST_CASE("Decode refuses an unknown message type, naming it") {
   MessageView view;
-  for (uint16_t type : {0, 13, 99, 104, 65535}) {
+  for (uint16_t type : {0, 13, 99, 105, 65535}) {
     auto bytes = TwoEntryUpdate();
     PutAt<uint16_t>(&bytes, kTypeAt, type);
     Status s = DecodeBytes(bytes, &view);
@@ -330,6 +330,10 @@ TEST_CASE("every message type has a name") {
   CHECK(std::string(MsgTypeName(MsgType::kFeature)) == "feature");
   CHECK(std::string(MsgTypeName(MsgType::kSync)) == "sync");
   CHECK(std::string(MsgTypeName(MsgType::kExchange)) == "exchange");
+  CHECK(std::string(MsgTypeName(MsgType::kWait)) == "wait");
+  CHECK(std::string(MsgTypeName(MsgType::kTimedOut)) == "timed-out");
+  CHECK(std::string(MsgTypeName(MsgType::kStopping)) == "stopping");
+  CHECK(CarriesText(MsgType::kStopping));
   CHECK(std::string(MsgTypeName(static_cast<MsgType>(13))) == "unknown");
 }
 

@@ -23,7 +23,7 @@
 namespace shoal {
 namespace {
 
-TEST_CASE("a server that stops answers the requests still waiting, naming why") {
+TEST_CASE("a server that stops answers the requests still waiting, naming why: a server gone (exit 3)") {
   ServerFixture f("bsp");
   auto waiting = Connect(f);
   REQUIRE(waiting->Send(f.Header(MsgType::kGet, 1, 0), {}).ok());
@@ -33,8 +33,9 @@ TEST_CASE("a server that stops answers the requests still waiting, naming why") 
   CHECK(f.Stop().ok());
   Status s = answer.get();
   INFO(s.ToString());
-  INFO(s.ToString());
-  CHECK(Contains(s.message(), "server 0 is stopping"));
+  CHECK(s.code() == Status::Code::kUnavailable);
+  CHECK(Contains(s.message(), "stopped before answering 'get' (step 1): server 0 is stopping (shut down)"));
+  CHECK(f.server->stats().bad_requests == 0);  // its own stop refuses nothing
 }
 
 TEST_CASE("no peer holds the request slots: a read far ahead is refused at once, and a tool waits with 4 at most") {
@@ -271,7 +272,7 @@ TEST_CASE("done: asked again with no worker training, the server still gives up 
          reply.view().header.type == MsgType::kWait) {
     REQUIRE(std::chrono::steady_clock::now() - start < milliseconds(4 * kTimeoutMs));
   }
-  // Its done was parked ("server 0 is stopping") or on its way (the connection closes under it).
+  // Its done was parked (answered "stopping") or on its way (the connection closes under it).
   INFO(s.ToString());
   CHECK(!s.ok());
   Status run = f.run.get();
