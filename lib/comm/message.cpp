@@ -124,7 +124,7 @@ size_t EncodedSize(const std::vector<EntryRef>& entries, const std::string& text
 }
 
 void Encode(const MsgHeader& h, const std::vector<EntryRef>& entries, const std::string& text,
-            unsigned char* out) {
+            unsigned char* out, bool in_place) {
   unsigned char* p = out;
   Put<uint32_t>(p, kMsgMagic);
   Put<uint16_t>(p, kProtocolVersion);
@@ -142,7 +142,7 @@ void Encode(const MsgHeader& h, const std::vector<EntryRef>& entries, const std:
     Put<uint32_t>(p, e.count);
     if (e.count == 0) continue;  // e.data may be null
     if (e.encoding == ValueEncoding::kF16) FloatsToHalves(e.data, e.count, p);
-    else std::memcpy(p, e.data, 4ull * e.count);
+    else if (!(in_place && e.already_at == p)) std::memcpy(p, e.data, 4ull * e.count);
     p += e.count * BytesPerValue(e.encoding);
   }
   std::memcpy(p, text.data(), text.size());

@@ -85,6 +85,10 @@ struct EntryRef {
   const float* data;
   uint32_t count;
   ValueEncoding encoding = ValueEncoding::kF32;
+  // Where these fp32 values lie already in the buffer being encoded into, if
+  // anywhere (a server's reply written over the request whose gradients its
+  // update replaced with the new values): Encode in place skips their copy.
+  const unsigned char* already_at = nullptr;
 };
 
 // A decoded entry: points into the received buffer, valid while it lives.
@@ -110,9 +114,11 @@ struct MessageView {
 };
 
 size_t EncodedSize(const std::vector<EntryRef>& entries, const std::string& text);
-// Writes the message into `out`, which holds EncodedSize(...) bytes.
+// Writes the message into `out`, which holds EncodedSize(...) bytes. With
+// `in_place`, `out` is the buffer the entries' already_at point into, and an
+// entry whose values are already where they go is not copied.
 void Encode(const MsgHeader& header, const std::vector<EntryRef>& entries, const std::string& text,
-            unsigned char* out);
+            unsigned char* out, bool in_place = false);
 // Checks everything a peer could get wrong, including trailing bytes.
 Status Decode(const unsigned char* data, size_t size, MessageView* out);
 

@@ -99,11 +99,12 @@ void RpcServer::Reply(int index, const MsgHeader& header, const std::vector<Entr
   const size_t size = EncodedSize(entries, text);
   {
     Timed timed(&encoding_);
-    if (slot.spare.Take(size, &msg) != 0) {
+    bool over_request = false;  // the slot's spare is the request this answers (OnEvent)
+    if (slot.spare.Take(size, &msg, &over_request) != 0) {
       Receive(&slot);
       return;
     }
-    Encode(header, entries, text, static_cast<unsigned char*>(nng_msg_body(msg)));
+    Encode(header, entries, text, static_cast<unsigned char*>(nng_msg_body(msg)), over_request);
   }
   bytes_sent_ += size;
   slot.sending = true;

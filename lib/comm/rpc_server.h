@@ -47,6 +47,8 @@ class RpcServer {
   // Also takes requests at `endpoint` (after Listen): an inproc:// one, say,
   // for clients in this process, whose messages NNG hands over without a copy.
   Status AddListener(const std::string& endpoint, const TlsIdentity& tls = {});
+  // Answers slot `slot`'s request, encoded over it where it has the room: an
+  // entry's already_at may point into that request (Encode in place).
   void Reply(int slot, const MsgHeader& header, const std::vector<EntryRef>& entries,
              const std::string& text = "");
   // Waits until every reply handed to NNG has left (or `timeout_ms` passes),

@@ -29,14 +29,17 @@ class SpareMessage {
   SpareMessage(const SpareMessage&) = delete;
   SpareMessage& operator=(const SpareMessage&) = delete;
 
-  // A message with a body of `size` bytes (their contents undefined) and no
-  // header: the spare when it has the room, a new one otherwise. NNG's error, or 0.
-  int Take(size_t size, nng_msg** msg) {
+  // A message with a body of `size` bytes and no header: the spare when it
+  // has the room (its body where it was, its bytes as they were: `*reused`
+  // says so), a new one otherwise. NNG's error, or 0.
+  int Take(size_t size, nng_msg** msg, bool* reused = nullptr) {
     nng_msg* spare = msg_.exchange(nullptr);
+    if (reused) *reused = false;
     if (spare && nng_msg_capacity(spare) >= size) {
       nng_msg_header_clear(spare);
       *msg = spare;
-      return nng_msg_realloc(spare, size);  // within its capacity: no allocation, no copy
+      if (reused) *reused = true;
+      return nng_msg_realloc(spare, size);  // within its capacity: no allocation, no copy, no move
     }
     if (spare) nng_msg_free(spare);
     return nng_msg_alloc(msg, size);

@@ -255,6 +255,9 @@ void ParameterServer::HandleUpdate(int slot, const MessageView& req) {
   // Per layer: a step taken in already is a rejoined worker's repeat.
   const uint64_t clock = table_->NextStepOf(sender);
   bool took = false;
+  // An update-get answered at once is encoded over its request: the update
+  // writes the new values there as it makes them, and the reply copies nothing.
+  table_->ValuesIntoRequest(req.header.type == MsgType::kUpdateGet);
   for (int index : layers) {
     if (model_->Repeated(*table_, index, sender, step)) continue;
     table_->layers()[index].updates_from[sender] = step + 1;
@@ -273,6 +276,7 @@ void ParameterServer::HandleUpdate(int slot, const MessageView& req) {
   // of the layers updated, once the model lets it be read.
   if (req.header.type == MsgType::kUpdateGet) ReadOrPark(slot, Read{sender, step + 1, layers}, req.header.sender);
   else ReplyOk(slot);
+  table_->ValuesIntoRequest(false);  // answered (the request's bytes are NNG's now) or parked
   ServeParked();
 }
 
@@ -456,7 +460,7 @@ void ParameterServer::ReplyParams(int slot, int worker, const std::vector<int>& 
   std::vector<EntryRef> entries;
   auto add = [&](uint32_t key) {
     const ServerTable::Slice& s = table_->slice(key);
-    entries.push_back({key, s.value.data(), static_cast<uint32_t>(s.value.size()), encoding});
+    entries.push_back({key, s.value.data(), static_cast<uint32_t>(s.value.size()), encoding, table_->AlsoAt(s)});
   };
   if (worker < 0)
     for (const auto& [key, s] : table_->slices()) add(key);

@@ -157,7 +157,11 @@ void ServerTable::Apply(Slice& s, float scale, uint64_t version, std::vector<flo
     before->resize(n);
     updated = before->data();
   }
-  ApplySumUpdate(s.updater, version, n, grad, s.value.data(), updated, &s.state);
+  // The request is the server's own (lib/comm/rpc_server.cpp): its gradient, once read, may be written over.
+  unsigned char* also_into = into_request_ && last ? const_cast<unsigned char*>(last->data) : nullptr;
+  s.also_at = also_into;
+  s.also_at_request = also_into ? request_ : 0;
+  ApplySumUpdate(s.updater, version, n, grad, s.value.data(), updated, &s.state, also_into);
   if (before) s.value.swap(*before);
   s.sum_is_zero = true;
 }

@@ -25,6 +25,10 @@ class ServerTable {
     UpdaterState state;           // the updater's buffers, named by state_names()
     UpdaterConfig updater;        // the job's, at the parameter's learning rate (lr_mult)
     bool sum_is_zero = true;      // nothing added since the last update: the sum need not be read
+    // Where request `also_at_request` holds these values too (Apply wrote
+    // them over its gradients): see AlsoAt.
+    const unsigned char* also_at = nullptr;
+    uint64_t also_at_request = 0;
   };
   struct Layer {
     const LayerSpec* spec;
@@ -97,15 +101,31 @@ class ServerTable {
   // Applies a slice's sum × `scale` with the updater as the update that
   // makes version `version` + 1, and clears the sum. With `last`, the last
   // contributor's gradient (of this slice) is added to the sum first, read
-  // from its message in the same pass. With `before`, the values as they
-  // were are kept there (the update writes the new ones into it, and it and
-  // the slice's values change places: no copy).
+  // from its message in the same pass, and, while ValuesIntoRequest is on,
+  // the new values are written over it as they are made. With `before`, the
+  // values as they were are kept there (the update writes the new ones into
+  // it, and it and the slice's values change places: no copy).
   void Apply(Slice& slice, float scale, uint64_t version, std::vector<float>* before = nullptr,
              const EntryView* last = nullptr);
+  // A request's handling begins, or its reply has gone (`on` false): while
+  // on, Apply writes each new value over the fp32 gradient it came from too,
+  // where the request's reply (an update-get's, encoded over the request)
+  // carries it, saving the reply a copy. The server owns the request's bytes.
+  void ValuesIntoRequest(bool on) {
+    ++request_;
+    into_request_ = on;
+  }
+  // Where the request being handled holds `slice`'s values too (fp32); null
+  // if it does not (another request's bytes, or Apply has not written there).
+  const unsigned char* AlsoAt(const Slice& slice) const {
+    return slice.also_at_request == request_ ? slice.also_at : nullptr;
+  }
 
  private:
   const ServerConfig& config_;
   bool takes_gradients_;
+  uint64_t request_ = 1;  // ValuesIntoRequest's count: a slice's also_at is good while it is the slice's
+  bool into_request_ = false;
   Status init_status_;
   std::map<uint32_t, Slice> slices_;
   std::vector<Layer> layers_;

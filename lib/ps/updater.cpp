@@ -67,44 +67,58 @@ struct OnlyLast {
   float operator()(size_t i) const { return (0.0f + LastAt(last, i)) * scale; }
 };
 
-template <typename Grad>
-void Sgd(float lr, float wd, size_t n, Grad grad, const float* w, float* out) {
-  for (size_t i = 0; i < n; ++i) out[i] = w[i] - lr * (grad(i) + wd * w[i]);
+// Where a rule writes value i: the values' buffer, or that and a message's
+// bytes too (fp32, unaligned), which may be the very bytes `last` reads
+// gradient i from: each is read before it is written.
+struct Into {
+  float* out;
+  void operator()(size_t i, float v) const { out[i] = v; }
+};
+struct IntoBoth {
+  float* out;
+  unsigned char* also;
+  void operator()(size_t i, float v) const {
+    out[i] = v;
+    std::memcpy(also + 4 * i, &v, 4);
+  }
+};
+
+template <typename Grad, typename Out>
+void Sgd(float lr, float wd, size_t n, Grad grad, const float* w, Out out) {
+  for (size_t i = 0; i < n; ++i) out(i, w[i] - lr * (grad(i) + wd * w[i]));
 }
 
-template <typename Grad>
-void Momentum(float lr, float wd, float mu, bool nesterov, size_t n, Grad grad, const float* w, float* out,
-              float* v) {
+template <typename Grad, typename Out>
+void Momentum(float lr, float wd, float mu, bool nesterov, size_t n, Grad grad, const float* w, Out out, float* v) {
   for (size_t i = 0; i < n; ++i) {
     const float g = grad(i) + wd * w[i];
     v[i] = v[i] * mu + g;
-    out[i] = w[i] - lr * (nesterov ? g + mu * v[i] : v[i]);
+    out(i, w[i] - lr * (nesterov ? g + mu * v[i] : v[i]));
   }
 }
 
-template <typename Grad>
-void Adagrad(float lr, float wd, float eps, size_t n, Grad grad, const float* w, float* out, float* sum_sq) {
+template <typename Grad, typename Out>
+void Adagrad(float lr, float wd, float eps, size_t n, Grad grad, const float* w, Out out, float* sum_sq) {
   for (size_t i = 0; i < n; ++i) {
     const float g = grad(i) + wd * w[i];
     sum_sq[i] += g * g;
-    out[i] = w[i] - lr * g / (std::sqrt(sum_sq[i]) + eps);
+    out(i, w[i] - lr * g / (std::sqrt(sum_sq[i]) + eps));
   }
 }
 
-template <typename Grad>
-void Rmsprop(float lr, float wd, double alpha, float eps, size_t n, Grad grad, const float* w, float* out,
-             float* avg) {
+template <typename Grad, typename Out>
+void Rmsprop(float lr, float wd, double alpha, float eps, size_t n, Grad grad, const float* w, Out out, float* avg) {
   const float a = static_cast<float>(alpha), keep = static_cast<float>(1.0 - alpha);
   for (size_t i = 0; i < n; ++i) {
     const float g = grad(i) + wd * w[i];
     avg[i] = avg[i] * a + keep * g * g;
-    out[i] = w[i] - lr * g / (std::sqrt(avg[i]) + eps);
+    out(i, w[i] - lr * g / (std::sqrt(avg[i]) + eps));
   }
 }
 
-template <typename Grad>
-void Adam(const UpdaterConfig& c, double lr, uint64_t step, size_t n, Grad grad, const float* w, float* out,
-          float* m, float* u) {
+template <typename Grad, typename Out>
+void Adam(const UpdaterConfig& c, double lr, uint64_t step, size_t n, Grad grad, const float* w, Out out, float* m,
+          float* u) {
   const double k = static_cast<double>(step) + 1.0;  // Adam's step count: this update is its k-th
   const float b1 = static_cast<float>(c.beta1), b2 = static_cast<float>(c.beta2);
   const float one_minus_b1 = static_cast<float>(1.0 - c.beta1), one_minus_b2 = static_cast<float>(1.0 - c.beta2);
@@ -115,7 +129,7 @@ void Adam(const UpdaterConfig& c, double lr, uint64_t step, size_t n, Grad grad,
     const float g = grad(i) + wd * w[i];
     m[i] = m[i] * b1 + one_minus_b1 * g;
     u[i] = u[i] * b2 + one_minus_b2 * g * g;
-    out[i] = w[i] - step_size * m[i] / (std::sqrt(u[i]) / correction2_sqrt + eps);
+    out(i, w[i] - step_size * m[i] / (std::sqrt(u[i]) / correction2_sqrt + eps));
   }
 }
 
@@ -157,8 +171,8 @@ UpdaterState NewUpdaterState(const UpdaterConfig& config, size_t n) {
 
 float LearningRateAt(const UpdaterConfig& c, uint64_t step) { return static_cast<float>(ScheduledRate(c, step)); }
 
-template <typename Grad>
-void Update(const UpdaterConfig& c, uint64_t step, size_t n, Grad grad, const float* w, float* out,
+template <typename Grad, typename Out>
+void Update(const UpdaterConfig& c, uint64_t step, size_t n, Grad grad, const float* w, Out out,
             UpdaterState* state) {
   const float lr = LearningRateAt(c, step), wd = static_cast<float>(c.weight_decay);
   const float eps = static_cast<float>(c.epsilon), mu = static_cast<float>(c.momentum);
@@ -176,14 +190,22 @@ void Update(const UpdaterConfig& c, uint64_t step, size_t n, Grad grad, const fl
 
 void ApplyUpdate(const UpdaterConfig& c, uint64_t step, size_t n, const float* grad, float* value,
                  UpdaterState* state) {
-  Update(c, step, n, Given{grad}, value, value, state);
+  Update(c, step, n, Given{grad}, value, Into{value}, state);
+}
+
+template <typename Grad>
+void UpdateInto(const UpdaterConfig& c, uint64_t step, size_t n, Grad grad, const float* value, float* updated,
+                unsigned char* also_into, UpdaterState* state) {
+  if (also_into) return Update(c, step, n, grad, value, IntoBoth{updated, also_into}, state);
+  Update(c, step, n, grad, value, Into{updated}, state);
 }
 
 void ApplySumUpdate(const UpdaterConfig& c, uint64_t step, size_t n, const GradientSum& grad, const float* value,
-                    float* updated, UpdaterState* state) {
-  if (!grad.last) return Update(c, step, n, Consumed{grad.sum, grad.scale}, value, updated, state);
-  if (grad.sum_is_zero) return Update(c, step, n, OnlyLast{grad.last, grad.scale}, value, updated, state);
-  Update(c, step, n, ConsumedPlusLast{grad.sum, grad.last, grad.scale}, value, updated, state);
+                    float* updated, UpdaterState* state, unsigned char* also_into) {
+  if (!grad.last) return UpdateInto(c, step, n, Consumed{grad.sum, grad.scale}, value, updated, also_into, state);
+  if (grad.sum_is_zero)
+    return UpdateInto(c, step, n, OnlyLast{grad.last, grad.scale}, value, updated, also_into, state);
+  UpdateInto(c, step, n, ConsumedPlusLast{grad.sum, grad.last, grad.scale}, value, updated, also_into, state);
 }
 
 }  // namespace shoal

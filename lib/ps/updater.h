@@ -78,8 +78,11 @@ struct GradientSum {
 // step and the new values in `updated` (which may be `value`, or keep
 // `value` as it was): one pass over memory where adding the last
 // contributor, scaling, copying, updating and clearing would take five;
-// bit for bit the same.
+// bit for bit the same. With `also_into`, the new values are written there
+// too, as fp32 bytes (unaligned; it may be `grad.last`, each gradient read
+// before its value is written): the reply that carries them, encoded in the
+// same pass.
 void ApplySumUpdate(const UpdaterConfig& config, uint64_t step, size_t n, const GradientSum& grad,
-                    const float* value, float* updated, UpdaterState* state);
+                    const float* value, float* updated, UpdaterState* state, unsigned char* also_into = nullptr);
 
 }  // namespace shoal

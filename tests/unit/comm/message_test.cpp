@@ -183,6 +183,35 @@ TEST_CASE("the header is little-endian with the documented magic, version and pa
   CHECK(payload == bytes.size() - kHeaderBytes);
 }
 
+TEST_CASE("encoding in place leaves values that are already where they go, and copies every other") {
+  const std::vector<float> a = {1.0f, 2.0f, 3.0f}, b = {4.0f, 5.0f};
+  const std::vector<EntryRef> plain = {{1, a.data(), 3}, {2, b.data(), 2}};
+  std::vector<unsigned char> bytes(EncodedSize(plain, ""));
+  Encode({MsgType::kReply, 1, 0, 0}, plain, "", bytes.data());
+  // The buffer's first entry holds other values (the update wrote them there);
+  // the second's already_at points elsewhere.
+  const size_t first_at = kHeaderBytes + kEntryHeaderBytes;
+  const std::vector<float> there = {7.0f, 8.0f, 9.0f};
+  std::memcpy(bytes.data() + first_at, there.data(), 12);
+  const unsigned char elsewhere[8] = {};
+  std::vector<EntryRef> hinted = {{1, a.data(), 3, ValueEncoding::kF32, bytes.data() + first_at},
+                                  {2, b.data(), 2, ValueEncoding::kF32, elsewhere}};
+  Encode({MsgType::kReply, 1, 0, 0}, hinted, "", bytes.data(), /*in_place=*/true);
+  MessageView view;
+  REQUIRE(DecodeBytes(bytes, &view).ok());
+  std::vector<float> first(3), second(2);
+  CopyValues(view.entries[0], first.data());
+  CopyValues(view.entries[1], second.data());
+  CHECK(first == there);  // not copied over
+  CHECK(second == b);
+  // Not in place (another buffer), the hint is no reason to skip a copy.
+  std::vector<unsigned char> other(bytes.size());
+  Encode({MsgType::kReply, 1, 0, 0}, hinted, "", other.data());
+  REQUIRE(DecodeBytes(other, &view).ok());
+  CopyValues(view.entries[0], first.data());
+  CHECK(first == a);
+}
+
 TEST_CASE("an error reply carries its text, and extreme header values round-trip") {
   const std::string why = "worker 3 sent step 17 twice — ünïcode kept";
   MsgHeader h{MsgType::kError, ~0ull, ~0ull, kToolSender};

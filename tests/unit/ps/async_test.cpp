@@ -22,12 +22,25 @@ namespace {
 
 TEST_CASE("async: an update-get is applied and answered at once with the new values") {
   ServerFixture f("async");
-  auto worker0 = Connect(f);
-  Reply reply;
-  REQUIRE(worker0->Call(f.Header(MsgType::kUpdateGet, 0, 0), MakeGrads(0, 0).Entries(), &reply).ok());
-  CHECK(reply.view().header.step == 1);
-  REQUIRE(worker0->Call(f.Header(MsgType::kUpdateGet, 1, 0), MakeGrads(0, 1).Entries(), &reply).ok());
-  CHECK(reply.view().header.step == 2);
+  auto worker0 = Connect(f), reader = Connect(f);
+  Reply reply, got;
+  for (uint64_t step = 0; step < 2; ++step) {
+    REQUIRE(worker0->Call(f.Header(MsgType::kUpdateGet, step, 0), MakeGrads(0, static_cast<int>(step)).Entries(), &reply).ok());
+    CHECK(reply.view().header.step == step + 1);
+    // The reply, written over the request as the update made its values, and
+    // a get of the table afterwards carry the same bits.
+    REQUIRE(reader->Call(f.Header(MsgType::kGet, 0, kToolSender), {}, &got).ok());
+    for (uint32_t key : {0u, 1u}) CHECK(EntryValues(reply, key) == EntryValues(got, key));
+    reader->Recycle(&got);
+  }
+  const std::vector<float> w0 = f.Initial(0);
+  const Grads g0 = MakeGrads(0, 0), g1 = MakeGrads(0, 1);
+  std::vector<float> w2(12);
+  for (int i = 0; i < 12; ++i) {
+    const float v = kMomentum * g0.weight[i] + g1.weight[i];
+    w2[i] = w0[i] - kLr * g0.weight[i] - kLr * v;
+  }
+  CheckValues(EntryValues(reply, 0), w2);
   CHECK(f.server->stats().updates_applied == 2);
   CHECK(f.Stop().ok());
 }

@@ -241,5 +241,37 @@ TEST_CASE("a sum's last gradient read from its message updates exactly as one ad
       }
 }
 
+TEST_CASE("an update that also writes its values over the gradient it reads leaves the same bits in both places") {
+  const std::vector<float> w0 = {0.5f, -0.0f, 0.0f, -1.5f, 2.0f, -0.0f, 3e-8f, -7.0f, 1.0f};
+  const std::vector<float> last = {-0.0f, -0.0f, -0.0f, 0.5f, -0.25f, 0.0f, -1e-3f, 1.0f, -0.0f};
+  const size_t n = w0.size();
+  for (const char* name : kUpdaterNames)
+    for (bool alone : {true, false}) {
+      INFO(name << (alone ? " alone" : " after another"));
+      TrainConfig t = Train(name);
+      t.weight_decay = 0.01;
+      const UpdaterConfig c = UpdaterFromTrain(t, 2);
+      std::vector<float> w_plain = w0, w_into = w0, sum_plain(n, 0.0f), sum_into(n, 0.0f);
+      UpdaterState s_plain = NewUpdaterState(c, n), s_into = NewUpdaterState(c, n);
+      for (uint64_t step = 0; step < 3; ++step) {
+        if (!alone)
+          for (size_t i = 0; i < n; ++i) sum_plain[i] = sum_into[i] = 0.125f * static_cast<float>(i);
+        // A request's gradient, one byte in (unaligned), written over by the update.
+        std::vector<unsigned char> plain(1 + 4 * n), into(1 + 4 * n);
+        std::memcpy(plain.data() + 1, last.data(), 4 * n);
+        std::memcpy(into.data() + 1, last.data(), 4 * n);
+        ApplySumUpdate(c, step, n, GradientSum{sum_plain.data(), alone, plain.data() + 1, 0.5f}, w_plain.data(),
+                       w_plain.data(), &s_plain);
+        ApplySumUpdate(c, step, n, GradientSum{sum_into.data(), alone, into.data() + 1, 0.5f}, w_into.data(),
+                       w_into.data(), &s_into, into.data() + 1);
+        CHECK(Bits(w_into) == Bits(w_plain));
+        std::vector<float> written(n);
+        std::memcpy(written.data(), into.data() + 1, 4 * n);
+        CHECK(Bits(written) == Bits(w_plain));
+        for (size_t k = 0; k < s_plain.size(); ++k) CHECK(Bits(s_into[k]) == Bits(s_plain[k]));
+      }
+    }
+}
+
 }  // namespace
 }  // namespace shoal
