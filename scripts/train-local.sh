@@ -333,13 +333,23 @@ while ((${#name_of[@]} > 0)); do
     # restarting the worker alone would only spend a retry.
     why="exit $status"
     if [[ "$name" == worker* ]]; then
-      for pid in "${!name_of[@]}"; do
-        if [[ "${name_of[$pid]}" == server* ]] && ! running "$pid"; then
-          why="$name gave up on it: exit $status"
-          name=${name_of[$pid]}
-          break
-        fi
+      # A worker that gave up (exit 3) may have heard its server stopping a
+      # moment before the server exits: give it 2 s to be seen gone.
+      for ((tries = 0; tries < 20; tries++)); do
+        dead=""
+        for pid in "${!name_of[@]}"; do
+          if [[ "${name_of[$pid]}" == server* ]] && ! running "$pid"; then
+            dead=$pid
+            break
+          fi
+        done
+        [[ -n "$dead" || $status -ne 3 ]] && break
+        sleep 0.1
       done
+      if [[ -n "$dead" ]]; then
+        why="$name gave up on it: exit $status"
+        name=${name_of[$dead]}
+      fi
     fi
     # A worker that hosts its server takes the server with it.
     [[ "$separate" == yes || "$name" != worker* ]] || { why="$name died: exit $status"; name="server ${name#worker }"; }

@@ -170,7 +170,8 @@ def main():
     print("SINGA Fig. 7 shapes (s per step by workers):")
     for strategy, by_n in shapes["seconds_by_workers"].items():
         print(f"  {strategy:<8} " + "  ".join(f"{n}: {s:.2f}" for n, s in by_n.items()))
-    print(f"  all-data fastest at {shapes['all_data_fastest_at']} workers (published: 4); "
+    print(f"  all-data fastest at {shapes['all_data_fastest_at']} workers (published: 4; the profile's backplane was chosen "
+          f"to match it); "
           f"all-model slower from {shapes['all_model_grows_past']} workers (published: slower as workers are added); "
           f"hybrid up to {shapes['hybrid_over_all_model']:.0f}x faster than all-model (published: up to 20x)")
     json.dump({"rows": rows, "singa_fig7": shapes, "within_15_percent": within}, open(out / "papers.json", "w"),

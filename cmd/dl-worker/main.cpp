@@ -143,7 +143,7 @@ int Main(int argc, char** argv) {
     s = worker.Run(&result);
   }
   if (server) {  // it serves the other workers until every one is done
-    if (!s.ok()) server->Stop();
+    if (!s.ok()) server->Stop(s.Within("worker " + std::to_string(options.id)));
     serving.join();
     nlohmann::json record = server->Report();
     record["event"] = "server_done";

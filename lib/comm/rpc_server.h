@@ -45,7 +45,9 @@ class RpcServer {
   Status Listen(const std::string& endpoint, int slots, Handler handler, BadRequest bad, const TlsIdentity& tls = {},
                 size_t max_request_bytes = 0, PipeClosed closed = nullptr);
   // Also takes requests at `endpoint` (after Listen): an inproc:// one, say,
-  // for clients in this process, whose messages NNG hands over without a copy.
+  // for clients in this process, whose messages NNG hands over in memory (a
+  // req0 client keeps its own for a resend, so NNG gives the server a copy it
+  // owns and may write over: Reply encodes over the request).
   Status AddListener(const std::string& endpoint, const TlsIdentity& tls = {});
   // Answers slot `slot`'s request, encoded over it where it has the room: an
   // entry's already_at may point into that request (Encode in place).

@@ -48,9 +48,10 @@ Status ParameterServer::Start() {
   return options_.in_worker ? rpc_.AddListener(InProcessEndpoint(config_.id)) : Status::Ok();
 }
 
-void ParameterServer::Stop() {
+void ParameterServer::Stop(const Status& why) {
   std::lock_guard<std::mutex> lock(mu_);
   shutdown_ = true;
+  stop_reason_ = why;
   changed_.notify_all();
 }
 
@@ -74,13 +75,20 @@ Status ParameterServer::Run() {
     Checkpoint();
   else
     Log("server " + std::to_string(config_.id) + " stops mid-step (" + ahead + "): no final checkpoint");
-  // Nobody waits out a timeout for a server that has stopped, and each hears
-  // it as a server gone (exit 3, which a supervisor restarts), as a worker
-  // whose request was not parked hears the connection close.
-  const std::string stopping = "server " + std::to_string(config_.id) + " is stopping (" +
-                               (failure_.ok() ? std::string("shut down") : failure_.ToString()) + ")";
+  // Nobody waits out a timeout for a server that has stopped. A server shut
+  // down, or giving up on its peers, is going away: what it holds hears
+  // `stopping` (exit 3, which a supervisor restarts), as a worker whose
+  // request was not parked hears the connection close. Any other failure
+  // (its hosting worker's bad input, a checkpoint it could not write) is an
+  // error no restart mends.
+  const Status why = failure_.ok() ? stop_reason_ : failure_;
+  const bool going_away =
+      why.ok() || why.code() == Status::Code::kTimeout || why.code() == Status::Code::kUnavailable;
+  const std::string stopping =
+      "server " + std::to_string(config_.id) + " is stopping (" + (why.ok() ? "shut down" : why.ToString()) + ")";
   parked_.DropAll([&](const ParkedRequests::Parked& p) {
-    MsgHeader h{MsgType::kStopping, config_.plan_hash_value, table_->version(), static_cast<uint32_t>(config_.id)};
+    MsgHeader h{going_away ? MsgType::kStopping : MsgType::kError, config_.plan_hash_value, table_->version(),
+                static_cast<uint32_t>(config_.id)};
     rpc_.Reply(p.slot, h, {}, stopping);
   });
   lock.unlock();

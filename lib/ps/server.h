@@ -89,8 +89,11 @@ class ParameterServer {
   // unless it stops mid-step under BSP.
   Status Run();
   // Stops Run as a shutdown request would (from another thread: the worker
-  // hosting this server failed).
-  void Stop();
+  // hosting this server failed, and `why` says how). The requests it still
+  // holds hear `why`: a peer's failure (timeout, unavailable) or none as the
+  // server going away (`stopping`: a supervisor restarts them), any other
+  // as an error no restart mends (exit 1, as their host's).
+  void Stop(const Status& why = Status::Ok());
   ServerStats stats();
   // The counters as dl-server prints them and kStats answers them.
   nlohmann::json Report();
@@ -166,6 +169,7 @@ class ParameterServer {
   std::chrono::steady_clock::time_point last_request_, last_connected_;
   bool finished_ = false;
   bool shutdown_ = false;
+  Status stop_reason_;  // Stop's `why`
   uint64_t requests_ = 0;
   Status failure_;
 };

@@ -158,7 +158,10 @@ void ServerTable::Apply(Slice& s, float scale, uint64_t version, std::vector<flo
     updated = before->data();
   }
   // The request is the server's own (lib/comm/rpc_server.cpp): its gradient, once read, may be written over.
-  unsigned char* also_into = into_request_ && last ? const_cast<unsigned char*>(last->data) : nullptr;
+  // (Only where replies carry fp32: with fp16 on the wire the reply's halves lie elsewhere.)
+  unsigned char* also_into = into_request_ && last && config_.wire == ValueEncoding::kF32
+                                 ? const_cast<unsigned char*>(last->data)
+                                 : nullptr;
   s.also_at = also_into;
   s.also_at_request = also_into ? request_ : 0;
   ApplySumUpdate(s.updater, version, n, grad, s.value.data(), updated, &s.state, also_into);

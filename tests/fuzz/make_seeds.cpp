@@ -197,6 +197,7 @@ void Messages(const fs::path& out) {
   messages.Add(Encoded({MsgType::kUpdateGet, hash, 3, 1, 101}, {{0, w.data(), 12, ValueEncoding::kF16}}));
   messages.Add(Encoded({MsgType::kStats, hash, 0, kToolSender, 0}, {}, R"({"version": 3})"));
   messages.Add(Encoded({MsgType::kError, hash, 0, 0, 0}, {}, "worker 3 is not in this plan"));
+  messages.Add(Encoded({MsgType::kStopping, hash, 7, 0, 0}, {}, "server 0 is stopping (shut down)"));
   // server_fuzzer reads its input with FuzzedDataProvider, which no writer of
   // ours speaks: random bytes of a few lengths start it.
   std::mt19937 rng(11);

@@ -38,6 +38,27 @@ TEST_CASE("a server that stops answers the requests still waiting, naming why: a
   CHECK(f.server->stats().bad_requests == 0);  // its own stop refuses nothing
 }
 
+TEST_CASE("a server stopped by its hosting worker's failure tells what it holds: an error, unless a peer's") {
+  for (const Status& why : {Status::InvalidArgument("worker 1: shard 'x' is corrupt"),
+                            Status::Timeout("worker 1: server 2 did not answer")}) {
+    INFO(why.ToString());
+    ServerFixture f("bsp");
+    auto waiting = Connect(f);
+    REQUIRE(waiting->Send(f.Header(MsgType::kGet, 1, 0), {}).ok());
+    Reply reply;
+    auto answer = std::async(std::launch::async, [&] { return waiting->Receive(&reply); });
+    f.WaitParked(1);
+    f.server->Stop(why);
+    Status s = answer.get();
+    INFO(s.ToString());
+    // A peer's failure is the server going away (exit 3); any other, exit 1 as its host's.
+    CHECK(s.code() == (why.code() == Status::Code::kTimeout ? Status::Code::kUnavailable
+                                                            : Status::Code::kInvalidArgument));
+    CHECK(Contains(s.message(), "server 0 is stopping (" + why.ToString() + ")"));
+    CHECK(f.run.get().ok());
+  }
+}
+
 TEST_CASE("no peer holds the request slots: a read far ahead is refused at once, and a tool waits with 4 at most") {
   ServerFixture f("bsp");
   Reply reply;
