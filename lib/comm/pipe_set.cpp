@@ -1,5 +1,7 @@
 #include "comm/pipe_set.h"
 
+#include <thread>
+
 namespace shoal {
 
 void PipeSet::Added(uint32_t pipe) {
@@ -24,6 +26,15 @@ void PipeSet::Removed(uint32_t pipe) {
 bool PipeSet::Empty() const {
   std::lock_guard<std::mutex> lock(mu_);
   return open_.empty();
+}
+
+bool PipeSet::WaitEmpty(std::chrono::milliseconds limit) const {
+  const auto until = std::chrono::steady_clock::now() + limit;
+  while (!Empty()) {
+    if (std::chrono::steady_clock::now() >= until) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return true;
 }
 
 bool PipeSet::Closed(uint32_t pipe) const {

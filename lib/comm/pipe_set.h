@@ -28,6 +28,8 @@ class PipeSet {
   void Added(uint32_t pipe);
   void Removed(uint32_t pipe);
   bool Empty() const;
+  // Waits until no pipe is open, or `limit` has passed; returns Empty().
+  bool WaitEmpty(std::chrono::milliseconds limit) const;
   // Whether `pipe` has been removed (closed), as far as the last kRemembered removals tell.
   bool Closed(uint32_t pipe) const;
   // How long no pipe has been open, where one was once; zero while one is or

@@ -1,7 +1,5 @@
 #include "comm/rpc_client.h"
 
-#include <thread>
-
 #include <nng/protocol/reqrep0/req.h>
 
 #include "core/log.h"
@@ -203,9 +201,7 @@ Status RpcClient::Receive(Reply* reply) {
   if (reply->view_.header.type == MsgType::kStopping) {
     // Returned once the server has gone (its connection closed, or kLostAfter
     // passed): a supervisor that sees this worker exit counts its server dead.
-    const auto until = std::chrono::steady_clock::now() + kLostAfter;
-    while (!connection_->pipes.Empty() && std::chrono::steady_clock::now() < until)
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    connection_->pipes.WaitEmpty(kLostAfter);
     return Status::Unavailable("server '" + endpoint_ + "' stopped before answering " + Pending() + ": " +
                                reply->view_.text);
   }

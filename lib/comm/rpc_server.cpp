@@ -123,7 +123,7 @@ void RpcServer::OnPipe(nng_pipe pipe, nng_pipe_ev event, void* arg) {
 
 void RpcServer::Drain(int timeout_ms, int linger_ms) {
   for (int waited = 0; replies_in_flight_ > 0 && waited < timeout_ms; waited += 5) nng_msleep(5);
-  for (int waited = 0; !pipes_.Empty() && waited < linger_ms; waited += 5) nng_msleep(5);
+  pipes_.WaitEmpty(std::chrono::milliseconds(linger_ms));
 }
 
 void RpcServer::Close() {

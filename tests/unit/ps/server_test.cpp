@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <functional>
 #include <future>
 #include <memory>
 #include <string>
@@ -23,15 +24,20 @@
 namespace shoal {
 namespace {
 
-TEST_CASE("a server that stops answers the requests still waiting, naming why: a server gone (exit 3)") {
-  ServerFixture f("bsp");
+// What a get the server holds parked hears when `stop` stops the server.
+Status AnswerAfterStop(ServerFixture& f, const std::function<void()>& stop) {
   auto waiting = Connect(f);
   REQUIRE(waiting->Send(f.Header(MsgType::kGet, 1, 0), {}).ok());
   Reply reply;
   auto answer = std::async(std::launch::async, [&] { return waiting->Receive(&reply); });
   f.WaitParked(1);
-  CHECK(f.Stop().ok());
-  Status s = answer.get();
+  stop();
+  return answer.get();
+}
+
+TEST_CASE("a server that stops answers the requests still waiting, naming why: a server gone (exit 3)") {
+  ServerFixture f("bsp");
+  Status s = AnswerAfterStop(f, [&] { CHECK(f.Stop().ok()); });
   INFO(s.ToString());
   CHECK(s.code() == Status::Code::kUnavailable);
   CHECK(Contains(s.message(), "stopped before answering 'get' (step 1): server 0 is stopping (shut down)"));
@@ -43,13 +49,7 @@ TEST_CASE("a server stopped by its hosting worker's failure tells what it holds:
                             Status::Timeout("worker 1: server 2 did not answer")}) {
     INFO(why.ToString());
     ServerFixture f("bsp");
-    auto waiting = Connect(f);
-    REQUIRE(waiting->Send(f.Header(MsgType::kGet, 1, 0), {}).ok());
-    Reply reply;
-    auto answer = std::async(std::launch::async, [&] { return waiting->Receive(&reply); });
-    f.WaitParked(1);
-    f.server->Stop(why);
-    Status s = answer.get();
+    Status s = AnswerAfterStop(f, [&] { f.server->Stop(why); });
     INFO(s.ToString());
     // A peer's failure is the server going away (exit 3); any other, exit 1 as its host's.
     CHECK(s.code() == (why.code() == Status::Code::kTimeout ? Status::Code::kUnavailable
