@@ -309,20 +309,38 @@ log "$workers workers, $servers servers$([[ "$separate" == yes ]] || echo " (eac
 
 # Whether a child still runs: kill -0 also succeeds on one that died and is
 # not reaped yet (a zombie), as a killed server is when its worker's exit is
-# reaped first.
+# reaped first. A builtin read, not a fork: see next_exit.
 running() {
   local stat
-  stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
+  { read -r stat < "/proc/$1/stat"; } 2>/dev/null || return 1
   stat=${stat##*) }
   [[ ${stat%% *} != Z ]]
 }
 
-failed=""
-while ((${#name_of[@]} > 0)); do
+# next_exit: wait for a child to end; sets done_pid and status. `wait -n`
+# alone can miss one: a child that dies while the shell runs something in
+# the foreground (sleep, a command substitution) is reaped then, and is no
+# longer a job `wait -n` reports, though `wait PID` still has its status.
+# So children already gone are taken first, by pid.
+next_exit() {
+  local pid
   status=0
   done_pid=""
+  for pid in "${!name_of[@]}"; do
+    if ! running "$pid"; then
+      done_pid=$pid
+      wait "$pid" 2>/dev/null || status=$?
+      return
+    fi
+  done
   # The shell's own word on a child killed by a signal goes nowhere: we say it better.
   wait -n -p done_pid 2>/dev/null || status=$?
+  done_pid=${done_pid:-}
+}
+
+failed=""
+while ((${#name_of[@]} > 0)); do
+  next_exit
   [[ -n "$done_pid" && -n "${name_of[$done_pid]:-}" ]] || continue
   name=${name_of[$done_pid]}
   reaped "$done_pid" "$status"

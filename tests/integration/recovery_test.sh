@@ -58,6 +58,22 @@ got=$(accuracy worker-killed)
 close_to "$got" "$calm" || fail "after a worker kill: accuracy $got, undisturbed $calm"
 ok "kill -9 of worker 1 at step ~300: it rejoined, the run completed, accuracy $got"
 
+# Both workers killed at once: the supervisor hears one death while the other
+# has already been reaped by the shell (a death it must not lose, or the run
+# waits on a worker nobody restarts).
+train workers-killed
+runner=$!
+wait_for_step workers-killed 300
+pkill -9 -f "dl-worker --plan $tmp/workers-killed/plan.json " || fail "no workers to kill"
+wait "$runner" || fail "the run did not survive its workers' deaths: $(cat "$tmp/workers-killed.err")"
+for w in 0 1; do
+  grep -q "worker $w died (exit 137); restarting it" "$tmp/workers-killed.err" ||
+    fail "worker $w's death not heard: $(cat "$tmp/workers-killed.err")"
+done
+got=$(accuracy workers-killed)
+close_to "$got" "$calm" || fail "after both workers' kill: accuracy $got, undisturbed $calm"
+ok "kill -9 of both workers at once at step ~300: both rejoined, the run completed, accuracy $got"
+
 # A whole run stopped at step ~350 and resumed with --resume goes on from
 # its newest checkpoint (step 300) to the undisturbed run's end.
 train stopped
