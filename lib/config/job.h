@@ -65,7 +65,7 @@ struct TrainConfig {
   // displays and 150 steps is not learning: the workers stop it (exit 1).
   bool divergence_check = true;
   // With overlap, a request gathers layers from the top down until it holds
-  // this many values (lib/train/lanes.h); 0: one request per layer. 1 MiB of
+  // this many values (lib/plan/lanes.h); 0: one request per layer. 1 MiB of
   // fp32, PyTorch DDP's first bucket: fewer, larger messages where layers are small.
   int overlap_bucket_floats = 1 << 18;
   // Above 0: each worker scales its step's gradient down to this global L2

@@ -6,6 +6,7 @@
 
 #include "config/job.h"
 #include "graph/net.h"
+#include "plan/lanes.h"
 
 namespace shoal {
 namespace {
@@ -96,6 +97,8 @@ void LayerCost::Add(const LayerCost& o) {
   compute_s += o.compute_s;
   param_s += o.param_s;
   feature_s += o.feature_s;
+  backward_s += o.backward_s;
+  param_floats += o.param_floats;
   param_bytes_out += o.param_bytes_out;
   param_bytes_in += o.param_bytes_in;
   feature_bytes_in += o.feature_bytes_in;
@@ -117,7 +120,8 @@ std::vector<LayerFacts> CollectLayerFacts(const JobConfig& job, const Net& net) 
     f.frozen = !layer->params().empty();
     for (const Param& p : layer->params()) f.frozen = f.frozen && p.lr_mult == 0.0f;
     f.feature = static_cast<double>(layer->feature_size());
-    f.flops = layer->ForwardFlopsPerRecord() + layer->BackwardFlopsPerRecord();
+    f.backward_flops = layer->BackwardFlopsPerRecord();
+    f.flops = layer->ForwardFlopsPerRecord() + f.backward_flops;
     f.rows_per_record = layer->RowsPerRecord();
     f.chained_flops = layer->ChainedFlopsPerRecord();
     f.wants_grad = layer->WantsGrad();
@@ -159,6 +163,7 @@ LayerCost NodeCost(const LayerFacts& layer, Choice choice, const Grouping& g, co
       (layer.flops - layer.chained_flops) / p.FlopsPerSecond(layer.type, batch * layer.rows_per_record) +
       layer.chained_flops / p.FlopsPerSecond(layer.type, batch);
   cost.compute_s = seconds_per_record * records * share * StragglerFactor(g, p);
+  if (layer.flops > 0.0) cost.backward_s = cost.compute_s * layer.backward_flops / layer.flops;
   cost.overlapped = g.overlap;
   if (layer.params == 0.0 || layer.frozen) return cost;
   // Replicas of the parameters that the servers keep consistent; every
@@ -195,6 +200,7 @@ LayerCost NodeCost(const LayerFacts& layer, Choice choice, const Grouping& g, co
     leg = g.overlap ? std::max(leg, staging) : leg + staging;
   }
   const double rate = g.exchanges_per_step;
+  cost.param_floats = per_worker;
   cost.param_bytes_out = cost.param_bytes_in = rate * per_worker * b;
   cost.param_floats_total = rate * 2.0 * total;
   cost.param_s = rate * (2.0 * leg + 2.0 * p.latency_seconds());
@@ -214,8 +220,47 @@ LayerCost EdgeCost(const LayerFacts& src, Choice cs, int src_rank, Dependency de
   cost.feature_bytes_in = move.busiest * kBytesPerFloat;
   if (src.wants_grad) cost.feature_bytes_out = cost.feature_bytes_in;
   cost.feature_floats_total = directions * move.group_total * g.groups();
-  cost.feature_s = directions * (FeatureLegSeconds(move, g, p) + move.steps * p.latency_seconds());
+  const double leg = FeatureLegSeconds(move, g, p) + move.steps * p.latency_seconds();
+  cost.feature_s = directions * leg;
+  cost.backward_s = (directions - 1) * leg;  // the feature's gradient, back
   return cost;
+}
+
+double StepSeconds(const std::vector<LayerCost>& costs, const Grouping& g) {
+  double serial = 0.0, forward = 0.0;
+  for (const LayerCost& c : costs) {
+    serial += c.compute_s + c.feature_s + c.param_s;
+    forward += c.compute_s + c.feature_s - c.backward_s;
+  }
+  if (!g.overlap) return serial;
+  // done[i]: when backprop has finished layer i (the step begins with the forward pass).
+  std::vector<double> done(costs.size());
+  double t = forward;
+  for (size_t i = costs.size(); i-- > 0;) done[i] = t += costs[i].backward_s;
+  // The lanes of the layers whose parameters travel, as a worker cuts them on
+  // each of its servers (each holds 1/S of every layer).
+  std::vector<size_t> travelling, floats;
+  const double servers = std::max(1, g.servers);
+  for (size_t i = 0; i < costs.size(); ++i) {
+    if (costs[i].param_s <= 0.0) continue;
+    travelling.push_back(i);
+    floats.push_back(static_cast<size_t>(costs[i].param_floats / servers));
+  }
+  std::vector<double> back(costs.size(), 0.0);  // when layer i's values are back
+  double out = 0.0, in = 0.0;                   // when each direction is free
+  for (const LaneRange& lane : GroupLanes(floats, g.lane_floats)) {
+    double leg = 0.0;
+    for (size_t k = lane.begin; k < lane.end; ++k) leg += costs[travelling[k]].param_s / 2.0;
+    const double ready = done[travelling[lane.begin]];
+    out = std::max({ready, out, g.bound_servers ? in : 0.0}) + leg;  // gradients out
+    in = std::max(in, out) + leg;                                     // values back
+    for (size_t k = lane.begin; k < lane.end; ++k) back[travelling[k]] = in;
+  }
+  // The next step's forward pass, from the end of backprop.
+  t = costs.empty() ? 0.0 : done[0];
+  for (size_t i = 0; i < costs.size(); ++i)
+    t = std::max(t, back[i]) + costs[i].compute_s + costs[i].feature_s - costs[i].backward_s;
+  return t - forward;
 }
 
 CostGraph BuildCostGraph(const std::vector<LayerFacts>& layers, const std::vector<uint8_t>& allowed,

@@ -31,6 +31,7 @@ struct LayerFacts {
   bool frozen = false;        // lr_mult 0: its parameters never travel (lib/train/param_table.h)
   double feature = 0.0;       // D_l, floats per record
   double flops = 0.0;         // forward + backward, per record
+  double backward_flops = 0.0;  // of flops, the backward pass's
   double rows_per_record = 1; // rows a record gives the layer's products (Layer::RowsPerRecord)
   double chained_flops = 0.0; // of flops, a recurrence's: one row a record, step after step
   bool wants_grad = true;     // gradients flow back into this layer's feature
@@ -54,6 +55,7 @@ struct Grouping {
   double param_value_bytes = 4.0;  // a gradient or parameter value on the wire (cluster.wire)
   bool overlap = true;             // train.overlap: parameter traffic hides behind compute (else follows it)
   double exchanges_per_step = 1.0; // parameter exchanges per step (EASGD: one every easgd_tau steps)
+  size_t lane_floats = 1 << 18;    // train.overlap_bucket_floats: how a worker cuts its lanes (lib/plan/lanes.h)
   // How far the workers wait for each other: -1, within groups only (async,
   // EASGD); 0, all every step (BSP); s, all within s steps (SSP).
   int staleness = 0;
@@ -70,6 +72,8 @@ double StragglerFactor(const Grouping& g, const ClusterProfile& p);
 // floats_total are over the whole cluster, both directions (SINGA's C).
 struct LayerCost {
   double compute_s = 0.0, param_s = 0.0, feature_s = 0.0;
+  double backward_s = 0.0;    // of compute_s + feature_s, the backward pass's
+  double param_floats = 0.0;  // values one worker exchanges per exchange
   double param_bytes_out = 0.0, param_bytes_in = 0.0;      // gradients sent, values received
   double feature_bytes_in = 0.0, feature_bytes_out = 0.0;  // sources fetched, their gradients sent
   double param_floats_total = 0.0, feature_floats_total = 0.0;
@@ -91,7 +95,21 @@ LayerCost NodeCost(const LayerFacts& layer, Choice choice, const Grouping& g, co
 LayerCost EdgeCost(const LayerFacts& src, Choice cs, int src_rank, Dependency dep, Choice cd, int dst_rank,
                    const Grouping& g, const ClusterProfile& p);
 
+// A step's seconds on the busiest worker, as the workers run it, from the
+// layers' costs (CostBreakdown's). Without train.overlap: every layer's
+// compute and features, then the parameter exchange. With it, backprop hands
+// the parameters to the network lane by lane (lib/plan/lanes.h), top down, as
+// it finishes each lane's lowest layer, and the next forward pass waits at
+// each layer for its lane's values. A lane's gradients go out while an earlier
+// lane's values come back where the two legs use different directions of the
+// NICs (servers of their own); under AllReduce both legs use both, and lanes
+// take the link in turn. So a lane's traffic hides behind the backprop of the
+// layers below it, and the bottom lane's never does.
+double StepSeconds(const std::vector<LayerCost>& costs, const Grouping& g);
+
 // The pairwise cost graph the search minimises (node and edge costs in seconds).
+// With overlap, a node's cost is the longer of its compute and its parameter
+// traffic: the search's stand-in for StepSeconds, which is not a sum over layers.
 CostGraph BuildCostGraph(const std::vector<LayerFacts>& layers, const std::vector<uint8_t>& allowed,
                          const std::vector<int>& ranks, const Grouping& g, const ClusterProfile& p);
 

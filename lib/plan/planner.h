@@ -40,6 +40,7 @@ struct PlannerOptions {
   // traffic overlapped with compute (train.overlap; never under EASGD), and
   // exchanges per step (EASGD: one every easgd_tau steps).
   bool overlap = true;
+  size_t lane_floats = 1 << 18;  // train.overlap_bucket_floats
   double exchanges_per_step = 1.0;
   int staleness = 0;  // Grouping::staleness: BSP 0, SSP its slack, async and EASGD -1
   bool bound_servers = false;  // cluster.server_worker_separate: false
@@ -52,10 +53,10 @@ struct LayerOverride {
   int rank = -1;  // location: the worker of the group holding an unpartitioned layer; -1: none given
 };
 
-// A whole plan's cost: the sum of its layers'.
+// A whole plan's cost.
 struct PlanTotals {
   int group_size = 1, groups = 1;
-  double seconds = 0.0;  // per step: the sum of the layers' seconds
+  double seconds = 0.0;  // per step, as the workers run it (StepSeconds)
   LayerCost cost;        // the layers' costs summed
 };
 

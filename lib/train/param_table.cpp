@@ -12,7 +12,7 @@
 #include "core/process.h"
 #include "plan/partition.h"
 #include "ps/param_init.h"
-#include "train/lanes.h"
+#include "plan/lanes.h"
 
 namespace shoal {
 

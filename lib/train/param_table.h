@@ -65,7 +65,7 @@ class LocalTable : public ParamTable {
 
 // With train.overlap (SINGA §5.3), the worker passes the table to its net's
 // passes as their LayerHooks: once backprop has finished a lane's layers
-// (lib/train/lanes.h: layers gathered top down until train.
+// (lib/plan/lanes.h: layers gathered top down until train.
 // overlap_bucket_floats; one layer each with 0) their gradients leave, one
 // update-get per server, while backprop goes on with the layers below; just
 // before the lane's lowest layer's next forward pass its new values are

@@ -198,6 +198,52 @@ TEST_CASE("a GPU worker's parameters cross its host link") {
   CHECK(Leg(NodeCost(fc, Choice::kData, serial, p)) == doctest::Approx(1.0 + 1.0 / 16));
 }
 
+// A layer's cost as StepSeconds reads it.
+LayerCost Timed(double compute, double backward, double params_s, double floats) {
+  LayerCost c;
+  c.compute_s = compute;
+  c.backward_s = backward;
+  c.param_s = params_s;
+  c.param_floats = floats;
+  return c;
+}
+
+TEST_CASE("the step as run: lanes leave as backprop finishes them, and the next forward waits for its values") {
+  // Bottom layer: 4 s of compute (2 of it backward), 1 s a leg; top layer:
+  // 2 s (1 backward), 3 s a leg. Forward 3 s; backprop finishes the top at 4
+  // and the bottom at 6.
+  const std::vector<LayerCost> costs = {Timed(4, 2, 2, 10), Timed(2, 1, 6, 10)};
+  Grouping g;
+  g.servers = 1;
+  g.lane_floats = 0;  // a lane each
+  // Top lane out 4-7, back 7-10; bottom out 7-8, back 10-11. The next forward
+  // starts the bottom at 11 and ends at 14: a step of 14 - 3 = 11 s.
+  CHECK(StepSeconds(costs, g) == doctest::Approx(11));
+  // Under AllReduce both legs load both directions: the bottom goes out at
+  // 10-11 and is back at 12.
+  Grouping bound = g;
+  bound.bound_servers = true;
+  CHECK(StepSeconds(costs, bound) == doctest::Approx(12));
+  // One lane for both leaves when backprop ends: nothing hides.
+  Grouping one_lane = g;
+  one_lane.lane_floats = 20;
+  CHECK(StepSeconds(costs, one_lane) == doctest::Approx(14));
+  // Two servers hold 5 floats of each layer: a lane of 20 takes both again.
+  Grouping two_servers = one_lane;
+  two_servers.servers = 2;
+  two_servers.lane_floats = 10;
+  CHECK(StepSeconds(costs, two_servers) == doctest::Approx(14));
+  // Without overlap: compute, then the exchange.
+  Grouping off = g;
+  off.overlap = false;
+  CHECK(StepSeconds(costs, off) == doctest::Approx(4 + 2 + 2 + 6));
+  // Features are on the path both ways: a feature's gradient delays backprop.
+  std::vector<LayerCost> fed = costs;
+  fed[1].feature_s = 2;
+  fed[1].backward_s += 1;  // half of it back
+  CHECK(StepSeconds(fed, g) == doctest::Approx(13));
+}
+
 TEST_CASE("a cluster profile's network fields are read and checked") {
   ClusterProfile p;
   const std::string base = "bandwidth_gbps: 10\nlatency_us: 5\ngflops_per_worker: 50\n";

@@ -1,4 +1,4 @@
-#include "train/lanes.h"
+#include "plan/lanes.h"
 
 namespace shoal {
 

@@ -5,7 +5,8 @@
 // the bottom make the last lane. A lane leaves once backprop has finished its
 // lowest layer, and is collected just before that layer's next forward pass.
 // Each request costs messages and wake-ups on both sides: a layer too small
-// to be worth one rides with the next.
+// to be worth one rides with the next. Here, below lib/train, because the
+// planner's step time (lib/plan/cost_model.h, StepSeconds) cuts the same lanes.
 #pragma once
 
 #include <cstddef>

@@ -3,7 +3,7 @@
 
 #include <vector>
 
-#include "train/lanes.h"
+#include "plan/lanes.h"
 
 namespace shoal {
 namespace {
