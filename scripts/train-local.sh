@@ -309,12 +309,14 @@ log "$workers workers, $servers servers$([[ "$separate" == yes ]] || echo " (eac
 
 # Whether a child still runs: kill -0 also succeeds on one that died and is
 # not reaped yet (a zombie), as a killed server is when its worker's exit is
-# reaped first. A builtin read, not a fork: see next_exit.
+# reaped first, and on an unrelated process that took a reaped child's pid.
+# A builtin read, not a fork: see next_exit.
 running() {
   local stat
   { read -r stat < "/proc/$1/stat"; } 2>/dev/null || return 1
-  stat=${stat##*) }
-  [[ ${stat%% *} != Z ]]
+  stat=${stat##*) }  # "STATE PPID ..."
+  local state=${stat%% *} rest=${stat#* }
+  [[ $state != Z && ${rest%% *} == "$$" ]]
 }
 
 # next_exit: wait for a child to end; sets done_pid and status. `wait -n`

@@ -237,18 +237,17 @@ double StepSeconds(const std::vector<LayerCost>& costs, const Grouping& g) {
   std::vector<double> done(costs.size());
   double t = forward;
   for (size_t i = costs.size(); i-- > 0;) done[i] = t += costs[i].backward_s;
-  // The lanes of the layers whose parameters travel, as a worker cuts them on
-  // each of its servers (each holds 1/S of every layer).
+  // The lanes of the layers whose parameters travel, as a worker cuts them
+  // (its servers each hold an equal share of every layer: the same cuts on each).
   std::vector<size_t> travelling, floats;
-  const double servers = std::max(1, g.servers);
   for (size_t i = 0; i < costs.size(); ++i) {
     if (costs[i].param_s <= 0.0) continue;
     travelling.push_back(i);
-    floats.push_back(static_cast<size_t>(costs[i].param_floats / servers));
+    floats.push_back(static_cast<size_t>(costs[i].param_floats));
   }
   std::vector<double> back(costs.size(), 0.0);  // when layer i's values are back
   double out = 0.0, in = 0.0;                   // when each direction is free
-  for (const LaneRange& lane : GroupLanes(floats, g.lane_floats)) {
+  for (const LaneRange& lane : GroupLanes(floats, static_cast<size_t>(g.lane_floats))) {
     double leg = 0.0;
     for (size_t k = lane.begin; k < lane.end; ++k) leg += costs[travelling[k]].param_s / 2.0;
     const double ready = done[travelling[lane.begin]];

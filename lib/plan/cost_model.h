@@ -55,7 +55,9 @@ struct Grouping {
   double param_value_bytes = 4.0;  // a gradient or parameter value on the wire (cluster.wire)
   bool overlap = true;             // train.overlap: parameter traffic hides behind compute (else follows it)
   double exchanges_per_step = 1.0; // parameter exchanges per step (EASGD: one every easgd_tau steps)
-  size_t lane_floats = 1 << 18;    // train.overlap_bucket_floats: how a worker cuts its lanes (lib/plan/lanes.h)
+  // How a worker cuts its lanes (lib/plan/lanes.h), in values over all the
+  // servers it exchanges with: train.overlap_bucket_floats on each of them.
+  double lane_floats = 1 << 18;
   // How far the workers wait for each other: -1, within groups only (async,
   // EASGD); 0, all every step (BSP); s, all within s steps (SSP).
   int staleness = 0;

@@ -335,7 +335,6 @@ Status PlanJob(const JobConfig& given, const PlannerOptions& options, PartitionR
   o.param_value_bytes = static_cast<double>(BytesPerValue(wire));
   const bool easgd = job.cluster.consistency == "easgd";
   o.overlap = job.train.overlap && !easgd;  // as lib/train/param_table.cpp runs it
-  o.lane_floats = static_cast<size_t>(job.train.overlap_bucket_floats);
   o.exchanges_per_step = easgd ? 1.0 / job.cluster.easgd_tau : 1.0;
   const std::string& model = job.cluster.consistency;
   o.staleness = model == "bsp" ? 0 : model == "ssp" ? job.cluster.staleness : -1;
@@ -343,6 +342,9 @@ Status PlanJob(const JobConfig& given, const PlannerOptions& options, PartitionR
   // Each server group holds a copy and serves its share of the worker groups:
   // the load spreads over every server.
   if (o.servers == 0) o.servers = job.cluster.servers();
+  // A worker cuts its lanes on each server of its group's (train.overlap_bucket_floats each).
+  o.lane_floats =
+      static_cast<double>(job.train.overlap_bucket_floats) * std::max(1, o.servers / job.cluster.nserver_groups);
   int batch = 0;
   SHOAL_RETURN_IF_ERROR(StepRecords(job, &batch));
   return PlanLayers(layers, overrides, batch, o, job.source, report);

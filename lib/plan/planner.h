@@ -40,7 +40,7 @@ struct PlannerOptions {
   // traffic overlapped with compute (train.overlap; never under EASGD), and
   // exchanges per step (EASGD: one every easgd_tau steps).
   bool overlap = true;
-  size_t lane_floats = 1 << 18;  // train.overlap_bucket_floats
+  double lane_floats = 1 << 18;  // Grouping::lane_floats
   double exchanges_per_step = 1.0;
   int staleness = 0;  // Grouping::staleness: BSP 0, SSP its slack, async and EASGD -1
   bool bound_servers = false;  // cluster.server_worker_separate: false

@@ -228,11 +228,6 @@ TEST_CASE("the step as run: lanes leave as backprop finishes them, and the next 
   Grouping one_lane = g;
   one_lane.lane_floats = 20;
   CHECK(StepSeconds(costs, one_lane) == doctest::Approx(14));
-  // Two servers hold 5 floats of each layer: a lane of 20 takes both again.
-  Grouping two_servers = one_lane;
-  two_servers.servers = 2;
-  two_servers.lane_floats = 10;
-  CHECK(StepSeconds(costs, two_servers) == doctest::Approx(14));
   // Without overlap: compute, then the exchange.
   Grouping off = g;
   off.overlap = false;
