@@ -310,10 +310,15 @@ log "$workers workers, $servers servers$([[ "$separate" == yes ]] || echo " (eac
 # Whether a child still runs: kill -0 also succeeds on one that died and is
 # not reaped yet (a zombie), as a killed server is when its worker's exit is
 # reaped first, and on an unrelated process that took a reaped child's pid.
-# A builtin read, not a fork: see next_exit.
+# Only an end that is certain counts (next_exit waits for it by pid): a
+# child whose /proc entry exists but cannot be read runs. A builtin read, not
+# a fork: see next_exit.
 running() {
   local stat
-  { read -r stat < "/proc/$1/stat"; } 2>/dev/null || return 1
+  if ! { read -r stat < "/proc/$1/stat"; } 2>/dev/null; then
+    [[ -e "/proc/$1" ]]
+    return
+  fi
   stat=${stat##*) }  # "STATE PPID ..."
   local state=${stat%% *} rest=${stat#* }
   [[ $state != Z && ${rest%% *} == "$$" ]]

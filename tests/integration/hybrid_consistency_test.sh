@@ -22,7 +22,8 @@ train() {
   accuracy=$(field "$run/worker-0.jsonl" done "r['test_accuracy']")
   python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) >= float(sys.argv[2]) else 1)" "$accuracy" "$bound" ||
     fail "$name: test accuracy $accuracy < $bound"
-  python3 - "$run" $steps <<'PY' || fail "$name: the servers' counts are off"
+  python3 - "$run" $steps <<'PY' || fail "$name: the servers' counts are off; train-local said:
+$(cat "$tmp/$name.log")$(run_logs "$run")"
 import glob, json, sys
 run, steps = sys.argv[1], int(sys.argv[2])
 servers = sorted(glob.glob(run + "/server-*.jsonl"))
