@@ -29,6 +29,25 @@ std::string GroupChannel::Peer(int rank) const {
   return "worker " + std::to_string(peers_.first_worker + rank) + " at '" + peers_.endpoints[rank] + "'";
 }
 
+void GroupChannel::OnPipeRemoved(nng_pipe, nng_pipe_ev, void* closed) {
+  ++*static_cast<std::atomic<uint64_t>*>(closed);
+}
+
+std::string GroupChannel::Heard(int rank) const {
+  const FromPeer& from = from_[rank];
+  std::string heard = "; from it: " + std::to_string(from.blocks) + " blocks";
+  if (from.blocks > 0) heard += ", the last tag " + std::to_string(from.tag) + " of step " + std::to_string(from.step);
+  size_t held = 0;
+  for (const auto& [key, msg] : early_)
+    if (std::get<0>(key) == static_cast<uint32_t>(peers_.first_worker + rank)) ++held;
+  if (held > 0) heard += ", " + std::to_string(held) + " held that came before they were asked for";
+  const uint64_t in = closed_in_, out = closed_out_;
+  if (in + out > 0)
+    heard += "; connections closed: " + std::to_string(in) + " into this worker, " + std::to_string(out) +
+             " out of it (what a closed one carried is lost)";
+  return heard;
+}
+
 Status GroupChannel::Open(const GroupPeers& peers) {
   peers_ = peers;
   const int worker = this->worker();
@@ -38,9 +57,11 @@ Status GroupChannel::Open(const GroupPeers& peers) {
   const std::string& tls_dir = peers.tls_dir;
   const std::string& mine = peers.endpoints[peers.rank];
 
+  from_.assign(m, FromPeer{});
   int rv = nng_pull0_open(&pull_);
   if (rv != 0) return NngError("cannot open a socket", rv);
   pull_open_ = true;
+  nng_pipe_notify(pull_, NNG_PIPE_EV_REM_POST, OnPipeRemoved, &closed_in_);
   // A block is at most the largest a peer may send: a bigger frame is
   // dropped by NNG before it is read whole, whatever its header claims.
   nng_socket_set_size(pull_, NNG_OPT_RECVMAXSZ, kHeaderBytes + kEntryHeaderBytes + 4 * peers.max_block_floats);
@@ -67,6 +88,7 @@ Status GroupChannel::Open(const GroupPeers& peers) {
     rv = nng_push0_open(&push_[r]);
     if (rv != 0) return NngError("cannot open a socket", rv);
     push_open_[r] = true;
+    nng_pipe_notify(push_[r], NNG_PIPE_EV_REM_POST, OnPipeRemoved, &closed_out_);
     nng_socket_set_int(push_[r], NNG_OPT_SENDBUF, kQueuedMessages);
     nng_socket_set_ms(push_[r], NNG_OPT_SENDTIMEO, peers.timeout_ms);
     nng_socket_set_ms(push_[r], NNG_OPT_RECONNMINT, 20);
@@ -125,7 +147,7 @@ Status GroupChannel::Receive(int rank, uint32_t tag, uint64_t step, float* data,
     if (rv == NNG_ETIMEDOUT)
       return Status::Timeout("worker " + std::to_string(worker()) + " waited " + std::to_string(peers_.timeout_ms) +
                              " ms for " + what + " (step " + std::to_string(step) + ") from " + Peer(rank) +
-                             " (is it running?)" +
+                             " (is it running?)" + Heard(rank) +
                              (refused_ ? "; it refused " + std::to_string(refused_) + " bad messages, the last: " +
                                              last_refusal_
                                        : ""));
@@ -147,6 +169,8 @@ Status GroupChannel::Receive(int rank, uint32_t tag, uint64_t step, float* data,
       continue;
     }
     Key key{view.header.sender, view.entries[0].key, view.header.step};
+    FromPeer& from = from_[view.header.sender - first];
+    from = {from.blocks + 1, view.entries[0].key, view.header.step};
     if (key == wanted) {
       msg = got;
     } else {

@@ -7,6 +7,7 @@
 
 #include <nng/nng.h>
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -56,6 +57,18 @@ class GroupChannel {
   using Key = std::tuple<uint32_t, uint32_t, uint64_t>;  // sender, tag, step
   int worker() const { return peers_.first_worker + peers_.rank; }
   std::string Peer(int rank) const;
+  // What a receive that gave up on `rank` knows of it: what came from it
+  // last, what it holds early, and whether a connection ever closed (NNG
+  // drops what a closed connection was carrying).
+  std::string Heard(int rank) const;
+  static void OnPipeRemoved(nng_pipe, nng_pipe_ev, void* closed);
+
+  // Per rank: blocks taken from it, and the last one's (tag, step).
+  struct FromPeer {
+    uint64_t blocks = 0;
+    uint32_t tag = 0;
+    uint64_t step = 0;
+  };
 
   GroupPeers peers_;
   nng_socket pull_{};
@@ -63,6 +76,10 @@ class GroupChannel {
   std::vector<nng_socket> push_;  // per rank of the group; its own is unused
   std::vector<bool> push_open_;
   std::map<Key, nng_msg*> early_;  // arrived before they were asked for
+  std::vector<FromPeer> from_;
+  // Connections closed: into this rank's listener, and out of its push sockets.
+  std::atomic<uint64_t> closed_in_{0};
+  std::atomic<uint64_t> closed_out_{0};
   uint64_t refused_ = 0;           // messages that were not a block of this group's
   std::string last_refusal_;
 };

@@ -8,6 +8,7 @@ nlohmann::json StatsToJson(const ServerStats& s) {
           {"updates_applied", s.updates_applied},
           {"updates_repeated", s.updates_repeated},
           {"updates_from", s.updates_from},
+          {"steps_from", s.steps_from},
           {"gets", s.gets},
           {"gets_waited", s.gets_waited},
           {"parked", s.parked},

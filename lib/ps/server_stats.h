@@ -21,6 +21,10 @@ struct ServerStats {
   // layer here (data parallel) each is applied alone, so they add up to
   // updates_applied.
   std::vector<uint64_t> updates_from;
+  // Per worker: the step after the last of its steps (easgd: exchanges) the
+  // table holds, a restart's checkpoint included: after a run that restarted
+  // its servers, what updates_from counts since the last start adds up to.
+  std::vector<uint64_t> steps_from;
   uint64_t gets = 0;
   uint64_t gets_waited = 0;
   uint64_t parked = 0;  // reads waiting now for their version (BSP) or the slowest worker (SSP)

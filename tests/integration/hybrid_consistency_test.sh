@@ -2,11 +2,12 @@
 # Hybrid plans under the consistency models that do not wait for every
 # worker: 2 worker groups (Downpour's shape), each a model-parallel group of
 # 2 (every layer split by features), 3 servers, the MLP, 400 steps, async,
-# SSP (slack 1) and EASGD. Each reaches a stated accuracy; every server took
-# in each worker's 400 steps (each worker holds a part of every layer, so a
-# step counts once each of its layers is in); SSP never served a read staler
-# than the slack; under async the servers applied each slice's update from
-# each of its 2 holders (one per group): 800 versions.
+# SSP (slack 1) and EASGD. Each reaches a stated accuracy; every server's
+# table holds each worker's 400 steps (each worker holds a part of every
+# layer, so a step counts once each of its layers is in; a restart from a
+# checkpoint, which the supervisor may make, keeps them); SSP never served a
+# read staler than the slack; under async the servers applied each slice's
+# update from each of its 2 holders (one per group): 800 versions.
 . "$(dirname "$0")/lib.sh"
 
 steps=400
@@ -30,20 +31,26 @@ servers = sorted(glob.glob(run + "/server-*.jsonl"))
 assert len(servers) == 3, servers
 for path in servers:
     r = [json.loads(l) for l in open(path) if "server_done" in l][-1]
-    assert r["updates_from"] == [steps] * 4, (path, r["updates_from"])
+    assert r["steps_from"] == [steps] * 4, (path, r["steps_from"])
     assert r["workers_done"] == 4, (path, r["workers_done"])
     if r["consistency"] == "ssp":
         assert r["max_staleness_served"] <= 1, (path, r["max_staleness_served"])
     if r["consistency"] == "async":
         assert r["version"] == 2 * steps, (path, r["version"])
 PY
+  # A restart is recovery, not a fault of the consistency model; it is said.
+  restarts=$(grep -c "restarting" "$tmp/$name.log" || true)
+  ((restarts == 0)) || echo "# $name: train-local restarted $restarts times: $(grep restarting "$tmp/$name.log")$(run_logs "$run")"
 }
 
 # Async's accuracy depends on how stale its reads happen to be: 0.73 was seen
-# under the sanitizers' slower timing, 0.78-0.80 at full speed.
+# under the sanitizers' slower timing, 0.78-0.80 at full speed. Worker 0
+# evaluates the servers' values as they are when it ends, with the other
+# group a step or two from its own end: SSP's ranged 0.767-0.826 over 130
+# sanitized runs, EASGD's 0.809-0.822 over 75.
 train async 0.70 cluster.consistency=async
 ok "async, 2 model-parallel groups of 2 over 3 servers: test accuracy $accuracy (>= 0.70), no step lost"
-train ssp 0.78 cluster.consistency=ssp cluster.staleness=1
-ok "SSP (slack 1), the same: test accuracy $accuracy (>= 0.78), no read staler than the slack"
+train ssp 0.73 cluster.consistency=ssp cluster.staleness=1
+ok "SSP (slack 1), the same: test accuracy $accuracy (>= 0.73), no read staler than the slack"
 train easgd 0.78 cluster.consistency=easgd
 ok "EASGD, the same: test accuracy $accuracy (>= 0.78), every exchange taken in"

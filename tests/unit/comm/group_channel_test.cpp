@@ -176,9 +176,30 @@ TEST_CASE("group channel: a receive from a silent peer gives up after the timeou
   const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   CHECK(s.code() == Status::Code::kTimeout);
   CHECK(s.message() == "worker 6 waited 250 ms for gradients of layer 'fc1' (step 9) from worker 7 at '" +
-                           endpoints[1] + "' (is it running?)");
+                           endpoints[1] + "' (is it running?); from it: 0 blocks");
   CHECK(waited >= 0.2);
   CHECK(waited < 2.0);
+}
+
+TEST_CASE("group channel: a receive that gives up says what did come from the peer, and which connections closed") {
+  Group g(2, /*first_worker=*/2, /*timeout_ms=*/300);
+  SendBlock(g[1], 0, 3, 8, 1.0f);
+  SendBlock(g[1], 0, 5, 9, 2.0f);
+  CHECK(ReceiveBlock(g[0], 1, 3, 8) == 1.0f);
+  std::vector<float> v(2);
+  Status s = g[0].Receive(1, 1, 9, v.data(), v.size(), "features of layer 'data'");
+  CHECK(s.code() == Status::Code::kTimeout);
+  CHECK(s.message() == "worker 2 waited 300 ms for features of layer 'data' (step 9) from worker 3 at '" +
+                           g.endpoints[1] + "' (is it running?); from it: 2 blocks, the last tag 5 of step 9, " +
+                           "1 held that came before they were asked for");
+  // The peer goes: its connection into rank 0 closes, and so does rank 0's into it.
+  g.ranks[1].reset();
+  for (int i = 0; i < 20; ++i) {
+    s = g[0].Receive(1, 1, 9, v.data(), v.size(), "features of layer 'data'");
+    if (s.message().find("connections closed: 1 into this worker, 1 out of it") != std::string::npos) break;
+  }
+  CHECK(s.message().find("; connections closed: 1 into this worker, 1 out of it (what a closed one carried is lost)") !=
+        std::string::npos);
 }
 
 TEST_CASE("group channel: messages from a non-peer, of another plan or garbage are refused and counted; the real block arrives") {

@@ -23,7 +23,7 @@
 namespace shoal {
 namespace {
 
-TEST_CASE("a server resumed from a checkpoint serves its values and version; another plan's is refused") {
+TEST_CASE("a server resumed from a checkpoint serves its values and version, and counts the steps it holds; another plan's is refused") {
   const std::string dir = TempDirPath();
   ServerFixture f("bsp", dir);
   auto worker0 = Connect(f), worker1 = Connect(f);
@@ -32,6 +32,8 @@ TEST_CASE("a server resumed from a checkpoint serves its values and version; ano
   REQUIRE(Update(worker1.get(), f, 0, 1, MakeGrads(1, 0), &reply).ok());
   REQUIRE(worker0->Call(f.Header(MsgType::kGet, 1, 0), {}, &reply).ok());
   const std::vector<float> trained = EntryValues(reply, 0);
+  CHECK(f.server->stats().updates_from == std::vector<uint64_t>{1, 1});
+  CHECK(f.server->stats().steps_from == std::vector<uint64_t>{1, 1});
   REQUIRE(f.Stop().ok());
 
   // The same plan, restarted from the checkpoint: a joining worker gets the
@@ -41,6 +43,9 @@ TEST_CASE("a server resumed from a checkpoint serves its values and version; ano
     REQUIRE(Connect(f)->Call(f.Header(MsgType::kJoin, kJoinWhereTheServerIs, 1), {}, &reply).ok());
     CHECK(reply.view().header.step == 1);
     CheckValues(EntryValues(reply, 0), trained);
+    // It has taken in no step since it started, and holds each worker's first.
+    CHECK(again.stats().updates_from == std::vector<uint64_t>{0, 0});
+    CHECK(again.stats().steps_from == std::vector<uint64_t>{1, 1});
     again.Stop();
   }
   ServerOptions resume;

@@ -246,6 +246,7 @@ class ResumedServer {
     REQUIRE(run_.wait_for(milliseconds(3000)) == std::future_status::ready);
     CHECK(run_.get().ok());
   }
+  ServerStats stats() { return server_.stats(); }
 
  private:
   static ServerOptions Options(const std::string& dir) {
