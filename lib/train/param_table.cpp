@@ -10,9 +10,9 @@
 #include "core/fault_injection.h"
 #include "core/log.h"
 #include "core/process.h"
+#include "plan/lanes.h"
 #include "plan/partition.h"
 #include "ps/param_init.h"
-#include "plan/lanes.h"
 
 namespace shoal {
 

@@ -371,7 +371,7 @@ TEST_CASE("a layer name used twice is refused at its second use") {
 }
 
 TEST_CASE("a layer name that is not plain (a path, a space, a quote) is refused where it is written") {
-  for (const std::string& bad : {"../x", "fc 1", "fc/w", "'q'"}) {
+  for (const char* bad : {"../x", "fc 1", "fc/w", "'q'"}) {
     const std::string layers = kLayers + "    - {name: \"" + bad + "\", type: relu, srclayers: data}\n";
     Status s = ParseAndBuild(Job(layers));
     INFO(s.ToString());

@@ -218,12 +218,12 @@ TEST_CASE("PlanFromJson refuses what is not a plan, or a plan of another format 
 TEST_CASE("a server's TCP endpoint needs a port others can dial") {
   Plan plan = MakePlan(MlpJob());
   Plan back;
-  for (const std::string& endpoint : {"tcp://127.0.0.1:99999", "tcp://127.0.0.1:0", "tcp://127.0.0.1", "tcp://h:x1"}) {
+  for (const char* endpoint : {"tcp://127.0.0.1:99999", "tcp://127.0.0.1:0", "tcp://127.0.0.1", "tcp://h:x1"}) {
     json j = PlanToJson(plan);
     j["servers"][0]["endpoint"] = endpoint;
     Rehash(&j);
     CHECK(PlanFromJson(j, "x.json", &back).message() == "x.json: inconsistent plan: server 0 has endpoint '" +
-                                                           endpoint + "', whose port is not 1 to 65535");
+                                                           std::string(endpoint) + "', whose port is not 1 to 65535");
   }
   json j = PlanToJson(plan);
   j["servers"][0]["endpoint"] = "tcp://[::1]:5555";
