@@ -99,6 +99,7 @@ void LayerCost::Add(const LayerCost& o) {
   feature_s += o.feature_s;
   backward_s += o.backward_s;
   param_floats += o.param_floats;
+  param_latency_s += o.param_latency_s;
   param_bytes_out += o.param_bytes_out;
   param_bytes_in += o.param_bytes_in;
   feature_bytes_in += o.feature_bytes_in;
@@ -203,7 +204,8 @@ LayerCost NodeCost(const LayerFacts& layer, Choice choice, const Grouping& g, co
   cost.param_floats = per_worker;
   cost.param_bytes_out = cost.param_bytes_in = rate * per_worker * b;
   cost.param_floats_total = rate * 2.0 * total;
-  cost.param_s = rate * (2.0 * leg + 2.0 * p.latency_seconds());
+  cost.param_latency_s = rate * p.latency_seconds();
+  cost.param_s = rate * 2.0 * leg + 2.0 * cost.param_latency_s;
   return cost;
 }
 
@@ -227,12 +229,15 @@ LayerCost EdgeCost(const LayerFacts& src, Choice cs, int src_rank, Dependency de
 }
 
 double StepSeconds(const std::vector<LayerCost>& costs, const Grouping& g) {
-  double serial = 0.0, forward = 0.0;
+  // Without overlap every layer's parameters go in one message a direction:
+  // one latency a leg, not one per layer.
+  double serial = 0.0, forward = 0.0, latency = 0.0;
   for (const LayerCost& c : costs) {
-    serial += c.compute_s + c.feature_s + c.param_s;
+    serial += c.compute_s + c.feature_s + c.param_s - 2.0 * c.param_latency_s;
     forward += c.compute_s + c.feature_s - c.backward_s;
+    latency = std::max(latency, c.param_latency_s);
   }
-  if (!g.overlap) return serial;
+  if (!g.overlap) return serial + 2.0 * latency;
   // done[i]: when backprop has finished layer i (the step begins with the forward pass).
   std::vector<double> done(costs.size());
   double t = forward;
@@ -248,8 +253,14 @@ double StepSeconds(const std::vector<LayerCost>& costs, const Grouping& g) {
   std::vector<double> back(costs.size(), 0.0);  // when layer i's values are back
   double out = 0.0, in = 0.0;                   // when each direction is free
   for (const LaneRange& lane : GroupLanes(floats, static_cast<size_t>(g.lane_floats))) {
-    double leg = 0.0;
-    for (size_t k = lane.begin; k < lane.end; ++k) leg += costs[travelling[k]].param_s / 2.0;
+    // One message a direction: the lane's bytes, and one latency.
+    double leg = 0.0, latency = 0.0;
+    for (size_t k = lane.begin; k < lane.end; ++k) {
+      const LayerCost& c = costs[travelling[k]];
+      leg += c.param_s / 2.0 - c.param_latency_s;
+      latency = std::max(latency, c.param_latency_s);
+    }
+    leg += latency;
     const double ready = done[travelling[lane.begin]];
     out = std::max({ready, out, g.bound_servers ? in : 0.0}) + leg;  // gradients out
     in = std::max(in, out) + leg;                                     // values back

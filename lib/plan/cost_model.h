@@ -76,6 +76,7 @@ struct LayerCost {
   double compute_s = 0.0, param_s = 0.0, feature_s = 0.0;
   double backward_s = 0.0;    // of compute_s + feature_s, the backward pass's
   double param_floats = 0.0;  // values one worker exchanges per exchange
+  double param_latency_s = 0.0;  // of param_s, each leg's message latency (a lane's layers share one)
   double param_bytes_out = 0.0, param_bytes_in = 0.0;      // gradients sent, values received
   double feature_bytes_in = 0.0, feature_bytes_out = 0.0;  // sources fetched, their gradients sent
   double param_floats_total = 0.0, feature_floats_total = 0.0;

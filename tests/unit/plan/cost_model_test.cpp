@@ -237,6 +237,16 @@ TEST_CASE("the step as run: lanes leave as backprop finishes them, and the next 
   fed[1].feature_s = 2;
   fed[1].backward_s += 1;  // half of it back
   CHECK(StepSeconds(fed, g) == doctest::Approx(13));
+  // A lane is one message a direction: with 0.5 s of latency a leg on each
+  // layer, one lane of both pays it once (a leg of 1 + 3 + 0.5 s, not 5): out
+  // 6-10.5, back 10.5-15, then the 3 s forward. A lane each pays it on each:
+  // top out 4-7.5, back 7.5-11; bottom out 7.5-9, back 11-12.5.
+  std::vector<LayerCost> late = costs;
+  for (LayerCost& c : late) c.param_s += 1.0, c.param_latency_s = 0.5;
+  CHECK(StepSeconds(late, one_lane) == doctest::Approx(15 + 3 - 3));
+  CHECK(StepSeconds(late, g) == doctest::Approx(12.5 + 2 + 1 - 3));
+  // Without overlap the exchange is one message a direction too.
+  CHECK(StepSeconds(late, off) == doctest::Approx(4 + 2 + 2 * (1 + 3 + 0.5)));
 }
 
 TEST_CASE("a cluster profile's network fields are read and checked") {
