@@ -43,8 +43,8 @@ std::string GroupChannel::Heard(int rank) const {
   if (held > 0) heard += ", " + std::to_string(held) + " held that came before they were asked for";
   const uint64_t in = closed_in_, out = closed_out_;
   if (in + out > 0)
-    heard += "; connections closed: " + std::to_string(in) + " into this worker, " + std::to_string(out) +
-             " out of it (what a closed one carried is lost)";
+    heard += "; connections ended (or refused): " + std::to_string(in) + " into this worker, " +
+             std::to_string(out) + " out of it, with any peer (a block in flight on one may be lost)";
   return heard;
 }
 

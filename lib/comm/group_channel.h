@@ -58,8 +58,8 @@ class GroupChannel {
   int worker() const { return peers_.first_worker + peers_.rank; }
   std::string Peer(int rank) const;
   // What a receive that gave up on `rank` knows of it: what came from it
-  // last, what it holds early, and whether a connection ever closed (NNG
-  // drops what a closed connection was carrying).
+  // last, what it holds early, and whether a connection of the group ever
+  // ended (NNG drops a message in flight on a connection that closes).
   std::string Heard(int rank) const;
   static void OnPipeRemoved(nng_pipe, nng_pipe_ev, void* closed);
 
@@ -77,7 +77,7 @@ class GroupChannel {
   std::vector<bool> push_open_;
   std::map<Key, nng_msg*> early_;  // arrived before they were asked for
   std::vector<FromPeer> from_;
-  // Connections closed: into this rank's listener, and out of its push sockets.
+  // Connections ended (NNG's pipe removals): into this rank's listener, and out of its push sockets.
   std::atomic<uint64_t> closed_in_{0};
   std::atomic<uint64_t> closed_out_{0};
   uint64_t refused_ = 0;           // messages that were not a block of this group's

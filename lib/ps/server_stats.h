@@ -21,9 +21,10 @@ struct ServerStats {
   // layer here (data parallel) each is applied alone, so they add up to
   // updates_applied.
   std::vector<uint64_t> updates_from;
-  // Per worker: the step after the last of its steps (easgd: exchanges) the
-  // table holds, a restart's checkpoint included: after a run that restarted
-  // its servers, what updates_from counts since the last start adds up to.
+  // Per worker: the step after the last one all of whose layers here the
+  // table holds (easgd: after its last exchange), checkpoints included: a
+  // server resumed from a checkpoint starts from its clocks, so this is the
+  // checkpoint's plus what updates_from has counted since.
   std::vector<uint64_t> steps_from;
   uint64_t gets = 0;
   uint64_t gets_waited = 0;

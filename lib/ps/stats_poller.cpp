@@ -108,7 +108,7 @@ nlohmann::json JobView(const Plan& plan, const JobSample& before, const JobSampl
       if (row[r.rate].is_number()) *r.total += row[r.rate].get<double>();
     }
     version = std::max(version, Counter(st, "version"));
-    const nlohmann::json from = st.value("updates_from", nlohmann::json::array());
+    const nlohmann::json from = st.value("steps_from", nlohmann::json::array());
     for (size_t w = 0; w < steps.size() && w < from.size(); ++w)
       if (from[w].is_number_unsigned()) steps[w] = std::max(steps[w], from[w].get<uint64_t>());
     const nlohmann::json step = st.value("last_checkpoint_step", nlohmann::json());

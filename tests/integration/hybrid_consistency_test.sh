@@ -4,10 +4,11 @@
 # 2 (every layer split by features), 3 servers, the MLP, 400 steps, async,
 # SSP (slack 1) and EASGD. Each reaches a stated accuracy; every server's
 # table holds each worker's 400 steps (each worker holds a part of every
-# layer, so a step counts once each of its layers is in; a restart from a
-# checkpoint, which the supervisor may make, keeps them); SSP never served a
-# read staler than the slack; under async the servers applied each slice's
-# update from each of its 2 holders (one per group): 800 versions.
+# layer, so a step counts once each of its layers is in), taken in by the
+# server itself unless the supervisor restarted the run from a checkpoint,
+# which the test reports as a WARNING; SSP never served a read staler than
+# the slack; under async the servers applied each slice's update from each
+# of its 2 holders (one per group): 800 versions.
 . "$(dirname "$0")/lib.sh"
 
 steps=400
@@ -23,24 +24,31 @@ train() {
   accuracy=$(field "$run/worker-0.jsonl" done "r['test_accuracy']")
   python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) >= float(sys.argv[2]) else 1)" "$accuracy" "$bound" ||
     fail "$name: test accuracy $accuracy < $bound"
-  python3 - "$run" $steps <<'PY' || fail "$name: the servers' counts are off; train-local said:
+  local restarts
+  restarts=$(python3 -c "import json, sys; print(json.load(open(sys.argv[1]))['restarts'])" "$run/run.json")
+  python3 - "$run" $steps "$restarts" <<'PY' || fail "$name: the servers' counts are off; train-local said:
 $(cat "$tmp/$name.log")$(run_logs "$run")"
 import glob, json, sys
-run, steps = sys.argv[1], int(sys.argv[2])
+run, steps, restarts = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 servers = sorted(glob.glob(run + "/server-*.jsonl"))
 assert len(servers) == 3, servers
 for path in servers:
     r = [json.loads(l) for l in open(path) if "server_done" in l][-1]
     assert r["steps_from"] == [steps] * 4, (path, r["steps_from"])
+    # Without a restart the server took in every one of them itself.
+    if restarts == 0:
+        assert r["updates_from"] == [steps] * 4, (path, r["updates_from"])
     assert r["workers_done"] == 4, (path, r["workers_done"])
     if r["consistency"] == "ssp":
         assert r["max_staleness_served"] <= 1, (path, r["max_staleness_served"])
     if r["consistency"] == "async":
         assert r["version"] == 2 * steps, (path, r["version"])
 PY
-  # A restart is recovery, not a fault of the consistency model; it is said.
-  restarts=$(grep -c "restarting" "$tmp/$name.log" || true)
-  ((restarts == 0)) || echo "# $name: train-local restarted $restarts times: $(grep restarting "$tmp/$name.log")$(run_logs "$run")"
+  # Nothing here is killed, so a restart is a fault (a stall the supervisor
+  # recovered from). The result is still whole; the test says so in a line
+  # .ci/run prints from passing tests too, with what each process said.
+  ((restarts == 0)) ||
+    echo "WARNING: $name: train-local restarted $restarts time(s): $(grep restarting "$tmp/$name.log")$(run_logs "$run")"
 }
 
 # Async's accuracy depends on how stale its reads happen to be: 0.73 was seen
