@@ -59,6 +59,14 @@ trap '"$root/scripts/netns-cluster.sh" down "$cluster"; "$root/scripts/netns-clu
 sed 's/^workers_per_node: .*/workers_per_node: 2/' "$work/profile.yaml" >"$work/shared.yaml"
 
 results=()
+# case_logs RUN: every process's last lines, before the EXIT trap removes them.
+case_logs() {
+  local log
+  for log in "$1"/*.log; do
+    [[ -f "$log" ]] && printf -- '--- %s:\n%s\n' "${log##*/}" "$(tail -n 5 "$log")" >&2
+  done
+  return 0
+}
 # case NAME CLUSTER PROFILE STRATEGY [JOB FIELD=VALUE...]
 case_run() {
   local name=$1 on=$2 profile=$3 strategy=$4 run=$work/$1
@@ -67,7 +75,7 @@ case_run() {
   CLUSTER=$on STRATEGY=$strategy PROFILE=$profile EVALUATE=no RUN_DIR=$run SHOAL_BIN=$bin \
     BASE_PORT=$((12000 + RANDOM % 8000)) "$root/scripts/train-local.sh" "$root/configs/models/fc-heavy.yaml" \
     train.steps="$steps" train.display_every="$steps" "$@" 2>"$work/$name.log" ||
-    { cat "$work/$name.log" >&2; exit 1; }
+    { cat "$work/$name.log" >&2; case_logs "$run"; exit 1; }
   results+=("$name=$run")
 }
 for strategy in data model optimal; do
