@@ -27,7 +27,7 @@ Checkpoint SnapshotTable(const ServerTable& table, uint64_t updates_received, co
   ckpt.step = table.version();
   ckpt.updates = updates_received;
   ckpt.servers = config.servers_per_group;
-  for (int w = 0; w < config.workers; ++w) ckpt.updates_from.push_back(table.NextStepOf(w));
+  ckpt.updates_from = table.NextSteps();
   ckpt.metric = metric;
   const std::vector<std::string>& states = table.state_names();
   for (const auto& [key, s] : table.slices()) {

@@ -112,9 +112,7 @@ ServerStats ParameterServer::StatsNow() const {
   ServerStats s = stats_;
   s.version = table_ ? table_->version() : 0;
   s.workers_done = table_ ? table_->done_count() : 0;
-  s.steps_from.assign(config_.workers, 0);
-  if (table_)
-    for (int w = 0; w < config_.workers; ++w) s.steps_from[w] = table_->NextStepOf(w);
+  s.steps_from = table_ ? table_->NextSteps() : std::vector<uint64_t>(config_.workers, 0);
   s.parked = parked_.size();
   s.checkpoints = checkpointer_.written();
   s.last_checkpoint_step = checkpointer_.last_step();

@@ -21,13 +21,9 @@ bool SspReadable(uint64_t clock, uint64_t slowest, uint64_t staleness) {
 uint64_t SspStaleness(uint64_t clock, uint64_t slowest) { return clock > slowest ? clock - slowest : 0; }
 
 uint64_t SspConsistency::Slowest(const ServerTable& table) const {
-  std::vector<uint64_t> clocks(config_.workers);
   std::vector<bool> stopped(config_.workers);
-  for (int w = 0; w < config_.workers; ++w) {
-    clocks[w] = table.NextStepOf(w);
-    stopped[w] = table.done()[w] || !config_.serves[w];
-  }
-  return SlowestClock(clocks, stopped);
+  for (int w = 0; w < config_.workers; ++w) stopped[w] = table.done()[w] || !config_.serves[w];
+  return SlowestClock(table.NextSteps(), stopped);
 }
 
 std::string SspConsistency::RefuseUpdate(const ServerTable& table, int worker, uint64_t step,

@@ -79,6 +79,12 @@ uint64_t ServerTable::NextStepOf(int worker, const std::vector<int>& layers) con
 
 uint64_t ServerTable::NextStepOf(int worker) const { return NextStepOf(worker, held_layers_[worker]); }
 
+std::vector<uint64_t> ServerTable::NextSteps() const {
+  std::vector<uint64_t> steps;
+  for (size_t w = 0; w < held_layers_.size(); ++w) steps.push_back(NextStepOf(static_cast<int>(w)));
+  return steps;
+}
+
 std::string ServerTable::MismatchedSlice(const MessageView& req) const {
   for (const auto& e : req.entries) {
     auto it = slices_.find(e.key);

@@ -70,6 +70,8 @@ class ServerTable {
   // The step `worker` trains next as far as this server knows (its clock):
   // the step after the last one whose every layer here was taken in.
   uint64_t NextStepOf(int worker) const;
+  // Every worker's clock: what a checkpoint records and stats' steps_from reports.
+  std::vector<uint64_t> NextSteps() const;
   // The same for `layers` only (none: the worker's empty updates).
   uint64_t NextStepOf(int worker, const std::vector<int>& layers) const;
   // Workers that said they are done (their last update is in).
