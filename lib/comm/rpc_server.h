@@ -53,10 +53,11 @@ class RpcServer {
   // entry's already_at may point into that request (Encode in place).
   void Reply(int slot, const MsgHeader& header, const std::vector<EntryRef>& entries,
              const std::string& text = "");
-  // Waits until every reply handed to NNG has left (or `timeout_ms` passes),
-  // then up to `linger_ms` for the clients to hang up: closing under a
-  // client that is still reading could cut its last reply short.
-  void Drain(int timeout_ms, int linger_ms);
+  // Waits until every reply handed to NNG has left this socket for its
+  // connection (or `timeout_ms` passes). Left is not read: closing under a
+  // client that is still reading cuts its last reply short, so whoever knows
+  // its clients waits for them to hang up before Close.
+  void Drain(int timeout_ms);
   void Close();
   // Whether connection `pipe` has closed: a request can be handled after its
   // connection's close was (its peer sent and died), and must not make it live again.

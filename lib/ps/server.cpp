@@ -94,9 +94,8 @@ Status ParameterServer::Run() {
   lock.unlock();
   Status written = checkpointer_.Flush();
   if (sync_) sync_->Stop();
-  // Let the last replies (the workers' final parameters) reach the workers
-  // before the socket closes; they hang up once they have them.
-  rpc_.Drain(config_.timeout_ms, 1000);
+  rpc_.Drain(config_.timeout_ms);
+  AwaitHangUps();
   rpc_.Close();
   refusals_.Flush();
   if (!failure_.ok()) return failure_;
@@ -154,6 +153,12 @@ void ParameterServer::Watch(std::chrono::steady_clock::time_point now) {
   }
 }
 
+void ParameterServer::AwaitHangUps() {
+  std::unique_lock<std::mutex> lock(mu_);
+  const auto limit = std::chrono::milliseconds(finished_ ? config_.timeout_ms : 1000);
+  changed_.wait_for(lock, limit, [&] { return !AnyWorkerConnected(); });
+}
+
 bool ParameterServer::AnyWorkerConnected() const {
   for (int w = 0; w < config_.workers; ++w)
     if (config_.serves[w] && lives_[w].connected) return true;
@@ -164,6 +169,7 @@ void ParameterServer::PipeClosed(uint32_t pipe) {
   std::lock_guard<std::mutex> lock(mu_);
   for (WorkerLife& life : lives_)
     if (life.pipe == pipe) life.connected = false;
+  changed_.notify_all();  // AwaitHangUps
 }
 
 void ParameterServer::Handle(int slot, const MessageView& req, uint32_t pipe) {

@@ -7,13 +7,20 @@ require_root
 
 cluster=m$$
 cluster=${cluster:0:8}
-down() { "$root/scripts/netns-cluster.sh" down "$cluster" || true; cleanup; }
+slow=${cluster:0:7}s
+down() {
+  "$root/scripts/netns-cluster.sh" down "$cluster" || true
+  "$root/scripts/netns-cluster.sh" down "$slow" 2>/dev/null || true
+  cleanup
+}
 trap down EXIT
 mapfile -t hosts < <("$root/scripts/netns-cluster.sh" up "$cluster" 3 1gbit)
 server_addr=${hosts[0]#* }
 ok "three hosts up: ${hosts[*]}"
 
-# run NAME SCHEME [override...]: server on host 1, workers on hosts 2 and 3.
+# run NAME SCHEME [override...]: server on host 1, workers on hosts 2 and 3
+# (of $on, at $on_addr: the 1 Gbit/s cluster unless said).
+on=$cluster on_addr=$server_addr
 run() {
   local name=$1 scheme=$2 port dir=$tmp/$1
   shift 2
@@ -21,15 +28,15 @@ run() {
   for o in "$@"; do sets+=(--set "$o"); done
   port=$(fresh_port)
   mkdir -p "$dir"
-  "$bin/dl-plan" "$root/configs/fashion-mlp.yaml" --strategy data --endpoints "$scheme://$server_addr:$port" \
+  "$bin/dl-plan" "$root/configs/fashion-mlp.yaml" --strategy data --endpoints "$scheme://$on_addr:$port" \
     --set train.steps=100 --set cluster.timeout_ms=20000 "${sets[@]}" -o "$dir/plan.json"
-  "$root/scripts/netns-cluster.sh" exec "$cluster" 1 "$bin/dl-server" --plan "$dir/plan.json" \
+  "$root/scripts/netns-cluster.sh" exec "$on" 1 "$bin/dl-server" --plan "$dir/plan.json" \
     >"$dir/server.jsonl" 2>"$dir/server.log" &
   local server=$!
-  "$root/scripts/netns-cluster.sh" exec "$cluster" 2 "$bin/dl-worker" --plan "$dir/plan.json" --id 0 \
+  "$root/scripts/netns-cluster.sh" exec "$on" 2 "$bin/dl-worker" --plan "$dir/plan.json" --id 0 \
     --shards "$(shards_for 2)" >"$dir/w0.jsonl" 2>"$dir/w0.log" &
   local w0=$!
-  "$root/scripts/netns-cluster.sh" exec "$cluster" 3 "$bin/dl-worker" --plan "$dir/plan.json" --id 1 \
+  "$root/scripts/netns-cluster.sh" exec "$on" 3 "$bin/dl-worker" --plan "$dir/plan.json" --id 1 \
     --shards "$(shards_for 2)" --no-eval >"$dir/w1.jsonl" 2>"$dir/w1.log" || fail "worker 1 failed: $(cat "$dir/w1.log")"
   wait "$w0" || fail "worker 0 failed: $(cat "$dir/w0.log")"
   wait "$server" || fail "the server failed: $(cat "$dir/server.log")"
@@ -42,6 +49,15 @@ ok "a server on host 1 and workers on hosts 2 and 3 train over tcp://$server_add
 "$root/scripts/make-certs.sh" "$tmp/certs" 1 2 2>/dev/null
 run tls tls+tcp cluster.tls_dir="$tmp/certs"
 ok "the same over tls+tcp:// with mutual authentication"
+
+# A done's reply carries the worker's whole share of the parameters (the
+# MLP's 0.9 MB), about 2 s over a 4 Mbit/s link: the server, its work over,
+# stays until the workers have read it and hung up.
+mapfile -t slow_hosts < <("$root/scripts/netns-cluster.sh" up "$slow" 3 4mbit)
+on=$slow on_addr=${slow_hosts[0]#* }
+run slow tcp train.steps=1
+on=$cluster on_addr=$server_addr
+ok "over 4 Mbit/s links the workers read their final parameters in full before the server exits"
 
 # A worker on another host cannot reach a server that listens on loopback only.
 port=$(fresh_port)

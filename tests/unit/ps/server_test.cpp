@@ -227,7 +227,9 @@ TEST_CASE("done: the first worker's done waits for the last; both get the final 
     CHECK(EntryValues(*r, 1) == final_b);
   }
 
-  // Run returns by itself (well before its 2 s idle timeout), writing a final checkpoint.
+  // Run returns by itself once the workers hang up (well before its 2 s idle timeout), writing a final checkpoint.
+  worker0.reset();
+  worker1.reset();
   REQUIRE(f.run.wait_for(milliseconds(3000)) == std::future_status::ready);
   Status run = f.run.get();
   INFO(run.ToString());
@@ -279,6 +281,8 @@ TEST_CASE("done: a worker ending long before another is told 'wait' while the ta
   INFO(s0.ToString());
   CHECK(s0.ok());
   CHECK(waits >= 1);
+  worker0.reset();  // hang up, as workers do once done: the server waits for that before it closes
+  worker1.reset();
   REQUIRE(f.run.wait_for(milliseconds(kTimeoutMs)) == std::future_status::ready);
   CHECK(f.run.get().ok());
 }
@@ -316,6 +320,7 @@ TEST_CASE("a worker that rejoins replaces what its old life left waiting: its do
   REQUIRE(fresh->Receive(&reply).ok());
   CHECK(reply.view().header.type == MsgType::kReply);
   CHECK(reply.view().entries.size() == 2);
+  fresh.reset();
   CHECK(f.run.get().ok());
 }
 

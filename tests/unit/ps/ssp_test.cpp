@@ -122,6 +122,8 @@ TEST_CASE("ssp: slack 0 reads what bsp would, a done worker holds nobody back, a
   REQUIRE(worker0->Call(f.Header(MsgType::kDone, 0, 0), {}, &reply0).ok());
   REQUIRE(done1.wait_for(milliseconds(kTimeoutMs)) == std::future_status::ready);
   CHECK(done1.get().ok());
+  worker0.reset();  // hang up, as done workers do: the server waits for that
+  worker1.reset();
   REQUIRE(f.run.wait_for(milliseconds(3000)) == std::future_status::ready);
   CHECK(f.run.get().ok());
 }
