@@ -8,6 +8,7 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <memory>
 #include <thread>
 #include <vector>
@@ -80,10 +81,22 @@ double ConvolutionGflops(int batch, double seconds) {
   });
 }
 
+// A server's memory rate: bytes read and written per second copying 64 MiB,
+// as its sums, updates and replies stream values through memory.
+double MemoryGbPerS(double seconds) {
+  std::vector<float> from(16 << 20, 1.0f), to(from.size());
+  const double gb = Rate(2.0 * from.size() * sizeof(float), seconds,
+                         [&] { std::memcpy(to.data(), from.data(), from.size() * sizeof(float)); });
+  volatile float keep = to[to.size() / 2];  // the copies are used
+  (void)keep;
+  return gb;
+}
+
 // One worker thread's compute: sgemm's rate; the fully connected and
 // convolution layers' at large batches; the batch at which a layer runs at
 // half its rate (rate(b) = R b / (b + h), from a small and a large batch);
-// and how much one step's time varies from run to run.
+// how much one step's time varies from run to run, on steps how long; and
+// the memory rate a server's work runs at.
 void MeasureCompute(double seconds, ClusterProfile* profile) {
   SetComputeThreads(1);
   profile->gflops_per_worker = SgemmGflops(seconds);
@@ -99,6 +112,8 @@ void MeasureCompute(double seconds, ClusterProfile* profile) {
   for (double t : times) mean += t / times.size();
   for (double t : times) square += (t - mean) * (t - mean) / times.size();
   profile->compute_cv = mean > 0.0 ? std::sqrt(square) / mean : 0.0;
+  profile->compute_cv_seconds = mean;
+  profile->server_memory_gb_per_s = MemoryGbPerS(seconds);
 }
 
 // An echo server on `socket` until `stop` (polled between receive timeouts).

@@ -73,6 +73,8 @@ Status ParseClusterProfile(const std::string& text, const std::string& source, C
   SHOAL_RETURN_IF_ERROR(f.Float("half_rate_records", 0.0, &p->half_rate_records, 0.0, 1e6));
   // Beyond ~0.5 a normal spread would give negative times: cv is a modest spread.
   SHOAL_RETURN_IF_ERROR(f.Float("compute_cv", 0.0, &p->compute_cv, 0.0, 1.0));
+  SHOAL_RETURN_IF_ERROR(f.Float("compute_cv_seconds", 0.0, &p->compute_cv_seconds, 0.0, 1e6));
+  SHOAL_RETURN_IF_ERROR(OptionalRate(f, "server_memory_gb_per_s", &p->server_memory_gb_per_s));
   SHOAL_RETURN_IF_ERROR(OptionalRate(f, "host_device_gbps", &p->host_device_gbps));
   return f.CheckNoUnknown();
 }
@@ -101,7 +103,9 @@ std::string ClusterProfileToYaml(const ClusterProfile& p, const std::string& com
     for (const auto& [type, rate] : p.layer_gflops) out << "  " << type << ": " << rate << "\n";
   }
   out << "half_rate_records: " << p.half_rate_records << "\n"
-      << "compute_cv: " << p.compute_cv << "\n";
+      << "compute_cv: " << p.compute_cv << "\n"
+      << "compute_cv_seconds: " << p.compute_cv_seconds << "   # 0: compute_cv holds for any step\n"
+      << "server_memory_gb_per_s: " << p.server_memory_gb_per_s << "   # 0: a server's work is free\n";
   if (p.host_device_gbps > 0) out << "host_device_gbps: " << p.host_device_gbps << "\n";
   return out.str();
 }

@@ -28,6 +28,11 @@ struct ClusterProfile {
   std::map<std::string, double> layer_gflops;
   double half_rate_records = 0.0;
   double compute_cv = 0.0;         // spread of a worker's step compute (std/mean): BSP waits for the slowest
+  double compute_cv_seconds = 0.0; // the length of the steps compute_cv was measured on; 0: it holds for any
+  // A server's memory rate, bytes read and written per second (GB/s): what
+  // it sums, updates and copies into replies once a lane's last gradient is
+  // in, on the step's critical path. 0: free.
+  double server_memory_gb_per_s = 0.0;
   double host_device_gbps = 0.0;   // GPU workers: parameters and gradients cross PCIe each step; 0: none
 
   double bytes_per_second() const { return bandwidth_gbps * 1e9 / 8.0; }

@@ -100,6 +100,7 @@ void LayerCost::Add(const LayerCost& o) {
   backward_s += o.backward_s;
   param_floats += o.param_floats;
   param_latency_s += o.param_latency_s;
+  server_s += o.server_s;
   param_bytes_out += o.param_bytes_out;
   param_bytes_in += o.param_bytes_in;
   feature_bytes_in += o.feature_bytes_in;
@@ -144,9 +145,24 @@ std::vector<LayerFacts> CollectLayerFacts(const JobConfig& job, const Net& net) 
 }
 
 double StragglerFactor(const Grouping& g, const ClusterProfile& p) {
-  auto slowest = [&](int n) { return n > 1 ? p.compute_cv * std::sqrt(2.0 * std::log(n)) : 0.0; };
+  // A spread measured on steps of compute_cv_seconds: independent slowdowns
+  // even out over a longer step, as the square root of its length.
+  double cv = p.compute_cv;
+  if (p.compute_cv_seconds > 0.0 && g.step_compute_s > 0.0)
+    cv = std::min(1.0, cv * std::sqrt(p.compute_cv_seconds / g.step_compute_s));
+  auto slowest = [&](int n) { return n > 1 ? cv * std::sqrt(2.0 * std::log(n)) : 0.0; };
   const double across = g.staleness < 0 ? 0.0 : slowest(g.workers) / std::sqrt(g.staleness + 1.0);
   return 1.0 + std::max(slowest(g.group_size), across);
+}
+
+double StepComputeSeconds(const std::vector<LayerFacts>& layers, const Grouping& g, const ClusterProfile& p) {
+  ClusterProfile steady = p;
+  steady.compute_cv = 0.0;
+  Grouping singles = g;
+  singles.group_size = 1;
+  double seconds = 0.0;
+  for (const LayerFacts& layer : layers) seconds += NodeCost(layer, Choice::kData, singles, steady).compute_s;
+  return seconds;
 }
 
 LayerCost NodeCost(const LayerFacts& layer, Choice choice, const Grouping& g, const ClusterProfile& p) {
@@ -201,6 +217,14 @@ LayerCost NodeCost(const LayerFacts& layer, Choice choice, const Grouping& g, co
     leg = g.overlap ? std::max(leg, staging) : leg + staging;
   }
   const double rate = g.exchanges_per_step;
+  // Between the legs: once the last replica's gradients are in, a server
+  // adds them, updates its share (the value and the updater's arrays, read
+  // and written) and copies it into every replica's reply.
+  const int servers = g.bound_servers ? g.workers : g.servers;
+  if (p.server_memory_gb_per_s > 0.0 && servers > 0) {
+    const double bytes = (b + 8.0) + (12.0 + 8.0 * g.updater_states) + replicas * (4.0 + b);
+    cost.server_s = rate * layer.params / servers * bytes / (p.server_memory_gb_per_s * 1e9);
+  }
   cost.param_floats = per_worker;
   cost.param_bytes_out = cost.param_bytes_in = rate * per_worker * b;
   cost.param_floats_total = rate * 2.0 * total;
@@ -233,7 +257,7 @@ double StepSeconds(const std::vector<LayerCost>& costs, const Grouping& g) {
   // one latency a leg, not one per layer.
   double serial = 0.0, forward = 0.0, latency = 0.0;
   for (const LayerCost& c : costs) {
-    serial += c.compute_s + c.feature_s + c.param_s - 2.0 * c.param_latency_s;
+    serial += c.compute_s + c.feature_s + c.param_s - 2.0 * c.param_latency_s + c.server_s;
     forward += c.compute_s + c.feature_s - c.backward_s;
     latency = std::max(latency, c.param_latency_s);
   }
@@ -251,19 +275,21 @@ double StepSeconds(const std::vector<LayerCost>& costs, const Grouping& g) {
     floats.push_back(static_cast<size_t>(costs[i].param_floats));
   }
   std::vector<double> back(costs.size(), 0.0);  // when layer i's values are back
-  double out = 0.0, in = 0.0;                   // when each direction is free
+  double out = 0.0, in = 0.0, served = 0.0;     // when each direction, and the servers, are free
   for (const LaneRange& lane : GroupLanes(floats, static_cast<size_t>(g.lane_floats))) {
     // One message a direction: the lane's bytes, and one latency.
-    double leg = 0.0, latency = 0.0;
+    double leg = 0.0, latency = 0.0, work = 0.0;
     for (size_t k = lane.begin; k < lane.end; ++k) {
       const LayerCost& c = costs[travelling[k]];
       leg += c.param_s / 2.0 - c.param_latency_s;
       latency = std::max(latency, c.param_latency_s);
+      work += c.server_s;
     }
     leg += latency;
     const double ready = done[travelling[lane.begin]];
     out = std::max({ready, out, g.bound_servers ? in : 0.0}) + leg;  // gradients out
-    in = std::max(in, out) + leg;                                     // values back
+    served = std::max(served, out) + work;                            // the servers' update, lane by lane
+    in = std::max(in, served) + leg;                                  // values back
     for (size_t k = lane.begin; k < lane.end; ++k) back[travelling[k]] = in;
   }
   // The next step's forward pass, from the end of backprop.

@@ -61,6 +61,11 @@ struct Grouping {
   // How far the workers wait for each other: -1, within groups only (async,
   // EASGD); 0, all every step (BSP); s, all within s steps (SSP).
   int staleness = 0;
+  // Arrays the servers' updater keeps beside each value (sgd none, adam two, the others one).
+  int updater_states = 1;
+  // A worker's compute for one step (StepComputeSeconds), the length the
+  // profile's compute_cv is scaled to; 0: compute_cv as it is.
+  double step_compute_s = 0.0;
   int groups() const { return workers / group_size; }
   double records_per_group() const { return static_cast<double>(batch) / groups(); }
 };
@@ -70,6 +75,9 @@ struct Grouping {
 // (profile's compute_cv); SSP's slack averages s + 1 steps' draws.
 double StragglerFactor(const Grouping& g, const ClusterProfile& p);
 
+// A worker's compute for one step with every layer data parallel, no straggler.
+double StepComputeSeconds(const std::vector<LayerFacts>& layers, const Grouping& g, const ClusterProfile& p);
+
 // One layer's share of a step. Bytes are per busiest worker per step;
 // floats_total are over the whole cluster, both directions (SINGA's C).
 struct LayerCost {
@@ -77,14 +85,16 @@ struct LayerCost {
   double backward_s = 0.0;    // of compute_s + feature_s, the backward pass's
   double param_floats = 0.0;  // values one worker exchanges per exchange
   double param_latency_s = 0.0;  // of param_s, each leg's message latency (a lane's layers share one)
+  double server_s = 0.0;  // the servers' work on its values between the legs (profile's server_memory_gb_per_s)
   double param_bytes_out = 0.0, param_bytes_in = 0.0;      // gradients sent, values received
   double feature_bytes_in = 0.0, feature_bytes_out = 0.0;  // sources fetched, their gradients sent
   double param_floats_total = 0.0, feature_floats_total = 0.0;
   bool overlapped = true;  // parameter traffic overlaps with compute (train.overlap), or follows it
   // Feature traffic is always on the critical path.
   double node_seconds() const {
-    if (!overlapped) return compute_s + param_s;
-    return compute_s > param_s ? compute_s : param_s;
+    const double exchange = param_s + server_s;
+    if (!overlapped) return compute_s + exchange;
+    return compute_s > exchange ? compute_s : exchange;
   }
   double seconds() const { return node_seconds() + feature_s; }
   void Add(const LayerCost& other);

@@ -190,6 +190,8 @@ Status PlanLayers(const std::vector<LayerFacts>& layers, const std::vector<Layer
   base.exchanges_per_step = options.exchanges_per_step;
   base.staleness = options.staleness;
   base.bound_servers = options.bound_servers;
+  base.updater_states = options.updater_states;
+  base.step_compute_s = StepComputeSeconds(layers, base, p);
   // Every layer that can take `c` takes it; the others are data parallel.
   auto fixed = [&](Choice c) {
     std::vector<Choice> v;
@@ -342,6 +344,7 @@ Status PlanJob(const JobConfig& given, const PlannerOptions& options, PartitionR
   const std::string& model = job.cluster.consistency;
   o.staleness = model == "bsp" ? 0 : model == "ssp" ? job.cluster.staleness : -1;
   o.bound_servers = !job.cluster.server_worker_separate;
+  o.updater_states = job.train.updater == "sgd" ? 0 : job.train.updater == "adam" ? 2 : 1;
   // Each server group holds a copy and serves its share of the worker groups:
   // the load spreads over every server.
   if (o.servers == 0) o.servers = job.cluster.servers();

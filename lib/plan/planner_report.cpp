@@ -41,6 +41,8 @@ json ReportToJson(const PartitionReport& r) {
                   {"layer_gflops", r.profile.layer_gflops},
                   {"half_rate_records", r.profile.half_rate_records},
                   {"compute_cv", r.profile.compute_cv},
+                  {"compute_cv_seconds", r.profile.compute_cv_seconds},
+                  {"server_memory_gb_per_s", r.profile.server_memory_gb_per_s},
                   {"host_device_gbps", r.profile.host_device_gbps}};
   j["overlap"] = r.grouping.overlap;
   j["exchanges_per_step"] = r.grouping.exchanges_per_step;
@@ -69,6 +71,7 @@ json ReportToJson(const PartitionReport& r) {
               {"feature_bytes_out", c.feature_bytes_out},
               {"compute_seconds", c.compute_s},
               {"param_seconds", c.param_s},
+              {"server_seconds", c.server_s},
               {"feature_seconds", c.feature_s},
               {"seconds", c.seconds()}};
     if (r.choices[i] == Choice::kNone) l["location"] = r.ranks[i];

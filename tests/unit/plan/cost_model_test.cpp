@@ -141,6 +141,33 @@ TEST_CASE("compute runs at the layer type's rate, slower at small batches, and B
   CHECK(StragglerFactor(async, p) == 1.0);
   async.group_size = 2;  // but a group's workers wait for each other every layer
   CHECK(StragglerFactor(async, p) == doctest::Approx(1 + 0.1 * std::sqrt(2 * std::log(2.0))));
+  // A spread measured on 0.2 s steps, for a step of 3.2 s of compute: a quarter of it.
+  p.compute_cv_seconds = 0.2;
+  Grouping timed = g;
+  timed.step_compute_s = StepComputeSeconds({fc}, g, p);
+  CHECK(timed.step_compute_s == doctest::Approx(3.2));
+  CHECK(StragglerFactor(timed, p) == doctest::Approx(1 + 0.025 * std::sqrt(2 * std::log(4.0))));
+  CHECK(StragglerFactor(g, p) == doctest::Approx(slowest));  // the step's length unknown: as measured
+}
+
+TEST_CASE("between the legs the servers add, update and copy each replica's reply at their memory rate") {
+  ClusterProfile p = Slow();
+  const LayerFacts fc = Layer();  // 2^18 values
+  Grouping g = Workers(4);
+  g.servers = 2;
+  CHECK(NodeCost(fc, Choice::kData, g, p).server_s == 0.0);  // no rate: free
+  p.server_memory_gb_per_s = 1;
+  // Per value: the last gradient added (4 + 8 bytes), momentum's update
+  // (12 + 8), 4 replies (4 × 8); each server half the values.
+  const LayerCost momentum = NodeCost(fc, Choice::kData, g, p);
+  CHECK(momentum.server_s == doctest::Approx(kMiB / 4 / 2 * (12 + 20 + 32) / 1e9));
+  CHECK(momentum.node_seconds() == doctest::Approx(momentum.param_s + momentum.server_s));
+  g.updater_states = 0;  // sgd
+  CHECK(NodeCost(fc, Choice::kData, g, p).server_s == doctest::Approx(kMiB / 4 / 2 * (12 + 12 + 32) / 1e9));
+  // Model parallel: one replica, one reply.
+  g = Workers(4, 4);
+  g.servers = 2;
+  CHECK(NodeCost(fc, Choice::kModel, g, p).server_s == doctest::Approx(kMiB / 4 / 2 * (12 + 20 + 8) / 1e9));
 }
 
 TEST_CASE("a recurrence's chained products run at the batch's rate, its other products over every step's rows") {
@@ -247,6 +274,13 @@ TEST_CASE("the step as run: lanes leave as backprop finishes them, and the next 
   CHECK(StepSeconds(late, g) == doctest::Approx(12.5 + 2 + 1 - 3));
   // Without overlap the exchange is one message a direction too.
   CHECK(StepSeconds(late, off) == doctest::Approx(4 + 2 + 2 * (1 + 3 + 0.5)));
+  // The servers' work between the legs, lane by lane: 2 s on the top lane,
+  // 1 s on the bottom. Top out 4-7, served 7-9, back 9-12; bottom out 7-8,
+  // served 9-10 (after the top's), back 12-13; the forward ends at 16.
+  std::vector<LayerCost> served = costs;
+  served[0].server_s = 1, served[1].server_s = 2;
+  CHECK(StepSeconds(served, g) == doctest::Approx(16 - 3));
+  CHECK(StepSeconds(served, off) == doctest::Approx(4 + 2 + 2 + 6 + 3));
 }
 
 TEST_CASE("a cluster profile's network fields are read and checked") {
