@@ -47,6 +47,8 @@ def mean(values):  # numbers averaged, mappings field by field, anything else th
 head = yaml.safe_load(open(sys.argv[1]))
 profile = mean([yaml.safe_load(open(path)) for path in sys.argv[2:]])
 profile["server_gbps"] = head["bandwidth_gbps"]
+# server_memory_gb_per_s stays the hosts' mean: the servers share this machine's
+# cores with the workers, as the hosts did calibrating at once (the head measured alone).
 print("# bench/hybrid_netns.sh: the mean of four hosts calibrating at once; servers on the head")
 print(yaml.safe_dump(profile, sort_keys=False), end="")
 PY

@@ -121,8 +121,9 @@ void RpcServer::OnPipe(nng_pipe pipe, nng_pipe_ev event, void* arg) {
   if (server->closed_) server->closed_(id);
 }
 
-void RpcServer::Drain(int timeout_ms) {
+void RpcServer::Drain(int timeout_ms, int linger_ms) {
   for (int waited = 0; replies_in_flight_ > 0 && waited < timeout_ms; waited += 5) nng_msleep(5);
+  pipes_.WaitEmpty(std::chrono::milliseconds(linger_ms));
 }
 
 void RpcServer::Close() {

@@ -54,10 +54,10 @@ class RpcServer {
   void Reply(int slot, const MsgHeader& header, const std::vector<EntryRef>& entries,
              const std::string& text = "");
   // Waits until every reply handed to NNG has left this socket for its
-  // connection (or `timeout_ms` passes). Left is not read: closing under a
-  // client that is still reading cuts its last reply short, so whoever knows
-  // its clients waits for them to hang up before Close.
-  void Drain(int timeout_ms);
+  // connection (or `timeout_ms` passes), then up to `linger_ms` for every
+  // client to hang up: left is not read, and closing under a client that is
+  // still reading cuts its last reply short.
+  void Drain(int timeout_ms, int linger_ms);
   void Close();
   // Whether connection `pipe` has closed: a request can be handled after its
   // connection's close was (its peer sent and died), and must not make it live again.

@@ -217,13 +217,21 @@ LayerCost NodeCost(const LayerFacts& layer, Choice choice, const Grouping& g, co
     leg = g.overlap ? std::max(leg, staging) : leg + staging;
   }
   const double rate = g.exchanges_per_step;
-  // Between the legs: once the last replica's gradients are in, a server
-  // adds them, updates its share (the value and the updater's arrays, read
-  // and written) and copies it into every replica's reply.
+  // Between the legs a server updates its share of the values, reading the
+  // gradient from the message (b a value) and reading and writing the value
+  // and the updater's arrays, and copies each replica's values into its
+  // reply (4 read, b written). Under BSP the update, once the last replica's
+  // gradient is in, adds it to the others' sum (4 more); otherwise each
+  // replica's update is applied on its own. Every server group updates a
+  // whole copy for its share of the replicas.
   const int servers = g.bound_servers ? g.workers : g.servers;
   if (p.server_memory_gb_per_s > 0.0 && servers > 0) {
-    const double bytes = (b + 8.0) + (12.0 + 8.0 * g.updater_states) + replicas * (4.0 + b);
-    cost.server_s = rate * layer.params / servers * bytes / (p.server_memory_gb_per_s * 1e9);
+    const ServerWork& w = g.server_work;
+    const double update = b + 8.0 + 8.0 * w.updater_states, reply = 4.0 + b;
+    const double per_server = layer.params / servers;
+    const double bytes = w.updates_alone ? replicas * (update + reply)
+                                         : w.server_groups * (update + 4.0) + replicas * reply;
+    cost.server_s = rate * per_server * bytes / (p.server_memory_gb_per_s * 1e9);
   }
   cost.param_floats = per_worker;
   cost.param_bytes_out = cost.param_bytes_in = rate * per_worker * b;

@@ -46,6 +46,18 @@ struct LayerFacts {
 // Facts of every layer of a built net, in its topological order.
 std::vector<LayerFacts> CollectLayerFacts(const JobConfig& job, const Net& net);
 
+// How the servers treat the values of a step (from the job's updater and
+// consistency model), for their work between a lane's legs.
+struct ServerWork {
+  // Arrays the updater keeps beside each value (sgd none, adam two, the
+  // others one; EASGD's servers run no updater).
+  int updater_states = 1;
+  // Each replica's update applied on its own as it comes (async, SSP,
+  // EASGD), not their sum once per step (BSP).
+  bool updates_alone = false;
+  int server_groups = 1;  // each holds a whole copy of the values (cluster.nserver_groups)
+};
+
 struct Grouping {
   int workers = 1;     // N
   int group_size = 1;  // M
@@ -61,8 +73,7 @@ struct Grouping {
   // How far the workers wait for each other: -1, within groups only (async,
   // EASGD); 0, all every step (BSP); s, all within s steps (SSP).
   int staleness = 0;
-  // Arrays the servers' updater keeps beside each value (sgd none, adam two, the others one).
-  int updater_states = 1;
+  ServerWork server_work;
   // A worker's compute for one step (StepComputeSeconds), the length the
   // profile's compute_cv is scaled to; 0: compute_cv as it is.
   double step_compute_s = 0.0;

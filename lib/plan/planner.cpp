@@ -190,7 +190,7 @@ Status PlanLayers(const std::vector<LayerFacts>& layers, const std::vector<Layer
   base.exchanges_per_step = options.exchanges_per_step;
   base.staleness = options.staleness;
   base.bound_servers = options.bound_servers;
-  base.updater_states = options.updater_states;
+  base.server_work = options.server_work;
   base.step_compute_s = StepComputeSeconds(layers, base, p);
   // Every layer that can take `c` takes it; the others are data parallel.
   auto fixed = [&](Choice c) {
@@ -344,7 +344,11 @@ Status PlanJob(const JobConfig& given, const PlannerOptions& options, PartitionR
   const std::string& model = job.cluster.consistency;
   o.staleness = model == "bsp" ? 0 : model == "ssp" ? job.cluster.staleness : -1;
   o.bound_servers = !job.cluster.server_worker_separate;
-  o.updater_states = job.train.updater == "sgd" ? 0 : job.train.updater == "adam" ? 2 : 1;
+  // The arrays of lib/ps/updater.h's UpdaterStateNames (below lib/ps, the planner cannot ask it).
+  const std::string& updater = job.train.updater;
+  o.server_work.updater_states = easgd || updater == "sgd" ? 0 : updater == "adam" ? 2 : 1;
+  o.server_work.updates_alone = model != "bsp";
+  o.server_work.server_groups = job.cluster.nserver_groups;
   // Each server group holds a copy and serves its share of the worker groups:
   // the load spreads over every server.
   if (o.servers == 0) o.servers = job.cluster.servers();

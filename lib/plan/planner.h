@@ -43,7 +43,7 @@ struct PlannerOptions {
   double lane_floats = 1 << 18;  // Grouping::lane_floats
   double exchanges_per_step = 1.0;
   int staleness = 0;  // Grouping::staleness: BSP 0, SSP its slack, async and EASGD -1
-  int updater_states = 1;  // Grouping::updater_states: train.updater's
+  ServerWork server_work;  // Grouping::server_work: the job's updater, consistency and server groups
   bool bound_servers = false;  // cluster.server_worker_separate: false
 };
 

@@ -91,11 +91,16 @@ Status ParameterServer::Run() {
                 static_cast<uint32_t>(config_.id)};
     rpc_.Reply(p.slot, h, {}, stopping);
   });
+  const bool finished = finished_;
   lock.unlock();
   Status written = checkpointer_.Flush();
   if (sync_) sync_->Stop();
-  rpc_.Drain(config_.timeout_ms);
-  AwaitHangUps();
+  if (finished) {
+    rpc_.Drain(config_.timeout_ms, 0);
+    AwaitWorkersHangUp();
+  } else {
+    rpc_.Drain(config_.timeout_ms, 1000);  // a moment for whoever is connected
+  }
   rpc_.Close();
   refusals_.Flush();
   if (!failure_.ok()) return failure_;
@@ -153,10 +158,9 @@ void ParameterServer::Watch(std::chrono::steady_clock::time_point now) {
   }
 }
 
-void ParameterServer::AwaitHangUps() {
+void ParameterServer::AwaitWorkersHangUp() {
   std::unique_lock<std::mutex> lock(mu_);
-  const auto limit = std::chrono::milliseconds(finished_ ? config_.timeout_ms : 1000);
-  changed_.wait_for(lock, limit, [&] { return !AnyWorkerConnected(); });
+  changed_.wait_for(lock, std::chrono::milliseconds(config_.timeout_ms), [&] { return !AnyWorkerConnected(); });
 }
 
 bool ParameterServer::AnyWorkerConnected() const {
@@ -169,7 +173,7 @@ void ParameterServer::PipeClosed(uint32_t pipe) {
   std::lock_guard<std::mutex> lock(mu_);
   for (WorkerLife& life : lives_)
     if (life.pipe == pipe) life.connected = false;
-  changed_.notify_all();  // AwaitHangUps
+  changed_.notify_all();  // AwaitWorkersHangUp
 }
 
 void ParameterServer::Handle(int slot, const MessageView& req, uint32_t pipe) {

@@ -113,13 +113,12 @@ class ParameterServer {
   void PipeClosed(uint32_t pipe);
   // Whether some worker this server serves is connected now.
   bool AnyWorkerConnected() const;
-  // Before the socket closes under them: a worker hangs up once it has read
-  // its last reply, and a done's carries the worker's whole share of the
-  // parameters, seconds on a slow or shared link (a data-parallel worker's
-  // 119 MB of configs/models/fc-heavy.yaml, two workers to a 1 Gbit/s NIC:
-  // bench/hybrid_netns.sh). So a finished server waits for its workers to
-  // hang up, up to cluster.timeout_ms; one stopping otherwise, a moment.
-  void AwaitHangUps();
+  // A finished server's last wait before its socket closes: a worker hangs
+  // up once it has read its done's reply, which carries its whole share of
+  // the parameters, seconds on a slow or shared link (a data-parallel
+  // worker's 119 MB of configs/models/fc-heavy.yaml, two workers to a
+  // 1 Gbit/s NIC: bench/hybrid_netns.sh). Up to cluster.timeout_ms.
+  void AwaitWorkersHangUp();
   // Run's watch, every fraction of a second: parked reads past their
   // deadline, no request for the timeout, no worker for the lease.
   void Watch(std::chrono::steady_clock::time_point now);

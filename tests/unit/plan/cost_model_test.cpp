@@ -150,24 +150,34 @@ TEST_CASE("compute runs at the layer type's rate, slower at small batches, and B
   CHECK(StragglerFactor(g, p) == doctest::Approx(slowest));  // the step's length unknown: as measured
 }
 
-TEST_CASE("between the legs the servers add, update and copy each replica's reply at their memory rate") {
+TEST_CASE("between the legs the servers update and copy each replica's reply at their memory rate") {
   ClusterProfile p = Slow();
   const LayerFacts fc = Layer();  // 2^18 values
   Grouping g = Workers(4);
   g.servers = 2;
   CHECK(NodeCost(fc, Choice::kData, g, p).server_s == 0.0);  // no rate: free
   p.server_memory_gb_per_s = 1;
-  // Per value: the last gradient added (4 + 8 bytes), momentum's update
-  // (12 + 8), 4 replies (4 × 8); each server half the values.
+  const double per_server = kMiB / 4 / 2 / 1e9;  // values a server holds, over its rate
+  // BSP, momentum: the last gradient (4) added to the sum (4), the value and
+  // its velocity read and written (16); then 4 replies (4 read, 4 written).
   const LayerCost momentum = NodeCost(fc, Choice::kData, g, p);
-  CHECK(momentum.server_s == doctest::Approx(kMiB / 4 / 2 * (12 + 20 + 32) / 1e9));
+  CHECK(momentum.server_s == doctest::Approx(per_server * (24 + 4 * 8)));
   CHECK(momentum.node_seconds() == doctest::Approx(momentum.param_s + momentum.server_s));
-  g.updater_states = 0;  // sgd
-  CHECK(NodeCost(fc, Choice::kData, g, p).server_s == doctest::Approx(kMiB / 4 / 2 * (12 + 12 + 32) / 1e9));
+  Grouping sgd = g;
+  sgd.server_work.updater_states = 0;
+  CHECK(NodeCost(fc, Choice::kData, sgd, p).server_s == doctest::Approx(per_server * (16 + 4 * 8)));
+  // Two server groups: each updates a whole copy, for half the replicas.
+  Grouping copies = g;
+  copies.server_work.server_groups = 2;
+  CHECK(NodeCost(fc, Choice::kData, copies, p).server_s == doctest::Approx(per_server * (2 * 24 + 4 * 8)));
+  // Async: each replica's update on its own (no sum), then its reply.
+  Grouping async = g;
+  async.server_work.updates_alone = true;
+  CHECK(NodeCost(fc, Choice::kData, async, p).server_s == doctest::Approx(per_server * 4 * (20 + 8)));
   // Model parallel: one replica, one reply.
-  g = Workers(4, 4);
-  g.servers = 2;
-  CHECK(NodeCost(fc, Choice::kModel, g, p).server_s == doctest::Approx(kMiB / 4 / 2 * (12 + 20 + 8) / 1e9));
+  Grouping group = Workers(4, 4);
+  group.servers = 2;
+  CHECK(NodeCost(fc, Choice::kModel, group, p).server_s == doctest::Approx(per_server * (24 + 8)));
 }
 
 TEST_CASE("a recurrence's chained products run at the batch's rate, its other products over every step's rows") {
@@ -301,7 +311,8 @@ TEST_CASE("a cluster profile's network fields are read and checked") {
   CHECK(again.workers_per_node == 4);
   CHECK(again.uplink_gbps == 40);
   REQUIRE(ParseClusterProfile(base + "layer_gflops: {convolution: 30, fully_connected: 45}\nhalf_rate_records: 8\n"
-                                     "compute_cv: 0.05\nhost_device_gbps: 100\n",
+                                     "compute_cv: 0.05\ncompute_cv_seconds: 0.02\nserver_memory_gb_per_s: 6\n"
+                                     "host_device_gbps: 100\n",
                               "c.yaml", &p)
               .ok());
   CHECK(p.layer_gflops.at("convolution") == 30);
@@ -310,6 +321,8 @@ TEST_CASE("a cluster profile's network fields are read and checked") {
   REQUIRE(ParseClusterProfile(ClusterProfileToYaml(p, ""), "again.yaml", &again).ok());
   CHECK(again.layer_gflops == p.layer_gflops);
   CHECK(again.compute_cv == doctest::Approx(0.05));
+  CHECK(again.compute_cv_seconds == doctest::Approx(0.02));
+  CHECK(again.server_memory_gb_per_s == 6);
   CHECK(again.host_device_gbps == 100);
   CHECK(Contains(ParseClusterProfile(base + "layer_gflops: {convlution: 30}\n", "c.yaml", &p).message(),
                  "convlution"));
@@ -322,6 +335,8 @@ TEST_CASE("a cluster profile's network fields are read and checked") {
   CHECK(Contains(s.message(), "workers_per_node"));
   s = ParseClusterProfile(base + "backplane_gbps: -1\n", "c.yaml", &p);
   CHECK(Contains(s.message(), "backplane_gbps"));
+  s = ParseClusterProfile(base + "server_memory_gb_per_s: -3\n", "c.yaml", &p);
+  CHECK(Contains(s.message(), "server_memory_gb_per_s"));
 }
 
 }  // namespace
