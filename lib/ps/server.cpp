@@ -374,28 +374,21 @@ void ParameterServer::HandleJoin(int slot, const MessageView& req, uint32_t pipe
   const uint64_t incarnation = req.header.incarnation;
   WorkerLife& life = lives_[sender];
   if (incarnation == 0) return ReplyError(slot, "worker " + std::to_string(sender) + " joins without an incarnation");
-  if (life.incarnation != 0 && life.incarnation != incarnation) {
+  const bool replaces = life.incarnation != 0 && life.incarnation != incarnation;
+  if (replaces && life.connected) {
     // Two processes claim the id, or the old life's connection has closed and
     // the news has not reached us (NNG reports a closed pipe from a thread of
     // its own, later under load): the joiner asks again for a while (RemoteTable::Join).
-    if (life.connected) {
-      const std::string why = "worker " + std::to_string(sender) + " is running already as incarnation " +
-                              HexU64(life.incarnation) + " (still connected); refusing incarnation " +
-                              HexU64(incarnation) + ": two processes claim to be worker " + std::to_string(sender);
-      refusals_.Log("server " + std::to_string(config_.id) + " told a join to wait: " + why);
-      return ReplyWait(slot, why);
-    }
-    Log("server " + std::to_string(config_.id) + ": worker " + std::to_string(sender) + " rejoins as incarnation " +
-        HexU64(incarnation) + " (was " + HexU64(life.incarnation) + ")");
-    // What the old life left waiting has nobody to answer, and would count against the new one's requests.
-    parked_.DropFrom(sender, [&](const ParkedRequests::Parked& p) {
-      ReplyError(p.slot, "worker " + std::to_string(sender) + " rejoined as incarnation " + HexU64(incarnation));
-    });
+    const std::string why = "worker " + std::to_string(sender) + " is running already as incarnation " +
+                            HexU64(life.incarnation) + " (still connected); refusing incarnation " +
+                            HexU64(incarnation) + ": two processes claim to be worker " + std::to_string(sender);
+    refusals_.Log("server " + std::to_string(config_.id) + " told a join to wait: " + why);
+    return ReplyWait(slot, why);
   }
-  life = {incarnation, pipe, !rpc_.Closed(pipe)};
-  any_joined_ = true;
   // The values as of the step it is to train: the server's own, or the one
-  // the worker asks for (where another server is, after a crash between sends).
+  // the worker asks for (where another server is, after a crash between
+  // sends). A join this server cannot answer changes nothing: it takes the
+  // id only with its answer.
   const uint64_t step =
       req.header.step == kJoinWhereTheServerIs ? model_->JoinStep(*table_, sender) : req.header.step;
   std::vector<EntryRef> entries;
@@ -408,6 +401,16 @@ void ParameterServer::HandleJoin(int slot, const MessageView& req, uint32_t pipe
                                   std::to_string(table_->layers()[table_->LayerOf(key)].version));
     entries.push_back({key, values->data(), static_cast<uint32_t>(values->size()), config_.wire});
   }
+  if (replaces) {
+    Log("server " + std::to_string(config_.id) + ": worker " + std::to_string(sender) + " rejoins as incarnation " +
+        HexU64(incarnation) + " (was " + HexU64(life.incarnation) + ")");
+    // What the old life left waiting has nobody to answer, and would count against the new one's requests.
+    parked_.DropFrom(sender, [&](const ParkedRequests::Parked& p) {
+      ReplyError(p.slot, "worker " + std::to_string(sender) + " rejoined as incarnation " + HexU64(incarnation));
+    });
+  }
+  life = {incarnation, pipe, !rpc_.Closed(pipe)};
+  any_joined_ = true;
   MsgHeader h{MsgType::kReply, config_.plan_hash_value, step, static_cast<uint32_t>(config_.id)};
   rpc_.Reply(slot, h, entries);
 }

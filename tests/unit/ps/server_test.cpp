@@ -337,8 +337,24 @@ TEST_CASE("incarnations: a live worker's id cannot be joined again; once a new o
     CHECK(reply.view().text == "worker 0 is running already as incarnation 0000000000000064 (still connected); "
                                "refusing incarnation 0000000000000309: two processes claim to be worker 0");
   }
-  // Both connections closed: incarnation 777 may join (once the server has
-  // heard), and 100's requests are refused from then on.
+  // Both connections closed. A join the server cannot answer (a step it
+  // does not hold) takes nothing: incarnation 100 is still worker 0.
+  const auto deadline = std::chrono::steady_clock::now() + milliseconds(kClientTimeoutMs);
+  Status refused;
+  while ((refused = Connect(f)->Call({MsgType::kJoin, f.plan.hash_value(), 5, 0, 888}, {}, &reply)).ok()) {
+    REQUIRE(reply.view().header.type == MsgType::kWait);  // until the server has heard of the close
+    REQUIRE(std::chrono::steady_clock::now() < deadline);
+    std::this_thread::sleep_for(milliseconds(20));
+  }
+  CHECK(Contains(refused.message(), "worker 0 joins at step 5, which this server cannot answer"));
+  {
+    auto still = Connect(f);
+    REQUIRE(still->Send({MsgType::kMetric, f.plan.hash_value(), 1, 0, 100}, {}, R"({"step": 1})").ok());
+    Status taken = still->Receive(&reply);
+    INFO(taken.ToString());
+    CHECK(taken.ok());
+  }
+  // Incarnation 777 may join, and 100's requests are refused from then on.
   JoinAs(f, 0, 777, &reply);
   CHECK(reply.view().header.type == MsgType::kReply);
   CHECK(reply.view().header.step == 0);
