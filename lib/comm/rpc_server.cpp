@@ -59,7 +59,14 @@ void RpcServer::OnEvent(void* arg) {
   RpcServer* server = slot->server;
   int rv = nng_aio_result(slot->aio);
   if (slot->sending) {
-    if (rv != 0) nng_msg_free(nng_aio_get_msg(slot->aio));  // the client went away
+    if (rv != 0) {
+      nng_msg_free(nng_aio_get_msg(slot->aio));
+      // A reply to a client that went away leaves quietly (rep0 drops it);
+      // any other failure loses a reply someone waits for: say so.
+      if (rv != NNG_ECLOSED && rv != NNG_ECANCELED)
+        server->failed_sends_.Log("a reply could not be sent (slot " + std::to_string(slot->index) +
+                                  "): " + nng_strerror(rv));
+    }
     --server->replies_in_flight_;
     server->Receive(slot);
     return;
@@ -138,6 +145,7 @@ void RpcServer::Close() {
   }
   nng_close(socket_);
   slots_.clear();
+  failed_sends_.Flush();
 }
 
 }  // namespace shoal

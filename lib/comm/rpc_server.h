@@ -16,6 +16,7 @@
 #include "comm/pipe_set.h"
 #include "comm/spare_message.h"
 #include "comm/tls.h"
+#include "core/log.h"
 #include "core/status.h"
 #include "core/time_sum.h"
 
@@ -90,6 +91,7 @@ class RpcServer {
   std::vector<Slot> slots_;
   std::atomic<int> replies_in_flight_{0};
   PipeSet pipes_;
+  RateLimitedLog failed_sends_;
   std::atomic<uint64_t> bytes_received_{0}, bytes_sent_{0};
   TimeSum decoding_, encoding_;
 };
