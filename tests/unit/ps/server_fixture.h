@@ -170,17 +170,16 @@ inline std::unique_ptr<RpcClient> Connect(const ServerFixture& f, int timeout_ms
   return client;
 }
 
-// Worker `worker` joins as `incarnation` on a fresh connection, asking again
-// while the server answers `wait` (the id's old life not yet heard to have
-// ended), as RemoteTable::Join does: the reply is the join's answer.
-inline void JoinAs(const ServerFixture& f, uint32_t worker, uint64_t incarnation, Reply* reply) {
+// Worker `worker` joins as `incarnation` (at `step`) on a fresh connection,
+// asking again while the server answers `wait` (the id's old life not yet
+// heard to have ended), as RemoteTable::Join does: the reply is the join's
+// answer, and the status the last call's.
+inline Status JoinAs(const ServerFixture& f, uint32_t worker, uint64_t incarnation, Reply* reply,
+                     uint64_t step = kJoinWhereTheServerIs) {
   const auto deadline = std::chrono::steady_clock::now() + milliseconds(kClientTimeoutMs);
   for (;;) {
-    Status s = Connect(f)->Call({MsgType::kJoin, f.plan.hash_value(), kJoinWhereTheServerIs, worker, incarnation},
-                                {}, reply);
-    INFO(s.ToString());
-    REQUIRE(s.ok());
-    if (reply->view().header.type != MsgType::kWait) return;
+    Status s = Connect(f)->Call({MsgType::kJoin, f.plan.hash_value(), step, worker, incarnation}, {}, reply);
+    if (!s.ok() || reply->view().header.type != MsgType::kWait) return s;
     REQUIRE_MESSAGE(std::chrono::steady_clock::now() < deadline, "still told to wait: " << reply->view().text);
     std::this_thread::sleep_for(milliseconds(20));
   }
