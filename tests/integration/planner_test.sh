@@ -6,7 +6,7 @@
 
 gbe=$root/configs/clusters/1gbe-8node.yaml
 
-for model in alexnet vgg16 googlenet-style char-rnn; do
+for model in alexnet adamlike vgg16 googlenet googlenet-style char-rnn; do
   "$bin/dl-plan" "$root/configs/models/$model.yaml" --cluster "$gbe" -o "$tmp/$model.json" || fail "dl-plan $model"
   validate_plan "$tmp/$model.json" || fail "$model's plan does not validate"
 done
