@@ -69,7 +69,10 @@ int Main(int argc, char** argv) {
   std::string calibrate_out, serve;
   double serve_seconds = 60.0;
   calibrate->add_option("-o,--out", calibrate_out, "where to write the profile (default: standard output)");
-  calibrate->add_option("--peer", calibration.peer, "endpoint of a `dl-plan calibrate --serve` (default: loopback)");
+  calibrate->add_option("--peer", calibration.peers,
+                        "endpoint of a `dl-plan calibrate --serve`, repeated (or comma-separated) for several measured "
+                        "at once (default: loopback)")
+      ->delimiter(',');
   calibrate->add_option("--serve", serve, "answer calibrations at this endpoint instead of measuring");
   calibrate->add_option("--serve-seconds", serve_seconds, "how long --serve answers")->check(CLI::PositiveNumber);
   calibrate->add_option("--nodes", calibration.nodes, "nodes of the cluster, written into the profile")

@@ -116,24 +116,73 @@ void MeasureCompute(double seconds, ClusterProfile* profile) {
   profile->server_memory_gb_per_s = MemoryGbPerS(seconds);
 }
 
-// An echo server on `socket` until `stop` (polled between receive timeouts).
-// It answers with what it received, as a server answers gradients with
-// values: the bandwidth measured is that of an exchange, both ways at once.
-void EchoLoop(nng_socket socket, const std::atomic<bool>* stop, Clock::time_point deadline) {
-  while (!stop->load() && Clock::now() < deadline) {
-    nng_msg* msg = nullptr;
-    if (nng_recvmsg(socket, &msg, 0) != 0) continue;  // timed out: check stop
-    if (nng_sendmsg(socket, msg, 0) != 0) nng_msg_free(msg);
-  }
+// NNG 1.5 has no blocking send or receive on a context: these wait on `aio`.
+int ContextReceive(nng_ctx ctx, nng_aio* aio, nng_msg** msg) {
+  nng_ctx_recv(ctx, aio);
+  nng_aio_wait(aio);
+  const int rv = nng_aio_result(aio);
+  *msg = rv == 0 ? nng_aio_get_msg(aio) : nullptr;
+  return rv;
 }
 
-// Seconds per round trip of a `bytes` request and its echo.
-Status RoundTrip(nng_socket socket, size_t bytes, double seconds, double* per_trip) {
-  std::vector<char> payload(bytes, 'x');
+int ContextSend(nng_ctx ctx, nng_aio* aio, nng_msg* msg) {
+  nng_aio_set_msg(aio, msg);
+  nng_ctx_send(ctx, aio);
+  nng_aio_wait(aio);
+  const int rv = nng_aio_result(aio);
+  if (rv != 0) nng_msg_free(msg);
+  return rv;
+}
+
+// An echo server on `socket` until `stop` (polled between receive timeouts)
+// or `deadline`. It answers with what it received, as a server answers
+// gradients with values, on several contexts at once: a peer's next request
+// comes in while an earlier echo goes out, both directions of the link busy.
+void EchoLoop(nng_socket socket, const std::atomic<bool>* stop, Clock::time_point deadline) {
+  constexpr int kContexts = 4;
+  auto answer = [&] {
+    nng_ctx ctx;
+    nng_aio* aio = nullptr;
+    if (nng_ctx_open(&ctx, socket) != 0) return;  // the peer's requests then time out, naming this endpoint
+    if (nng_aio_alloc(&aio, nullptr, nullptr) == 0) {
+      while (!stop->load() && Clock::now() < deadline) {
+        nng_msg* msg = nullptr;
+        nng_aio_set_timeout(aio, 100);  // then check stop
+        if (ContextReceive(ctx, aio, &msg) != 0) continue;
+        nng_aio_set_timeout(aio, CalibrateOptions().timeout_ms);  // as long as the peer waits for it
+        ContextSend(ctx, aio, msg);
+      }
+      nng_aio_free(aio);
+    }
+    nng_ctx_close(ctx);
+  };
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kContexts; ++i) threads.emplace_back(answer);
+  for (std::thread& t : threads) t.join();
+}
+
+// A socket answering echoes (of any size) at `endpoint`; the port it bound where asked.
+Status ListenEcho(const std::string& endpoint, nng_socket* socket, int* port = nullptr) {
+  int rv = nng_rep0_open(socket);
+  if (rv != 0) return NngError("cannot open a socket", rv);
+  nng_socket_set_size(*socket, NNG_OPT_RECVMAXSZ, 0);
+  nng_listener listener;
+  if ((rv = nng_listen(*socket, endpoint.c_str(), &listener, 0)) != 0) {
+    nng_close(*socket);
+    *socket = NNG_SOCKET_INITIALIZER;
+    return NngError("cannot listen on '" + endpoint + "'", rv);
+  }
+  if (port != nullptr) nng_listener_get_int(listener, NNG_OPT_TCP_BOUND_PORT, port);
+  return Status::Ok();
+}
+
+// Seconds per round trip of a 1-byte request and its echo, one at a time.
+Status RoundTrip(nng_socket socket, double seconds, double* per_trip) {
+  char byte = 'x';
   int trips = 0;
   auto start = Clock::now();
   do {
-    int rv = nng_send(socket, payload.data(), payload.size(), 0);
+    int rv = nng_send(socket, &byte, 1, 0);
     if (rv != 0) return NngError("calibration send", rv);
     char* reply = nullptr;
     size_t size = 0;
@@ -146,19 +195,70 @@ Status RoundTrip(nng_socket socket, size_t bytes, double seconds, double* per_tr
   return Status::Ok();
 }
 
+// Round trips of `bytes` on one context, each echo sent back as the next
+// request, until `until` (one at least): how many, and when the first and
+// the last came back.
+struct Trips {
+  long count = 0;
+  Clock::time_point first, last;
+};
+
+Status Stream(nng_socket socket, size_t bytes, Clock::time_point until, int timeout_ms, Trips* trips) {
+  nng_ctx ctx;
+  nng_aio* aio = nullptr;
+  nng_msg* msg = nullptr;
+  int rv = nng_ctx_open(&ctx, socket);  // it resends as the socket does: never
+  if (rv != 0) return NngError("cannot open a context", rv);
+  if ((rv = nng_aio_alloc(&aio, nullptr, nullptr)) == 0 && (rv = nng_msg_alloc(&msg, bytes)) == 0) {
+    nng_aio_set_timeout(aio, timeout_ms);
+    do {
+      if ((rv = ContextSend(ctx, aio, msg)) != 0 || (rv = ContextReceive(ctx, aio, &msg)) != 0) break;
+      trips->last = Clock::now();
+      if (trips->count++ == 0) trips->first = trips->last;
+    } while (trips->last < until);
+    if (rv == 0) nng_msg_free(msg);
+  }
+  if (aio != nullptr) nng_aio_free(aio);
+  nng_ctx_close(ctx);
+  return rv == 0 ? Status::Ok() : NngError("calibration round trip", rv);
+}
+
+// Bytes a second each way with every peer's link busy in both directions at
+// once, as a step's exchange keeps a node's NIC: two round trips in flight
+// per peer, all peers at once. Counted between the first echo back and the
+// last, so neither the start (nothing coming back yet) nor the end (nothing
+// going out) is taken for the links' rate.
+Status Bandwidth(const std::vector<nng_socket>& peers, const std::vector<std::string>& endpoints, double seconds,
+                 int timeout_ms, double* bytes_per_second) {
+  constexpr size_t kBytes = 4 << 20;
+  constexpr int kInFlight = 2;
+  std::vector<Trips> trips(peers.size() * kInFlight);
+  std::vector<Status> results(trips.size());
+  std::vector<std::thread> threads;
+  const auto until = Clock::now() + std::chrono::microseconds(static_cast<long>(seconds * 1e6));
+  for (size_t i = 0; i < trips.size(); ++i)
+    threads.emplace_back([&, i] { results[i] = Stream(peers[i / kInFlight], kBytes, until, timeout_ms, &trips[i]); });
+  for (std::thread& t : threads) t.join();
+  for (size_t i = 0; i < results.size(); ++i)
+    if (!results[i].ok()) return results[i].Within("peer '" + endpoints[i / kInFlight] + "'");
+  long count = 0;
+  Clock::time_point first = trips[0].first, last = trips[0].last;
+  for (const Trips& t : trips) {
+    count += t.count;
+    first = std::min(first, t.first);
+    last = std::max(last, t.last);
+  }
+  const double span = std::chrono::duration<double>(last - first).count();
+  if (span <= 0.0) return Status::IOError("the calibration's round trips all came back at once: raise --seconds");
+  *bytes_per_second = static_cast<double>(count - 1) * kBytes / span;
+  return Status::Ok();
+}
+
 }  // namespace
 
 Status ServeEcho(const std::string& endpoint, double seconds) {
   nng_socket socket;
-  int rv = nng_rep0_open(&socket);
-  if (rv != 0) return NngError("cannot open a socket", rv);
-  nng_socket_set_ms(socket, NNG_OPT_RECVTIMEO, 200);
-  nng_socket_set_size(socket, NNG_OPT_RECVMAXSZ, 0);
-  rv = nng_listen(socket, endpoint.c_str(), nullptr, 0);
-  if (rv != 0) {
-    nng_close(socket);
-    return NngError("cannot listen on '" + endpoint + "'", rv);
-  }
+  SHOAL_RETURN_IF_ERROR(ListenEcho(endpoint, &socket));
   std::atomic<bool> stop{false};
   EchoLoop(socket, &stop, Clock::now() + std::chrono::milliseconds(static_cast<long>(seconds * 1000)));
   nng_close(socket);
@@ -169,54 +269,58 @@ Status Calibrate(const CalibrateOptions& options, ClusterProfile* profile) {
   *profile = ClusterProfile();
   profile->name = options.name;
   profile->nodes = options.nodes;
-  MeasureCompute(options.seconds_each, profile);
 
-  nng_socket server = NNG_SOCKET_INITIALIZER, client = NNG_SOCKET_INITIALIZER;
+  // The peers first: one that cannot be reached fails the run before it measures anything.
+  nng_socket server = NNG_SOCKET_INITIALIZER;
+  std::vector<nng_socket> clients;
   std::atomic<bool> stop{false};
   std::thread echo;
-  std::string endpoint = options.peer;
+  std::vector<std::string> endpoints = options.peers;
   auto cleanup = [&] {
     stop = true;
     if (echo.joinable()) echo.join();
     if (nng_socket_id(server) > 0) nng_close(server);
-    if (nng_socket_id(client) > 0) nng_close(client);
+    for (nng_socket client : clients) nng_close(client);
   };
-  int rv;
-  if (endpoint.empty()) {
-    if ((rv = nng_rep0_open(&server)) != 0) return NngError("cannot open a socket", rv);
-    nng_socket_set_ms(server, NNG_OPT_RECVTIMEO, 100);
-    nng_socket_set_size(server, NNG_OPT_RECVMAXSZ, 0);
-    nng_listener listener;
-    if ((rv = nng_listen(server, "tcp://127.0.0.1:0", &listener, 0)) != 0) {
-      cleanup();
-      return NngError("cannot listen on loopback", rv);
-    }
+  Status s;
+  if (endpoints.empty()) {  // an echo server in this process, on loopback
     int port = 0;
-    nng_listener_get_int(listener, NNG_OPT_TCP_BOUND_PORT, &port);
-    endpoint = "tcp://127.0.0.1:" + std::to_string(port);
-    echo = std::thread(EchoLoop, server, &stop, Clock::now() + std::chrono::seconds(60));
+    s = ListenEcho("tcp://127.0.0.1:0", &server, &port);
+    if (s.ok()) {
+      endpoints.push_back("tcp://127.0.0.1:" + std::to_string(port));
+      echo = std::thread(EchoLoop, server, &stop, Clock::time_point::max());
+    }
   }
-  if ((rv = nng_req0_open(&client)) != 0) {
-    cleanup();
-    return NngError("cannot open a socket", rv);
+  for (size_t i = 0; s.ok() && i < endpoints.size(); ++i) {
+    nng_socket client;
+    int rv = nng_req0_open(&client);
+    if (rv != 0) {
+      s = NngError("cannot open a socket", rv);
+      break;
+    }
+    clients.push_back(client);
+    nng_socket_set_ms(client, NNG_OPT_SENDTIMEO, options.timeout_ms);
+    nng_socket_set_ms(client, NNG_OPT_RECVTIMEO, options.timeout_ms);
+    nng_socket_set_ms(client, NNG_OPT_REQ_RESENDTIME, NNG_DURATION_INFINITE);
+    nng_socket_set_size(client, NNG_OPT_RECVMAXSZ, 0);
+    if ((rv = nng_dial(client, endpoints[i].c_str(), nullptr, 0)) != 0)
+      s = NngError("cannot reach the calibration peer '" + endpoints[i] + "'", rv);
   }
-  nng_socket_set_ms(client, NNG_OPT_SENDTIMEO, options.timeout_ms);
-  nng_socket_set_ms(client, NNG_OPT_RECVTIMEO, options.timeout_ms);
-  nng_socket_set_ms(client, NNG_OPT_REQ_RESENDTIME, NNG_DURATION_INFINITE);
-  if ((rv = nng_dial(client, endpoint.c_str(), nullptr, 0)) != 0) {
-    cleanup();
-    return NngError("cannot reach the calibration peer '" + endpoint + "'", rv);
+  if (s.ok()) MeasureCompute(options.seconds_each, profile);
+  // Latency: each peer's in turn, averaged.
+  double latency = 0.0;
+  for (size_t i = 0; s.ok() && i < clients.size(); ++i) {
+    double per_trip = 0.0;
+    s = RoundTrip(clients[i], options.seconds_each / clients.size(), &per_trip);
+    if (!s.ok()) s = s.Within("peer '" + endpoints[i] + "'");
+    latency += per_trip / 2.0 / clients.size();
   }
-  double small = 0.0, large = 0.0;
-  const size_t kLarge = 4 << 20;
-  Status s = RoundTrip(client, 1, options.seconds_each, &small);
-  if (s.ok()) s = RoundTrip(client, kLarge, options.seconds_each, &large);
+  double bytes_per_second = 0.0;
+  if (s.ok()) s = Bandwidth(clients, endpoints, options.seconds_each, options.timeout_ms, &bytes_per_second);
   cleanup();
-  if (!s.ok()) return s.Within("peer '" + endpoint + "'");
-  profile->latency_us = small / 2.0 * 1e6;
-  // The payload went there and back: the cost model charges each direction.
-  const double transfer = std::max(large - small, 1e-9);
-  profile->bandwidth_gbps = 2.0 * kLarge * 8.0 / transfer / 1e9;
+  if (!s.ok()) return s;
+  profile->latency_us = latency * 1e6;
+  profile->bandwidth_gbps = bytes_per_second * 8.0 / 1e9;
   return Status::Ok();
 }
 

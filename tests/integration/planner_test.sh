@@ -55,6 +55,26 @@ PY
   fail "dl-plan with the calibrated profile"
 ok "dl-plan calibrate writes a profile (compute by layer type and batch, its spread, memory, network) that dl-plan loads"
 
+# Two peers measured at once, as a node's NIC is; a peer that is not there is named.
+port=$(fresh_port)
+"$bin/dl-plan" calibrate --serve "tcp://127.0.0.1:$port" --serve-seconds 30 &
+first=$!
+"$bin/dl-plan" calibrate --serve "tcp://127.0.0.1:$((port + 1))" --serve-seconds 30 &
+second=$!
+for p in "$port" "$((port + 1))"; do  # until both listen
+  for _ in $(seq 100); do (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null && break; sleep 0.1; done
+done
+kill -0 "$first" "$second" || fail "a calibration peer did not start (ports $port, $((port + 1)))"
+"$bin/dl-plan" calibrate --seconds 0.05 --peer "tcp://127.0.0.1:$port,tcp://127.0.0.1:$((port + 1))" \
+  -o "$tmp/peers.yaml" || fail "dl-plan calibrate against two peers"
+kill "$first" "$second" 2>/dev/null || true
+wait "$first" "$second" 2>/dev/null || true
+python3 -c "import sys, yaml; p = yaml.safe_load(open(sys.argv[1])); assert p['bandwidth_gbps'] > 0 and p['latency_us'] > 0, p" \
+  "$tmp/peers.yaml" || fail "the two-peer profile has no network: $(cat "$tmp/peers.yaml")"
+expect_failure 1 "cannot reach the calibration peer 'tcp://127.0.0.1:$port'" \
+  "$bin/dl-plan" calibrate --seconds 0.01 --peer "tcp://127.0.0.1:$port"
+ok "dl-plan calibrate measures several peers at once, and names one it cannot reach"
+
 printf 'name: bad\nbandwidth_gbps: 0\nlatency_us: 10\ngflops_per_worker: 5\n' >"$tmp/zero.yaml"
 expect_failure 1 "zero.yaml:2:[0-9]+: cluster profile: field 'bandwidth_gbps' must be positive \(1e-6 to 1e9\), got 0" \
   "$bin/dl-plan" "$root/configs/fashion-mlp.yaml" --cluster "$tmp/zero.yaml"
