@@ -284,7 +284,7 @@ double StepSeconds(const std::vector<LayerCost>& costs, const Grouping& g) {
   }
   std::vector<double> back(costs.size(), 0.0);  // when layer i's values are back
   double out = 0.0, in = 0.0, served = 0.0;     // when each direction, and the servers, are free
-  for (const LaneRange& lane : GroupLanes(floats, static_cast<size_t>(g.lane_floats))) {
+  for (const LaneRange& lane : GroupLanes(floats, static_cast<size_t>(g.lane_floats()))) {
     // One message a direction: the lane's bytes, and one latency.
     double leg = 0.0, latency = 0.0, work = 0.0;
     for (size_t k = lane.begin; k < lane.end; ++k) {

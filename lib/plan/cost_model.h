@@ -12,6 +12,7 @@
 // the relayout of each source's feature into what the consumer needs.
 #pragma once
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -67,9 +68,9 @@ struct Grouping {
   double param_value_bytes = 4.0;  // a gradient or parameter value on the wire (cluster.wire)
   bool overlap = true;             // train.overlap: parameter traffic hides behind compute (else follows it)
   double exchanges_per_step = 1.0; // parameter exchanges per step (EASGD: one every easgd_tau steps)
-  // How a worker cuts its lanes (lib/plan/lanes.h), in values over all the
-  // servers it exchanges with: train.overlap_bucket_floats on each of them.
-  double lane_floats = 1 << 18;
+  // How a worker cuts its lanes (lib/plan/lanes.h): train.overlap_bucket_floats
+  // on each server of its group's, so lane_floats() over all of them.
+  double bucket_floats = 1 << 18;
   // How far the workers wait for each other: -1, within groups only (async,
   // EASGD); 0, all every step (BSP); s, all within s steps (SSP).
   int staleness = 0;
@@ -78,6 +79,7 @@ struct Grouping {
   // profile's compute_cv is scaled to; 0: compute_cv as it is.
   double step_compute_s = 0.0;
   int groups() const { return workers / group_size; }
+  double lane_floats() const { return bucket_floats * std::max(1, servers / server_work.server_groups); }
   double records_per_group() const { return static_cast<double>(batch) / groups(); }
 };
 

@@ -119,21 +119,6 @@ std::vector<int> Divisors(int n) {
   return d;
 }
 
-// The fewest servers whose NICs carry no more than a worker node's: the
-// total parameter traffic of a layer over the busiest node's, at most
-// `slots` (one per node of the budget, or per worker without one).
-int ChooseServers(const std::vector<LayerCost>& costs, double node_workers, int slots, double value_bytes,
-                  const ClusterProfile& p) {
-  int servers = 1;
-  const double faster = p.server_bytes_per_second() / p.bytes_per_second();  // a server's NIC over a worker's
-  for (const auto& c : costs) {
-    if (c.param_bytes_out <= 0.0) continue;
-    double ratio = c.param_floats_total / 2.0 * value_bytes / (node_workers * c.param_bytes_out * faster);
-    servers = std::max(servers, static_cast<int>(std::ceil(ratio - 1e-9)));
-  }
-  return std::min(servers, slots);
-}
-
 }  // namespace
 
 const char* StrategyName(Strategy s) {
@@ -150,6 +135,34 @@ PlanTotals EvaluateChoices(const std::vector<LayerFacts>& layers, const std::vec
   t.seconds = StepSeconds(costs, g);
   return t;
 }
+
+namespace {
+
+// The fewest servers a server group, of at most `slots` over all groups (one
+// a node of the budget, or one a worker without one), whose predicted step is
+// within 1% of the step with all of them: past it a server more, on a node of
+// its own, buys nothing. Each server's share of the links and of the updates
+// shrinks as servers are added, so the step shrinks with them, nearly always:
+// a worker's lanes grow with its servers, and coarser lanes can hide less. The
+// search halves as if it always did; what it returns is within 1% either way.
+int ChooseServers(const std::vector<LayerFacts>& layers, const std::vector<Choice>& choices,
+                  const std::vector<int>& ranks, Grouping g, int slots, const ClusterProfile& p) {
+  const int groups = g.server_work.server_groups;
+  auto seconds = [&](int per_group) {
+    g.servers = per_group * groups;
+    return EvaluateChoices(layers, choices, ranks, g, p).seconds;
+  };
+  int fewest = 1, most = std::max(1, slots / groups);
+  const double enough = seconds(most) * 1.01;
+  while (fewest < most) {
+    const int middle = fewest + (most - fewest) / 2;
+    if (seconds(middle) <= enough) most = middle;
+    else fewest = middle + 1;
+  }
+  return fewest;
+}
+
+}  // namespace
 
 Status PlanLayers(const std::vector<LayerFacts>& layers, const std::vector<LayerOverride>& overrides, int batch,
                   const PlannerOptions& options, const std::string& where, PartitionReport* report) {
@@ -186,7 +199,7 @@ Status PlanLayers(const std::vector<LayerFacts>& layers, const std::vector<Layer
   base.servers = options.servers;
   base.param_value_bytes = options.param_value_bytes;
   base.overlap = options.overlap;
-  base.lane_floats = options.lane_floats;
+  base.bucket_floats = options.bucket_floats;
   base.exchanges_per_step = options.exchanges_per_step;
   base.staleness = options.staleness;
   base.bound_servers = options.bound_servers;
@@ -262,9 +275,7 @@ Status PlanLayers(const std::vector<LayerFacts>& layers, const std::vector<Layer
     chosen.servers = report->advised_servers = n;  // one with every worker
   } else {
     // Advice: servers live inside the node budget, one a node (beside workers or on their own).
-    report->advised_servers = ChooseServers(CostBreakdown(layers, report->choices, ranks, chosen, p),
-                                            std::min(p.workers_per_node, n), p.nodes > 0 ? p.nodes : n,
-                                            chosen.param_value_bytes, p);
+    report->advised_servers = ChooseServers(layers, report->choices, ranks, chosen, p.nodes > 0 ? p.nodes : n, p);
   }
   report->grouping = chosen;
   report->costs = CostBreakdown(layers, report->choices, ranks, chosen, p);
@@ -352,9 +363,7 @@ Status PlanJob(const JobConfig& given, const PlannerOptions& options, PartitionR
   // Each server group holds a copy and serves its share of the worker groups:
   // the load spreads over every server.
   if (o.servers == 0) o.servers = job.cluster.servers();
-  // A worker cuts its lanes on each server of its group's (train.overlap_bucket_floats each).
-  o.lane_floats =
-      static_cast<double>(job.train.overlap_bucket_floats) * std::max(1, o.servers / job.cluster.nserver_groups);
+  o.bucket_floats = static_cast<double>(job.train.overlap_bucket_floats);
   int batch = 0;
   SHOAL_RETURN_IF_ERROR(StepRecords(job, &batch));
   return PlanLayers(layers, overrides, batch, o, job.source, report);
@@ -384,7 +393,7 @@ Status BuildPlan(const JobConfig& given, const PlannerOptions& planner, const Pl
     }
     SHOAL_RETURN_IF_ERROR(s);
     SHOAL_RETURN_IF_ERROR(PlanJob(candidate, planner, &r));
-    // Auto with servers of their own: as many as keep up with the workers.
+    // Auto with servers of their own: as many as advised.
     if (planner.exchange == Exchange::kAuto && !allreduce && planner.servers == 0 &&
         r.advised_servers != candidate.cluster.nservers_per_group) {
       SHOAL_RETURN_IF_ERROR(WithServers(candidate, r.advised_servers, &candidate));

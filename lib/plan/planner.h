@@ -40,7 +40,7 @@ struct PlannerOptions {
   // traffic overlapped with compute (train.overlap; never under EASGD), and
   // exchanges per step (EASGD: one every easgd_tau steps).
   bool overlap = true;
-  double lane_floats = 1 << 18;  // Grouping::lane_floats
+  double bucket_floats = 1 << 18;  // Grouping::bucket_floats (train.overlap_bucket_floats)
   double exchanges_per_step = 1.0;
   int staleness = 0;  // Grouping::staleness: BSP 0, SSP its slack, async and EASGD -1
   ServerWork server_work;  // Grouping::server_work: the job's updater, consistency and server groups
@@ -77,7 +77,7 @@ struct PartitionReport {
   std::vector<PlanTotals> by_group_size;  // the best plan for each M tried
   size_t max_states = 0;
   bool has_overrides = false;
-  int advised_servers = 0;  // the fewest servers whose NICs carry no more than a worker node's
+  int advised_servers = 0;  // a server group's fewest whose step is within 1% of one a node's
   // With --exchange: each exchange tried and its step (the chosen plan's).
   std::vector<std::pair<std::string, double>> exchanges;
 };

@@ -252,7 +252,7 @@ TEST_CASE("the step as run: lanes leave as backprop finishes them, and the next 
   const std::vector<LayerCost> costs = {Timed(4, 2, 2, 10), Timed(2, 1, 6, 10)};
   Grouping g;
   g.servers = 1;
-  g.lane_floats = 0;  // a lane each
+  g.bucket_floats = 0;  // a lane each
   // Top lane out 4-7, back 7-10; bottom out 7-8, back 10-11. The next forward
   // starts the bottom at 11 and ends at 14: a step of 14 - 3 = 11 s.
   CHECK(StepSeconds(costs, g) == doctest::Approx(11));
@@ -263,7 +263,7 @@ TEST_CASE("the step as run: lanes leave as backprop finishes them, and the next 
   CHECK(StepSeconds(costs, bound) == doctest::Approx(12));
   // One lane for both leaves when backprop ends: nothing hides.
   Grouping one_lane = g;
-  one_lane.lane_floats = 20;
+  one_lane.bucket_floats = 20;
   CHECK(StepSeconds(costs, one_lane) == doctest::Approx(14));
   // Without overlap: compute, then the exchange.
   Grouping off = g;

@@ -160,6 +160,49 @@ TEST_CASE("the prediction is of the servers the plan runs; --servers and --excha
   CHECK(Contains(BuildPlan(job, o, PlanOptions(), &chosen, &plan).message(), "--servers 4 with AllReduce"));
 }
 
+TEST_CASE("advised servers: the fewest whose step is within 1% of one a node's, the servers' own work counted") {
+  JobConfig job;
+  REQUIRE(LoadJobFile(Source("configs/fashion-mlp.yaml"), {"cluster.nworkers_per_group=8", "train.batch_size=8"},
+                      &job)
+              .ok());
+  PlannerOptions o;
+  o.profile = LoadProfile("configs/clusters/1gbe-8node.yaml");
+  o.profile.server_gbps = 10;  // servers on faster links than the workers': fewer keep up
+  o.strategy = Strategy::kData;
+  auto advice_and_steps = [&](const ClusterProfile& profile, int* advised, std::vector<double>* seconds) {
+    PlannerOptions with = o;
+    with.profile = profile;
+    PartitionReport r;
+    REQUIRE(PlanJob(job, with, &r).ok());
+    *advised = r.advised_servers;
+    seconds->clear();
+    for (int servers = 1; servers <= 8; ++servers) {
+      shoal::Plan plan;
+      with.servers = servers;
+      REQUIRE(BuildPlan(job, with, PlanOptions(), &r, &plan).ok());
+      seconds->push_back(r.chosen.seconds);
+    }
+  };
+  int advised = 0;
+  std::vector<double> seconds;
+  advice_and_steps(o.profile, &advised, &seconds);
+  INFO("advised " << advised);
+  REQUIRE(advised >= 1);
+  REQUIRE(advised < 8);
+  CHECK(seconds[advised - 1] <= seconds[7] * 1.01);
+  if (advised > 1) CHECK(seconds[advised - 2] > seconds[7] * 1.01);
+  // The servers' own work counted (memory at 10 GB/s, about what calibrate
+  // measures here): their updates, not the links, ask for more of them.
+  ClusterProfile slow = o.profile;
+  slow.server_memory_gb_per_s = 10;
+  int advised_slow = 0;
+  advice_and_steps(slow, &advised_slow, &seconds);
+  INFO("advised with slow servers " << advised_slow);
+  REQUIRE(advised_slow > advised);
+  CHECK(seconds[advised_slow - 1] <= seconds[7] * 1.01);
+  CHECK(seconds[advised_slow - 2] > seconds[7] * 1.01);
+}
+
 TEST_CASE("cluster.wire: fp16 halves the predicted parameter bytes and leaves the feature bytes") {
   PlannerOptions o;
   o.profile = LoadProfile("configs/clusters/1gbe-8node.yaml");
