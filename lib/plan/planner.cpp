@@ -119,25 +119,6 @@ std::vector<int> Divisors(int n) {
   return d;
 }
 
-}  // namespace
-
-const char* StrategyName(Strategy s) {
-  return s == Strategy::kOptimal ? "optimal" : s == Strategy::kData ? "data" : "model";
-}
-
-PlanTotals EvaluateChoices(const std::vector<LayerFacts>& layers, const std::vector<Choice>& choices,
-                           const std::vector<int>& ranks, const Grouping& g, const ClusterProfile& p) {
-  PlanTotals t;
-  t.group_size = g.group_size;
-  t.groups = g.groups();
-  const std::vector<LayerCost> costs = CostBreakdown(layers, choices, ranks, g, p);
-  for (const auto& c : costs) t.cost.Add(c);
-  t.seconds = StepSeconds(costs, g);
-  return t;
-}
-
-namespace {
-
 // The fewest servers a server group, of at most `slots` over all groups (one
 // a node of the budget, or one a worker without one), whose predicted step is
 // within 1% of the step with all of them: past it a server more, on a node of
@@ -163,6 +144,21 @@ int ChooseServers(const std::vector<LayerFacts>& layers, const std::vector<Choic
 }
 
 }  // namespace
+
+const char* StrategyName(Strategy s) {
+  return s == Strategy::kOptimal ? "optimal" : s == Strategy::kData ? "data" : "model";
+}
+
+PlanTotals EvaluateChoices(const std::vector<LayerFacts>& layers, const std::vector<Choice>& choices,
+                           const std::vector<int>& ranks, const Grouping& g, const ClusterProfile& p) {
+  PlanTotals t;
+  t.group_size = g.group_size;
+  t.groups = g.groups();
+  const std::vector<LayerCost> costs = CostBreakdown(layers, choices, ranks, g, p);
+  for (const auto& c : costs) t.cost.Add(c);
+  t.seconds = StepSeconds(costs, g);
+  return t;
+}
 
 Status PlanLayers(const std::vector<LayerFacts>& layers, const std::vector<LayerOverride>& overrides, int batch,
                   const PlannerOptions& options, const std::string& where, PartitionReport* report) {
