@@ -27,14 +27,24 @@ ClusterProfile LoadProfile(const std::string& path) {
   return p;
 }
 
-PartitionReport Plan(const std::string& job_path, const PlannerOptions& options,
-                     const std::vector<std::string>& sets = {}) {
+JobConfig LoadJob(const std::string& job_path, const std::vector<std::string>& sets = {}) {
   JobConfig job;
   Status s = LoadJobFile(Source(job_path), sets, &job);
   INFO(s.ToString());
   REQUIRE(s.ok());
+  return job;
+}
+
+// The Fashion-MNIST MLP on 8 workers of 8 records, one server.
+JobConfig EightWorkerMlp() {
+  return LoadJob("configs/fashion-mlp.yaml", {"cluster.nworkers_per_group=8", "train.batch_size=8"});
+}
+
+PartitionReport Plan(const std::string& job_path, const PlannerOptions& options,
+                     const std::vector<std::string>& sets = {}) {
+  const JobConfig job = LoadJob(job_path, sets);
   PartitionReport r;
-  s = PlanJob(job, options, &r);
+  Status s = PlanJob(job, options, &r);
   INFO(s.ToString());
   REQUIRE(s.ok());
   return r;
@@ -54,8 +64,7 @@ void Edit(JobConfig* job, const LayerEdit& e) {
 }
 
 Status PlanError(const std::string& job_path, const PlannerOptions& options, const std::vector<LayerEdit>& edits) {
-  JobConfig job;
-  REQUIRE(LoadJobFile(Source(job_path), {}, &job).ok());
+  JobConfig job = LoadJob(job_path);
   for (const auto& e : edits) Edit(&job, e);
   PartitionReport r;
   return PlanJob(job, options, &r);
@@ -116,10 +125,7 @@ TEST_CASE("the Fashion-MNIST MLP on a fast link with a server per worker is all 
 }
 
 TEST_CASE("the prediction is of the servers the plan runs; --servers and --exchange write theirs into the job") {
-  JobConfig job;
-  REQUIRE(LoadJobFile(Source("configs/fashion-mlp.yaml"), {"cluster.nworkers_per_group=8", "train.batch_size=8"},
-                      &job)
-              .ok());
+  const JobConfig job = EightWorkerMlp();
   PlannerOptions o;
   o.profile = LoadProfile("configs/clusters/1gbe-8node.yaml");
   o.strategy = Strategy::kData;
@@ -161,10 +167,7 @@ TEST_CASE("the prediction is of the servers the plan runs; --servers and --excha
 }
 
 TEST_CASE("advised servers: the fewest whose step is within 1% of one a node's, the servers' own work counted") {
-  JobConfig job;
-  REQUIRE(LoadJobFile(Source("configs/fashion-mlp.yaml"), {"cluster.nworkers_per_group=8", "train.batch_size=8"},
-                      &job)
-              .ok());
+  const JobConfig job = EightWorkerMlp();
   PlannerOptions o;
   o.profile = LoadProfile("configs/clusters/1gbe-8node.yaml");
   o.profile.server_gbps = 10;  // servers on faster links than the workers': fewer keep up
@@ -345,8 +348,7 @@ TEST_CASE("user overrides are honoured and the free optimum is reported beside t
   PlannerOptions o;
   o.profile = LoadProfile("configs/clusters/1gbe-8node.yaml");
   PartitionReport r = Plan("configs/models/alexnet.yaml", o);
-  JobConfig job;
-  REQUIRE(LoadJobFile(Source("configs/models/alexnet.yaml"), {}, &job).ok());
+  JobConfig job = LoadJob("configs/models/alexnet.yaml");
   REQUIRE(job.layers[14].name == "fc6");
   Edit(&job, {14, "partition_dim", "0"});  // fc6 data parallel, against the optimum
   Edit(&job, {1, "location", "3"});        // conv1 on worker 3 alone
@@ -433,8 +435,7 @@ TEST_CASE("--strategy data and model fix every layer; the shipped profiles and m
 }
 
 TEST_CASE("--workers N writes a plan of N workers sharing the job's step, in the job's worker groups") {
-  JobConfig job;
-  REQUIRE(LoadJobFile(Source("configs/models/alexnet.yaml"), {}, &job).ok());  // 8 workers x 32
+  JobConfig job = LoadJob("configs/models/alexnet.yaml");  // 8 workers x 32
   PlannerOptions o;
   o.workers = 16;
   for (Strategy strategy : {Strategy::kOptimal, Strategy::kData, Strategy::kModel}) {
