@@ -139,6 +139,10 @@ void RpcServer::Close() {
   for (auto& s : slots_)
     if (s.aio) nng_aio_stop(s.aio);
   for (auto& s : slots_) {
+    // A reply handed to an aio already stopped (its request came as Close
+    // began, or another slot's handler answered it) never started: NNG
+    // calls no callback for it and leaves the message in the aio, ours to free.
+    if (s.aio && s.sending) nng_msg_free(nng_aio_get_msg(s.aio));
     nng_ctx_close(s.ctx);
     if (s.aio) nng_aio_free(s.aio);
     s.spare.Drop();
