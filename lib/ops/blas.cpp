@@ -5,6 +5,14 @@
 #include <algorithm>
 #include <atomic>
 
+#if SHOAL_HAVE_ONEDNN
+#include <dnnl.h>
+
+#include "ops/onednn_convolution.h"
+
+extern "C" void omp_set_num_threads(int);
+#endif
+
 namespace shoal {
 namespace {
 
@@ -19,6 +27,17 @@ void Sgemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const f
 
 void Sgemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a,
            int lda, const float* b, int ldb, float beta, float* c, int ldc) {
+#if SHOAL_HAVE_ONEDNN
+  if (OneDnnEnabled()) {
+    // One thread: the callers split their work over ParallelFor's threads.
+    // oneDNN's thread count is the calling thread's OpenMP setting, which
+    // the convolutions raise to the compute threads on theirs.
+    omp_set_num_threads(1);
+    if (dnnl_sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', m, n, k, alpha, a, lda, b, ldb, beta, c, ldc) ==
+        dnnl_success)
+      return;
+  }
+#endif
   cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
               trans_b ? CblasTrans : CblasNoTrans, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }

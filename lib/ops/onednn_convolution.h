@@ -29,7 +29,7 @@ class OneDnnConvolution {
 // (the tests compare both ways).
 std::unique_ptr<OneDnnConvolution> NewOneDnnConvolution(const ConvGeometry& g);
 
-// Whether convolutions run on oneDNN in this process.
+// Whether convolutions and sgemm (ops/blas.h) run on oneDNN in this process.
 bool OneDnnEnabled();
 
 }  // namespace shoal
