@@ -61,6 +61,7 @@ void RpcServer::OnEvent(void* arg) {
   if (slot->sending) {
     if (rv != 0) {
       nng_msg_free(nng_aio_get_msg(slot->aio));
+      nng_aio_set_msg(slot->aio, nullptr);
       // A reply to a client that went away leaves quietly (rep0 drops it);
       // any other failure loses a reply someone waits for: say so.
       if (rv != NNG_ECLOSED && rv != NNG_ECANCELED)
@@ -77,6 +78,7 @@ void RpcServer::OnEvent(void* arg) {
     return;
   }
   nng_msg* msg = nng_aio_get_msg(slot->aio);
+  nng_aio_set_msg(slot->aio, nullptr);  // ours now: an aio holds only a message NNG has not taken (Close)
   server->bytes_received_ += nng_msg_len(msg);
   // The request is the slot's spare from here on, so that its reply is
   // written over it: an update's reply (the values, as large as the
@@ -138,11 +140,16 @@ void RpcServer::Close() {
   open_ = false;
   for (auto& s : slots_)
     if (s.aio) nng_aio_stop(s.aio);
+  // Every handler has returned now. One that answered another slot's request
+  // as Close began may have had that reply failed on the stopped aio with a
+  // callback still to run (rep0 finishes it after nng_aio_stop returned): wait for those too.
+  for (auto& s : slots_)
+    if (s.aio) nng_aio_wait(s.aio);
   for (auto& s : slots_) {
-    // A reply handed to an aio already stopped (its request came as Close
-    // began, or another slot's handler answered it) never started: NNG
-    // calls no callback for it and leaves the message in the aio, ours to free.
-    if (s.aio && s.sending) nng_msg_free(nng_aio_get_msg(s.aio));
+    // A reply handed to an aio already stopped never started: NNG calls no
+    // callback for it and leaves the message in the aio, ours to free.
+    if (s.aio)
+      if (nng_msg* unsent = nng_aio_get_msg(s.aio)) nng_msg_free(unsent);
     nng_ctx_close(s.ctx);
     if (s.aio) nng_aio_free(s.aio);
     s.spare.Drop();
