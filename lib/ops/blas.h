@@ -16,8 +16,8 @@ void Sgemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const f
            int lda, const float* b, int ldb, float beta, float* c, int ldc);
 
 // The compute thread count (worker --threads). With more than one, the ops
-// split their work over ParallelFor's threads (ops/parallel.h) and OpenBLAS
-// itself runs single-threaded: on these shapes its own threading scales poorly.
+// split their work over ParallelFor's threads (ops/parallel.h) and each sgemm
+// runs single-threaded: on these shapes a BLAS's own threading scales poorly.
 void SetComputeThreads(int threads);
 int ComputeThreads();
 

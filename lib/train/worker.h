@@ -25,7 +25,7 @@ struct WorkerOptions {
   int id = 0;                // global worker id in the plan
   std::string shard_dir;     // overrides the job's data.shards when set
   bool standalone = false;   // update locally; no servers
-  int threads = 1;           // compute threads (OpenBLAS)
+  int threads = 1;           // compute threads (ops/blas.h)
   bool evaluate = true;      // evaluate on the test shard at the end (worker 0 only by default)
   int steps = 0;             // overrides the job's steps when > 0
   int timeout_ms = 0;        // overrides the job's cluster.timeout_ms when > 0
