@@ -30,8 +30,10 @@ Rows (--rows, any of):
   here the ratio is of throughputs, higher is better.
 
 Each row runs its sides alternately (shoal, peer, shoal, peer, …: --repeats pairs), so
-a shared machine's drift weighs on both alike; a row's ratio is the median of its
-pairs' ratios, with their range, and the JSON keeps every pair. Under each shoal row
+a shared machine's drift weighs on both alike; pair i runs both sides with seed i (the
+initial parameters and the data order), so a time-to-accuracy row is measured over as
+many draws as pairs. A row's ratio is the median of its pairs' ratios, with their
+range, and the JSON keeps every pair. Under each shoal row
 of single and bsp, where its time went (the median run's), per step: worker 0's
 compute, input, encode, waiting on servers and decode, and the servers' update,
 encode and decode, from the processes' own counters (`time_s`, `handle_s`, ...).
@@ -84,8 +86,12 @@ def where_the_time_goes(records, run_dir=None):
     return profile
 
 
-def profile_line(profile):
-    return "    ms/step: " + ", ".join(f"{label} {profile[k]:.2f}" for k, label in WHERE if k in profile)
+def details_line(row):
+    """Where the median shoal run's time went (its own counters), or each pair's steps to the target."""
+    if "steps" in row["details"]:
+        return "    steps to the target (shoal/peer): " + ", ".join(
+            f"{x['shoal_details']['steps']}/{x['peer_details']['steps']}" for x in row["pairs"])
+    return "    ms/step: " + ", ".join(f"{label} {row['details'][k]:.2f}" for k, label in WHERE if k in row["details"])
 
 
 class Bench:
@@ -110,20 +116,21 @@ class Bench:
         return run([python, os.path.join(self.a.root, "bench", "peers", script), *map(str, args)])[-1]
 
     # --- shoal, one process -------------------------------------------------------
-    def single_plan(self, model, overrides=()):
+    def single_plan(self, model, seed, overrides=()):
         self.runs += 1
         plan = os.path.join(self.tmp, f"single-{self.runs}.json")
-        sets = [x for o in ("train.batch_size=64", "cluster.nworkers_per_group=1", *overrides) for x in ("--set", o)]
+        sets = [x for o in ("train.batch_size=64", "cluster.nworkers_per_group=1", f"train.seed={seed}", *overrides)
+                for x in ("--set", o)]
         run([self.tool("dl-plan"), self.job(model), *sets, "-o", plan])
         return plan
 
-    def shoal_single(self, model, threads, overrides=()):
-        r = run([self.tool("dl-worker"), "--plan", self.single_plan(model, overrides), "--standalone", "--no-eval",
+    def shoal_single(self, model, threads, seed, overrides=()):
+        r = run([self.tool("dl-worker"), "--plan", self.single_plan(model, seed, overrides), "--standalone", "--no-eval",
                  "--threads", str(threads), "--steps", str(self.a.steps), "--shards", self.shards(1)])
         return last(r, "done")["ms_per_step_median"], where_the_time_goes(r)
 
     # --- shoal, servers and workers --------------------------------------------------
-    def train_local(self, model, workers, overrides, until=None):
+    def train_local(self, model, workers, seed, overrides, until=None):
         """Runs scripts/train-local.sh; returns worker 0's records. With `until`, stops the
         run (as Ctrl-C would) once a record of worker 0 satisfies it."""
         self.runs += 1
@@ -131,7 +138,7 @@ class Bench:
         env = dict(os.environ, SHOAL_BIN=self.a.bin, RUN_DIR=run_dir)
         cmd = [os.path.join(self.a.root, "scripts", "train-local.sh"), *([] if until else ["--no-eval"]),
                self.job(model), "train.batch_size=32", f"cluster.nworkers_per_group={workers}",
-               f"data.shards={self.shards(workers)}", *overrides]
+               f"train.seed={seed}", f"data.shards={self.shards(workers)}", *overrides]
         err = open(run_dir + ".err", "w+")
         proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=err)
         log = os.path.join(run_dir, "worker-0.jsonl")
@@ -151,10 +158,10 @@ class Bench:
             sys.exit(f"bench: train-local.sh exited {proc.returncode}:\n{stderr[-2000:]}")
         return records, run_dir
 
-    def shoal_bsp(self, model, workers, overlap, allreduce=False):
+    def shoal_bsp(self, model, workers, overlap, seed, allreduce=False):
         """allreduce: a server in every worker's process, each owning 1/N of every parameter."""
         placement = [f"cluster.nservers_per_group={workers}", "cluster.server_worker_separate=false"] if allreduce else []
-        r, run_dir = self.train_local(model, workers,
+        r, run_dir = self.train_local(model, workers, seed,
                                       [f"train.steps={self.a.steps}", f"train.overlap={str(overlap).lower()}", *placement])
         return last(r, "done")["ms_per_step_median"], where_the_time_goes(r, run_dir)
 
@@ -166,18 +173,18 @@ class Bench:
         hit = [r for r in records if self.reached(r)]
         if not hit:
             sys.exit(f"bench: shoal did not reach {self.a.target_accuracy} in {self.a.tta_max_steps} steps")
-        return hit[0]["train_seconds"]
+        return hit[0]["train_seconds"], {"steps": hit[0]["step"]}
 
-    def shoal_tta_bsp(self):
+    def shoal_tta_bsp(self, seed):
         # AllReduce placement: the faster one on the bsp rows (a server in each worker's process).
-        records, _ = self.train_local("cnn", 2, [f"train.steps={self.a.tta_max_steps}", f"train.eval_every={EVAL_EVERY}",
+        records, _ = self.train_local("cnn", 2, seed, [f"train.steps={self.a.tta_max_steps}", f"train.eval_every={EVAL_EVERY}",
                                                  "cluster.nservers_per_group=2", "cluster.server_worker_separate=false"],
                                       until=self.reached)
         return self.seconds_to_target(records)
 
-    def shoal_tta_single(self):
+    def shoal_tta_single(self, seed):
         # dl-worker --standalone prints its records on stdout; stop it at the target as above.
-        plan = self.single_plan("cnn", [f"train.steps={self.a.tta_max_steps}", f"train.eval_every={EVAL_EVERY}"])
+        plan = self.single_plan("cnn", seed, [f"train.steps={self.a.tta_max_steps}", f"train.eval_every={EVAL_EVERY}"])
         proc = subprocess.Popen([self.tool("dl-worker"), "--plan", plan, "--standalone", "--shards", self.shards(1)],
                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         records = []
@@ -252,41 +259,46 @@ cluster: {{nworkers_per_group: 1}}
         r = self.peer("torch_char_rnn.py", self.corpus(), "--threads", threads, "--steps", self.a.rnn_steps)
         return r["ms_per_step_median"], r["test_loss"], r["test_accuracy"]
 
-    def peer_tta(self, script, *args):
-        r = self.peer(script, "cnn", *args, "--target-accuracy", self.a.target_accuracy, "--eval-every", EVAL_EVERY,
+    def peer_tta(self, script, seed, *args):
+        r = self.peer(script, "cnn", *args, "--seed", seed, "--target-accuracy", self.a.target_accuracy, "--eval-every", EVAL_EVERY,
                       "--max-steps", self.a.tta_max_steps)
         if not r["reached"]:
             sys.exit(f"bench: the peer did not reach {self.a.target_accuracy}: {r}")
-        return r["train_seconds"]
+        return r["train_seconds"], {"steps": r["steps"]}
 
 
 def rows(b, a):
     """(case, fields, peer, {variant: shoal}) for every row asked for; each side is a
-    function returning a time, ms per step or seconds to the target."""
+    function of the pair's seed returning a time, ms per step or seconds to the target."""
     for model in a.models:
         if "single" in a.rows:
             for threads in (1, 2):
                 yield (f"{model} single process, batch 64, {threads} thread(s)",
                        {"model": model, "threads": threads, "unit": "ms/step", "target": 0.8 if model == "mlp" else 0.85 if threads == 2 else 1.0},
-                       lambda m=model, t=threads: b.peer("torch_single.py", m, "--threads", t, "--steps", a.steps)["ms_per_step_median"],
-                       {"": lambda m=model, t=threads: b.shoal_single(m, t)})
+                       lambda seed, m=model, t=threads: b.peer("torch_single.py", m, "--threads", t, "--seed", seed,
+                                                               "--steps", a.steps)["ms_per_step_median"],
+                       {"": lambda seed, m=model, t=threads: b.shoal_single(m, t, seed)})
         if "gpu" in a.rows:
             yield (f"{model} single process, batch 64, on GPU 0",
                    {"model": model, "device": "cuda:0", "unit": "ms/step", "target": 1.1},
-                   lambda m=model: b.peer("torch_single.py", m, "--device", "cuda", "--steps", a.steps)["ms_per_step_median"],
-                   {"": lambda m=model: b.shoal_single(m, 1, ("train.device=cuda",))})
+                   lambda seed, m=model: b.peer("torch_single.py", m, "--device", "cuda", "--seed", seed,
+                                                "--steps", a.steps)["ms_per_step_median"],
+                   {"": lambda seed, m=model: b.shoal_single(m, 1, seed, ("train.device=cuda",))})
         if "bsp" in a.rows:
             for workers in (1, 2, 4):
                 yield (f"{model} BSP {workers} worker(s) x 32",
                        {"model": model, "workers": workers, "unit": "ms/step", "target": 0.8},
-                       lambda m=model, w=workers: b.peer("torch_ddp.py", m, "--world", w, "--batch", 32, "--steps", a.steps)["ms_per_step_median"],
-                       {**{f", overlap {o}": lambda m=model, w=workers, o=o: b.shoal_bsp(m, w, o == "on") for o in ("on", "off")},
-                        **({", AllReduce": lambda m=model, w=workers: b.shoal_bsp(m, w, True, allreduce=True)} if workers > 1 else {})})
+                       lambda seed, m=model, w=workers: b.peer("torch_ddp.py", m, "--world", w, "--batch", 32, "--seed", seed,
+                                                               "--steps", a.steps)["ms_per_step_median"],
+                       {**{f", overlap {o}": lambda seed, m=model, w=workers, o=o: b.shoal_bsp(m, w, o == "on", seed)
+                           for o in ("on", "off")},
+                        **({", AllReduce": lambda seed, m=model, w=workers: b.shoal_bsp(m, w, True, seed, allreduce=True)}
+                           if workers > 1 else {})})
     if "tta" in a.rows:
         yield (f"cnn BSP 2 workers x 32, seconds to {a.target_accuracy}", {"model": "cnn", "workers": 2, "unit": "s", "target": 0.8},
-               lambda: b.peer_tta("torch_ddp.py", "--world", 2, "--batch", 32), {"": b.shoal_tta_bsp})
+               lambda seed: b.peer_tta("torch_ddp.py", seed, "--world", 2, "--batch", 32), {"": b.shoal_tta_bsp})
         yield (f"cnn single process x 64, seconds to {a.target_accuracy}", {"model": "cnn", "unit": "s", "target": 0.8},
-               lambda: b.peer_tta("torch_single.py", "--threads", 1, "--batch", 64), {"": b.shoal_tta_single})
+               lambda seed: b.peer_tta("torch_single.py", seed, "--threads", 1, "--batch", 64), {"": b.shoal_tta_single})
 
 
 def exchange_rows(a):
@@ -347,19 +359,22 @@ def summarise(case, fields, pairs):
 
 
 def measure(case, fields, peer, variants, repeats):
-    """Alternates the sides, `repeats` times: each shoal variant, then the peer, ..."""
+    """Alternates the sides, `repeats` times: each shoal variant, then the peer, ...
+    Pair i runs both sides with seed i (initial parameters and data order): a
+    time-to-accuracy row's median is then over draws, not over one draw's timing."""
     pairs = {v: [] for v in variants}
-    for _ in range(repeats):
-        shoal = {v: fn() for v, fn in list(variants.items())[:1]}
-        p = peer()
-        shoal.update({v: fn() for v, fn in list(variants.items())[1:]})
+    for seed in range(1, repeats + 1):
+        shoal = {v: fn(seed) for v, fn in list(variants.items())[:1]}
+        p = peer(seed)
+        shoal.update({v: fn(seed) for v, fn in list(variants.items())[1:]})
+        p, peer_details = p if isinstance(p, tuple) else (p, None)
         for v, s in shoal.items():
-            # A side gives its time, or its time and where it went.
-            s, profile = s if isinstance(s, tuple) else (s, None)
-            pairs[v].append(pair(s, p, shoal_ms_per_step=profile))
+            # A side gives its figure, or its figure and details: where the time went, or steps taken.
+            s, details = s if isinstance(s, tuple) else (s, None)
+            pairs[v].append(pair(s, p, seed=seed, shoal_details=details, peer_details=peer_details))
     for v, ps in pairs.items():
         middle = sorted(ps, key=lambda x: x["shoal"])[len(ps) // 2]
-        yield dict(summarise(case + v, fields, ps), where=middle["shoal_ms_per_step"])
+        yield dict(summarise(case + v, fields, ps), details=middle["shoal_details"])
 
 
 def main():
@@ -391,8 +406,8 @@ def main():
                      (">=" if r.get("higher_is_better") else "<=") + str(r["target"]))
             print(f"{r['case']:52} {r['shoal']:9.2f} {r['peer']:9.2f} {r['unit']:>7} {r['ratio']:6.2f} "
                   f"{r['ratio_min']:5.2f}-{r['ratio_max']:<5.2f} {bound:>6}", flush=True)
-            if r.get("where"):  # the median shoal run's own counters
-                print(profile_line(r["where"]), flush=True)
+            if r.get("details"):  # the median shoal run's
+                print(details_line(r), flush=True)
             with open(a.out, "w") as f:           # as it goes: an interrupted bench keeps its rows
                 json.dump(result, f, indent=2)
     print(f"written to {a.out}")
