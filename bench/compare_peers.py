@@ -146,7 +146,9 @@ class Bench:
             if until is not None and os.path.exists(log):
                 with open(log) as f:
                     if any(until(r) for r in json_lines(f.read())):
-                        proc.send_signal(signal.SIGINT)   # train-local stops its processes and exits 130
+                        # train-local stops its processes and exits 130. SIGTERM, not SIGINT: a
+                        # shell that starts the bench in the background has it ignore SIGINT.
+                        proc.send_signal(signal.SIGTERM)
                         proc.wait()
                         break
             time.sleep(0.2)

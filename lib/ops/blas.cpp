@@ -7,11 +7,9 @@
 
 #if SHOAL_HAVE_ONEDNN
 #include <dnnl.h>
-
-#include "ops/onednn_convolution.h"
-
-extern "C" void omp_set_num_threads(int);
 #endif
+
+#include "ops/onednn.h"
 
 namespace shoal {
 namespace {
@@ -29,10 +27,9 @@ void Sgemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const f
            int lda, const float* b, int ldb, float beta, float* c, int ldc) {
 #if SHOAL_HAVE_ONEDNN
   if (OneDnnEnabled()) {
-    // One thread: the callers split their work over ParallelFor's threads.
-    // oneDNN's thread count is the calling thread's OpenMP setting, which
-    // the convolutions raise to the compute threads on theirs.
-    omp_set_num_threads(1);
+    // One thread: the callers split their work over ParallelFor's threads
+    // (the convolutions raise the count to the compute threads on theirs).
+    SetOneDnnThreads(1);
     if (dnnl_sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', m, n, k, alpha, a, lda, b, ldb, beta, c, ldc) ==
         dnnl_success)
       return;

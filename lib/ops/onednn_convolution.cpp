@@ -1,8 +1,5 @@
 #include "ops/onednn_convolution.h"
 
-#include <cstdlib>
-#include <cstring>
-
 #if SHOAL_HAVE_ONEDNN
 #include <dnnl.hpp>
 
@@ -11,10 +8,7 @@
 
 #include "ops/blas.h"
 #include "ops/gpu_ops.h"
-
-// oneDNN's CPU runtime is OpenMP (Debian's libdnnl): its thread count is the
-// calling thread's OpenMP setting, set to the compute threads before each call.
-extern "C" void omp_set_num_threads(int);
+#include "ops/onednn.h"
 
 namespace shoal {
 namespace {
@@ -91,7 +85,7 @@ class Convolution final : public OneDnnConvolution {
 
   bool Forward(int batch, const float* x, const float* w, const float* b, float* y) override {
     if (CurrentGpuOps()) return false;
-    omp_set_num_threads(ComputeThreads());  // before For: primitives plan for the threads they will have
+    SetOneDnnThreads(ComputeThreads());  // before For: primitives plan for the threads they will have
     Prims* p = For(batch);
     if (!p) return false;
     const memory& src = p->src->Bind(x);
@@ -110,7 +104,7 @@ class Convolution final : public OneDnnConvolution {
 
   void Backward(int batch, const float* x, const float* w, const float* dy, float* dx, GradWrite dx_write,
                 float* dw, float* db) override {
-    omp_set_num_threads(ComputeThreads());
+    SetOneDnnThreads(ComputeThreads());
     Prims* p = For(batch);
     if (!p->bwd || p->bwd->dx_write != dx_write) p->bwd = MakeBackward(batch, p->fwd_pd, dx_write);
     BackwardPrims& b = *p->bwd;
@@ -219,14 +213,6 @@ class Convolution final : public OneDnnConvolution {
 
 }  // namespace
 
-bool OneDnnEnabled() {
-  static const bool enabled = [] {
-    const char* v = std::getenv("SHOAL_ONEDNN");
-    return !(v && (std::strcmp(v, "0") == 0 || std::strcmp(v, "off") == 0));
-  }();
-  return enabled;
-}
-
 std::unique_ptr<OneDnnConvolution> NewOneDnnConvolution(const ConvGeometry& g) {
   if (!OneDnnEnabled()) return nullptr;
   return std::make_unique<Convolution>(g);
@@ -237,7 +223,6 @@ std::unique_ptr<OneDnnConvolution> NewOneDnnConvolution(const ConvGeometry& g) {
 #else  // no oneDNN in this build
 
 namespace shoal {
-bool OneDnnEnabled() { return false; }
 std::unique_ptr<OneDnnConvolution> NewOneDnnConvolution(const ConvGeometry&) { return nullptr; }
 }  // namespace shoal
 

@@ -25,11 +25,7 @@ class OneDnnConvolution {
                         GradWrite dx_write, float* dw, float* db) = 0;
 };
 
-// Null when this build has no oneDNN, or SHOAL_ONEDNN=0 in the environment
-// (the tests compare both ways).
+// Null unless oneDNN is enabled (ops/onednn.h).
 std::unique_ptr<OneDnnConvolution> NewOneDnnConvolution(const ConvGeometry& g);
-
-// Whether convolutions and sgemm (ops/blas.h) run on oneDNN in this process.
-bool OneDnnEnabled();
 
 }  // namespace shoal

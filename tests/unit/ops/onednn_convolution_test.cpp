@@ -12,6 +12,7 @@
 
 #include "ops/blas.h"
 #include "ops/convolution.h"
+#include "ops/onednn.h"
 #include "ops/onednn_convolution.h"
 #include "test_util.h"
 
