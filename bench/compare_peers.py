@@ -33,10 +33,11 @@ Each row runs its sides alternately (shoal, peer, shoal, peer, …: --repeats pa
 a shared machine's drift weighs on both alike; pair i runs both sides with seed i (the
 initial parameters and the data order), so a time-to-accuracy row is measured over as
 many draws as pairs. A row's ratio is the median of its pairs' ratios, with their
-range, and the JSON keeps every pair. Under each shoal row
-of single and bsp, where its time went (the median run's), per step: worker 0's
-compute, input, encode, waiting on servers and decode, and the servers' update,
-encode and decode, from the processes' own counters (`time_s`, `handle_s`, ...).
+range, and the JSON keeps every pair. Under each shoal row of single and bsp, where
+its time went (the median run's), per step: worker 0's compute, input, encode,
+waiting on servers and decode, and the servers' update, encode and decode, from the
+processes' own counters (`time_s`, `handle_s`, ...); under each time-to-accuracy row,
+each pair's steps to the target.
 Usage: bench/run.sh [--rows single,bsp,tta,rbm,char-rnn,exchange,gpu] [--models mlp,cnn] [--repeats N] [--steps N]
 """
 import argparse, itertools, json, os, signal, statistics, subprocess, sys, tempfile, time
@@ -262,8 +263,8 @@ cluster: {{nworkers_per_group: 1}}
         return r["ms_per_step_median"], r["test_loss"], r["test_accuracy"]
 
     def peer_tta(self, script, seed, *args):
-        r = self.peer(script, "cnn", *args, "--seed", seed, "--target-accuracy", self.a.target_accuracy, "--eval-every", EVAL_EVERY,
-                      "--max-steps", self.a.tta_max_steps)
+        r = self.peer(script, "cnn", *args, "--seed", seed, "--target-accuracy", self.a.target_accuracy,
+                      "--eval-every", EVAL_EVERY, "--max-steps", self.a.tta_max_steps)
         if not r["reached"]:
             sys.exit(f"bench: the peer did not reach {self.a.target_accuracy}: {r}")
         return r["train_seconds"], {"steps": r["steps"]}
