@@ -30,9 +30,9 @@ Rows (--rows, any of):
   here the ratio is of throughputs, higher is better.
 
 Each row runs its sides alternately (shoal, peer, shoal, peer, …: --repeats pairs), so
-a shared machine's drift weighs on both alike; pair i runs both sides with seed i (the
-initial parameters and the data order), so a time-to-accuracy row is measured over as
-many draws as pairs. A row's ratio is the median of its pairs' ratios, with their
+a shared machine's drift weighs on both alike; pair i of a single, gpu, bsp or tta row
+runs both sides with seed i (the initial parameters and the data order), so a
+time-to-accuracy row is measured over as many draws as pairs. A row's ratio is the median of its pairs' ratios, with their
 range, and the JSON keeps every pair. Under each shoal row of single and bsp, where
 its time went (the median run's), per step: worker 0's compute, input, encode,
 waiting on servers and decode, and the servers' update, encode and decode, from the
@@ -133,7 +133,7 @@ class Bench:
     # --- shoal, servers and workers --------------------------------------------------
     def train_local(self, model, workers, seed, overrides, until=None):
         """Runs scripts/train-local.sh; returns worker 0's records. With `until`, stops the
-        run (as Ctrl-C would) once a record of worker 0 satisfies it."""
+        run (SIGTERM: train-local stops its processes) once a record of worker 0 satisfies it."""
         self.runs += 1
         run_dir = os.path.join(self.tmp, f"run-{self.runs}")
         env = dict(os.environ, SHOAL_BIN=self.a.bin, RUN_DIR=run_dir)
@@ -361,6 +361,11 @@ def summarise(case, fields, pairs):
                 pairs=pairs)
 
 
+def figure_and_details(side):
+    """A side gives its figure, or its figure and details: where the time went, or the steps it took."""
+    return side if isinstance(side, tuple) else (side, None)
+
+
 def measure(case, fields, peer, variants, repeats):
     """Alternates the sides, `repeats` times: each shoal variant, then the peer, ...
     Pair i runs both sides with seed i (initial parameters and data order): a
@@ -370,10 +375,9 @@ def measure(case, fields, peer, variants, repeats):
         shoal = {v: fn(seed) for v, fn in list(variants.items())[:1]}
         p = peer(seed)
         shoal.update({v: fn(seed) for v, fn in list(variants.items())[1:]})
-        p, peer_details = p if isinstance(p, tuple) else (p, None)
+        p, peer_details = figure_and_details(p)
         for v, s in shoal.items():
-            # A side gives its figure, or its figure and details: where the time went, or steps taken.
-            s, details = s if isinstance(s, tuple) else (s, None)
+            s, details = figure_and_details(s)
             pairs[v].append(pair(s, p, seed=seed, shoal_details=details, peer_details=peer_details))
     for v, ps in pairs.items():
         middle = sorted(ps, key=lambda x: x["shoal"])[len(ps) // 2]
