@@ -32,12 +32,12 @@ Rows (--rows, any of):
 Each row runs its sides alternately (shoal, peer, shoal, peer, …: --repeats pairs), so
 a shared machine's drift weighs on both alike; pair i of a single, gpu, bsp or tta row
 runs both sides with seed i (the initial parameters and the data order), so a
-time-to-accuracy row is measured over as many draws as pairs. A row's ratio is the median of its pairs' ratios, with their
-range, and the JSON keeps every pair. Under each shoal row of single and bsp, where
-its time went (the median run's), per step: worker 0's compute, input, encode,
-waiting on servers and decode, and the servers' update, encode and decode, from the
-processes' own counters (`time_s`, `handle_s`, ...); under each time-to-accuracy row,
-each pair's steps to the target.
+time-to-accuracy row is measured over as many draws as pairs. A row's ratio is the
+median of its pairs' ratios, with their range, and the JSON keeps every pair. Under
+each shoal row of single and bsp, where its time went (the median run's), per step:
+worker 0's compute, input, encode, waiting on servers and decode, and the servers'
+update, encode and decode, from the processes' own counters (`time_s`, `handle_s`,
+...); under each time-to-accuracy row, each pair's steps to the target.
 Usage: bench/run.sh [--rows single,bsp,tta,rbm,char-rnn,exchange,gpu] [--models mlp,cnn] [--repeats N] [--steps N]
 """
 import argparse, itertools, json, os, signal, statistics, subprocess, sys, tempfile, time

@@ -1,15 +1,13 @@
 #include "ops/onednn.h"
 
+#if SHOAL_HAVE_ONEDNN
 #include <cstdlib>
 #include <cstring>
 
-#if SHOAL_HAVE_ONEDNN
 extern "C" void omp_set_num_threads(int);
-#endif
 
 namespace shoal {
 
-#if SHOAL_HAVE_ONEDNN
 bool OneDnnEnabled() {
   static const bool enabled = [] {
     const char* v = std::getenv("SHOAL_ONEDNN");
@@ -19,9 +17,14 @@ bool OneDnnEnabled() {
 }
 
 void SetOneDnnThreads(int threads) { omp_set_num_threads(threads); }
-#else
-bool OneDnnEnabled() { return false; }
-void SetOneDnnThreads(int) {}
-#endif
 
 }  // namespace shoal
+
+#else  // no oneDNN in this build
+
+namespace shoal {
+bool OneDnnEnabled() { return false; }
+void SetOneDnnThreads(int) {}
+}  // namespace shoal
+
+#endif
