@@ -3,7 +3,7 @@
 
 #include "layers/layer_types.h"
 #include "ops/convolution.h"
-#include "ops/onednn_convolution.h"
+#include "ops/fast_convolution.h"
 
 namespace shoal {
 namespace {
@@ -27,23 +27,23 @@ class ConvolutionLayer : public Layer {
     ParamInit init{ParamInit::Kind::kUniform, 1.0f / std::sqrt(static_cast<float>(fan_in))};
     AddParam("weight", {g_.filters, g_.channels, g_.kernel, g_.kernel}, init);
     AddParam("bias", {g_.filters}, init);
-    onednn_ = NewOneDnnConvolution(g_);
+    fast_ = NewFastConvolution(g_);
     return Status::Ok();
   }
 
   void Forward(Phase, const std::vector<Layer*>& srcs) override {
     const int batch = data_.dim(0);
     const float *x = srcs[0]->data().data(), *w = params_[0].value.data(), *b = params_[1].value.data();
-    on_onednn_ = onednn_ && onednn_->Forward(batch, x, w, b, data_.data());
-    if (!on_onednn_) ConvolutionForward(g_, batch, x, w, b, data_.data(), &col_);
+    on_fast_ = fast_ && fast_->Forward(batch, x, w, b, data_.data());
+    if (!on_fast_) ConvolutionForward(g_, batch, x, w, b, data_.data(), &col_);
   }
 
   void Backward(const std::vector<Layer*>& srcs) override {
     float* dx = srcs[0]->WantsGrad() ? srcs[0]->grad().data() : nullptr;
     float *dw = params_[0].grad.data(), *db = params_[1].grad.data();
     const GradWrite dx_write = SourceGradWrite(0);
-    if (on_onednn_)
-      onednn_->Backward(data_.dim(0), srcs[0]->data().data(), params_[0].value.data(), grad_.data(), dx, dx_write,
+    if (on_fast_)
+      fast_->Backward(data_.dim(0), srcs[0]->data().data(), params_[0].value.data(), grad_.data(), dx, dx_write,
                         dw, db);
     else
       ConvolutionBackward(g_, data_.dim(0), srcs[0]->data().data(), params_[0].value.data(), grad_.data(), dx,
@@ -60,8 +60,8 @@ class ConvolutionLayer : public Layer {
  private:
   ConvGeometry g_{};
   std::vector<float> col_;                    // im2col's working memory
-  std::unique_ptr<OneDnnConvolution> onednn_;  // null: im2col + sgemm
-  bool on_onednn_ = false;                     // how the last Forward ran
+  std::unique_ptr<FastConvolution> fast_;  // null: im2col + sgemm
+  bool on_fast_ = false;                   // how the last Forward ran
 };
 
 }  // namespace

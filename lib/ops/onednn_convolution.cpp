@@ -79,7 +79,7 @@ struct Prims {
   std::unique_ptr<BackwardPrims> bwd;
 };
 
-class Convolution final : public OneDnnConvolution {
+class Convolution final : public FastConvolution {
  public:
   explicit Convolution(const ConvGeometry& g) : g_(g), stream_(Engine()) {}
 
@@ -213,7 +213,7 @@ class Convolution final : public OneDnnConvolution {
 
 }  // namespace
 
-std::unique_ptr<OneDnnConvolution> NewOneDnnConvolution(const ConvGeometry& g) {
+std::unique_ptr<FastConvolution> NewOneDnnConvolution(const ConvGeometry& g) {
   if (!OneDnnEnabled()) return nullptr;
   return std::make_unique<Convolution>(g);
 }
@@ -223,7 +223,7 @@ std::unique_ptr<OneDnnConvolution> NewOneDnnConvolution(const ConvGeometry& g) {
 #else  // no oneDNN in this build
 
 namespace shoal {
-std::unique_ptr<OneDnnConvolution> NewOneDnnConvolution(const ConvGeometry&) { return nullptr; }
+std::unique_ptr<FastConvolution> NewOneDnnConvolution(const ConvGeometry&) { return nullptr; }
 }  // namespace shoal
 
 #endif

@@ -8,24 +8,13 @@
 
 #include <memory>
 
-#include "ops/convolution.h"
+#include "ops/fast_convolution.h"
 
 namespace shoal {
 
-class OneDnnConvolution {
- public:
-  virtual ~OneDnnConvolution() = default;
-  // False when oneDNN has no primitive for this geometry and batch, or a
-  // GPU computes (gpu_ops.h): the caller calls ConvolutionForward instead.
-  virtual bool Forward(int batch, const float* x, const float* w, const float* b, float* y) = 0;
-  // After Forward of the same batch on the same values of x and w (it reuses
-  // their reordered copies; they may be elsewhere now, as on a device memory
-  // manager's pool): sets dw and db, adds into or sets dx when dx is not null.
-  virtual void Backward(int batch, const float* x, const float* w, const float* dy, float* dx,
-                        GradWrite dx_write, float* dw, float* db) = 0;
-};
-
-// Null unless oneDNN is enabled (ops/onednn.h).
-std::unique_ptr<OneDnnConvolution> NewOneDnnConvolution(const ConvGeometry& g);
+// Null unless oneDNN is enabled (ops/onednn.h). Its Forward returns false
+// where oneDNN has no primitive for the geometry and batch; its Backward
+// reuses the reordered copies of x and w that Forward made.
+std::unique_ptr<FastConvolution> NewOneDnnConvolution(const ConvGeometry& g);
 
 }  // namespace shoal

@@ -1,5 +1,6 @@
-// A small persistent thread pool for the ops: ComputeThreads() threads (the
-// caller's included) split a loop into contiguous, deterministic ranges.
+// The ops' threads: ComputeThreads() threads (the caller's included, on
+// OpenMP's) split a loop into contiguous, deterministic ranges. A build
+// without OpenMP runs every loop on the calling thread.
 #pragma once
 
 #include <functional>

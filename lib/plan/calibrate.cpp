@@ -15,7 +15,7 @@
 
 #include "ops/blas.h"
 #include "ops/convolution.h"
-#include "ops/onednn_convolution.h"
+#include "ops/fast_convolution.h"
 
 namespace shoal {
 namespace {
@@ -69,10 +69,10 @@ double ConvolutionGflops(int batch, double seconds) {
       w(static_cast<size_t>(g.filters) * g.col_rows(), 0.01f), b(g.filters, 0.0f),
       y(static_cast<size_t>(batch) * g.filters * g.col_cols()), dw(w.size()), db(b.size()), dx(x.size()), scratch;
   const double flops = 3.0 * 2.0 * batch * g.filters * g.col_rows() * g.col_cols();
-  std::unique_ptr<OneDnnConvolution> onednn = NewOneDnnConvolution(g);
+  std::unique_ptr<FastConvolution> fast = NewFastConvolution(g);
   return Rate(flops, seconds, [&] {
-    if (onednn && onednn->Forward(batch, x.data(), w.data(), b.data(), y.data())) {
-      onednn->Backward(batch, x.data(), w.data(), y.data(), dx.data(), GradWrite::kSet, dw.data(), db.data());
+    if (fast && fast->Forward(batch, x.data(), w.data(), b.data(), y.data())) {
+      fast->Backward(batch, x.data(), w.data(), y.data(), dx.data(), GradWrite::kSet, dw.data(), db.data());
       return;
     }
     ConvolutionForward(g, batch, x.data(), w.data(), b.data(), y.data(), &scratch);

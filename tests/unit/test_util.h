@@ -1,8 +1,11 @@
 // Helpers shared by the unit tests.
 #pragma once
 
+#include <doctest/doctest.h>
 #include <stdlib.h>
 
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <memory>
 #include <random>
@@ -50,6 +53,22 @@ inline std::vector<float> Random(size_t n, unsigned seed) {
   std::vector<float> v(n);
   for (float& x : v) x = u(rng);
   return v;
+}
+
+// Every element of got within tolerance of want's, relative to want's largest
+// magnitude (at least 1e-3): sums that cancel make a per-element relative
+// bound meaningless. A NaN fails.
+inline void CheckClose(const std::vector<float>& want, const std::vector<float>& got, const std::string& what,
+                       double tolerance = 1e-5) {
+  REQUIRE(want.size() == got.size());
+  double scale = 1e-3, worst = 0.0;
+  for (float v : want) scale = std::max(scale, std::fabs(double(v)));
+  for (size_t i = 0; i < want.size(); ++i) {
+    const double d = std::fabs(double(want[i]) - got[i]) / scale;
+    worst = std::isnan(d) ? HUGE_VAL : std::max(worst, d);
+  }
+  INFO(what << ": worst difference " << worst << " of the largest magnitude " << scale);
+  CHECK(worst < tolerance);
 }
 
 }  // namespace shoal

@@ -19,19 +19,6 @@
 namespace shoal {
 namespace {
 
-// Within 1e-5 of the tensor's largest magnitude (sums cancel).
-void CheckClose(const std::vector<float>& want, const std::vector<float>& got, const std::string& what) {
-  REQUIRE(want.size() == got.size());
-  double scale = 1e-3, worst = 0.0;
-  for (float v : want) scale = std::max(scale, std::fabs(double(v)));
-  for (size_t i = 0; i < want.size(); ++i) {
-    const double d = std::fabs(double(want[i]) - got[i]) / scale;
-    worst = std::isnan(d) ? HUGE_VAL : std::max(worst, d);  // a NaN left behind fails
-  }
-  INFO(what << ": worst difference " << worst << " of the largest magnitude " << scale);
-  CHECK(worst < 1e-5);
-}
-
 struct Case {
   ConvGeometry g;
   std::vector<int> batches;

@@ -22,22 +22,6 @@
 namespace shoal {
 namespace {
 
-// Every element within 1e-5 relative to the tensor's largest magnitude: sums
-// that cancel make a per-element relative bound meaningless.
-void CheckClose(const std::vector<float>& want, const std::vector<float>& got,
-                const std::string& what) {
-  REQUIRE(want.size() == got.size());
-  double scale = 1e-3;
-  for (float v : want) scale = std::max(scale, std::fabs(double(v)));
-  for (size_t i = 0; i < want.size(); ++i) {
-    if (!(std::fabs(double(want[i]) - double(got[i])) <= 1e-5 * scale)) {  // NaN fails too
-      INFO(what << "[" << i << "]: single-threaded " << want[i] << ", threaded " << got[i]);
-      CHECK(false);
-      return;
-    }
-  }
-}
-
 std::vector<float> Minus(std::vector<float> a, const std::vector<float>& b) {
   for (size_t i = 0; i < a.size(); ++i) a[i] -= b[i];
   return a;

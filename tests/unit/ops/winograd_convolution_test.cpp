@@ -1,0 +1,122 @@
+// Winograd's convolution gives what im2col + sgemm (the reference) gives, up
+// to its rounding: forward, the weight and bias gradients, the data gradient
+// added into or set over what dx holds; for every kernel it takes (2 to 5),
+// every padding, outputs that end inside a tile, images whose tiles span
+// several sgemm batches, batch sizes that change between calls, at 1 and 2
+// threads.
+#include "ops/winograd_convolution.h"
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "ops/blas.h"
+#include "ops/convolution.h"
+#include "test_util.h"
+
+namespace shoal {
+namespace {
+
+// Winograd's transforms scale by up to 1/24 and 4 and sum 36 terms: its
+// rounding is some times float's, more than a direct sum's (measured worst
+// here 8e-6 of the largest magnitude).
+constexpr double kTolerance = 3e-5;
+
+struct Case {
+  ConvGeometry g;
+  std::vector<int> batches;
+};
+
+TEST_CASE("Winograd convolution matches im2col + sgemm") {
+  const Case cases[] = {
+      {{32, 14, 14, 64, 5, 1, 2}, {4, 1, 3}},  // the Fashion-MNIST CNN's second layer
+      {{16, 9, 11, 16, 3, 1, 1}, {3}},         // 3 × 3: 4 × 4 outputs a tile, the last ones partly outside
+      {{16, 8, 8, 20, 5, 1, 0}, {2}},          // no padding
+      {{17, 7, 6, 16, 4, 1, 3}, {2}},          // 4 × 4, the most padding it takes
+      {{16, 5, 7, 18, 2, 1, 1}, {2}},          // 2 × 2: 5 × 5 outputs a tile
+      {{16, 40, 40, 16, 3, 1, 1}, {2}},        // a batch of tile rows spans two images
+  };
+  for (int threads : {1, 2}) {
+    SetComputeThreads(threads);
+    for (const Case& c : cases) {
+      const ConvGeometry& g = c.g;
+      REQUIRE(WinogradTakes(g));
+      auto winograd = NewWinogradConvolution(g);
+      REQUIRE(winograd);
+      for (int batch : c.batches) {
+        CAPTURE(threads);
+        CAPTURE(g.channels);
+        CAPTURE(g.kernel);
+        CAPTURE(g.pad);
+        CAPTURE(batch);
+        const size_t in = size_t(batch) * g.channels * g.height * g.width;
+        const size_t out = size_t(batch) * g.filters * g.out_height() * g.out_width();
+        const auto x = Random(in, 1), w = Random(size_t(g.filters) * g.col_rows(), 2), b = Random(g.filters, 3),
+                   dy = Random(out, 4), dx0 = Random(in, 5);
+        std::vector<float> y(out), dw(w.size()), db(b.size()), dx = dx0, scratch;
+        ConvolutionForward(g, batch, x.data(), w.data(), b.data(), y.data(), &scratch);
+        ConvolutionBackward(g, batch, x.data(), w.data(), dy.data(), dx.data(), dw.data(), db.data(), GradWrite::kAdd,
+                            &scratch);
+        std::vector<float> dx_set_ref(in);
+        for (size_t i = 0; i < in; ++i) dx_set_ref[i] = dx[i] - dx0[i];
+
+        std::vector<float> y2(out, 7.0f), dw2(w.size(), 7.0f), db2(b.size(), 7.0f), dx2 = dx0;
+        REQUIRE(winograd->Forward(batch, x.data(), w.data(), b.data(), y2.data()));
+        winograd->Backward(batch, x.data(), w.data(), dy.data(), dx2.data(), GradWrite::kAdd, dw2.data(), db2.data());
+        CheckClose(y, y2, "y", kTolerance);
+        CheckClose(dw, dw2, "dw", kTolerance);
+        CheckClose(db, db2, "db", kTolerance);
+        CheckClose(dx, dx2, "dx (added to what it held)", kTolerance);
+
+        std::vector<float> dx_set(in, std::nanf(""));
+        winograd->Backward(batch, x.data(), w.data(), dy.data(), dx_set.data(), GradWrite::kSet, dw2.data(),
+                           db2.data());
+        CheckClose(dx_set_ref, dx_set, "dx (set over NaN)", kTolerance);
+        CheckClose(dw, dw2, "dw, dx set", kTolerance);
+
+        // No dx wanted (a layer over the data): the weight gradients alone.
+        std::fill(dw2.begin(), dw2.end(), 7.0f);
+        winograd->Backward(batch, x.data(), w.data(), dy.data(), nullptr, GradWrite::kAdd, dw2.data(), db2.data());
+        CheckClose(dw, dw2, "dw without dx", kTolerance);
+      }
+    }
+  }
+  SetComputeThreads(1);
+}
+
+TEST_CASE("Winograd takes stride 1, kernels 2 to 5, padding below the kernel, 16 channels or more") {
+  CHECK(WinogradTakes({16, 8, 8, 16, 3, 1, 2}));
+  CHECK_FALSE(WinogradTakes({16, 8, 8, 16, 3, 2, 1}));   // stride 2
+  CHECK_FALSE(WinogradTakes({16, 8, 8, 16, 1, 1, 0}));   // 1 × 1: nothing to save
+  CHECK_FALSE(WinogradTakes({16, 8, 8, 16, 7, 1, 3}));   // 7 × 7: no 6 × 6 tile holds it
+  CHECK_FALSE(WinogradTakes({16, 8, 8, 16, 3, 1, 3}));   // pad as large as the kernel
+  CHECK_FALSE(WinogradTakes({1, 28, 28, 32, 5, 1, 2}));  // one channel in
+  CHECK_FALSE(WinogradTakes({32, 8, 8, 8, 5, 1, 2}));    // eight out
+  CHECK(NewWinogradConvolution({1, 28, 28, 32, 5, 1, 2}) == nullptr);
+}
+
+TEST_CASE("Winograd gives the same bits every time") {
+  const ConvGeometry g{16, 12, 12, 16, 3, 1, 1};
+  const int batch = 6;
+  const auto x = Random(size_t(batch) * 16 * 144, 1), w = Random(16 * 144, 2), b = Random(16, 3),
+             dy = Random(size_t(batch) * 16 * 144, 4);
+  std::vector<float> first_y, first_dw, first_dx;
+  for (int run = 0; run < 3; ++run) {
+    auto winograd = NewWinogradConvolution(g);
+    std::vector<float> y(dy.size()), dw(w.size()), db(16), dx(x.size(), 0.0f);
+    REQUIRE(winograd->Forward(batch, x.data(), w.data(), b.data(), y.data()));
+    winograd->Backward(batch, x.data(), w.data(), dy.data(), dx.data(), GradWrite::kAdd, dw.data(), db.data());
+    if (run == 0) {
+      first_y = y;
+      first_dw = dw;
+      first_dx = dx;
+    }
+    CHECK(y == first_y);
+    CHECK(dw == first_dw);
+    CHECK(dx == first_dx);
+  }
+}
+
+}  // namespace
+}  // namespace shoal
