@@ -18,11 +18,11 @@
 
 namespace shoal {
 
-// Whether Winograd computes a convolution of geometry g here: oneDNN's
-// sgemm enabled (ops/onednn.h: its products run near the machine's peak on
-// the tiles' thin shapes), SHOAL_WINOGRAD not 0 or off in the environment,
-// stride 1, kernel 2 to 5, pad below the kernel, and at least 16 channels in
-// and out (with fewer, the tile transforms cost more than the products save).
+// Whether Winograd computes a convolution of geometry g here:
+// SHOAL_WINOGRAD not 0 or off in the environment (read once), stride 1,
+// kernel 2 to 5, pad below the kernel, and at least 32 channels in and out
+// (with fewer, the tile transforms cost more than the products save; the
+// figures are in the .cpp).
 bool WinogradTakes(const ConvGeometry& g);
 
 // Null unless WinogradTakes(g). Its Forward returns false only where a GPU

@@ -31,11 +31,11 @@ struct Case {
 TEST_CASE("Winograd convolution matches im2col + sgemm") {
   const Case cases[] = {
       {{32, 14, 14, 64, 5, 1, 2}, {4, 1, 3}},  // the Fashion-MNIST CNN's second layer
-      {{16, 9, 11, 16, 3, 1, 1}, {3}},         // 3 × 3: 4 × 4 outputs a tile, the last ones partly outside
-      {{16, 8, 8, 20, 5, 1, 0}, {2}},          // no padding
-      {{17, 7, 6, 16, 4, 1, 3}, {2}},          // 4 × 4, the most padding it takes
-      {{16, 5, 7, 18, 2, 1, 1}, {2}},          // 2 × 2: 5 × 5 outputs a tile
-      {{16, 40, 40, 16, 3, 1, 1}, {2}},        // a batch of tile rows spans two images
+      {{32, 9, 11, 32, 3, 1, 1}, {3}},         // 3 × 3: 4 × 4 outputs a tile, the last ones partly outside
+      {{32, 8, 8, 40, 5, 1, 0}, {2}},          // no padding
+      {{33, 7, 6, 32, 4, 1, 3}, {2}},          // 4 × 4, the most padding it takes; channels off the lanes
+      {{32, 5, 7, 34, 2, 1, 1}, {2}},          // 2 × 2: 5 × 5 outputs a tile
+      {{32, 40, 40, 32, 3, 1, 1}, {2}},        // a batch of tile rows spans two images
   };
   for (int threads : {1, 2}) {
     SetComputeThreads(threads);
@@ -85,26 +85,27 @@ TEST_CASE("Winograd convolution matches im2col + sgemm") {
   SetComputeThreads(1);
 }
 
-TEST_CASE("Winograd takes stride 1, kernels 2 to 5, padding below the kernel, 16 channels or more") {
-  CHECK(WinogradTakes({16, 8, 8, 16, 3, 1, 2}));
-  CHECK_FALSE(WinogradTakes({16, 8, 8, 16, 3, 2, 1}));   // stride 2
-  CHECK_FALSE(WinogradTakes({16, 8, 8, 16, 1, 1, 0}));   // 1 × 1: nothing to save
-  CHECK_FALSE(WinogradTakes({16, 8, 8, 16, 7, 1, 3}));   // 7 × 7: no 6 × 6 tile holds it
-  CHECK_FALSE(WinogradTakes({16, 8, 8, 16, 3, 1, 3}));   // pad as large as the kernel
-  CHECK_FALSE(WinogradTakes({1, 28, 28, 32, 5, 1, 2}));  // one channel in
-  CHECK_FALSE(WinogradTakes({32, 8, 8, 8, 5, 1, 2}));    // eight out
+TEST_CASE("Winograd takes stride 1, kernels 2 to 5, padding below the kernel, 32 channels or more") {
+  CHECK(WinogradTakes({32, 8, 8, 32, 3, 1, 2}));
+  CHECK_FALSE(WinogradTakes({32, 8, 8, 32, 3, 2, 1}));    // stride 2
+  CHECK_FALSE(WinogradTakes({32, 8, 8, 32, 1, 1, 0}));    // 1 × 1: nothing to save
+  CHECK_FALSE(WinogradTakes({32, 8, 8, 32, 7, 1, 3}));    // 7 × 7: no 6 × 6 tile holds it
+  CHECK_FALSE(WinogradTakes({32, 8, 8, 32, 3, 1, 3}));    // pad as large as the kernel
+  CHECK_FALSE(WinogradTakes({1, 28, 28, 32, 5, 1, 2}));   // one channel in
+  CHECK_FALSE(WinogradTakes({16, 28, 28, 32, 5, 1, 2}));  // sixteen in
+  CHECK_FALSE(WinogradTakes({64, 8, 8, 16, 5, 1, 2}));    // sixteen out
   CHECK(NewWinogradConvolution({1, 28, 28, 32, 5, 1, 2}) == nullptr);
 }
 
 TEST_CASE("Winograd gives the same bits every time") {
-  const ConvGeometry g{16, 12, 12, 16, 3, 1, 1};
+  const ConvGeometry g{32, 12, 12, 32, 3, 1, 1};
   const int batch = 6;
-  const auto x = Random(size_t(batch) * 16 * 144, 1), w = Random(16 * 144, 2), b = Random(16, 3),
-             dy = Random(size_t(batch) * 16 * 144, 4);
+  const auto x = Random(size_t(batch) * 32 * 144, 1), w = Random(32 * 32 * 9, 2), b = Random(32, 3),
+             dy = Random(size_t(batch) * 32 * 144, 4);
   std::vector<float> first_y, first_dw, first_dx;
   for (int run = 0; run < 3; ++run) {
     auto winograd = NewWinogradConvolution(g);
-    std::vector<float> y(dy.size()), dw(w.size()), db(16), dx(x.size(), 0.0f);
+    std::vector<float> y(dy.size()), dw(w.size()), db(32), dx(x.size(), 0.0f);
     REQUIRE(winograd->Forward(batch, x.data(), w.data(), b.data(), y.data()));
     winograd->Backward(batch, x.data(), w.data(), dy.data(), dx.data(), GradWrite::kAdd, dw.data(), db.data());
     if (run == 0) {

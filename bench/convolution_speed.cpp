@@ -1,0 +1,81 @@
+// One convolution layer's training step (forward, then the weight, bias and
+// data gradients) by each kernel this build has: im2col + sgemm, oneDNN's
+// direct convolution and Winograd's, where each takes the geometry; the
+// kernels alternate, `repeats` times each, so that a noisy machine weighs on
+// all alike. Prints one JSON line per geometry: each kernel's median ms.
+//   convolution_speed [THREADS] [REPEATS]
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "ops/blas.h"
+#include "ops/convolution.h"
+#include "ops/onednn_convolution.h"
+#include "ops/winograd_convolution.h"
+
+using namespace shoal;
+
+namespace {
+
+struct Case {
+  const char* name;
+  ConvGeometry g;
+};
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int threads = argc > 1 ? std::atoi(argv[1]) : 1;
+  const int repeats = argc > 2 ? std::max(1, std::atoi(argv[2])) : 5;
+  const int batch = 64;
+  SetComputeThreads(threads);
+  const Case cases[] = {
+      {"fashion-cnn conv2: 32 -> 64, 5x5 pad 2, 14x14", {32, 14, 14, 64, 5, 1, 2}},
+      {"16 -> 32, 5x5 pad 2, 28x28", {16, 28, 28, 32, 5, 1, 2}},
+      {"64 -> 64, 3x3 pad 1, 28x28", {64, 28, 28, 64, 3, 1, 1}},
+  };
+  for (const Case& c : cases) {
+    const ConvGeometry& g = c.g;
+    std::vector<float> x(static_cast<size_t>(batch) * g.channels * g.height * g.width, 0.5f),
+        w(static_cast<size_t>(g.filters) * g.col_rows(), 0.01f), b(g.filters, 0.0f),
+        y(static_cast<size_t>(batch) * g.filters * g.col_cols()), dw(w.size()), db(b.size()), dx(x.size()), scratch;
+    std::unique_ptr<FastConvolution> onednn = NewOneDnnConvolution(g), winograd = NewWinogradConvolution(g);
+    std::map<std::string, std::function<void()>> kernels;
+    kernels["im2col"] = [&] {
+      ConvolutionForward(g, batch, x.data(), w.data(), b.data(), y.data(), &scratch);
+      ConvolutionBackward(g, batch, x.data(), w.data(), y.data(), dx.data(), dw.data(), db.data(), GradWrite::kSet,
+                          &scratch);
+    };
+    for (auto* fast : {&onednn, &winograd}) {
+      if (!*fast) continue;
+      kernels[fast == &onednn ? "onednn" : "winograd"] = [&, fast] {
+        if (!(*fast)->Forward(batch, x.data(), w.data(), b.data(), y.data())) std::abort();
+        (*fast)->Backward(batch, x.data(), w.data(), y.data(), dx.data(), GradWrite::kSet, dw.data(), db.data());
+      };
+    }
+    std::map<std::string, std::vector<double>> ms;
+    for (int r = 0; r <= repeats; ++r)
+      for (auto& [name, run] : kernels) {
+        const auto start = std::chrono::steady_clock::now();
+        run();
+        const double t = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+        if (r > 0) ms[name].push_back(t);  // the first round warms up (primitives, scratch)
+      }
+    nlohmann::json line = {{"case", c.name}, {"batch", batch}, {"threads", threads}, {"repeats", repeats}};
+    for (auto& [name, times] : ms) line["ms"][name] = Median(times);
+    std::printf("%s\n", line.dump().c_str());
+  }
+}
