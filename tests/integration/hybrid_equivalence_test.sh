@@ -117,6 +117,13 @@ bytes cnn-model-2
 bytes cnn-model-3
 ok "CNN: all-model (filters split) and hybrid plans with a placed layer, groups of 2 and 3 = one worker after a step"
 ok "CNN: bytes per step of each kind = dl-plan's prediction (within 2%)"
+# Winograd's convolutions (ops/winograd_convolution.h) compute each record as
+# one worker does, but round their weight gradients' sums more coarsely than
+# im2col or oneDNN (the transforms scale by up to 16), and over 4 steps
+# near-ties amplify that past 1e-4 (measured: 1e-3 on one element of conv2's
+# momentum, 3 workers against one). The comparisons after a step above run
+# Winograd; these, of the partition's shapes over several steps, run without.
+export SHOAL_WINOGRAD=0
 steps=4
 run cnn-1x64 "$cnn" 1 64 --strategy data
 run cnn-1x96 "$cnn" 1 96 --strategy data
@@ -126,6 +133,7 @@ run cnn-hybrid-3 "$tmp/cnn-hybrid.yaml" 3 32 --group-size 3
 same cnn-1x64 cnn-hybrid-2
 same cnn-1x96 cnn-hybrid-3
 ok "CNN: hybrid plans (convolutions by records, fully connected by features) = one worker after $steps steps"
+unset SHOAL_WINOGRAD
 
 # The comparison can fail: a plan run for one step fewer differs.
 run mlp-short "$mlp" 2 32 --strategy model --group-size 2 --set train.steps=$((steps - 1))
