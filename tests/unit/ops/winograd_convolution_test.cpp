@@ -8,11 +8,10 @@
 
 #include <doctest/doctest.h>
 
-#include <cmath>
 #include <vector>
 
+#include "fast_convolution_check.h"
 #include "ops/blas.h"
-#include "ops/convolution.h"
 #include "test_util.h"
 
 namespace shoal {
@@ -50,35 +49,7 @@ TEST_CASE("Winograd convolution matches im2col + sgemm") {
         CAPTURE(g.kernel);
         CAPTURE(g.pad);
         CAPTURE(batch);
-        const size_t in = size_t(batch) * g.channels * g.height * g.width;
-        const size_t out = size_t(batch) * g.filters * g.out_height() * g.out_width();
-        const auto x = Random(in, 1), w = Random(size_t(g.filters) * g.col_rows(), 2), b = Random(g.filters, 3),
-                   dy = Random(out, 4), dx0 = Random(in, 5);
-        std::vector<float> y(out), dw(w.size()), db(b.size()), dx = dx0, scratch;
-        ConvolutionForward(g, batch, x.data(), w.data(), b.data(), y.data(), &scratch);
-        ConvolutionBackward(g, batch, x.data(), w.data(), dy.data(), dx.data(), dw.data(), db.data(), GradWrite::kAdd,
-                            &scratch);
-        std::vector<float> dx_set_ref(in);
-        for (size_t i = 0; i < in; ++i) dx_set_ref[i] = dx[i] - dx0[i];
-
-        std::vector<float> y2(out, 7.0f), dw2(w.size(), 7.0f), db2(b.size(), 7.0f), dx2 = dx0;
-        REQUIRE(winograd->Forward(batch, x.data(), w.data(), b.data(), y2.data()));
-        winograd->Backward(batch, x.data(), w.data(), dy.data(), dx2.data(), GradWrite::kAdd, dw2.data(), db2.data());
-        CheckClose(y, y2, "y", kTolerance);
-        CheckClose(dw, dw2, "dw", kTolerance);
-        CheckClose(db, db2, "db", kTolerance);
-        CheckClose(dx, dx2, "dx (added to what it held)", kTolerance);
-
-        std::vector<float> dx_set(in, std::nanf(""));
-        winograd->Backward(batch, x.data(), w.data(), dy.data(), dx_set.data(), GradWrite::kSet, dw2.data(),
-                           db2.data());
-        CheckClose(dx_set_ref, dx_set, "dx (set over NaN)", kTolerance);
-        CheckClose(dw, dw2, "dw, dx set", kTolerance);
-
-        // No dx wanted (a layer over the data): the weight gradients alone.
-        std::fill(dw2.begin(), dw2.end(), 7.0f);
-        winograd->Backward(batch, x.data(), w.data(), dy.data(), nullptr, GradWrite::kAdd, dw2.data(), db2.data());
-        CheckClose(dw, dw2, "dw without dx", kTolerance);
+        CheckAgainstIm2col(winograd.get(), g, batch, kTolerance);
       }
     }
   }
