@@ -1,18 +1,14 @@
 #include "ops/onednn.h"
 
 #if SHOAL_HAVE_ONEDNN
-#include <cstdlib>
-#include <cstring>
+#include "core/env_switch.h"
 
 extern "C" void omp_set_num_threads(int);
 
 namespace shoal {
 
 bool OneDnnEnabled() {
-  static const bool enabled = [] {
-    const char* v = std::getenv("SHOAL_ONEDNN");
-    return !(v && (std::strcmp(v, "0") == 0 || std::strcmp(v, "off") == 0));
-  }();
+  static const bool enabled = EnvSwitchOn("SHOAL_ONEDNN");
   return enabled;
 }
 

@@ -2,10 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <cstring>
 #include <vector>
 
+#include "core/env_switch.h"
 #include "ops/blas.h"
 #include "ops/gpu_ops.h"
 #include "ops/parallel.h"
@@ -439,14 +439,6 @@ class Winograd final : public FastConvolution {
   std::vector<float> u_, filters_, out_, scratch_;
 };
 
-bool WinogradEnabled() {
-  static const bool enabled = [] {
-    const char* v = std::getenv("SHOAL_WINOGRAD");
-    return !(v && (std::strcmp(v, "0") == 0 || std::strcmp(v, "off") == 0));
-  }();
-  return enabled;
-}
-
 // Fewer channels than this in or out and the transforms, whose cost grows
 // with the channels where the products' grows with their product, and the
 // sgemms over so few channels cost more than the products save
@@ -458,7 +450,8 @@ constexpr int kMinChannels = 32;
 }  // namespace
 
 bool WinogradTakes(const ConvGeometry& g) {
-  return WinogradEnabled() && g.stride == 1 && g.kernel >= 2 && g.kernel <= 5 && g.pad < g.kernel &&
+  static const bool enabled = EnvSwitchOn("SHOAL_WINOGRAD");
+  return enabled && g.stride == 1 && g.kernel >= 2 && g.kernel <= 5 && g.pad < g.kernel &&
          g.channels >= kMinChannels && g.filters >= kMinChannels;
 }
 
