@@ -142,8 +142,14 @@ struct ServerFixture {
   }
 
  private:
+  // A server whose workers are all done stops by itself: it is not sent a
+  // shutdown then. That request would race the server closing its end, and
+  // NNG 1.5.2 leaks a request sent on a connection in the instant it closes
+  // (req0 hands its copy to the pipe's send aio just closed, which never
+  // completes it): the sanitized suite's leak check failed on it once.
   bool Shutdown() {
-    if (run.wait_for(milliseconds(0)) != std::future_status::ready) {
+    const bool stops_itself = static_cast<size_t>(server->stats().workers_done) == plan.workers.size();
+    if (!stops_itself && run.wait_for(milliseconds(0)) != std::future_status::ready) {
       RpcClient tool;
       Reply reply;
       if (tool.Dial(endpoint, kTimeoutMs).ok())
