@@ -261,6 +261,17 @@ Status ParseSection(const Fields& top, const std::string& key, Status (*parse)(c
 
 }  // namespace
 
+const std::vector<std::string>& UpdaterStateNames(const std::string& updater) {
+  static const std::vector<std::string> kNone, kVelocity{"velocity"}, kSumSq{"sum_sq"}, kSquareAvg{"square_avg"},
+      kAdam{"exp_avg", "exp_avg_sq"};
+  static const std::vector<std::string>* const kByUpdater[] = {&kNone,  &kVelocity,   &kVelocity,
+                                                               &kSumSq, &kSquareAvg, &kAdam};
+  static_assert(std::size(kByUpdater) == std::size(kUpdaterNames), "an updater without its state, or the reverse");
+  for (size_t i = 0; i < std::size(kUpdaterNames); ++i)
+    if (updater == kUpdaterNames[i]) return *kByUpdater[i];
+  return kNone;
+}
+
 Status ParseJob(const Document& doc, JobConfig* job) {
   *job = JobConfig();
   job->source = doc.origin->source();

@@ -34,6 +34,11 @@ struct LrSchedule {
 
 // What train.updater may name, in lib/ps/updater.h's UpdateRule order.
 inline constexpr const char* kUpdaterNames[] = {"sgd", "momentum", "nesterov", "adagrad", "rmsprop", "adam"};
+// The state updater `updater` keeps per value, by name: "velocity" (momentum,
+// nesterov), "sum_sq" (adagrad), "square_avg" (rmsprop), "exp_avg" and
+// "exp_avg_sq" (adam); none for sgd (nor for a name not in kUpdaterNames).
+// Checkpoints store each as "<param>@<name>"; the planner counts the arrays.
+const std::vector<std::string>& UpdaterStateNames(const std::string& updater);
 
 // What cluster.consistency may name, in lib/ps/consistency.h's registry order.
 inline constexpr const char* kConsistencyNames[] = {"bsp", "async", "ssp", "easgd"};

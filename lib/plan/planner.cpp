@@ -351,9 +351,7 @@ Status PlanJob(const JobConfig& given, const PlannerOptions& options, PartitionR
   const std::string& model = job.cluster.consistency;
   o.staleness = model == "bsp" ? 0 : model == "ssp" ? job.cluster.staleness : -1;
   o.bound_servers = !job.cluster.server_worker_separate;
-  // The arrays of lib/ps/updater.h's UpdaterStateNames (below lib/ps, the planner cannot ask it).
-  const std::string& updater = job.train.updater;
-  o.server_work.updater_states = easgd || updater == "sgd" ? 0 : updater == "adam" ? 2 : 1;
+  o.server_work.updater_states = easgd ? 0 : static_cast<int>(UpdaterStateNames(job.train.updater).size());
   o.server_work.updates_alone = model != "bsp";
   o.server_work.server_groups = job.cluster.nserver_groups;
   // Each server group holds a copy and serves its share of the worker groups:

@@ -151,20 +151,6 @@ UpdaterConfig UpdaterFromTrain(const TrainConfig& train, int workers) {
 
 const char* UpdateRuleName(UpdateRule rule) { return kUpdaterNames[static_cast<size_t>(rule)]; }
 
-const std::vector<std::string>& UpdaterStateNames(UpdateRule rule) {
-  static const std::vector<std::string> kNone, kVelocity{"velocity"}, kSumSq{"sum_sq"},
-      kSquareAvg{"square_avg"}, kAdam{"exp_avg", "exp_avg_sq"};
-  switch (rule) {  // no default: the compiler names a rule left out
-    case UpdateRule::kSgd: return kNone;
-    case UpdateRule::kMomentum:
-    case UpdateRule::kNesterov: return kVelocity;
-    case UpdateRule::kAdagrad: return kSumSq;
-    case UpdateRule::kRmsprop: return kSquareAvg;
-    case UpdateRule::kAdam: return kAdam;
-  }
-  return kNone;
-}
-
 UpdaterState NewUpdaterState(const UpdaterConfig& config, size_t n) {
   return UpdaterState(UpdaterStateNames(config.rule).size(), std::vector<float>(n, 0.0f));
 }

@@ -47,10 +47,10 @@ UpdaterConfig UpdaterFromTrain(const TrainConfig& train, int workers);
 // "adam" for UpdateRule::kAdam.
 const char* UpdateRuleName(UpdateRule rule);
 
-// The state a rule keeps per value, by name: "velocity" (momentum, nesterov),
-// "sum_sq" (adagrad), "square_avg" (rmsprop), "exp_avg" and "exp_avg_sq"
-// (adam); none for sgd. Checkpoints store each as "<param>@<name>".
-const std::vector<std::string>& UpdaterStateNames(UpdateRule rule);
+// The state a rule keeps per value, by name (config/job.h's UpdaterStateNames).
+inline const std::vector<std::string>& UpdaterStateNames(UpdateRule rule) {
+  return UpdaterStateNames(std::string(UpdateRuleName(rule)));
+}
 
 // One buffer per state name, in that order, each as long as the values.
 using UpdaterState = std::vector<std::vector<float>>;

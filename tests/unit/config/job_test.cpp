@@ -147,6 +147,14 @@ TEST_CASE("the updaters' fields and the schedule's parse; epsilon defaults to 1e
   }
 }
 
+TEST_CASE("each updater's state arrays are named once, for the servers, the checkpoints and the planner") {
+  const std::vector<std::vector<std::string>> expected = {
+      {}, {"velocity"}, {"velocity"}, {"sum_sq"}, {"square_avg"}, {"exp_avg", "exp_avg_sq"}};
+  REQUIRE(std::size(kUpdaterNames) == expected.size());
+  for (size_t i = 0; i < expected.size(); ++i) CHECK(UpdaterStateNames(kUpdaterNames[i]) == expected[i]);
+  CHECK(UpdaterStateNames("adamw").empty());
+}
+
 TEST_CASE("an unknown updater is refused naming the field, where it is and the known updaters") {
   Status s = ParseAndBuild(Job(kLayers, "train: {updater: adamw}\n"));
   INFO(s.ToString());
