@@ -4,6 +4,7 @@
 #include "layers/layer_types.h"
 #include "ops/convolution.h"
 #include "ops/fast_convolution.h"
+#include "ops/winograd_convolution.h"
 
 namespace shoal {
 namespace {
@@ -55,6 +56,12 @@ class ConvolutionLayer : public Layer {
   bool SplitsOutputs() const override { return true; }
   double ForwardFlopsPerRecord() const override {
     return 2.0 * g_.filters * g_.col_rows() * g_.col_cols();
+  }
+  int WinogradFromUnits() const override {
+    // A part keeps the geometry but for its filters (model parallelism).
+    for (ConvGeometry part = g_; part.filters >= 1; --part.filters)
+      if (!WinogradTakes(part)) return part.filters < g_.filters ? part.filters + 1 : 0;
+    return 1;
   }
 
  private:

@@ -93,6 +93,10 @@ class Layer {
   // another over one row a record.
   virtual double RowsPerRecord() const { return 1.0; }
   virtual double ChainedFlopsPerRecord() const { return 0.0; }
+  // The fewest units (filters) a part of this layer keeps for Winograd's
+  // kernel to compute it on a CPU (ops/winograd_convolution.h), whose FLOPs
+  // then run faster than counted; 0: it never does.
+  virtual int WinogradFromUnits() const { return 0; }
   // How this layer's feature depends on source `src`'s; full unless a layer says less.
   virtual Dependency SourceDependency(size_t src) const { return Dependency::kFull; }
   // Whether num_output can be cut into ranges of units computed by different

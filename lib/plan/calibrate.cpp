@@ -16,6 +16,8 @@
 #include "ops/blas.h"
 #include "ops/convolution.h"
 #include "ops/fast_convolution.h"
+#include "ops/onednn_convolution.h"
+#include "ops/winograd_convolution.h"
 
 namespace shoal {
 namespace {
@@ -61,15 +63,15 @@ double FullyConnectedGflops(int batch, double seconds, std::vector<double>* time
   }, times);
 }
 
-// A 5x5 convolution's step (64 to 64 channels on 28x28, padded), as the
-// layers compute it: on oneDNN where this build and process use it.
-double ConvolutionGflops(int batch, double seconds) {
-  const ConvGeometry g{64, 28, 28, 64, 5, 1, 2};
+// A 5x5 convolution's step (64 to 64 channels on 28x28, padded), in direct
+// FLOPs a second, by `fast` where it is not null, else by im2col + sgemm.
+constexpr ConvGeometry kCalibrationConvolution{64, 28, 28, 64, 5, 1, 2};
+double ConvolutionGflops(int batch, double seconds, FastConvolution* fast) {
+  const ConvGeometry& g = kCalibrationConvolution;
   std::vector<float> x(static_cast<size_t>(batch) * g.channels * g.height * g.width, 0.5f),
       w(static_cast<size_t>(g.filters) * g.col_rows(), 0.01f), b(g.filters, 0.0f),
       y(static_cast<size_t>(batch) * g.filters * g.col_cols()), dw(w.size()), db(b.size()), dx(x.size()), scratch;
   const double flops = 3.0 * 2.0 * batch * g.filters * g.col_rows() * g.col_cols();
-  std::unique_ptr<FastConvolution> fast = NewFastConvolution(g);
   return Rate(flops, seconds, [&] {
     if (fast && fast->Forward(batch, x.data(), w.data(), b.data(), y.data())) {
       fast->Backward(batch, x.data(), w.data(), y.data(), dx.data(), GradWrite::kSet, dw.data(), db.data());
@@ -107,7 +109,16 @@ void MeasureCompute(double seconds, ClusterProfile* profile) {
   const double h = std::min(256.0 * (1.0 - q) / (64.0 * q - 4.0), 1e6);
   profile->half_rate_records = h;
   profile->layer_gflops["fully_connected"] = large * (64.0 + h) / 64.0;
-  profile->layer_gflops["convolution"] = ConvolutionGflops(32, seconds) * (32.0 + h) / 32.0;
+  // The convolution rate is the direct kernel's (oneDNN where this build and
+  // process use it), which every geometry has; Winograd's, on the same
+  // geometry, is how much faster the layers it takes run.
+  std::unique_ptr<FastConvolution> direct = NewOneDnnConvolution(kCalibrationConvolution);
+  const double convolution = ConvolutionGflops(32, seconds, direct.get());
+  profile->layer_gflops["convolution"] = convolution * (32.0 + h) / 32.0;
+  std::unique_ptr<FastConvolution> winograd = NewWinogradConvolution(kCalibrationConvolution);
+  // Within what a profile may say (a very short, noisy measurement could stray).
+  if (winograd)
+    profile->winograd_speedup = std::clamp(ConvolutionGflops(32, seconds, winograd.get()) / convolution, 0.01, 100.0);
   double mean = 0.0, square = 0.0;
   for (double t : times) mean += t / times.size();
   for (double t : times) square += (t - mean) * (t - mean) / times.size();

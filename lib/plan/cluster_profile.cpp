@@ -71,6 +71,7 @@ Status ParseClusterProfile(const std::string& text, const std::string& source, C
     SHOAL_RETURN_IF_ERROR(rates->CheckNoUnknown());
   }
   SHOAL_RETURN_IF_ERROR(f.Float("half_rate_records", 0.0, &p->half_rate_records, 0.0, 1e6));
+  SHOAL_RETURN_IF_ERROR(f.Float("winograd_speedup", 1.0, &p->winograd_speedup, 0.01, 100.0));
   // Beyond ~0.5 a normal spread would give negative times: cv is a modest spread.
   SHOAL_RETURN_IF_ERROR(f.Float("compute_cv", 0.0, &p->compute_cv, 0.0, 1.0));
   SHOAL_RETURN_IF_ERROR(f.Float("compute_cv_seconds", 0.0, &p->compute_cv_seconds, 0.0, 1e6));
@@ -103,6 +104,7 @@ std::string ClusterProfileToYaml(const ClusterProfile& p, const std::string& com
     for (const auto& [type, rate] : p.layer_gflops) out << "  " << type << ": " << rate << "\n";
   }
   out << "half_rate_records: " << p.half_rate_records << "\n"
+      << "winograd_speedup: " << p.winograd_speedup << "   # 1: Winograd's convolutions no faster\n"
       << "compute_cv: " << p.compute_cv << "\n"
       << "compute_cv_seconds: " << p.compute_cv_seconds << "   # 0: compute_cv holds for any step\n"
       << "server_memory_gb_per_s: " << p.server_memory_gb_per_s << "   # 0: a server's work is free\n";

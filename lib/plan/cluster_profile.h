@@ -27,6 +27,11 @@ struct ClusterProfile {
   // half_rate_records records per worker; 0: no batch effect).
   std::map<std::string, double> layer_gflops;
   double half_rate_records = 0.0;
+  // How many times faster than the convolution rate a convolution runs where
+  // Winograd's kernel computes it (ops/winograd_convolution.h: CPU workers,
+  // stride 1, small kernels, 32 channels or more), in direct FLOPs; 1: never
+  // faster (a GPU's profile, or a build without it).
+  double winograd_speedup = 1.0;
   double compute_cv = 0.0;         // spread of a worker's step compute (std/mean): BSP waits for the slowest
   double compute_cv_seconds = 0.0; // the length of the steps compute_cv was measured on; 0: it holds for any
   // A server's memory rate, bytes read and written per second (GB/s): what

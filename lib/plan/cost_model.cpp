@@ -126,6 +126,7 @@ std::vector<LayerFacts> CollectLayerFacts(const JobConfig& job, const Net& net) 
     f.flops = layer->ForwardFlopsPerRecord() + f.backward_flops;
     f.rows_per_record = layer->RowsPerRecord();
     f.chained_flops = layer->ChainedFlopsPerRecord();
+    f.winograd_units = layer->WinogradFromUnits();
     f.wants_grad = layer->WantsGrad();
     f.is_input = dynamic_cast<const DataLayer*>(layer.get()) != nullptr;
     f.rows_only = layer->ReadsRecords();
@@ -176,10 +177,21 @@ LayerCost NodeCost(const LayerFacts& layer, Choice choice, const Grouping& g, co
   // a recurrence's chained products have only the batch's rows, the others
   // every step's at once.
   const double batch = choice == Choice::kData ? records / m : records;
-  const double seconds_per_record =
-      (layer.flops - layer.chained_flops) / p.FlopsPerSecond(layer.type, batch * layer.rows_per_record) +
-      layer.chained_flops / p.FlopsPerSecond(layer.type, batch);
-  cost.compute_s = seconds_per_record * records * share * StragglerFactor(g, p);
+  const double products =
+      (layer.flops - layer.chained_flops) / p.FlopsPerSecond(layer.type, batch * layer.rows_per_record);
+  const double chain = layer.chained_flops / p.FlopsPerSecond(layer.type, batch);
+  // A record's seconds for a part holding `part` of the layer's units: a
+  // part that keeps winograd_units runs its products faster. The busiest
+  // worker holds a split layer's larger part, unless the smaller, on the
+  // direct kernel where the larger runs on Winograd's, takes longer.
+  auto part_seconds = [&](double part) {
+    const bool winograd = layer.winograd_units > 0.0 && std::round(layer.units * part) >= layer.winograd_units;
+    return part * (products / (winograd ? p.winograd_speedup : 1.0) + chain);
+  };
+  const Shares parts = choice == Choice::kModel ? SplitShares(layer.units, m) : Shares{1.0, 1.0};
+  const double per_record = std::max(part_seconds(parts.max), part_seconds(parts.min));
+  // A data-parallel worker computes 1/m of the group's records, the others all of them.
+  cost.compute_s = per_record * records * (choice == Choice::kData ? share : 1.0) * StragglerFactor(g, p);
   if (layer.flops > 0.0) cost.backward_s = cost.compute_s * layer.backward_flops / layer.flops;
   cost.overlapped = g.overlap;
   if (layer.params == 0.0 || layer.frozen) return cost;

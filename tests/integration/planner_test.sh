@@ -49,7 +49,7 @@ p = yaml.safe_load(open(sys.argv[1]))
 assert p["bandwidth_gbps"] > 0 and p["gflops_per_worker"] > 0 and p["latency_us"] >= 0 and p["nodes"] == 4
 assert p["layer_gflops"]["convolution"] > 0 and p["layer_gflops"]["fully_connected"] > 0, p
 assert p["half_rate_records"] >= 0 and p["compute_cv"] >= 0 and p["workers_per_node"] == 1, p
-assert p["compute_cv_seconds"] > 0 and p["server_memory_gb_per_s"] > 0, p
+assert p["compute_cv_seconds"] > 0 and p["server_memory_gb_per_s"] > 0 and p["winograd_speedup"] > 0, p
 PY
 "$bin/dl-plan" "$root/configs/fashion-mlp.yaml" --cluster "$tmp/profile.yaml" -o "$tmp/calibrated.json" ||
   fail "dl-plan with the calibrated profile"

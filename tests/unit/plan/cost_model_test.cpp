@@ -9,6 +9,7 @@
 #include <cmath>
 
 #include "config/job.h"
+#include "core/env_switch.h"
 #include "graph/net.h"
 #include "plan/cluster_profile.h"
 #include "plan/cost_model.h"
@@ -111,6 +112,51 @@ TEST_CASE("a group within one node exchanges its features in memory; across node
   p.workers_per_node = 2;
   CHECK(EdgeCost(src, Choice::kModel, 0, Dependency::kFull, Choice::kModel, 0, g, p).feature_s ==
         doctest::Approx(2 * alone * 2 / 3));
+}
+
+TEST_CASE("a convolution Winograd takes runs winograd_speedup times faster, a part with too few filters does not") {
+  ClusterProfile p = Slow();
+  p.gflops_per_worker = 10;
+  p.winograd_speedup = 2;
+  LayerFacts conv = Layer();
+  conv.type = "convolution";
+  conv.flops = 1e9;
+  conv.units = 64;
+  const Grouping g = Workers(4);
+  CHECK(NodeCost(conv, Choice::kData, g, p).compute_s == doctest::Approx(6.4));  // not taken: winograd_units 0
+  conv.winograd_units = 32;
+  CHECK(NodeCost(conv, Choice::kData, g, p).compute_s == doctest::Approx(3.2));
+  // Split over 2 workers each keeps 32 filters, over 4 only 16: direct kernels then.
+  CHECK(NodeCost(conv, Choice::kModel, Workers(2, 2), p).compute_s == doctest::Approx(0.5 * 128 * 0.1 / 2));
+  CHECK(NodeCost(conv, Choice::kModel, Workers(4, 4), p).compute_s == doctest::Approx(0.25 * 256 * 0.1));
+  // 40 filters over 2: parts of 20, direct. 63 over 2: the part of 31 filters, direct, is the slower one.
+  conv.units = 40;
+  CHECK(NodeCost(conv, Choice::kModel, Workers(2, 2), p).compute_s == doctest::Approx(0.5 * 128 * 0.1));
+  conv.units = 63;
+  CHECK(NodeCost(conv, Choice::kModel, Workers(2, 2), p).compute_s == doctest::Approx(31.0 / 63 * 128 * 0.1));
+  p.winograd_speedup = 0.5;  // slower than direct: the part of 32 filters is the busiest
+  CHECK(NodeCost(conv, Choice::kModel, Workers(2, 2), p).compute_s == doctest::Approx(32.0 / 63 * 128 * 0.2));
+
+  // Built from the layers: Winograd takes stride-1 5x5 and 3x3 layers of 32 channels in and 32 filters or more.
+  JobConfig job;
+  REQUIRE(ParseJob("name: cnn\nmodel:\n  layers:\n"
+                   "    - {name: data, type: data, shape: [3, 32, 32]}\n"
+                   "    - {name: c1, type: convolution, srclayers: data, num_output: 32, kernel: 5, pad: 2}\n"
+                   "    - {name: c2, type: convolution, srclayers: c1, num_output: 96, kernel: 3, pad: 1}\n"
+                   "    - {name: c3, type: convolution, srclayers: c2, num_output: 64, kernel: 3, stride: 2}\n"
+                   "    - {name: fc, type: fully_connected, srclayers: c3, num_output: 10}\n"
+                   "    - {name: loss, type: softmax_loss, srclayers: [fc, data]}\n"
+                   "train: {batch_size: 4}\n",
+                   "cnn.yaml", &job)
+              .ok());
+  std::unique_ptr<Net> net;
+  REQUIRE(Net::Build(job, &net, /*allocate_params=*/false).ok());
+  const auto facts = CollectLayerFacts(job, *net);
+  REQUIRE(facts.size() == 6);
+  CHECK(facts[1].winograd_units == 0);  // 3 channels in
+  CHECK(facts[2].winograd_units == (EnvSwitchOn("SHOAL_WINOGRAD") ? 32 : 0));
+  CHECK(facts[3].winograd_units == 0);  // stride 2
+  CHECK(facts[4].winograd_units == 0);
 }
 
 TEST_CASE("compute runs at the layer type's rate, slower at small batches, and BSP waits for the slowest") {
@@ -312,10 +358,11 @@ TEST_CASE("a cluster profile's network fields are read and checked") {
   CHECK(again.uplink_gbps == 40);
   REQUIRE(ParseClusterProfile(base + "layer_gflops: {convolution: 30, fully_connected: 45}\nhalf_rate_records: 8\n"
                                      "compute_cv: 0.05\ncompute_cv_seconds: 0.02\nserver_memory_gb_per_s: 6\n"
-                                     "host_device_gbps: 100\n",
+                                     "host_device_gbps: 100\nwinograd_speedup: 1.8\n",
                               "c.yaml", &p)
               .ok());
   CHECK(p.layer_gflops.at("convolution") == 30);
+  CHECK(p.winograd_speedup == doctest::Approx(1.8));
   CHECK(p.FlopsPerSecond("convolution", 8) == doctest::Approx(15e9));
   CHECK(p.FlopsPerSecond("relu", 1e12) == doctest::Approx(50e9));
   REQUIRE(ParseClusterProfile(ClusterProfileToYaml(p, ""), "again.yaml", &again).ok());
@@ -324,6 +371,8 @@ TEST_CASE("a cluster profile's network fields are read and checked") {
   CHECK(again.compute_cv_seconds == doctest::Approx(0.02));
   CHECK(again.server_memory_gb_per_s == 6);
   CHECK(again.host_device_gbps == 100);
+  CHECK(again.winograd_speedup == doctest::Approx(1.8));
+  CHECK(Contains(ParseClusterProfile(base + "winograd_speedup: 0\n", "c.yaml", &p).message(), "winograd_speedup"));
   CHECK(Contains(ParseClusterProfile(base + "layer_gflops: {convlution: 30}\n", "c.yaml", &p).message(),
                  "convlution"));
   CHECK(Contains(ParseClusterProfile(base + "layer_gflops: {convolution: 0}\n", "c.yaml", &p).message(),
