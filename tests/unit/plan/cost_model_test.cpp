@@ -48,6 +48,15 @@ Grouping Workers(int n, int m = 1) {
   return g;
 }
 
+// The facts dl-plan collects from the net of the job `yaml`.
+std::vector<LayerFacts> FactsOf(const std::string& yaml) {
+  JobConfig job;
+  REQUIRE(ParseJob(yaml, "job.yaml", &job).ok());
+  std::unique_ptr<Net> net;
+  REQUIRE(Net::Build(job, &net, /*allocate_params=*/false).ok());
+  return CollectLayerFacts(job, *net);
+}
+
 // One leg of parameter traffic (param_s is both legs).
 double Leg(const LayerCost& c) { return c.param_s / 2.0; }
 
@@ -138,20 +147,15 @@ TEST_CASE("a convolution Winograd takes runs winograd_speedup times faster, a pa
   CHECK(NodeCost(conv, Choice::kModel, Workers(2, 2), p).compute_s == doctest::Approx(32.0 / 63 * 128 * 0.2));
 
   // Built from the layers: Winograd takes stride-1 5x5 and 3x3 layers of 32 channels in and 32 filters or more.
-  JobConfig job;
-  REQUIRE(ParseJob("name: cnn\nmodel:\n  layers:\n"
-                   "    - {name: data, type: data, shape: [3, 32, 32]}\n"
-                   "    - {name: c1, type: convolution, srclayers: data, num_output: 32, kernel: 5, pad: 2}\n"
-                   "    - {name: c2, type: convolution, srclayers: c1, num_output: 96, kernel: 3, pad: 1}\n"
-                   "    - {name: c3, type: convolution, srclayers: c2, num_output: 64, kernel: 3, stride: 2}\n"
-                   "    - {name: fc, type: fully_connected, srclayers: c3, num_output: 10}\n"
-                   "    - {name: loss, type: softmax_loss, srclayers: [fc, data]}\n"
-                   "train: {batch_size: 4}\n",
-                   "cnn.yaml", &job)
-              .ok());
-  std::unique_ptr<Net> net;
-  REQUIRE(Net::Build(job, &net, /*allocate_params=*/false).ok());
-  const auto facts = CollectLayerFacts(job, *net);
+  const auto facts = FactsOf(
+      "name: cnn\nmodel:\n  layers:\n"
+      "    - {name: data, type: data, shape: [3, 32, 32]}\n"
+      "    - {name: c1, type: convolution, srclayers: data, num_output: 32, kernel: 5, pad: 2}\n"
+      "    - {name: c2, type: convolution, srclayers: c1, num_output: 96, kernel: 3, pad: 1}\n"
+      "    - {name: c3, type: convolution, srclayers: c2, num_output: 64, kernel: 3, stride: 2}\n"
+      "    - {name: fc, type: fully_connected, srclayers: c3, num_output: 10}\n"
+      "    - {name: loss, type: softmax_loss, srclayers: [fc, data]}\n"
+      "train: {batch_size: 4}\n");
   REQUIRE(facts.size() == 6);
   CHECK(facts[1].winograd_units == 0);  // 3 channels in
   CHECK(facts[2].winograd_units == (EnvSwitchOn("SHOAL_WINOGRAD") ? 32 : 0));
@@ -246,19 +250,14 @@ TEST_CASE("a recurrence's chained products run at the batch's rate, its other pr
   CHECK(NodeCost(gru, Choice::kData, sixteen, p).compute_s ==
         doctest::Approx(2e9 * 16 / 10e9 * (16 * 50 + 64) / (16 * 50.0) + chained_at_16));
   // Built from the layer: its chain is the hidden products, 12·H² a step of the forward and backward counts.
-  JobConfig job;
-  REQUIRE(ParseJob("name: rnn\nmodel:\n  layers:\n"
-                   "    - {name: data, type: data, shape: [11]}\n"
-                   "    - {name: embed, type: embedding, srclayers: data, vocab: 20, num_output: 8, steps: 10}\n"
-                   "    - {name: gru, type: gru, srclayers: embed, num_output: 16}\n"
-                   "    - {name: logits, type: fully_connected, srclayers: gru, num_output: 20, axis: 1}\n"
-                   "    - {name: loss, type: softmax_loss, srclayers: [logits, data]}\n"
-                   "train: {batch_size: 4}\n",
-                   "rnn.yaml", &job)
-              .ok());
-  std::unique_ptr<Net> net;
-  REQUIRE(Net::Build(job, &net, /*allocate_params=*/false).ok());
-  const auto facts = CollectLayerFacts(job, *net);
+  const auto facts = FactsOf(
+      "name: rnn\nmodel:\n  layers:\n"
+      "    - {name: data, type: data, shape: [11]}\n"
+      "    - {name: embed, type: embedding, srclayers: data, vocab: 20, num_output: 8, steps: 10}\n"
+      "    - {name: gru, type: gru, srclayers: embed, num_output: 16}\n"
+      "    - {name: logits, type: fully_connected, srclayers: gru, num_output: 20, axis: 1}\n"
+      "    - {name: loss, type: softmax_loss, srclayers: [logits, data]}\n"
+      "train: {batch_size: 4}\n");
   REQUIRE(facts.size() == 5);
   CHECK(facts[2].rows_per_record == 10);
   CHECK(facts[2].chained_flops == doctest::Approx(10 * 12.0 * 16 * 16));
