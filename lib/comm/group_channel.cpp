@@ -6,6 +6,7 @@
 #include <chrono>
 
 #include "comm/message.h"
+#include "comm/socket_close.h"
 #include "comm/tls.h"
 
 namespace shoal {
@@ -21,8 +22,8 @@ Status NngError(const std::string& what, int rv) { return Status::IOError(what +
 GroupChannel::~GroupChannel() {
   for (auto& [key, msg] : early_) nng_msg_free(msg);
   for (size_t r = 0; r < push_.size(); ++r)
-    if (push_open_[r]) nng_close(push_[r]);
-  if (pull_open_) nng_close(pull_);
+    if (push_open_[r]) CloseSocket(push_[r], "the channel to " + Peer(r));
+  if (pull_open_) CloseSocket(pull_, "the channel from the group");
 }
 
 std::string GroupChannel::Peer(int rank) const {

@@ -28,6 +28,7 @@ Status RpcClient::Dial(const std::string& endpoint, int timeout_ms, const TlsIde
   if (rv != 0) return Status::IOError(std::string("cannot open a socket: ") + nng_strerror(rv));
   connection_ = std::make_shared<Connection>();
   connection_->socket = socket;
+  connection_->endpoint = endpoint;
   nng_pipe_notify(socket, NNG_PIPE_EV_ADD_POST, OnPipe, connection_.get());
   nng_pipe_notify(socket, NNG_PIPE_EV_REM_POST, OnPipe, connection_.get());
   // Never resend on our own: an update applied twice would be wrong, and

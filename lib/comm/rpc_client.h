@@ -17,6 +17,7 @@
 
 #include "comm/message.h"
 #include "comm/pipe_set.h"
+#include "comm/socket_close.h"
 #include "comm/spare_message.h"
 #include "comm/tls.h"
 #include "core/status.h"
@@ -93,8 +94,9 @@ class RpcClient {
   // The socket and its dialer, shared by the clients Share makes.
   struct Connection {
     nng_socket socket = NNG_SOCKET_INITIALIZER;
+    std::string endpoint;
     PipeSet pipes;  // a server that went away is given kLostAfter to come back
-    ~Connection() { nng_close(socket); }
+    ~Connection() { CloseSocket(socket, "the connection to server '" + endpoint + "'"); }
   };
   static void OnPipe(nng_pipe pipe, nng_pipe_ev event, void* arg);
   // Why the connection counts as gone: connected once, down for kLostAfter.

@@ -3,6 +3,8 @@
 #include <nng/protocol/reqrep0/rep.h>
 #include <nng/supplemental/util/platform.h>
 
+#include "comm/socket_close.h"
+
 namespace shoal {
 
 RpcServer::~RpcServer() { Close(); }
@@ -154,7 +156,7 @@ void RpcServer::Close() {
     if (s.aio) nng_aio_free(s.aio);
     s.spare.Drop();
   }
-  nng_close(socket_);
+  CloseSocket(socket_, "the server's socket");
   slots_.clear();
   failed_sends_.Flush();
 }

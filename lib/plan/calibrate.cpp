@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "comm/socket_close.h"
 #include "ops/blas.h"
 #include "ops/convolution.h"
 #include "ops/fast_convolution.h"
@@ -179,7 +180,7 @@ Status ListenEcho(const std::string& endpoint, nng_socket* socket, int* port = n
   nng_socket_set_size(*socket, NNG_OPT_RECVMAXSZ, 0);
   nng_listener listener;
   if ((rv = nng_listen(*socket, endpoint.c_str(), &listener, 0)) != 0) {
-    nng_close(*socket);
+    CloseSocket(*socket, "the echo socket");
     *socket = NNG_SOCKET_INITIALIZER;
     return NngError("cannot listen on '" + endpoint + "'", rv);
   }
@@ -272,7 +273,7 @@ Status ServeEcho(const std::string& endpoint, double seconds) {
   SHOAL_RETURN_IF_ERROR(ListenEcho(endpoint, &socket));
   std::atomic<bool> stop{false};
   EchoLoop(socket, &stop, Clock::now() + std::chrono::milliseconds(static_cast<long>(seconds * 1000)));
-  nng_close(socket);
+  CloseSocket(socket, "the echo socket at '" + endpoint + "'");
   return Status::Ok();
 }
 
@@ -290,8 +291,8 @@ Status Calibrate(const CalibrateOptions& options, ClusterProfile* profile) {
   auto cleanup = [&] {
     stop = true;
     if (echo.joinable()) echo.join();
-    if (nng_socket_id(server) > 0) nng_close(server);
-    for (nng_socket client : clients) nng_close(client);
+    CloseSocket(server, "the echo socket");
+    for (nng_socket client : clients) CloseSocket(client, "a connection to an echo peer");
   };
   Status s;
   if (endpoints.empty()) {  // an echo server in this process, on loopback
