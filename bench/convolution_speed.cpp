@@ -45,6 +45,7 @@ int main(int argc, char** argv) {
   const Case cases[] = {
       {"fashion-cnn conv2: 32 -> 64, 5x5 pad 2, 14x14", {32, 14, 14, 64, 5, 1, 2}},
       {"16 -> 32, 5x5 pad 2, 28x28", {16, 28, 28, 32, 5, 1, 2}},
+      {"8 -> 16, 5x5 pad 2, 28x28", {8, 28, 28, 16, 5, 1, 2}},
       {"64 -> 64, 3x3 pad 1, 28x28", {64, 28, 28, 64, 3, 1, 1}},
   };
   for (const Case& c : cases) {

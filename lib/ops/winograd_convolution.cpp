@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
@@ -13,59 +14,31 @@
 namespace shoal {
 namespace {
 
-constexpr int kTile = 6;               // α = m + r − 1, the tile's side
-constexpr int kPoints = kTile * kTile;  // products per tile, one sgemm each
-// The interpolation points, and infinity: the choice Lavin & Gray use for
-// F(4, 3), whose transforms stay small integers and powers of two.
-constexpr double kFinitePoints[kTile - 1] = {0, 1, -1, 2, -2};
+// A tile's side, α = m + r − 1: 6 for kernels of 2 and 3 (F(4, 3) is Lavin &
+// Gray's), 8 for 4 and 5. For 5 × 5, F(4, 5) on 8 × 8 tiles takes 64
+// products for 16 outputs, 4 an output, where F(2, 5) on 6 × 6 takes 9; the
+// transforms cost about the same per output, and rounding grows some (the
+// tests bound it). Each tile point's products are one sgemm.
+constexpr int kMaxTile = 8;
+int TileFor(int kernel) { return kernel >= 4 ? 8 : 6; }
+// The interpolation points, and infinity: of these, the first α − 1. For
+// α = 6 the choice Lavin & Gray use for F(4, 3), whose transforms stay small
+// integers and powers of two; α = 8 adds ±1/2, as NNPACK's F(6, 3) does.
+constexpr double kFinitePoints[kMaxTile - 1] = {0, 1, -1, 2, -2, 0.5, -0.5};
 
 // Channels are processed kLanes at a time (one AVX-512 register, two AVX2
 // ones): the tiles' layouts round their channel counts up to a multiple.
 constexpr int kLanes = 16;
 int Lanes(int n) { return (n + kLanes - 1) / kLanes * kLanes; }
 
-// A transform matrix of at most kTile × kTile, row-major.
-struct Matrix {
-  int rows = 0, cols = 0;
-  float v[kTile * kTile] = {};
-};
-
-// Row j of the [kTile, n] matrix that evaluates a polynomial of n
-// coefficients at point j; infinity's row takes its leading coefficient.
-double Evaluate(int j, int i, int n) {
-  if (j < kTile - 1) return std::pow(kFinitePoints[j], i);
-  return i == n - 1 ? 1.0 : 0.0;
-}
-
-// Π over the other finite points l of (p_j − p_l); 1 for infinity.
-double Denominator(int j) {
-  double d = 1.0;
-  for (int l = 0; l < kTile - 1 && j < kTile - 1; ++l)
-    if (l != j) d *= kFinitePoints[j] - kFinitePoints[l];
-  return d;
-}
-
-// Aᵀ, [m, kTile]: from the products at the points to m outputs.
-Matrix OutputTransform(int m) {
-  Matrix a;
-  a.rows = m;
-  a.cols = kTile;
-  for (int i = 0; i < m; ++i)
-    for (int j = 0; j < kTile; ++j) a.v[i * kTile + j] = static_cast<float>(Evaluate(j, i, m));
-  return a;
-}
-
-// G, [kTile, r]: a filter of r taps evaluated at the points, with the
-// interpolation's denominators folded in, so that the data's transform Bᵀ
-// (InputTransform below) has small integer entries.
-Matrix FilterTransform(int r) {
-  Matrix g;
-  g.rows = kTile;
-  g.cols = r;
-  for (int j = 0; j < kTile; ++j)
-    for (int i = 0; i < r; ++i) g.v[j * r + i] = static_cast<float>(Evaluate(j, i, r) / Denominator(j));
-  return g;
-}
+// The transforms, on vectors of channels: Bᵀ d B of a data tile (InputRows),
+// Aᵀ M A of a tile of products (OutputRows, to m × m outputs) and G g Gᵀ of
+// a filter or of an output gradient's m × m tile (FilterRows). Each is one
+// rows function applied down the tile's columns and then along its rows
+// (Separable). The points come in pairs ±a after 0, and a pair's two rows
+// share their even and odd parts: for the pair's values M₊ and M₋ at ±a,
+// a polynomial's coefficient i takes aⁱ (M₊ + M₋) for even i, aⁱ (M₊ − M₋)
+// for odd.
 
 // kLanes floats, as one value: GCC's vector extension, which each clone
 // below compiles to its own instructions (one zmm, two ymm or four xmm).
@@ -74,54 +47,67 @@ typedef float Vec __attribute__((vector_size(kLanes * sizeof(float))));
 __attribute__((always_inline)) inline void Load(Vec& v, const float* p) { std::memcpy(&v, p, sizeof v); }
 __attribute__((always_inline)) inline void Store(float* p, const Vec& v) { std::memcpy(p, &v, sizeof v); }
 
-// out[a·R + b] = Σ over i, j of M[a][i] · in[i][j] · M[b][j] for M of R × C,
-// on vectors of n floats (a multiple of kLanes): in[i][j] at in + i·in_row +
-// j·in_col, out[ξ] at out + ξ·out_step.
-template <int R, int C>
-__attribute__((always_inline)) inline void Transform2D(const float* m, const float* in, size_t in_row,
-                                                       size_t in_col, float* out, size_t out_step, int n) {
-  for (int c0 = 0; c0 < n; c0 += kLanes) {
-    Vec tmp[C][R];  // tmp[i][b] = Σ_j M[b][j] · in[i][j]
-    for (int i = 0; i < C; ++i) {
-      Vec row[C];
-      for (int j = 0; j < C; ++j) Load(row[j], in + i * in_row + j * in_col + c0);
-      for (int b = 0; b < R; ++b) {
-        Vec sum = m[b * C] * row[0];
-        for (int j = 1; j < C; ++j) sum += m[b * C + j] * row[j];
-        tmp[i][b] = sum;
-      }
+constexpr int Pairs(int alpha) { return (alpha - 2) / 2; }
+// The pair p's positive point (points 1 + 2p and 2 + 2p are ±a).
+constexpr double PairPoint(int p) { return kFinitePoints[1 + 2 * p]; }
+constexpr double Power(double x, int i) {
+  double v = 1.0;
+  for (int k = 0; k < i; ++k) v *= x;
+  return v;
+}
+// Π over the other finite points l of (p_j − p_l); 1 for infinity (j = α − 1).
+constexpr double Denominator(int j, int alpha) {
+  double d = 1.0;
+  for (int l = 0; l < alpha - 1 && j < alpha - 1; ++l)
+    if (l != j) d *= kFinitePoints[j] - kFinitePoints[l];
+  return d;
+}
+
+// Aᵀ: out[i] = Σ over the finite points p of pⁱ · in[p], plus infinity's
+// in[α − 1] for the last output: R outputs of a tile's side.
+template <int T, int R>
+__attribute__((always_inline)) inline void OutputRows(const Vec (&in)[T], Vec (&out)[R]) {
+  constexpr int kPairs = Pairs(T);
+  Vec even[kPairs], odd[kPairs];
+  for (int p = 0; p < kPairs; ++p) {
+    even[p] = in[1 + 2 * p] + in[2 + 2 * p];
+    odd[p] = in[1 + 2 * p] - in[2 + 2 * p];
+  }
+  for (int i = 0; i < R; ++i) {
+    Vec sum = i % 2 ? odd[0] : even[0];  // the first pair is ±1
+    if (i == 0) sum += in[0];
+    for (int p = 1; p < kPairs; ++p) sum += static_cast<float>(Power(PairPoint(p), i)) * (i % 2 ? odd[p] : even[p]);
+    if (i == R - 1) sum += in[T - 1];
+    out[i] = sum;
+  }
+}
+
+// G: a filter of C taps evaluated at the points, divided by the point's
+// Denominator (so that Bᵀ has small entries): out[p] = Σᵢ pⁱ g[i] / D(p);
+// infinity takes the last tap.
+template <int T, int C>
+__attribute__((always_inline)) inline void FilterRows(const Vec (&g)[C], Vec (&out)[T]) {
+  out[0] = static_cast<float>(1.0 / Denominator(0, T)) * g[0];
+  for (int p = 0; p < Pairs(T); ++p) {
+    const double a = PairPoint(p);
+    Vec even = g[0], odd = static_cast<float>(a) * g[1];
+    for (int i = 2; i < C; ++i) {
+      if (i % 2) odd += static_cast<float>(Power(a, i)) * g[i];
+      else even += static_cast<float>(Power(a, i)) * g[i];
     }
-    for (int a = 0; a < R; ++a)
-      for (int b = 0; b < R; ++b) {
-        Vec sum = m[a * C] * tmp[0][b];
-        for (int i = 1; i < C; ++i) sum += m[a * C + i] * tmp[i][b];
-        Store(out + (a * R + b) * out_step + c0, sum);
-      }
+    out[1 + 2 * p] = static_cast<float>(1.0 / Denominator(1 + 2 * p, T)) * (even + odd);
+    out[2 + 2 * p] = static_cast<float>(1.0 / Denominator(2 + 2 * p, T)) * (even - odd);
   }
+  out[T - 1] = g[C - 1];
 }
 
-// Transform2D for the shapes there are: Aᵀ of F(m, r) (m × kTile) and G
-// (kTile × r), m and r from 2 to 5. Compiled for AVX-512 and AVX2 as well,
-// chosen at load by the CPU (the build targets plain x86-64).
-__attribute__((target_clones("avx512f", "avx2", "default"))) void Transform(
-    const Matrix& m, const float* in, size_t in_row, size_t in_col, float* out, size_t out_step, int n) {
-  const float* v = m.v;
-  switch (m.rows == kTile ? m.cols : 10 + m.rows) {
-    case 2: return Transform2D<kTile, 2>(v, in, in_row, in_col, out, out_step, n);
-    case 3: return Transform2D<kTile, 3>(v, in, in_row, in_col, out, out_step, n);
-    case 4: return Transform2D<kTile, 4>(v, in, in_row, in_col, out, out_step, n);
-    case 5: return Transform2D<kTile, 5>(v, in, in_row, in_col, out, out_step, n);
-    case 12: return Transform2D<2, kTile>(v, in, in_row, in_col, out, out_step, n);
-    case 13: return Transform2D<3, kTile>(v, in, in_row, in_col, out, out_step, n);
-    case 14: return Transform2D<4, kTile>(v, in, in_row, in_col, out, out_step, n);
-    default: return Transform2D<5, kTile>(v, in, in_row, in_col, out, out_step, n);
-  }
-}
-
-// o[b] = Σ_j Bᵀ[b][j] · d[j]. Bᵀ for the points 0, ±1, ±2 and infinity (the
-// matrix Lavin & Gray give for F(4, 3); it depends on the points only), its
-// rows sharing subexpressions: 13 operations instead of 22.
-__attribute__((always_inline)) inline void InputRows(const Vec (&d)[kTile], Vec (&o)[kTile]) {
+// Bᵀ: Bᵀ's row for point p holds the coefficients of M(x) / (x − p),
+// M(x) = Π over the finite points (x − pₗ), and infinity's those of M(x)
+// itself; with M(x) = (x² − a²) R(x), ±a's rows are x R(x) ± a R(x).
+//
+// α = 6, points 0, ±1, ±2 (the matrix Lavin & Gray give for F(4, 3)):
+// 13 operations instead of 22.
+__attribute__((always_inline)) inline void InputRows6(const Vec (&d)[6], Vec (&o)[6]) {
   const Vec a = d[4] - 4.0f * d[2], b = d[3] - 4.0f * d[1], c = d[4] - d[2], e = 2.0f * (d[3] - d[1]);
   o[0] = 4.0f * d[0] - 5.0f * d[2] + d[4];
   o[1] = a + b;
@@ -131,24 +117,80 @@ __attribute__((always_inline)) inline void InputRows(const Vec (&d)[kTile], Vec 
   o[5] = 4.0f * d[1] - 5.0f * d[3] + d[5];
 }
 
-// Bᵀ d B for one 6 × 6 tile of vectors of n floats (a multiple of kLanes):
-// d[i][j] at in + i·in_row + j·in_col, the result's point ξ at out + ξ·out_step.
-__attribute__((target_clones("avx512f", "avx2", "default"))) void InputTransform(
-    const float* in, size_t in_row, size_t in_col, float* out, size_t out_step, int n) {
+// α = 8, points 0, ±1, ±2, ±1/2: M(x) = x⁷ − 21/4 x⁵ + 21/4 x³ − x.
+__attribute__((always_inline)) inline void InputRows8(const Vec (&d)[8], Vec (&o)[8]) {
+  o[0] = d[6] - d[0] + 5.25f * (d[2] - d[4]);
+  o[7] = d[7] - d[1] + 5.25f * (d[3] - d[5]);
+  // ±1: R = x⁵ − 17/4 x³ + x
+  Vec even = d[2] + d[6] - 4.25f * d[4], odd = d[1] + d[5] - 4.25f * d[3];
+  o[1] = even + odd;
+  o[2] = even - odd;
+  // ±2: R = x⁵ − 5/4 x³ + 1/4 x
+  even = 0.25f * d[2] - 1.25f * d[4] + d[6];
+  odd = 0.5f * d[1] - 2.5f * d[3] + 2.0f * d[5];  // already times 2
+  o[3] = even + odd;
+  o[4] = even - odd;
+  // ±1/2: R = x⁵ − 5 x³ + 4 x
+  even = 4.0f * d[2] - 5.0f * d[4] + d[6];
+  odd = 2.0f * d[1] - 2.5f * d[3] + 0.5f * d[5];  // already times 1/2
+  o[5] = even + odd;
+  o[6] = even - odd;
+}
+
+// out[a·R + b] = Rows applied to the columns of the C × C tile, then to the
+// rows of the result, on vectors of n floats (a multiple of kLanes): in[i][j]
+// at in + i·in_row + j·in_col, out[ξ] at out + ξ·out_step.
+template <int C, int R, void (*Rows)(const Vec (&)[C], Vec (&)[R])>
+__attribute__((always_inline)) inline void Separable(const float* in, size_t in_row, size_t in_col, float* out,
+                                                     size_t out_step, int n) {
   for (int c0 = 0; c0 < n; c0 += kLanes) {
-    Vec tmp[kTile][kTile];  // tmp[b][i] = Σ_j Bᵀ[b][j] · d[i][j]
-    for (int i = 0; i < kTile; ++i) {
-      Vec d[kTile], o[kTile];
-      for (int j = 0; j < kTile; ++j) Load(d[j], in + i * in_row + j * in_col + c0);
-      InputRows(d, o);
-      for (int b = 0; b < kTile; ++b) tmp[b][i] = o[b];
+    Vec tmp[R][C];  // tmp[b][i]: row i of the tile through Rows, value b
+    for (int i = 0; i < C; ++i) {
+      Vec d[C], o[R];
+      for (int j = 0; j < C; ++j) Load(d[j], in + i * in_row + j * in_col + c0);
+      Rows(d, o);
+      for (int b = 0; b < R; ++b) tmp[b][i] = o[b];
     }
-    for (int b = 0; b < kTile; ++b) {
-      Vec o[kTile];
-      InputRows(tmp[b], o);
-      for (int a = 0; a < kTile; ++a) Store(out + (a * kTile + b) * out_step + c0, o[a]);
+    for (int b = 0; b < R; ++b) {
+      Vec o[R];
+      Rows(tmp[b], o);
+      for (int a = 0; a < R; ++a) Store(out + (a * R + b) * out_step + c0, o[a]);
     }
   }
+}
+
+// Which transform a Winograd instance applies: Aᵀ from a tile of α × α
+// products to size × size outputs, or G from a size × size filter to α × α.
+struct Transformation {
+  bool output;
+  int alpha, size;
+};
+Transformation OutputTransform(int m, int alpha) { return {true, alpha, m}; }
+Transformation FilterTransform(int r, int alpha) { return {false, alpha, r}; }
+
+// Bᵀ d B of one data tile of α × α.
+__attribute__((target_clones("avx512f", "avx2", "default"))) void InputTransform(
+    int alpha, const float* in, size_t in_row, size_t in_col, float* out, size_t out_step, int n) {
+  if (alpha == 8) return Separable<8, 8, InputRows8>(in, in_row, in_col, out, out_step, n);
+  Separable<6, 6, InputRows6>(in, in_row, in_col, out, out_step, n);
+}
+
+// Aᵀ M A or G g Gᵀ for the shapes there are: sizes 2 to 5 where α = 6, 4
+// and 5 where α = 8. Compiled for AVX-512 and AVX2 as well, chosen at load by
+// the CPU (the build targets plain x86-64).
+__attribute__((target_clones("avx512f", "avx2", "default"))) void Transform(
+    const Transformation& how, const float* in, size_t in_row, size_t in_col, float* out, size_t out_step, int n) {
+  switch ((how.output ? 100 : 0) + how.alpha * 10 + how.size) {
+#define SHOAL_SHAPES(T, S)                                                                   \
+  case 100 + T * 10 + S:                                                                     \
+    return Separable<T, S, OutputRows<T, S>>(in, in_row, in_col, out, out_step, n);          \
+  case T * 10 + S:                                                                           \
+    return Separable<S, T, FilterRows<T, S>>(in, in_row, in_col, out, out_step, n);
+    SHOAL_SHAPES(6, 2) SHOAL_SHAPES(6, 3) SHOAL_SHAPES(6, 4) SHOAL_SHAPES(6, 5)
+    SHOAL_SHAPES(8, 4) SHOAL_SHAPES(8, 5)
+#undef SHOAL_SHAPES
+  }
+  std::abort();  // a shape no tile of ours has
 }
 
 // Products at one point are batched over up to kBudget floats of
@@ -165,30 +207,37 @@ constexpr size_t kBudget = 1 << 18;
 // ignored).
 struct Tiling {
   int in_channels, height, width, out_channels, kernel, pad;
+  int alpha, points;  // the tile's side, and its points (products per tile)
   int in_lanes, out_lanes, m, out_height, out_width, th, tw, hp, wp;
   int rows_per_group;  // tile rows per sgemm batch
 
   Tiling(int c, int h, int w, int k, int r, int p)
       : in_channels(c), height(h), width(w), out_channels(k), kernel(r), pad(p) {
+    alpha = TileFor(r);
+    points = alpha * alpha;
     in_lanes = Lanes(c);
     out_lanes = Lanes(k);
-    m = kTile - r + 1;
+    m = alpha - r + 1;
     out_height = h + 2 * p - r + 1;
     out_width = w + 2 * p - r + 1;
     th = (out_height + m - 1) / m;
     tw = (out_width + m - 1) / m;
-    hp = (th - 1) * m + kTile;
-    wp = (tw - 1) * m + kTile;
-    const size_t per_row = static_cast<size_t>(kPoints) * tw * (in_lanes + out_lanes);
+    hp = (th - 1) * m + alpha;
+    wp = (tw - 1) * m + alpha;
+    const size_t per_row = static_cast<size_t>(points) * tw * (in_lanes + out_lanes);
     size_t rows = 1;
     while (rows * 2 * per_row <= kBudget) rows *= 2;
     rows_per_group = static_cast<int>(rows);
   }
   size_t padded_size() const { return static_cast<size_t>(hp) * wp * in_lanes; }
-  size_t group_tiles() const { return static_cast<size_t>(rows_per_group) * tw; }
   // Floats of transformed inputs and of products for one group.
-  size_t inputs_size() const { return kPoints * group_tiles() * in_lanes; }
-  size_t products_size() const { return kPoints * group_tiles() * out_lanes; }
+  // Floats from one point's block of `count` tile rows to the next point's:
+  // a cache line more than the block, so that a tile's α² values, a block
+  // apart, do not all fall in one cache set (as blocks of a power of two
+  // kilobytes would, a few times slower to transform).
+  size_t point_stride(int count, int lanes) const { return static_cast<size_t>(count) * tw * lanes + kLanes; }
+  size_t inputs_size() const { return points * point_stride(rows_per_group, in_lanes); }
+  size_t products_size() const { return points * point_stride(rows_per_group, out_lanes); }
 };
 
 // Copies image x [C, H, W] into the padded [hp, wp, lanes] image, whose
@@ -204,13 +253,13 @@ void PadTransposed(const Tiling& t, const float* x, float* padded) {
 }
 
 // The tile rows [first, first + count) of the batch, row u being image u / th's
-// tile row u % th: each tile's Bᵀ d B into v [kPoints][count·tw][lanes].
+// tile row u % th: each tile's Bᵀ d B into v [points][count·tw][lanes].
 // `padded` holds image `*padded_image` (−1: none yet) and is refilled when
 // another image's rows come.
 void TransformInputs(const Tiling& t, const float* x, int first, int count, float* padded, int* padded_image,
                      float* v) {
   const size_t in_size = static_cast<size_t>(t.in_channels) * t.height * t.width;
-  const size_t step = static_cast<size_t>(count) * t.tw * t.in_lanes;
+  const size_t step = t.point_stride(count, t.in_lanes);
   for (int u = 0; u < count; ++u) {
     const int image = (first + u) / t.th, row = (first + u) % t.th;
     if (image != *padded_image) {
@@ -218,25 +267,25 @@ void TransformInputs(const Tiling& t, const float* x, int first, int count, floa
       *padded_image = image;
     }
     for (int col = 0; col < t.tw; ++col)
-      InputTransform(padded + (static_cast<size_t>(row) * t.m * t.wp + col * t.m) * t.in_lanes,
+      InputTransform(t.alpha, padded + (static_cast<size_t>(row) * t.m * t.wp + col * t.m) * t.in_lanes,
                      static_cast<size_t>(t.wp) * t.in_lanes, t.in_lanes,
                      v + (static_cast<size_t>(u) * t.tw + col) * t.in_lanes, step, t.in_lanes);
   }
 }
 
-// Each tile's Aᵀ M A from the products p [kPoints][count·tw][lanes], written
+// Each tile's Aᵀ M A from the products p [points][count·tw][lanes], written
 // into y [K, Ho, Wo] of its image (plus bias[k] where bias is not null;
 // added to what y holds when `add`).
-void WriteOutputs(const Tiling& t, const Matrix& at, const float* p, int first, int count, const float* bias,
+void WriteOutputs(const Tiling& t, const Transformation& at, const float* p, int first, int count, const float* bias,
                   bool add, float* y, float* out) {
   const int lanes = t.out_lanes, m = t.m;
   const size_t plane = static_cast<size_t>(t.out_height) * t.out_width;
-  const size_t step = static_cast<size_t>(count) * t.tw * lanes;
+  const size_t step = t.point_stride(count, lanes);
   for (int u = 0; u < count; ++u) {
     const int image = (first + u) / t.th, row = (first + u) % t.th;
     float* image_y = y + static_cast<size_t>(image) * t.out_channels * plane;
     for (int col = 0; col < t.tw; ++col) {
-      Transform(at, p + (static_cast<size_t>(u) * t.tw + col) * lanes, kTile * step, step, out, lanes, lanes);
+      Transform(at, p + (static_cast<size_t>(u) * t.tw + col) * lanes, t.alpha * step, step, out, lanes, lanes);
       for (int i = 0; i < m && row * m + i < t.out_height; ++i)
         for (int j = 0; j < m && col * m + j < t.out_width; ++j) {
           const float* __restrict o = out + (i * m + j) * lanes;
@@ -251,11 +300,11 @@ void WriteOutputs(const Tiling& t, const Matrix& at, const float* p, int first, 
 }
 
 // y = x ⋆ w for images [begin, end), u being w's transform
-// [kPoints][C][out lanes]. `work` holds CorrelateWork(t) floats.
+// [points][C][out lanes]. `work` holds CorrelateWork(t) floats.
 size_t CorrelateWork(const Tiling& t) {
   return t.padded_size() + t.inputs_size() + t.products_size() + static_cast<size_t>(t.m) * t.m * t.out_lanes;
 }
-void CorrelateImages(const Tiling& t, const Matrix& at, int begin, int end, const float* x, const float* u,
+void CorrelateImages(const Tiling& t, const Transformation& at, int begin, int end, const float* x, const float* u,
                      const float* bias, bool add, float* y, float* work) {
   float* padded = work;
   float* v = padded + t.padded_size();
@@ -268,8 +317,8 @@ void CorrelateImages(const Tiling& t, const Matrix& at, int begin, int end, cons
     const int count = std::min(t.rows_per_group, last - first);
     const int tiles = count * t.tw;
     TransformInputs(t, x, first, count, padded, &padded_image, v);
-    const size_t vs = static_cast<size_t>(tiles) * t.in_lanes, ps = static_cast<size_t>(tiles) * t.out_lanes;
-    for (int point = 0; point < kPoints; ++point)
+    const size_t vs = t.point_stride(count, t.in_lanes), ps = t.point_stride(count, t.out_lanes);
+    for (int point = 0; point < t.points; ++point)
       Sgemm(false, false, tiles, t.out_channels, t.in_channels, 1.0f, v + point * vs, t.in_lanes,
             u + static_cast<size_t>(point) * t.in_channels * t.out_lanes, t.out_lanes, 0.0f, p + point * ps,
             t.out_lanes);
@@ -285,15 +334,16 @@ class Winograd final : public FastConvolution {
   explicit Winograd(const ConvGeometry& g)
       : g_(g),
         r_(g.kernel),
-        m_(kTile - g.kernel + 1),
+        alpha_(TileFor(g.kernel)),
+        m_(alpha_ - g.kernel + 1),
         forward_(g.channels, g.height, g.width, g.filters, g.kernel, g.pad),
         // The data gradient: dy [K, Ho, Wo] correlated with the flipped
         // kernel, padded by r − 1 − pad, gives dx [C, H, W].
         data_(g.filters, g.out_height(), g.out_width(), g.channels, g.kernel, g.kernel - 1 - g.pad),
-        at_m_(OutputTransform(m_)),
-        at_r_(OutputTransform(r_)),
-        g_r_(FilterTransform(r_)),
-        g_m_(FilterTransform(m_)) {}
+        at_m_(OutputTransform(m_, alpha_)),
+        at_r_(OutputTransform(r_, alpha_)),
+        g_r_(FilterTransform(r_, alpha_)),
+        g_m_(FilterTransform(m_, alpha_)) {}
 
   bool Forward(int batch, const float* x, const float* w, const float* b, float* y) override {
     if (CurrentGpuOps()) return false;
@@ -312,7 +362,7 @@ class Winograd final : public FastConvolution {
   }
 
  private:
-  // u_ [kPoints][in][out lanes] = G w[k][c] Gᵀ for every filter k and
+  // u_ [points][in][out lanes] = G w[k][c] Gᵀ for every filter k and
   // channel c: of the kernel as it is (in = C, out = K), or flipped with C
   // and K swapped (the data gradient's: in = K, out = C).
   void TransformFilters(const float* w, bool flip) {
@@ -330,7 +380,7 @@ class Winograd final : public FastConvolution {
             const size_t at = (a * r + b) * plane;
             filters_[at + (flip ? static_cast<size_t>(k) * lanes + c : static_cast<size_t>(c) * lanes + k)] = value;
           }
-    u_.resize(kPoints * plane);
+    u_.resize(static_cast<size_t>(alpha_) * alpha_ * plane);
     for (int c = 0; c < in; ++c)
       Transform(g_r_, filters_.data() + static_cast<size_t>(c) * lanes, r * plane, plane,
                 u_.data() + static_cast<size_t>(c) * lanes, plane, lanes);
@@ -358,7 +408,7 @@ class Winograd final : public FastConvolution {
       std::fill(db, db + k_count, 0.0f);
       return;
     }
-    const size_t sums = kPoints * static_cast<size_t>(c_count) * lanes + lanes;  // and the bias's
+    const size_t sums = t.points * static_cast<size_t>(c_count) * lanes + lanes;  // and the bias's
     const size_t dy_padded = static_cast<size_t>(t.th) * m_ * t.tw * m_ * lanes;
     const size_t work = Lines(sums) + Lines(t.padded_size() + dy_padded + t.inputs_size() + t.products_size());
     const int tasks = ParallelTasks(batch);
@@ -383,13 +433,13 @@ class Winograd final : public FastConvolution {
     const size_t plane = static_cast<size_t>(c_count) * lanes;
     out_.resize(static_cast<size_t>(r) * r * lanes);
     for (int c = 0; c < c_count; ++c) {
-      Transform(at_r_, total + static_cast<size_t>(c) * lanes, kTile * plane, plane, out_.data(), lanes, lanes);
+      Transform(at_r_, total + static_cast<size_t>(c) * lanes, alpha_ * plane, plane, out_.data(), lanes, lanes);
       for (int k = 0; k < k_count; ++k)
         for (int i = 0; i < r * r; ++i) dw[(static_cast<size_t>(k) * c_count + c) * r * r + i] = out_[i * lanes + k];
     }
   }
 
-  // One task's images [begin, end): adds into s [kPoints][C][lanes] and
+  // One task's images [begin, end): adds into s [points][C][lanes] and
   // bias_sum [lanes].
   void WeightGradientImages(int begin, int end, const float* x, const float* dy, float* s, float* bias_sum,
                             float* padded, float* dy_tiles, float* v, float* d) const {
@@ -403,7 +453,7 @@ class Winograd final : public FastConvolution {
       const int count = std::min(t.rows_per_group, last - first);
       const int tiles = count * t.tw;
       TransformInputs(t, x, first, count, padded, &padded_image, v);
-      const size_t step = static_cast<size_t>(tiles) * lanes;
+      const size_t step = t.point_stride(count, lanes);
       for (int u = 0; u < count; ++u) {
         const int image = (first + u) / t.th, row = (first + u) % t.th;
         if (image != dy_image) {
@@ -425,27 +475,27 @@ class Winograd final : public FastConvolution {
                     static_cast<size_t>(dy_width) * lanes, lanes, d + (static_cast<size_t>(u) * t.tw + col) * lanes,
                     step, lanes);
       }
-      const size_t vs = static_cast<size_t>(tiles) * t.in_lanes;
-      for (int point = 0; point < kPoints; ++point)
+      const size_t vs = t.point_stride(count, t.in_lanes);
+      for (int point = 0; point < t.points; ++point)
         Sgemm(true, false, c_count, k_count, tiles, 1.0f, v + point * vs, t.in_lanes, d + point * step, lanes, 1.0f,
               s + static_cast<size_t>(point) * c_count * lanes, lanes);
     }
   }
 
   ConvGeometry g_;
-  int r_, m_;
+  int r_, alpha_, m_;
   Tiling forward_, data_;
-  Matrix at_m_, at_r_, g_r_, g_m_;
+  Transformation at_m_, at_r_, g_r_, g_m_;
   std::vector<float> u_, filters_, out_, scratch_;
 };
 
-// Fewer channels than this in or out and the transforms, whose cost grows
-// with the channels where the products' grows with their product, and the
-// sgemms over so few channels cost more than the products save
-// (build/convolution_speed, batch 64: at 16 → 32 channels, 5 × 5 on 28 × 28,
-// Winograd took 46 ms at one thread where oneDNN took 39; at 32 → 64 on
-// 14 × 14, 32 against 36; at 64 → 64, 3 × 3 on 28 × 28, 67 against 113).
-constexpr int kMinChannels = 32;
+// One vector of channels in and out at least: the transforms' cost grows
+// with the channels where the products' grows with their product, and below
+// a vector part of every lane is idle (build/convolution_speed, batch 64, one
+// thread, forward and backward: 32 → 64 channels, 5 × 5 on 14 × 14, Winograd
+// 17 ms where oneDNN took 32; 16 → 32 on 28 × 28, 21 against 36; 8 → 16, 12
+// against 15, the gain mostly gone; 64 → 64, 3 × 3 on 28 × 28, 55 against 104).
+constexpr int kMinChannels = kLanes;
 
 }  // namespace
 

@@ -1,15 +1,17 @@
 // Convolution by Winograd's minimal filtering (Lavin & Gray, "Fast
 // Algorithms for Convolutional Neural Networks", 2016), for stride 1 and
-// kernels of 2 to 5: F(m×m, r×r) on 6×6 tiles, m = 7 − r outputs a side (for
-// a 5×5 kernel 36 products give 2×2 outputs, against 100 directly; for 3×3,
-// 4×4 outputs against 144). All three passes use the same tiles: the forward
-// pass and the data gradient (a correlation with the flipped kernel) are
-// F(m, r), the weight gradient is F(r, m) with the output gradient's m×m tile
-// as the filter. The products at each of the 36 points are one sgemm over
-// channels (forward, data gradient) or over tiles (weight gradient).
+// kernels of 2 to 5: F(m×m, r×r) on α×α tiles, m = α + 1 − r outputs a side,
+// α = 6 for kernels of 2 and 3 and 8 for 4 and 5 (for a 3×3 kernel 36
+// products give 4×4 outputs, against 144 directly; for 5×5, 64 give 4×4,
+// against 400). All three passes use the same tiles: the forward pass and the
+// data gradient (a correlation with the flipped kernel) are F(m, r), the
+// weight gradient is F(r, m) with the output gradient's m×m tile as the
+// filter. The products at each of the α² points are one sgemm over channels
+// (forward, data gradient) or over tiles (weight gradient).
 //
 // Differs from im2col + sgemm by rounding only, a few times more than oneDNN
-// does (the transforms scale by up to 1/24); tests/unit/ops holds it to that.
+// does (the transforms scale by up to 1/24 and 21/4); tests/unit/ops holds it
+// to that.
 #pragma once
 
 #include <memory>
@@ -20,7 +22,7 @@ namespace shoal {
 
 // Whether Winograd computes a convolution of geometry g here:
 // SHOAL_WINOGRAD not 0 or off in the environment (read once), stride 1,
-// kernel 2 to 5, pad below the kernel, and at least 32 channels in and out
+// kernel 2 to 5, pad below the kernel, and at least 16 channels in and out
 // (with fewer, the tile transforms cost more than the products save; the
 // figures are in the .cpp).
 bool WinogradTakes(const ConvGeometry& g);

@@ -17,9 +17,9 @@
 namespace shoal {
 namespace {
 
-// Winograd's transforms scale by up to 1/24 and 4 and sum 36 terms: its
-// rounding is some times float's, more than a direct sum's (measured worst
-// here 8e-6 of the largest magnitude).
+// Winograd's transforms scale by up to 1/24 and 21/4 and sum 36 or 64 terms:
+// its rounding is some times float's, more than a direct sum's (measured
+// worst here 7e-6 of the largest magnitude, on 6 × 6 and 8 × 8 tiles alike).
 constexpr double kTolerance = 3e-5;
 
 struct Case {
@@ -32,9 +32,11 @@ TEST_CASE("Winograd convolution matches im2col + sgemm") {
       {{32, 14, 14, 64, 5, 1, 2}, {4, 1, 3}},  // the Fashion-MNIST CNN's second layer
       {{32, 9, 11, 32, 3, 1, 1}, {3}},         // 3 × 3: 4 × 4 outputs a tile, the last ones partly outside
       {{32, 8, 8, 40, 5, 1, 0}, {2}},          // no padding
+      {{16, 12, 12, 16, 5, 1, 2}, {2}},        // the fewest channels it takes
       {{33, 7, 6, 32, 4, 1, 3}, {2}},          // 4 × 4, the most padding it takes; channels off the lanes
       {{32, 5, 7, 34, 2, 1, 1}, {2}},          // 2 × 2: 5 × 5 outputs a tile
       {{32, 40, 40, 32, 3, 1, 1}, {2}},        // a batch of tile rows spans two images
+      {{32, 40, 40, 32, 5, 1, 2}, {2}},        // the same on 8 × 8 tiles
   };
   for (int threads : {1, 2}) {
     SetComputeThreads(threads);
@@ -56,15 +58,16 @@ TEST_CASE("Winograd convolution matches im2col + sgemm") {
   SetComputeThreads(1);
 }
 
-TEST_CASE("Winograd takes stride 1, kernels 2 to 5, padding below the kernel, 32 channels or more") {
+TEST_CASE("Winograd takes stride 1, kernels 2 to 5, padding below the kernel, 16 channels or more") {
   CHECK(WinogradTakes({32, 8, 8, 32, 3, 1, 2}));
   CHECK_FALSE(WinogradTakes({32, 8, 8, 32, 3, 2, 1}));    // stride 2
   CHECK_FALSE(WinogradTakes({32, 8, 8, 32, 1, 1, 0}));    // 1 × 1: nothing to save
-  CHECK_FALSE(WinogradTakes({32, 8, 8, 32, 7, 1, 3}));    // 7 × 7: no 6 × 6 tile holds it
+  CHECK_FALSE(WinogradTakes({32, 8, 8, 32, 7, 1, 3}));    // 7 × 7: beyond the kernels it has tiles for
   CHECK_FALSE(WinogradTakes({32, 8, 8, 32, 3, 1, 3}));    // pad as large as the kernel
   CHECK_FALSE(WinogradTakes({1, 28, 28, 32, 5, 1, 2}));   // one channel in
-  CHECK_FALSE(WinogradTakes({16, 28, 28, 32, 5, 1, 2}));  // sixteen in
-  CHECK_FALSE(WinogradTakes({64, 8, 8, 16, 5, 1, 2}));    // sixteen out
+  CHECK(WinogradTakes({16, 28, 28, 16, 5, 1, 2}));        // sixteen in and out
+  CHECK_FALSE(WinogradTakes({15, 28, 28, 32, 5, 1, 2}));  // fifteen in
+  CHECK_FALSE(WinogradTakes({64, 8, 8, 15, 5, 1, 2}));    // fifteen out
   CHECK(NewWinogradConvolution({1, 28, 28, 32, 5, 1, 2}) == nullptr);
 }
 
