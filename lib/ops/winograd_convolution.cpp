@@ -230,12 +230,12 @@ struct Tiling {
     rows_per_group = static_cast<int>(rows);
   }
   size_t padded_size() const { return static_cast<size_t>(hp) * wp * in_lanes; }
-  // Floats of transformed inputs and of products for one group.
   // Floats from one point's block of `count` tile rows to the next point's:
   // a cache line more than the block, so that a tile's α² values, a block
-  // apart, do not all fall in one cache set (as blocks of a power of two
-  // kilobytes would, a few times slower to transform).
+  // apart, do not all fall in one cache set, as blocks of a power of two
+  // kilobytes would (the CNN's conv2, forward and backward: 20 ms → 17).
   size_t point_stride(int count, int lanes) const { return static_cast<size_t>(count) * tw * lanes + kLanes; }
+  // Floats of transformed inputs and of products for one group.
   size_t inputs_size() const { return points * point_stride(rows_per_group, in_lanes); }
   size_t products_size() const { return points * point_stride(rows_per_group, out_lanes); }
 };
