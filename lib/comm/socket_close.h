@@ -6,7 +6,8 @@
 // (nanomsg/nng#1813, fixed in NNG 1.8). A worker failing on a bad shard hung
 // there for good, silent, instead of reporting and exiting. So the close runs
 // in a thread of its own; past kCloseDeadline it is left to finish or to end
-// with the process, and the caller goes on, told why on standard error.
+// with the process, and the caller goes on, told why on standard error. (A
+// stalled close leaves NNG's one reaper stuck: later closes are given 100 ms.)
 #pragma once
 
 #include <nng/nng.h>
