@@ -34,8 +34,8 @@ int Lanes(int n) { return (n + kLanes - 1) / kLanes * kLanes; }
 // The transforms, on vectors of channels: Bᵀ d B of a data tile (InputRows),
 // Aᵀ M A of a tile of products (OutputRows, to m × m outputs) and G g Gᵀ of
 // a filter or of an output gradient's m × m tile (FilterRows). Each is one
-// rows function applied down the tile's columns and then along its rows
-// (Separable). The points come in pairs ±a after 0, and a pair's two rows
+// rows function applied along the tile's rows and then down the columns of
+// the result (Separable). The points come in pairs ±a after 0, and a pair's two rows
 // share their even and odd parts: for the pair's values M₊ and M₋ at ±a,
 // a polynomial's coefficient i takes aⁱ (M₊ + M₋) for even i, aⁱ (M₊ − M₋)
 // for odd.
@@ -50,6 +50,7 @@ __attribute__((always_inline)) inline void Store(float* p, const Vec& v) { std::
 constexpr int Pairs(int alpha) { return (alpha - 2) / 2; }
 // The pair p's positive point (points 1 + 2p and 2 + 2p are ±a).
 constexpr double PairPoint(int p) { return kFinitePoints[1 + 2 * p]; }
+static_assert(PairPoint(0) == 1.0, "OutputRows takes the first pair's powers as 1");
 constexpr double Power(double x, int i) {
   double v = 1.0;
   for (int k = 0; k < i; ++k) v *= x;
@@ -137,8 +138,8 @@ __attribute__((always_inline)) inline void InputRows8(const Vec (&d)[8], Vec (&o
   o[6] = even - odd;
 }
 
-// out[a·R + b] = Rows applied to the columns of the C × C tile, then to the
-// rows of the result, on vectors of n floats (a multiple of kLanes): in[i][j]
+// out[a·R + b] = Rows applied to the rows of the C × C tile, then to the
+// columns of the result, on vectors of n floats (a multiple of kLanes): in[i][j]
 // at in + i·in_row + j·in_col, out[ξ] at out + ξ·out_step.
 template <int C, int R, void (*Rows)(const Vec (&)[C], Vec (&)[R])>
 __attribute__((always_inline)) inline void Separable(const float* in, size_t in_row, size_t in_col, float* out,
@@ -489,20 +490,22 @@ class Winograd final : public FastConvolution {
   std::vector<float> u_, filters_, out_, scratch_;
 };
 
-// One vector of channels in and out at least: the transforms' cost grows
-// with the channels where the products' grows with their product, and below
-// a vector part of every lane is idle (build/convolution_speed, batch 64, one
-// thread, forward and backward: 32 → 64 channels, 5 × 5 on 14 × 14, Winograd
-// 17 ms where oneDNN took 32; 16 → 32 on 28 × 28, 21 against 36; 8 → 16, 12
-// against 15, the gain mostly gone; 64 → 64, 3 × 3 on 28 × 28, 55 against 104).
-constexpr int kMinChannels = kLanes;
+// The fewest channels in and out Winograd pays at: the transforms' cost
+// grows with the channels where the products' grows with their product, and
+// 6 × 6 tiles save fewer products than 8 × 8 (build/convolution_speed, batch
+// 64, one thread, forward and backward, Winograd against oneDNN's direct
+// kernel: 5 × 5, 32 → 64 channels on 14 × 14, 17 ms against 31; 16 → 32 on
+// 28 × 28, 21 against 35; 8 → 16, 12 against 14, half of each vector idle;
+// 3 × 3 on 28 × 28, 64 → 64, 54 against 105; 32 → 32, 19 against 28; 16 → 16,
+// 7.9 against 7.4).
+int MinChannels(int kernel) { return TileFor(kernel) == 8 ? 16 : 32; }
 
 }  // namespace
 
 bool WinogradTakes(const ConvGeometry& g) {
   static const bool enabled = EnvSwitchOn("SHOAL_WINOGRAD");
   return enabled && g.stride == 1 && g.kernel >= 2 && g.kernel <= 5 && g.pad < g.kernel &&
-         g.channels >= kMinChannels && g.filters >= kMinChannels;
+         g.channels >= MinChannels(g.kernel) && g.filters >= MinChannels(g.kernel);
 }
 
 std::unique_ptr<FastConvolution> NewWinogradConvolution(const ConvGeometry& g) {

@@ -10,8 +10,8 @@
 // (forward, data gradient) or over tiles (weight gradient).
 //
 // Differs from im2col + sgemm by rounding only, a few times more than oneDNN
-// does (the transforms scale by up to 1/24 and 21/4); tests/unit/ops holds it
-// to that.
+// does (the transforms scale by factors from 1/90 to 16); tests/unit/ops
+// holds it to that.
 #pragma once
 
 #include <memory>
@@ -23,6 +23,7 @@ namespace shoal {
 // Whether Winograd computes a convolution of geometry g here:
 // SHOAL_WINOGRAD not 0 or off in the environment (read once), stride 1,
 // kernel 2 to 5, pad below the kernel, and at least 16 channels in and out
+// for kernels of 4 and 5, 32 for 2 and 3
 // (with fewer, the tile transforms cost more than the products save; the
 // figures are in the .cpp).
 bool WinogradTakes(const ConvGeometry& g);

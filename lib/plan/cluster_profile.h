@@ -29,7 +29,7 @@ struct ClusterProfile {
   double half_rate_records = 0.0;
   // How many times faster than the convolution rate a convolution runs where
   // Winograd's kernel computes it (ops/winograd_convolution.h: CPU workers,
-  // stride 1, small kernels, 16 channels or more), in direct FLOPs; 1: never
+  // stride 1, small kernels, 16 or 32 channels or more), in direct FLOPs; 1: never
   // faster (a GPU's profile, or a build without it).
   double winograd_speedup = 1.0;
   double compute_cv = 0.0;         // spread of a worker's step compute (std/mean): BSP waits for the slowest

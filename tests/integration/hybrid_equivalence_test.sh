@@ -119,7 +119,7 @@ ok "CNN: all-model (filters split) and hybrid plans with a placed layer, groups 
 ok "CNN: bytes per step of each kind = dl-plan's prediction (within 2%)"
 # Winograd's convolutions (ops/winograd_convolution.h) compute each record as
 # one worker does, but round their weight gradients' sums more coarsely than
-# im2col or oneDNN (the transforms scale by up to 21/4 and down to 1/24), and over 4 steps
+# im2col or oneDNN (the transforms scale by factors from 1/90 to 16), and over 4 steps
 # near-ties amplify that past 1e-4 (measured: 1e-3 on one element of conv2's
 # momentum, 3 workers against one). The comparisons after a step above run
 # Winograd; these, of the partition's shapes over several steps, run without.

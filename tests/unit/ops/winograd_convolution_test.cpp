@@ -17,7 +17,7 @@
 namespace shoal {
 namespace {
 
-// Winograd's transforms scale by up to 1/24 and 21/4 and sum 36 or 64 terms:
+// Winograd's transforms scale by factors from 1/90 to 16 and sum 36 or 64 terms:
 // its rounding is some times float's, more than a direct sum's (measured
 // worst here 7e-6 of the largest magnitude, on 6 × 6 and 8 × 8 tiles alike).
 constexpr double kTolerance = 3e-5;
@@ -58,7 +58,7 @@ TEST_CASE("Winograd convolution matches im2col + sgemm") {
   SetComputeThreads(1);
 }
 
-TEST_CASE("Winograd takes stride 1, kernels 2 to 5, padding below the kernel, 16 channels or more") {
+TEST_CASE("Winograd takes stride 1, kernels 2 to 5, padding below the kernel, 16 channels or more (32 for 3 x 3)") {
   CHECK(WinogradTakes({32, 8, 8, 32, 3, 1, 2}));
   CHECK_FALSE(WinogradTakes({32, 8, 8, 32, 3, 2, 1}));    // stride 2
   CHECK_FALSE(WinogradTakes({32, 8, 8, 32, 1, 1, 0}));    // 1 × 1: nothing to save
@@ -66,6 +66,8 @@ TEST_CASE("Winograd takes stride 1, kernels 2 to 5, padding below the kernel, 16
   CHECK_FALSE(WinogradTakes({32, 8, 8, 32, 3, 1, 3}));    // pad as large as the kernel
   CHECK_FALSE(WinogradTakes({1, 28, 28, 32, 5, 1, 2}));   // one channel in
   CHECK(WinogradTakes({16, 28, 28, 16, 5, 1, 2}));        // sixteen in and out
+  CHECK_FALSE(WinogradTakes({16, 28, 28, 32, 3, 1, 1}));  // sixteen in, 3 × 3
+  CHECK_FALSE(WinogradTakes({32, 28, 28, 31, 3, 1, 1}));  // thirty-one out, 3 × 3
   CHECK_FALSE(WinogradTakes({15, 28, 28, 32, 5, 1, 2}));  // fifteen in
   CHECK_FALSE(WinogradTakes({64, 8, 8, 15, 5, 1, 2}));    // fifteen out
   CHECK(NewWinogradConvolution({1, 28, 28, 32, 5, 1, 2}) == nullptr);

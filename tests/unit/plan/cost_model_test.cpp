@@ -146,7 +146,7 @@ TEST_CASE("a convolution Winograd takes runs winograd_speedup times faster, a pa
   p.winograd_speedup = 0.5;  // slower than direct: the part of 32 filters is the busiest
   CHECK(NodeCost(conv, Choice::kModel, Workers(2, 2), p).compute_s == doctest::Approx(32.0 / 63 * 128 * 0.2));
 
-  // Built from the layers: Winograd takes stride-1 5x5 and 3x3 layers of 16 channels in and 16 filters or more.
+  // Built from the layers: Winograd takes stride-1 3x3 layers of 32 channels in and 32 filters or more.
   const auto facts = FactsOf(
       "name: cnn\nmodel:\n  layers:\n"
       "    - {name: data, type: data, shape: [3, 32, 32]}\n"
@@ -158,7 +158,7 @@ TEST_CASE("a convolution Winograd takes runs winograd_speedup times faster, a pa
       "train: {batch_size: 4}\n");
   REQUIRE(facts.size() == 6);
   CHECK(facts[1].winograd_units == 0);  // 3 channels in
-  CHECK(facts[2].winograd_units == (EnvSwitchOn("SHOAL_WINOGRAD") ? 16 : 0));
+  CHECK(facts[2].winograd_units == (EnvSwitchOn("SHOAL_WINOGRAD") ? 32 : 0));
   CHECK(facts[3].winograd_units == 0);  // stride 2
   CHECK(facts[4].winograd_units == 0);
 }
