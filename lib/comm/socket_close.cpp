@@ -32,7 +32,7 @@ void CloseSocket(nng_socket socket, const std::string& what) {
     return;
   }
   const bool stuck = reaper_stuck;
-  const auto limit = stuck ? std::chrono::milliseconds(kCloseWhileStuck) : std::chrono::milliseconds(kCloseDeadline);
+  const std::chrono::milliseconds limit = stuck ? kCloseWhileStuck : kCloseDeadline;
   if (closed.wait_for(limit) == std::future_status::ready) {
     closer.join();
     return;

@@ -2,11 +2,12 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
+#include <string>
 #include <cstring>
 #include <vector>
 
 #include "core/env_switch.h"
+#include "core/log.h"
 #include "ops/blas.h"
 #include "ops/gpu_ops.h"
 #include "ops/parallel.h"
@@ -191,7 +192,7 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void Transform(
     SHOAL_SHAPES(8, 4) SHOAL_SHAPES(8, 5)
 #undef SHOAL_SHAPES
   }
-  std::abort();  // a shape no tile of ours has
+  Fatal("Winograd has no transform of " + std::to_string(how.size) + " on tiles of " + std::to_string(how.alpha));
 }
 
 // Products at one point are batched over up to kBudget floats of
@@ -335,16 +336,15 @@ class Winograd final : public FastConvolution {
   explicit Winograd(const ConvGeometry& g)
       : g_(g),
         r_(g.kernel),
-        alpha_(TileFor(g.kernel)),
-        m_(alpha_ - g.kernel + 1),
+        m_(TileFor(g.kernel) - g.kernel + 1),
         forward_(g.channels, g.height, g.width, g.filters, g.kernel, g.pad),
         // The data gradient: dy [K, Ho, Wo] correlated with the flipped
         // kernel, padded by r − 1 − pad, gives dx [C, H, W].
         data_(g.filters, g.out_height(), g.out_width(), g.channels, g.kernel, g.kernel - 1 - g.pad),
-        at_m_(OutputTransform(m_, alpha_)),
-        at_r_(OutputTransform(r_, alpha_)),
-        g_r_(FilterTransform(r_, alpha_)),
-        g_m_(FilterTransform(m_, alpha_)) {}
+        at_m_(OutputTransform(m_, forward_.alpha)),
+        at_r_(OutputTransform(r_, forward_.alpha)),
+        g_r_(FilterTransform(r_, forward_.alpha)),
+        g_m_(FilterTransform(m_, forward_.alpha)) {}
 
   bool Forward(int batch, const float* x, const float* w, const float* b, float* y) override {
     if (CurrentGpuOps()) return false;
@@ -381,7 +381,7 @@ class Winograd final : public FastConvolution {
             const size_t at = (a * r + b) * plane;
             filters_[at + (flip ? static_cast<size_t>(k) * lanes + c : static_cast<size_t>(c) * lanes + k)] = value;
           }
-    u_.resize(static_cast<size_t>(alpha_) * alpha_ * plane);
+    u_.resize(forward_.points * plane);
     for (int c = 0; c < in; ++c)
       Transform(g_r_, filters_.data() + static_cast<size_t>(c) * lanes, r * plane, plane,
                 u_.data() + static_cast<size_t>(c) * lanes, plane, lanes);
@@ -434,7 +434,7 @@ class Winograd final : public FastConvolution {
     const size_t plane = static_cast<size_t>(c_count) * lanes;
     out_.resize(static_cast<size_t>(r) * r * lanes);
     for (int c = 0; c < c_count; ++c) {
-      Transform(at_r_, total + static_cast<size_t>(c) * lanes, alpha_ * plane, plane, out_.data(), lanes, lanes);
+      Transform(at_r_, total + static_cast<size_t>(c) * lanes, forward_.alpha * plane, plane, out_.data(), lanes, lanes);
       for (int k = 0; k < k_count; ++k)
         for (int i = 0; i < r * r; ++i) dw[(static_cast<size_t>(k) * c_count + c) * r * r + i] = out_[i * lanes + k];
     }
@@ -484,7 +484,7 @@ class Winograd final : public FastConvolution {
   }
 
   ConvGeometry g_;
-  int r_, alpha_, m_;
+  int r_, m_;
   Tiling forward_, data_;
   Transformation at_m_, at_r_, g_r_, g_m_;
   std::vector<float> u_, filters_, out_, scratch_;
