@@ -40,9 +40,24 @@ update, encode and decode, from the processes' own counters (`time_s`, `handle_s
 ...); under each time-to-accuracy row, each pair's steps to the target.
 Usage: bench/run.sh [--rows single,bsp,tta,rbm,char-rnn,exchange,gpu] [--models mlp,cnn] [--repeats N] [--steps N]
 """
-import argparse, itertools, json, os, signal, statistics, subprocess, sys, tempfile, time
+import argparse, itertools, json, math, os, signal, statistics, subprocess, sys, tempfile, time
 
 EVAL_EVERY = 100
+PROBE_STEPS = 60        # steps of a kernel probe (the first 10 not timed)
+LOSS_TOLERANCE = 1e-4   # of a probe's first losses against the reference kernels'
+LENGTH_OPTIONS = {"--seed", "--steps", "--target-accuracy", "--eval-every", "--max-steps", "--epochs"}
+
+
+def shape_of(args):
+    """A peer's arguments less those that set its seed or its length."""
+    args, shape = list(map(str, args)), []
+    while args:
+        x = args.pop(0)
+        if x in LENGTH_OPTIONS:
+            args.pop(0)
+        else:
+            shape.append(x)
+    return shape
 
 
 def json_lines(text):
@@ -95,9 +110,24 @@ def details_line(row):
     return "    ms/step: " + ", ".join(f"{label} {row['details'][k]:.2f}" for k, label in WHERE if k in row["details"])
 
 
+def kernels_line(facts):
+    """What each side of a row computed with, in one line."""
+    parts = []
+    if facts.get("peer"):
+        c = facts["peer"]["chosen"]
+        parts.append(f"peer OpenBLAS {c['blas_core']}, ATen {c['cpu_capability']} (fastest of "
+                     + ", ".join(f"{k} {v:.2f}" for k, v in sorted(c["probe_ms"].items(), key=lambda kv: kv[1])) + " ms)")
+    if facts.get("shoal"):
+        k = facts["shoal"]
+        parts.append(f"shoal sgemm {k['sgemm']}, oneDNN {k['onednn']}, {k['compute_threads']} thread(s)")
+    return "    kernels: " + "; ".join(parts)
+
+
 class Bench:
     def __init__(self, a, tmp):
         self.a, self.tmp, self.runs = a, tmp, 0
+        self.choices = {}  # kernels(): (script, shape...) -> the peer's fastest kernels
+        self.facts = {}    # what each side last computed with: {"peer": ..., "shoal": ...}
 
     def tool(self, name):
         return os.path.join(self.a.bin, name)
@@ -111,10 +141,51 @@ class Bench:
             run([self.tool("dl-shard"), "--dataset", "fashion-mnist", "--out", d, "--shards", str(n)])
         return d
 
-    def peer(self, script, *args):
+    def peer_command(self, script, args):
         # Debian's python3 holds torch (SHOAL_PEER_PYTHON: another that does, a GPU machine's, say).
         python = os.environ.get("SHOAL_PEER_PYTHON", "/usr/bin/python3")
-        return run([python, os.path.join(self.a.root, "bench", "peers", script), *map(str, args)])[-1]
+        return [python, os.path.join(self.a.root, "bench", "peers", script), *map(str, args)]
+
+    def peer(self, script, *args):
+        """The peer's JSON line, run on the kernels measured fastest for its shape (kernels())."""
+        choice = self.kernels(script, args)
+        r = run(self.peer_command(script, [*args, "--blas-core", choice["blas_core"],
+                                           "--cpu-capability", choice["cpu_capability"]]))[-1]
+        self.facts["peer"] = {"chosen": choice, "facts": r.get("kernels")}
+        return r
+
+    def kernels(self, script, args):
+        """The peer's fastest OpenBLAS core type and ATen capability for this shape (its
+        arguments less seed and length), measured once a bench run: PROBE_STEPS steps on
+        each pair of candidates the CPU supports, then the three fastest again, alternating.
+        A candidate whose first losses differ from those of the libraries' own choices
+        (the reference) by more than LOSS_TOLERANCE is not taken."""
+        shape = shape_of(args)
+        key = (script, *map(str, shape))
+        if key in self.choices:
+            return self.choices[key]
+        sys.path.insert(0, os.path.join(self.a.root, "bench", "peers"))
+        import common  # the CPU's candidates; it does not import torch
+        length = [] if script == "torch_rbm.py" else ["--steps", PROBE_STEPS]
+
+        def probe(core, capability):
+            return run(self.peer_command(script, [*shape, *length, "--blas-core", core, "--cpu-capability", capability]))[-1]
+
+        reference = probe("default", "default")
+        candidates = [(c, k) for c in common.blas_cores() for k in common.cpu_capabilities()] or [("default", "default")]
+        timings = {c: [] for c in candidates}
+        for round_candidates in (candidates, sorted(candidates, key=lambda c: timings[c])[:3]):
+            for c in round_candidates:
+                r = probe(*c)
+                drift = max((abs(x - y) / max(1.0, abs(y)) for x, y in zip(r["losses"], reference["losses"])), default=0.0)
+                timings[c].append(float("inf") if drift > LOSS_TOLERANCE else r["ms_per_step_median"])
+        best = min(candidates, key=lambda c: min(timings[c]))
+        if math.isinf(min(timings[best])):
+            sys.exit(f"bench: no kernel of the peer {script} {' '.join(key[1:])} matches its reference losses")
+        self.choices[key] = {"blas_core": best[0], "cpu_capability": best[1],
+                             "probe_ms": {f"{c}/{k}": min(t) for (c, k), t in timings.items()},
+                             "reference_ms": reference["ms_per_step_median"], "reference_kernels": reference["kernels"]}
+        return self.choices[key]
 
     # --- shoal, one process -------------------------------------------------------
     def single_plan(self, model, seed, overrides=()):
@@ -125,10 +196,16 @@ class Bench:
         run([self.tool("dl-plan"), self.job(model), *sets, "-o", plan])
         return plan
 
+    def shoal_done(self, records):
+        """Worker 0's done record, its kernels kept as this side's facts."""
+        done = last(records, "done")
+        self.facts["shoal"] = done.get("kernels")
+        return done
+
     def shoal_single(self, model, threads, seed, overrides=()):
         r = run([self.tool("dl-worker"), "--plan", self.single_plan(model, seed, overrides), "--standalone", "--no-eval",
                  "--threads", str(threads), "--steps", str(self.a.steps), "--shards", self.shards(1)])
-        return last(r, "done")["ms_per_step_median"], where_the_time_goes(r)
+        return self.shoal_done(r)["ms_per_step_median"], where_the_time_goes(r)
 
     # --- shoal, servers and workers --------------------------------------------------
     def train_local(self, model, workers, seed, overrides, until=None):
@@ -166,7 +243,7 @@ class Bench:
         placement = [f"cluster.nservers_per_group={workers}", "cluster.server_worker_separate=false"] if allreduce else []
         r, run_dir = self.train_local(model, workers, seed,
                                       [f"train.steps={self.a.steps}", f"train.overlap={str(overlap).lower()}", *placement])
-        return last(r, "done")["ms_per_step_median"], where_the_time_goes(r, run_dir)
+        return self.shoal_done(r)["ms_per_step_median"], where_the_time_goes(r, run_dir)
 
     # --- time to accuracy ------------------------------------------------------------
     def reached(self, r):
@@ -209,7 +286,7 @@ class Bench:
         run([self.tool("dl-plan"), os.path.join(self.a.root, "configs", "fashion-rbm1.yaml"), *sets, "-o", plan])
         r = run([self.tool("dl-worker"), "--plan", plan, "--standalone", "--threads", str(threads),
                  "--shards", self.shards(1)])
-        done = last(r, "done")
+        done = self.shoal_done(r)
         per_epoch = done["steps"] // self.a.rbm_epochs  # 600: display windows of 100 steps divide it
         windows = [x for x in r if x.get("event") == "step"]
         errors = [statistics.mean(x["loss"] for x in windows if e * per_epoch < x["step"] <= (e + 1) * per_epoch)
@@ -254,8 +331,8 @@ cluster: {{nworkers_per_group: 1}}
     def shoal_char_rnn(self, threads):
         """(ms per step, test loss, test accuracy)."""
         plan, shards = self.char_rnn_plan()
-        done = last(run([self.tool("dl-worker"), "--plan", plan, "--standalone", "--threads", str(threads),
-                         "--shards", shards]), "done")
+        done = self.shoal_done(run([self.tool("dl-worker"), "--plan", plan, "--standalone", "--threads", str(threads),
+                                    "--shards", shards]))
         return done["ms_per_step_median"], done["test_loss"], done["test_accuracy"]
 
     def peer_char_rnn(self, threads):
@@ -320,24 +397,29 @@ def pair(shoal, peer, **extra):
     return dict(extra, shoal=shoal, peer=peer, ratio=shoal / peer)
 
 
-def alternated(a, shoal, peer):
-    """{threads: [(shoal's result, peer's result)] x repeats} at 1 and 2 threads, the
-    sides run alternately; a result is a tuple whose first item is ms per step."""
-    return {t: [(shoal(t), peer(t)) for _ in range(a.repeats)] for t in (1, 2)}
+def alternated(b, a, shoal, peer):
+    """{threads: ([(shoal's result, peer's result)] x repeats, both sides' kernels)} at 1
+    and 2 threads, the sides run alternately; a result is a tuple whose first item is ms
+    per step."""
+    runs = {}
+    for t in (1, 2):
+        pairs = [(shoal(t), peer(t)) for _ in range(a.repeats)]
+        runs[t] = (pairs, dict(b.facts))
+    return runs
 
 
 def speed_rows(runs, case, model):
     """A ms/step row for each thread count of alternated()'s runs."""
-    for threads, pairs in runs.items():
+    for threads, (pairs, facts) in runs.items():
         yield summarise(f"{case}, {threads} thread(s)", {"model": model, "threads": threads, "unit": "ms/step",
-                                                          "target": 1.0}, [pair(s[0], p[0]) for s, p in pairs])
+                                                          "target": 1.0}, [pair(s[0], p[0]) for s, p in pairs], facts)
 
 
 def rbm_rows(b, a):
     """The RBM's speed rows, and its reconstruction errors over every run."""
-    runs = alternated(a, b.shoal_rbm, b.peer_rbm)  # (ms, epoch errors, test error)
+    runs = alternated(b, a, b.shoal_rbm, b.peer_rbm)  # (ms, epoch errors, test error)
     yield from speed_rows(runs, "rbm 784-1000 CD-1 single process, batch 100", "rbm")
-    every = [run for pairs in runs.values() for run in pairs]
+    every = [run for pairs, _ in runs.values() for run in pairs]
     for e in range(a.rbm_epochs):
         yield summarise(f"rbm reconstruction error, epoch {e + 1} (train)",
                         {"model": "rbm", "unit": "error", "within": 0.05}, [pair(s[1][e], p[1][e]) for s, p in every])
@@ -347,18 +429,27 @@ def rbm_rows(b, a):
 
 def char_rnn_rows(b, a):
     """The char-RNN's speed rows, and its test loss over every run."""
-    runs = alternated(a, b.shoal_char_rnn, b.peer_char_rnn)  # (ms, test loss, test accuracy)
+    runs = alternated(b, a, b.shoal_char_rnn, b.peer_char_rnn)  # (ms, test loss, test accuracy)
     yield from speed_rows(runs, "char-rnn GRU 512, unroll 50, batch 32", "char-rnn")
     yield summarise(f"char-rnn test loss after {a.rnn_steps} steps", {"model": "char-rnn", "unit": "nats", "within": 0.05},
                     [pair(s[1], p[1], shoal_accuracy=s[2], peer_accuracy=p[2])
-                     for pairs in runs.values() for s, p in pairs])
+                     for pairs, _ in runs.values() for s, p in pairs])
 
 
-def summarise(case, fields, pairs):
+def spread(values):
+    """A side's own range over the pairs, each end over its median: a bimodal side shows here."""
+    middle = statistics.median(values)
+    return [min(values) / middle, max(values) / middle] if middle else None
+
+
+def summarise(case, fields, pairs, facts=None):
+    """A row: the median of its pairs' ratios and their range, each side's median and
+    spread, and (facts) what each side computed with."""
     ratios = [x["ratio"] for x in pairs]
+    shoal, peer = [x["shoal"] for x in pairs], [x["peer"] for x in pairs]
     return dict(fields, case=case, ratio=statistics.median(ratios), ratio_min=min(ratios), ratio_max=max(ratios),
-                shoal=statistics.median(x["shoal"] for x in pairs), peer=statistics.median(x["peer"] for x in pairs),
-                pairs=pairs)
+                shoal=statistics.median(shoal), peer=statistics.median(peer), shoal_spread=spread(shoal),
+                peer_spread=spread(peer), **({"kernels": dict(facts)} if facts else {}), pairs=pairs)
 
 
 def figure_and_details(side):
@@ -366,7 +457,7 @@ def figure_and_details(side):
     return side if isinstance(side, tuple) else (side, None)
 
 
-def measure(case, fields, peer, variants, repeats):
+def measure(b, case, fields, peer, variants, repeats):
     """Alternates the sides, `repeats` times: each shoal variant, then the peer, ...
     Pair i runs both sides with seed i (initial parameters and data order): a
     time-to-accuracy row's median is then over draws, not over one draw's timing."""
@@ -381,7 +472,7 @@ def measure(case, fields, peer, variants, repeats):
             pairs[v].append(pair(s, p, seed=seed, shoal_details=details, peer_details=peer_details))
     for v, ps in pairs.items():
         middle = sorted(ps, key=lambda x: x["shoal"])[len(ps) // 2]
-        yield dict(summarise(case + v, fields, ps), details=middle["shoal_details"])
+        yield dict(summarise(case + v, fields, ps, b.facts), details=middle["shoal_details"])
 
 
 def main():
@@ -404,7 +495,7 @@ def main():
     print(f"{'case':52} {'shoal':>9} {'peer':>9} {'unit':>7} {'ratio':>6} {'range':>11} {'target':>6}", flush=True)
     with tempfile.TemporaryDirectory() as tmp:
         b = Bench(a, tmp)
-        measured = (r for row in rows(b, a) for r in measure(*row, a.repeats))
+        measured = (r for row in rows(b, a) for r in measure(b, *row, a.repeats))
         for r in itertools.chain(measured, rbm_rows(b, a) if "rbm" in a.rows else (),
                                  char_rnn_rows(b, a) if "char-rnn" in a.rows else (),
                                  exchange_rows(a) if "exchange" in a.rows else ()):
@@ -415,6 +506,8 @@ def main():
                   f"{r['ratio_min']:5.2f}-{r['ratio_max']:<5.2f} {bound:>6}", flush=True)
             if r.get("details"):  # the median shoal run's
                 print(details_line(r), flush=True)
+            if r.get("kernels"):
+                print(kernels_line(r["kernels"]), flush=True)
             with open(a.out, "w") as f:           # as it goes: an interrupted bench keeps its rows
                 json.dump(result, f, indent=2)
     print(f"written to {a.out}")

@@ -1,10 +1,10 @@
-"""What the PyTorch peers share: thread pinning, the data, the two models, evaluation.
+"""What the PyTorch peers share: the environment they run best in, the data, the two
+models, training and evaluation.
 
-Import this module before torch is imported anywhere else: pin_threads must set the
-thread pools' environment before torch loads, because torch.set_num_threads does not
-reach the OpenBLAS that Debian's torch uses for its matrix products (without it a
-"1 thread" peer takes every core); it also gives that OpenBLAS the kernels of the CPU's
-vector instructions (openblas_core)."""
+Import this module before torch is imported anywhere else: at_its_best must set the
+allocator, the thread pools and the kernels before torch loads. Every peer prints one
+JSON line holding "kernels" (what it computed with) and "losses" (its first steps'
+training losses, which the bench compares across kernels)."""
 import gzip, os, sys
 
 DATA = os.environ.get("SHOAL_FASHION_MNIST", "/usr/share/datasets/fashion-mnist")
@@ -22,37 +22,128 @@ def arguments(batch):
     ap.add_argument("--target-accuracy", type=float, default=0, help="train until this test accuracy instead")
     ap.add_argument("--eval-every", type=int, default=100)
     ap.add_argument("--max-steps", type=int, default=5000)
+    kernel_arguments(ap)
     return ap
 
 
-def openblas_core():
-    """The OpenBLAS kernels for this CPU's widest vector instructions. OpenBLAS 0.3.21
-    picks its kernels by the CPU's model number, and on one it does not know (a cloud
-    VM's "Intel Xeon Processor") falls back to its SSE3 ones, 4-5x slower than its
-    AVX-512 ones there: the peer would be measured against that, not against torch."""
+# glibc's allocator maps a large block afresh and unmaps it when freed, and moves that
+# threshold as a process runs: a step that allocates tens of megabytes then pays a page
+# fault for every page of them, in some runs and not in others. Keeping the blocks is what
+# shoal's KeepLargeAllocations does for its own processes.
+ALLOCATOR = "glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=1073741824"
+
+
+def cpu_field(name):
+    """A field of /proc/cpuinfo's first processor ("" where there is none)."""
     try:
         with open("/proc/cpuinfo") as f:
-            flags = next((l.split(":", 1)[1].split() for l in f if l.startswith("flags")), [])
+            return next((l.split(":", 1)[1].strip() for l in f if l.split(":", 1)[0].strip() == name), "")
     except OSError:
-        return None
-    if "avx512f" in flags and "avx512bw" in flags:
-        return "SkylakeX"
-    if "avx2" in flags and "fma" in flags:
-        return "Haswell"
-    return None
+        return ""
 
 
-def pin_threads(n):
+def cpu_flags():
+    return set(cpu_field("flags").split())
+
+
+def blas_cores():
+    """The OpenBLAS core types this CPU can run, widest vector instructions first: the
+    candidates the bench measures for each row (a kernel that wins one shape can lose
+    another). OpenBLAS 0.3.21 picks its kernels by the CPU's model number, and on one it
+    does not know falls back to SSE3 ones; an environment may also name narrower ones."""
+    flags, cores = cpu_flags(), []
+    if {"avx512f", "avx512bw", "avx512vl", "avx512dq"} <= flags:
+        cores.append("SkylakeX")
+        if "avx512_bf16" in flags:
+            cores.append("Cooperlake")
+    if {"avx2", "fma"} <= flags:
+        cores.append("Haswell")
+        if cpu_field("vendor_id") == "AuthenticAMD":
+            cores.append("Zen")
+    if not cores and "avx" in flags:
+        cores.append("Sandybridge")
+    return cores
+
+
+def cpu_capabilities():
+    """The ATen kernel sets (ATEN_CPU_CAPABILITY) this CPU can run, widest first. Debian's
+    torch 1.13 has AVX-512 kernels but dispatches to its AVX2 ones unless told."""
+    flags, caps = cpu_flags(), []
+    if {"avx512f", "avx512bw", "avx512vl", "avx512dq"} <= flags:
+        caps.append("avx512")
+    if "avx2" in flags:
+        caps.append("avx2")
+    return caps or ["default"]
+
+
+def keep_large_blocks():
+    """Starts this process again with ALLOCATOR in its environment, unless it has it."""
+    if ALLOCATOR not in os.environ.get("GLIBC_TUNABLES", ""):
+        tunables = ":".join(x for x in (os.environ.get("GLIBC_TUNABLES"), ALLOCATOR) if x)
+        os.execve(sys.executable, [sys.executable, *sys.argv], dict(os.environ, GLIBC_TUNABLES=tunables))
+
+
+def at_its_best(threads, blas_core=None, cpu_capability=None, core=None):
+    """Sets up this process for the peer's fastest run; call it before torch is imported.
+    - The allocator keeps large blocks (ALLOCATOR): glibc reads that at start, so the
+      process starts itself again once with it in its environment.
+    - Every thread pool takes `threads`: torch.set_num_threads does not reach the OpenBLAS
+      that Debian's torch uses for its matrix products (without it a "1 thread" peer
+      takes every core).
+    - OpenBLAS's kernels are `blas_core` (default: the widest the CPU has) and ATen's
+      `cpu_capability` (likewise), overriding what the environment set; "default" leaves
+      each to its own detection.
+    - Threads are bound: OpenMP's to their cores, or the whole process to `core` (a DDP
+      rank, one of several processes of one thread)."""
     if "torch" in sys.modules:
-        raise RuntimeError("pin_threads must run before torch is imported")
+        raise RuntimeError("at_its_best must run before torch is imported")
+    keep_large_blocks()
     for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-        os.environ[var] = str(n)
-    core = openblas_core()
-    if core and "OPENBLAS_CORETYPE" not in os.environ:  # one the user set stays
-        os.environ["OPENBLAS_CORETYPE"] = core
+        os.environ[var] = str(threads)
+    blas_core = blas_core or next(iter(blas_cores()), "default")
+    cpu_capability = cpu_capability or cpu_capabilities()[0]
+    for var, value in (("OPENBLAS_CORETYPE", blas_core), ("ATEN_CPU_CAPABILITY", cpu_capability)):
+        if value == "default":
+            os.environ.pop(var, None)
+        else:
+            os.environ[var] = value
+    if core is not None:
+        os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[core % len(os.sched_getaffinity(0))]})
+    else:
+        os.environ["OMP_PROC_BIND"] = "true"
     import numpy  # noqa: F401  (before torch, as the peers always did: it measured faster)
     import torch
-    torch.set_num_threads(n)
+    torch.set_num_threads(threads)
+
+
+def kernel_arguments(ap):
+    """The options that choose the peer's kernels (the bench measures which is fastest)."""
+    ap.add_argument("--blas-core", help="OPENBLAS_CORETYPE (default: the widest this CPU has; 'default': OpenBLAS's own)")
+    ap.add_argument("--cpu-capability", help="ATEN_CPU_CAPABILITY (default: the widest; 'default': torch's own)")
+
+
+def kernels():
+    """What this process computes with, as its JSON line reports it: OpenBLAS's kernels
+    and threads (asked of the library torch loaded), torch's dispatch, build and pools,
+    the allocator's settings and the cores the process may run on."""
+    import ctypes, re, torch
+    facts = {"torch": torch.__version__}
+    try:
+        blas = ctypes.CDLL("libopenblas.so.0", mode=os.RTLD_NOLOAD)
+        blas.openblas_get_corename.restype = ctypes.c_char_p
+        facts.update(openblas_core=blas.openblas_get_corename().decode(), openblas_threads=blas.openblas_get_num_threads())
+    except (OSError, AttributeError):
+        facts["openblas_core"] = None
+    config = torch.__config__.show()
+    for key, pattern in (("cpu_capability", r"CPU capability usage: (\S+)"), ("onednn", r"MKL-DNN (v[\d.]+)"),
+                         ("openmp", r"OpenMP (\d+)")):
+        found = re.search(pattern, config)
+        facts[key] = found.group(1) if found else None
+    facts.update(intra_op_threads=torch.get_num_threads(), inter_op_threads=torch.get_num_interop_threads(),
+                 environment={k: os.environ.get(k) for k in ("OPENBLAS_CORETYPE", "ATEN_CPU_CAPABILITY", "OMP_NUM_THREADS",
+                                                            "OMP_PROC_BIND", "GLIBC_TUNABLES")},
+                 cores=sorted(os.sched_getaffinity(0)))
+    return facts
 
 
 def idx(name):
@@ -108,10 +199,11 @@ def epochs(x, y, batch, seed):
             yield xs[i:i + batch], ys[i:i + batch]
 
 
-def train(net, x, y, batch, steps, lr=0.05, seed=0, eval_every=0, on_eval=None):
+def train(net, x, y, batch, steps, lr=0.05, seed=0, eval_every=0, on_eval=None, losses=None):
     """SGD with momentum 0.9 (the configs' updater) for `steps` steps of `batch` records.
-    Returns each step's seconds. With eval_every, calls on_eval(step) after every
-    eval_every-th step, outside the timed steps; training stops when it returns True."""
+    Returns each step's seconds; appends the first LOSSES steps' losses to `losses`. With
+    eval_every, calls on_eval(step) after every eval_every-th step, outside the timed
+    steps; training stops when it returns True."""
     import time, torch
     import torch.nn.functional as F
     opt = torch.optim.SGD(net.parameters(), lr=lr, momentum=0.9)
@@ -119,14 +211,20 @@ def train(net, x, y, batch, steps, lr=0.05, seed=0, eval_every=0, on_eval=None):
     for step, (xb, yb) in zip(range(steps), epochs(x, y, batch, seed)):
         t = time.perf_counter()
         opt.zero_grad()
-        F.cross_entropy(net(xb), yb).backward()
+        loss = F.cross_entropy(net(xb), yb)
+        loss.backward()
         opt.step()
         if xb.is_cuda:
             torch.cuda.synchronize()  # a step is done when the GPU is
         seconds.append(time.perf_counter() - t)
+        if losses is not None and step < LOSSES:
+            losses.append(loss.item())
         if eval_every and (step + 1) % eval_every == 0 and on_eval(step + 1):
             break
     return seconds
+
+
+LOSSES = 5  # steps whose losses a peer reports
 
 
 def median_ms(seconds, skip=10):

@@ -26,8 +26,9 @@ ap.add_argument("--steps", type=int, default=200)
 ap.add_argument("--lr", type=float, default=0.002)
 ap.add_argument("--clip", type=float, default=5.0)
 ap.add_argument("--seed", type=int, default=1)
+common.kernel_arguments(ap)
 a = ap.parse_args()
-common.pin_threads(a.threads)
+common.at_its_best(a.threads, a.blas_core, a.cpu_capability)
 import numpy as np
 import torch
 import torch.nn as nn
@@ -89,4 +90,5 @@ with torch.no_grad():
 tail = losses[-50:]
 print(json.dumps({"peer": "pytorch-" + torch.__version__, "threads": a.threads, "vocabulary": V,
                   "ms_per_step_median": common.median_ms(seconds), "train_loss_last50": sum(tail) / len(tail),
-                  "test_loss": total / count, "test_accuracy": right / count}))
+                  "test_loss": total / count, "test_accuracy": right / count,
+                  "losses": losses[:common.LOSSES], "kernels": common.kernels()}))

@@ -23,7 +23,7 @@ def free_port():
 
 
 def rank_main(rank, a, port, queue):
-    common.pin_threads(1)
+    common.at_its_best(1, a.blas_core, a.cpu_capability, core=rank)
     import torch, torch.distributed as dist
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     dist.init_process_group("gloo", rank=rank, world_size=a.world)
@@ -31,7 +31,7 @@ def rank_main(rank, a, port, queue):
     x, y = common.dataset("train")
     x, y = x[rank::a.world], y[rank::a.world]                  # this rank's shard
     net = torch.nn.parallel.DistributedDataParallel(common.model(a.kind))
-    out = {"rank": rank}
+    out = {"rank": rank, "kernels": common.kernels(), "losses": []}
     if a.target_accuracy > 0:
         test = common.dataset("test") if rank == 0 else None
         trace = []
@@ -44,10 +44,12 @@ def rank_main(rank, a, port, queue):
             dist.broadcast(stop, 0)
             return bool(stop[0])
 
-        seconds = common.train(net, x, y, a.batch, a.max_steps, a.lr, a.seed + rank, a.eval_every, on_eval)
+        seconds = common.train(net, x, y, a.batch, a.max_steps, a.lr, a.seed + rank, a.eval_every, on_eval,
+                               out["losses"])
         out.update(steps=len(seconds), train_seconds=sum(seconds), test_accuracy=trace[-1] if trace else None)
     else:
-        out["ms"] = common.median_ms(common.train(net, x, y, a.batch, a.steps + 10, a.lr, a.seed + rank))
+        out["ms"] = common.median_ms(common.train(net, x, y, a.batch, a.steps + 10, a.lr, a.seed + rank,
+                                                losses=out["losses"]))
     queue.put(out)
     dist.destroy_process_group()
 
@@ -56,6 +58,7 @@ if __name__ == "__main__":
     ap = common.arguments(batch=32)
     ap.add_argument("--world", type=int, default=2)
     a = ap.parse_args()
+    common.keep_large_blocks()  # the ranks inherit the allocator's settings
     # Plain multiprocessing, not torch's: a rank must not load torch before it pins its threads.
     import multiprocessing as mp
     ctx = mp.get_context("spawn")
@@ -69,7 +72,8 @@ if __name__ == "__main__":
         if p.exitcode != 0:
             sys.exit(f"torch_ddp: rank process exited {p.exitcode}")
     import torch
-    res = {"peer": "pytorch-ddp-gloo-" + torch.__version__, "model": a.kind, "world": a.world, "batch_per_worker": a.batch}
+    res = {"peer": "pytorch-ddp-gloo-" + torch.__version__, "model": a.kind, "world": a.world, "batch_per_worker": a.batch,
+           "kernels": outs[0]["kernels"], "losses": outs[0]["losses"]}
     if a.target_accuracy > 0:
         res.update({"target_accuracy": a.target_accuracy, "eval_every": a.eval_every,
                     "reached": outs[0]["test_accuracy"] is not None and outs[0]["test_accuracy"] >= a.target_accuracy,

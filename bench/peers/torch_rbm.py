@@ -26,8 +26,9 @@ ap.add_argument("--lr", type=float, default=0.1)
 ap.add_argument("--momentum", type=float, default=0.5)
 ap.add_argument("--weight-decay", type=float, default=0.0002)
 ap.add_argument("--seed", type=int, default=1)
+common.kernel_arguments(ap)
 a = ap.parse_args()
-common.pin_threads(a.threads)
+common.at_its_best(a.threads, a.blas_core, a.cpu_capability)
 import torch
 
 torch.manual_seed(a.seed)
@@ -40,7 +41,7 @@ b = torch.zeros(a.hidden, requires_grad=True)   # hidden
 c = torch.zeros(visible, requires_grad=True)    # visible
 opt = torch.optim.SGD([w, b, c], lr=a.lr, momentum=a.momentum, weight_decay=a.weight_decay)
 steps_per_epoch = len(x) // a.batch
-seconds, epoch_errors = [], []
+seconds, epoch_errors, losses = [], [], []
 batches = common.epochs(x, y, a.batch, a.seed)
 with torch.no_grad():
     for epoch in range(a.epochs):
@@ -64,9 +65,11 @@ with torch.no_grad():
             opt.step()
             seconds.append(time.perf_counter() - t)
             errors.append(err.item())
+            if len(losses) < common.LOSSES:
+                losses.append(errors[-1])
         epoch_errors.append(sum(errors) / len(errors))
     test_ph = torch.sigmoid(torch.addmm(b, xt, w.t()))
     test_error = ((xt - torch.sigmoid(torch.addmm(c, test_ph, w))) ** 2).sum(1).mean().item()
 print(json.dumps({"peer": "pytorch-" + torch.__version__, "threads": a.threads, "batch": a.batch, "hidden": a.hidden,
                   "k": a.k, "ms_per_step_median": common.median_ms(seconds), "epoch_errors": epoch_errors,
-                  "test_error": test_error}))
+                  "test_error": test_error, "losses": losses, "kernels": common.kernels()}))

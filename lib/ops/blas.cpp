@@ -47,4 +47,8 @@ void SetComputeThreads(int threads) {
 
 int ComputeThreads() { return compute_threads.load(); }
 
+const char* SgemmBackend() { return OneDnnEnabled() ? "onednn" : "openblas"; }
+
+std::string OpenBlasCore() { return openblas_get_corename(); }
+
 }  // namespace shoal

@@ -6,6 +6,8 @@
 // to SSE3 kernels, 4-6x slower than oneDNN here on the layers' shapes.
 #pragma once
 
+#include <string>
+
 namespace shoal {
 
 // C[m,n] = alpha * op(A)[m,k] * op(B)[k,n] + beta * C, all row-major.
@@ -20,5 +22,10 @@ void Sgemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const f
 // runs single-threaded: on these shapes a BLAS's own threading scales poorly.
 void SetComputeThreads(int threads);
 int ComputeThreads();
+
+// Which library computes Sgemm ("onednn" or "openblas"), and the kernels
+// OpenBLAS chose for this CPU (its core name), for benchmark records.
+const char* SgemmBackend();
+std::string OpenBlasCore();
 
 }  // namespace shoal

@@ -2,6 +2,8 @@
 // sgemm, ops/blas.h), and how many threads it takes.
 #pragma once
 
+#include <string>
+
 namespace shoal {
 
 // True where this build has oneDNN, unless SHOAL_ONEDNN is 0 or off in the
@@ -12,5 +14,9 @@ bool OneDnnEnabled();
 // takes the calling thread's OpenMP thread count, set here before each call.
 // Does nothing in a build without oneDNN.
 void SetOneDnnThreads(int threads);
+
+// oneDNN's version and the instructions its kernels use here ("2.6.3
+// avx512_core_bf16"); "none" in a build without oneDNN, "off" when disabled.
+std::string OneDnnDescription();
 
 }  // namespace shoal

@@ -502,9 +502,13 @@ int MinChannels(int kernel) { return TileFor(kernel) == 8 ? 16 : 32; }
 
 }  // namespace
 
-bool WinogradTakes(const ConvGeometry& g) {
+bool WinogradEnabled() {
   static const bool enabled = EnvSwitchOn("SHOAL_WINOGRAD");
-  return enabled && g.stride == 1 && g.kernel >= 2 && g.kernel <= 5 && g.pad < g.kernel &&
+  return enabled;
+}
+
+bool WinogradTakes(const ConvGeometry& g) {
+  return WinogradEnabled() && g.stride == 1 && g.kernel >= 2 && g.kernel <= 5 && g.pad < g.kernel &&
          g.channels >= MinChannels(g.kernel) && g.filters >= MinChannels(g.kernel);
 }
 

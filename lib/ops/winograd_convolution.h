@@ -20,6 +20,9 @@
 
 namespace shoal {
 
+// False when SHOAL_WINOGRAD is 0 or off in the environment (read once).
+bool WinogradEnabled();
+
 // Whether Winograd computes a convolution of geometry g here:
 // SHOAL_WINOGRAD not 0 or off in the environment (read once), stride 1,
 // kernel 2 to 5, pad below the kernel, and at least 16 channels in and out

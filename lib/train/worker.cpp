@@ -9,6 +9,8 @@
 #include "device/cuda_device.h"
 #include "device/host_device.h"
 #include "ops/blas.h"
+#include "ops/onednn.h"
+#include "ops/winograd_convolution.h"
 #include "plan/partition.h"
 #include "train/device_memory_fit.h"
 #include "train/elastic_table.h"
@@ -351,6 +353,11 @@ Status Worker::Finish(WorkerResult* result) {
                     {"encode", step_busy_.encode},
                     {"wait_servers", step_busy_.wait},
                     {"decode", step_busy_.decode}};
+  done["kernels"] = {{"sgemm", SgemmBackend()},
+                     {"onednn", OneDnnDescription()},
+                     {"openblas_core", OpenBlasCore()},
+                     {"winograd", WinogradEnabled()},
+                     {"compute_threads", ComputeThreads()}};
   // What the servers' updates_from should count for this worker (async: no update lost).
   if (remote_) done["updates_sent"] = remote_->updates_sent();
   if (device_memory_) {
