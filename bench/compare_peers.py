@@ -29,6 +29,13 @@ Rows (--rows, any of):
   server against a raw NNG req/rep echo of the same bytes (bench/exchange_throughput.cpp);
   here the ratio is of throughputs, higher is better.
 
+The peer runs on the kernels measured fastest for each row's shape: before its first
+pair, a short probe of every OpenBLAS core type and ATen kernel set the CPU supports
+(Bench.kernels), each checked against the libraries' own choices by its first losses.
+Each row keeps the chosen kernels, the probe's figures, the facts both sides report
+of what they computed with (peers/common.py's kernels(), dl-worker's "kernels") and each
+side's spread over its pairs.
+
 Each row runs its sides alternately (shoal, peer, shoal, peer, …: --repeats pairs), so
 a shared machine's drift weighs on both alike; pair i of a single, gpu, bsp or tta row
 runs both sides with seed i (the initial parameters and the data order), so a
