@@ -8,10 +8,9 @@
 #include <chrono>
 #include <cstdio>
 #include <future>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "comm/rpc_client.h"
 #include "config/job.h"
@@ -43,8 +42,9 @@ int main(int argc, char** argv) {
   const int steps = argc > 3 ? std::stoi(argv[3]) : 60;
   const int every = argc > 4 ? std::stoi(argv[4]) : 5;
   JobConfig job;
-  Status s = LoadJobFile(argv[1], {"cluster.nworkers_per_group=1", "train.checkpoint_every=" + std::to_string(every),
-                                   "train.steps=" + std::to_string(steps)},
+  Status s = LoadJobFile(argv[1],
+                         {"cluster.nworkers_per_group=1", "train.checkpoint_every=" + std::to_string(every),
+                          "train.steps=" + std::to_string(steps)},
                          &job);
   if (!s.ok()) return Fail(s);
   Plan plan;
@@ -79,8 +79,10 @@ int main(int argc, char** argv) {
   for (int step = 0; step < steps; ++step) {
     Reply reply;
     const auto t0 = std::chrono::steady_clock::now();
-    s = client.Call({MsgType::kUpdateGet, plan.hash_value(), static_cast<uint64_t>(step), 0, 1}, entries, &reply);
-    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    s = client.Call({MsgType::kUpdateGet, plan.hash_value(), static_cast<uint64_t>(step), 0, 1}, entries,
+                    &reply);
+    const double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     if (!s.ok()) return Fail(s);
     ((every > 0 && (step + 1) % every == 0) ? with : without).push_back(ms);
   }

@@ -11,10 +11,9 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "ops/blas.h"
 #include "ops/convolution.h"
@@ -54,19 +53,21 @@ int main(int argc, char** argv) {
     const ConvGeometry& g = c.g;
     std::vector<float> x(static_cast<size_t>(batch) * g.channels * g.height * g.width, 0.5f),
         w(static_cast<size_t>(g.filters) * g.col_rows(), 0.01f), b(g.filters, 0.0f),
-        y(static_cast<size_t>(batch) * g.filters * g.col_cols()), dw(w.size()), db(b.size()), dx(x.size()), scratch;
+        y(static_cast<size_t>(batch) * g.filters * g.col_cols()), dw(w.size()), db(b.size()), dx(x.size()),
+        scratch;
     std::unique_ptr<FastConvolution> onednn = NewOneDnnConvolution(g), winograd = NewWinogradConvolution(g);
     std::map<std::string, std::function<void()>> kernels;
     kernels["im2col"] = [&] {
       ConvolutionForward(g, batch, x.data(), w.data(), b.data(), y.data(), &scratch);
-      ConvolutionBackward(g, batch, x.data(), w.data(), y.data(), dx.data(), dw.data(), db.data(), GradWrite::kSet,
-                          &scratch);
+      ConvolutionBackward(g, batch, x.data(), w.data(), y.data(), dx.data(), dw.data(), db.data(),
+                          GradWrite::kSet, &scratch);
     };
     for (auto* fast : {&onednn, &winograd}) {
       if (!*fast) continue;
       kernels[fast == &onednn ? "onednn" : "winograd"] = [&, fast] {
         if (!(*fast)->Forward(batch, x.data(), w.data(), b.data(), y.data())) std::abort();
-        (*fast)->Backward(batch, x.data(), w.data(), y.data(), dx.data(), GradWrite::kSet, dw.data(), db.data());
+        (*fast)->Backward(batch, x.data(), w.data(), y.data(), dx.data(), GradWrite::kSet, dw.data(),
+                          db.data());
       };
     }
     std::map<std::string, std::vector<double>> ms;
@@ -74,7 +75,8 @@ int main(int argc, char** argv) {
       for (auto& [name, run] : kernels) {
         const auto start = std::chrono::steady_clock::now();
         run();
-        const double t = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+        const double t =
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
         if (r > 0) ms[name].push_back(t);  // the first round warms up (primitives, scratch)
       }
     nlohmann::json line = {{"case", c.name}, {"batch", batch}, {"threads", threads}, {"repeats", repeats}};

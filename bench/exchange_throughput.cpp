@@ -17,11 +17,10 @@
 #include <cstdio>
 #include <cstring>
 #include <future>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "comm/rpc_client.h"
 #include "config/job.h"
@@ -106,15 +105,16 @@ int main(int argc, char** argv) {
   // One fully connected layer of 1024 inputs, as wide as FLOATS asks: its
   // weights and bias are the tensor that travels, in one slice.
   const long long outputs = std::max(1LL, floats / 1025);
-  const std::string yaml = "name: exchange\nmodel:\n  layers:\n"
-                           "    - {name: data, type: data, shape: [1024]}\n"
-                           "    - {name: fc, type: fully_connected, srclayers: data, num_output: " +
-                           std::to_string(outputs) +
-                           "}\n"
-                           "    - {name: loss, type: softmax_loss, srclayers: [fc, data]}\n"
-                           "train: {batch_size: 1, steps: 1000000, updater: sgd, learning_rate: 1.0e-9}\n"
-                           "cluster: {nworkers_per_group: 1, consistency: bsp, slice_floats: 1073741824,"
-                           " timeout_ms: 60000}\n";
+  const std::string yaml =
+      "name: exchange\nmodel:\n  layers:\n"
+      "    - {name: data, type: data, shape: [1024]}\n"
+      "    - {name: fc, type: fully_connected, srclayers: data, num_output: " +
+      std::to_string(outputs) +
+      "}\n"
+      "    - {name: loss, type: softmax_loss, srclayers: [fc, data]}\n"
+      "train: {batch_size: 1, steps: 1000000, updater: sgd, learning_rate: 1.0e-9}\n"
+      "cluster: {nworkers_per_group: 1, consistency: bsp, slice_floats: 1073741824,"
+      " timeout_ms: 60000}\n";
   JobConfig job;
   Status s = ParseJob(yaml, "exchange_throughput", &job);
   if (!s.ok()) return Fail(s.ToString());
@@ -152,7 +152,8 @@ int main(int argc, char** argv) {
   if (!s.ok()) return Fail(s.ToString());
   nng_socket raw;
   if (nng_req0_open(&raw) != 0 || nng_socket_set_size(raw, NNG_OPT_RECVMAXSZ, 0) != 0 ||
-      nng_socket_set_ms(raw, NNG_OPT_RECVTIMEO, 60000) != 0 || nng_dial(raw, echo_endpoint.c_str(), nullptr, 0) != 0)
+      nng_socket_set_ms(raw, NNG_OPT_RECVTIMEO, 60000) != 0 ||
+      nng_dial(raw, echo_endpoint.c_str(), nullptr, 0) != 0)
     return Fail("cannot dial " + echo_endpoint);
   const std::vector<char> payload(bytes, 1);
 
@@ -185,9 +186,12 @@ int main(int argc, char** argv) {
   s = served.get();
   if (!s.ok()) return Fail(s.ToString());
 
-  nlohmann::json out = {{"message_mb", bytes / 1e6},      {"rounds", rounds},
-                        {"repeats", repeats},            {"shoal_gb_per_s", Median(shoal_gbs)},
-                        {"raw_nng_gb_per_s", Median(raw_gbs)}, {"ratio", Median(ratios)},
+  nlohmann::json out = {{"message_mb", bytes / 1e6},
+                        {"rounds", rounds},
+                        {"repeats", repeats},
+                        {"shoal_gb_per_s", Median(shoal_gbs)},
+                        {"raw_nng_gb_per_s", Median(raw_gbs)},
+                        {"ratio", Median(ratios)},
                         {"ratios", ratios}};
   std::printf("%s\n", out.dump().c_str());
   return 0;

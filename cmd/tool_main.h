@@ -5,7 +5,6 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
-
 #include <exception>
 #include <new>
 #include <string>
@@ -13,12 +12,11 @@
 #include "core/exit_codes.h"
 #include "core/text.h"
 
-#define SHOAL_PARSE_COMMAND_LINE(app, argc, argv)             \
-  try {                                                       \
-    (app).parse((argc), (argv));                              \
-  } catch (const CLI::ParseError& parse_error) {              \
-    return (app).exit(parse_error) == 0 ? ::shoal::kExitOk    \
-                                        : ::shoal::kExitUsage; \
+#define SHOAL_PARSE_COMMAND_LINE(app, argc, argv)                                 \
+  try {                                                                           \
+    (app).parse((argc), (argv));                                                  \
+  } catch (const CLI::ParseError& parse_error) {                                  \
+    return (app).exit(parse_error) == 0 ? ::shoal::kExitOk : ::shoal::kExitUsage; \
   }
 
 namespace shoal {

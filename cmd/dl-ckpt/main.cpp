@@ -1,8 +1,6 @@
 // dl-ckpt: look into and take out what a run's checkpoints hold.
 // Output is JSON on stdout; a table when stdout is a terminal or with --table
 // (--json forces JSON). Warnings and errors go to stderr.
-#include "tool_main.h"
-
 #include <filesystem>
 
 #include "ckpt/checkpoint.h"
@@ -11,6 +9,7 @@
 #include "ckpt/export.h"
 #include "core/exit_codes.h"
 #include "core/output.h"
+#include "tool_main.h"
 
 namespace {
 
@@ -49,8 +48,10 @@ int InspectOrVerify(const std::vector<std::string>& paths, bool inspect) {
     Checkpoint ckpt;
     Status s = ReadCheckpoint(f, &ckpt);
     if (!s.ok()) return Fail(s);
-    if (inspect) out.push_back(SummarizeCheckpoint(f, ckpt));
-    else out.push_back({{"path", f}, {"ok", true}, {"step", ckpt.step}, {"tensors", ckpt.tensors.size()}});
+    if (inspect)
+      out.push_back(SummarizeCheckpoint(f, ckpt));
+    else
+      out.push_back({{"path", f}, {"ok", true}, {"step", ckpt.step}, {"tensors", ckpt.tensors.size()}});
   }
   return Print(out);
 }
@@ -69,8 +70,11 @@ int Main(int argc, char** argv) {
   bool with_state = false;
 
   // What dl-ckpt writes is binary and written atomically: a file, never standard output.
-  const CLI::Validator a_file([](std::string& path) { return path == "-" ? "'-' (standard output) is not a path here" : ""; }, "PATH");
-  auto* ls = app.add_subcommand("ls", "every checkpoint in DIR: server, step, updates, metric, size; complete sets");
+  const CLI::Validator a_file(
+      [](std::string& path) { return path == "-" ? "'-' (standard output) is not a path here" : ""; },
+      "PATH");
+  auto* ls =
+      app.add_subcommand("ls", "every checkpoint in DIR: server, step, updates, metric, size; complete sets");
   ls->add_option("dir", dir, "checkpoint directory")->required();
   auto* inspect = app.add_subcommand("inspect", "tensors, shapes, norms, step, metric");
   inspect->add_option("paths", paths, "checkpoint files or directories")->required();
@@ -82,9 +86,12 @@ int Main(int argc, char** argv) {
   auto* merge = app.add_subcommand("merge", "one step's server files into one file of whole parameters");
   merge->add_option("paths", paths, "a checkpoint directory, or one step's server files")->required();
   merge->add_option("-o,--out", out, "merged checkpoint to write")->required()->check(a_file);
-  merge->add_option("--step", step, "this step (default: the newest every server has)")->check(CLI::NonNegativeNumber);
-  auto* exp = app.add_subcommand("export", "parameter values as .npz or .safetensors (float32, by parameter name)");
-  exp->add_option("paths", paths, "a checkpoint directory, one step's server files, or a merged file")->required();
+  merge->add_option("--step", step, "this step (default: the newest every server has)")
+      ->check(CLI::NonNegativeNumber);
+  auto* exp =
+      app.add_subcommand("export", "parameter values as .npz or .safetensors (float32, by parameter name)");
+  exp->add_option("paths", paths, "a checkpoint directory, one step's server files, or a merged file")
+      ->required();
   exp->add_option("-o,--out", out, "file to write (.npz or .safetensors)")->required()->check(a_file);
   exp->add_option("--format", format, "npz | safetensors (default: from the file name)")
       ->check(CLI::IsMember({"npz", "safetensors"}));
@@ -96,10 +103,12 @@ int Main(int argc, char** argv) {
   auto* best = app.add_subcommand("best", "the complete set of checkpoints with the highest test accuracy");
   best->add_option("dir", dir, "checkpoint directory")->required();
   auto* resume = app.add_subcommand(
-      "prepare-resume", "copy the newest step every server has a verified checkpoint of into a resume directory");
+      "prepare-resume",
+      "copy the newest step every server has a verified checkpoint of into a resume directory");
   resume->add_option("dir", dir, "checkpoint directory")->required();
   resume->add_option("-o,--out", out, "resume directory for dl-server --resume")->required()->check(a_file);
-  resume->add_option("--step", step, "this step (default: the newest that verifies)")->check(CLI::NonNegativeNumber);
+  resume->add_option("--step", step, "this step (default: the newest that verifies)")
+      ->check(CLI::NonNegativeNumber);
   SHOAL_PARSE_COMMAND_LINE(app, argc, argv);
   g_table = table || (!json && StdoutIsTerminal());
 
@@ -122,7 +131,9 @@ int Main(int argc, char** argv) {
     nlohmann::json report;
     if (s.ok() && *merge) {
       s = WriteCheckpoint(out, merged);
-      report = {{"path", out}, {"step", merged.step}, {"plan_hash", merged.plan_hash},
+      report = {{"path", out},
+                {"step", merged.step},
+                {"plan_hash", merged.plan_hash},
                 {"tensors", merged.tensors.size()}};
     } else if (s.ok()) {
       ExportFormat f;

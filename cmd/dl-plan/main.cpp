@@ -2,8 +2,6 @@
 // endpoints, predicted costs); `dl-plan calibrate` measures a cluster profile;
 // `dl-plan check` reads a plan as the servers and workers will, and says what
 // it runs; `dl-plan relocate` moves a plan to other ports or hosts.
-#include "tool_main.h"
-
 #include "config/job.h"
 #include "core/exit_codes.h"
 #include "core/file_util.h"
@@ -11,6 +9,7 @@
 #include "plan/calibrate.h"
 #include "plan/plan.h"
 #include "plan/planner.h"
+#include "tool_main.h"
 #include "train/device_memory_fit.h"
 
 namespace {
@@ -50,38 +49,45 @@ int Main(int argc, char** argv) {
   app.add_option("--base-port", options.base_port, "first loopback port when no endpoints are given")
       ->check(CLI::Range(1, 65535));
   app.add_option("--cluster", cluster_path, "cluster profile (YAML; default: loopback, 10 Gbit/s)");
-  app.add_option("--workers", planner.workers,
-                 "workers N to plan and write, sharing the job's step of records (default: the job's workers)")
+  app.add_option(
+         "--workers", planner.workers,
+         "workers N to plan and write, sharing the job's step of records (default: the job's workers)")
       ->check(CLI::PositiveNumber);
   app.add_option("--servers", planner.servers,
                  "servers of their own per server group, planned and written (default: the job's)")
       ->check(CLI::PositiveNumber);
   app.add_option("--strategy", strategy, "optimal (default), data (every layer on the batch) or model")
       ->check(CLI::IsMember({"optimal", "data", "model"}));
-  app.add_option("--exchange", exchange,
-                 "job (default: as cluster.server_worker_separate says), servers, allreduce (a server with every "
-                 "worker) or auto (the one predicted faster); the plan's job says which")
+  app.add_option(
+         "--exchange", exchange,
+         "job (default: as cluster.server_worker_separate says), servers, allreduce (a server with every "
+         "worker) or auto (the one predicted faster); the plan's job says which")
       ->check(CLI::IsMember({"job", "servers", "allreduce", "auto"}));
   app.add_flag("--explain", explain, "print the plan's costs as a table on standard error");
 
-  CLI::App* calibrate = app.add_subcommand("calibrate", "measure a cluster profile here and write it as YAML");
+  CLI::App* calibrate =
+      app.add_subcommand("calibrate", "measure a cluster profile here and write it as YAML");
   CalibrateOptions calibration;
   std::string calibrate_out, serve;
   double serve_seconds = 60.0;
   calibrate->add_option("-o,--out", calibrate_out, "where to write the profile (default: standard output)");
-  calibrate->add_option("--peer", calibration.peers,
-                        "endpoint of a `dl-plan calibrate --serve`, repeated (or comma-separated) for several measured "
-                        "at once (default: loopback)")
+  calibrate
+      ->add_option(
+          "--peer", calibration.peers,
+          "endpoint of a `dl-plan calibrate --serve`, repeated (or comma-separated) for several measured "
+          "at once (default: loopback)")
       ->delimiter(',');
   calibrate->add_option("--serve", serve, "answer calibrations at this endpoint instead of measuring");
-  calibrate->add_option("--serve-seconds", serve_seconds, "how long --serve answers")->check(CLI::PositiveNumber);
+  calibrate->add_option("--serve-seconds", serve_seconds, "how long --serve answers")
+      ->check(CLI::PositiveNumber);
   calibrate->add_option("--nodes", calibration.nodes, "nodes of the cluster, written into the profile")
       ->check(CLI::NonNegativeNumber);
   calibrate->add_option("--name", calibration.name, "the profile's name");
   calibrate->add_option("--seconds", calibration.seconds_each, "time spent on each measurement")
       ->check(CLI::Range(0.01, 10.0));
-  CLI::App* check = app.add_subcommand("check", "check a plan.json whole, as servers and workers load it, "
-                                                "and print what it runs as JSON");
+  CLI::App* check = app.add_subcommand("check",
+                                       "check a plan.json whole, as servers and workers load it, "
+                                       "and print what it runs as JSON");
   std::string check_path;
   check->add_option("plan", check_path, "plan.json (- reads standard input)")->required();
   CLI::App* relocate = app.add_subcommand("relocate", "the same plan on other endpoints (ports or hosts)");
@@ -113,12 +119,16 @@ int Main(int argc, char** argv) {
     if (!s.ok()) return ReportFailure(s);
     nlohmann::json endpoints = nlohmann::json::array();
     for (const ServerPlan& server : plan.servers) endpoints.push_back(server.endpoint);
-    return WriteOut("", nlohmann::json{{"plan", check_path}, {"ok", true}, {"hash", plan.hash},
-                                       {"name", plan.job.name}, {"workers", plan.workers.size()},
+    return WriteOut("", nlohmann::json{{"plan", check_path},
+                                       {"ok", true},
+                                       {"hash", plan.hash},
+                                       {"name", plan.job.name},
+                                       {"workers", plan.workers.size()},
                                        {"servers", plan.servers.size()},
                                        {"consistency", plan.job.cluster.consistency},
                                        {"server_endpoints", endpoints}}
-                                .dump(2) + "\n");
+                                .dump(2) +
+                            "\n");
   }
   if (calibrate->parsed()) {
     if (!job_path.empty()) {
@@ -138,8 +148,9 @@ int Main(int argc, char** argv) {
     Log("a job file is required (- reads one from standard input)\n" + app.help());
     return kExitUsage;
   }
-  planner.strategy = strategy == "data" ? Strategy::kData : strategy == "model" ? Strategy::kModel
-                                                                                 : Strategy::kOptimal;
+  planner.strategy = strategy == "data"    ? Strategy::kData
+                     : strategy == "model" ? Strategy::kModel
+                                           : Strategy::kOptimal;
   planner.exchange = exchange == "servers"     ? Exchange::kServers
                      : exchange == "allreduce" ? Exchange::kAllReduce
                      : exchange == "auto"      ? Exchange::kAuto

@@ -1,6 +1,4 @@
 // dl-server: serves one shard of the parameter table of a plan.
-#include "tool_main.h"
-
 #include "core/exit_codes.h"
 #include "core/memory_tuning.h"
 #include "core/output.h"
@@ -9,6 +7,7 @@
 #include "plan/partition.h"
 #include "plan/plan.h"
 #include "ps/server.h"
+#include "tool_main.h"
 
 namespace {
 
@@ -24,7 +23,9 @@ int Main(int argc, char** argv) {
   app.add_option("--id", flag_id, "this server's id in the plan (default: SLURM_PROCID, or 0)")
       ->check(CLI::NonNegativeNumber);
   app.add_option("--checkpoint-dir", options.checkpoint_dir, "where to write checkpoints (none if unset)");
-  app.add_option("--keep", options.keep_checkpoints, "checkpoints of this plan to keep (others in the directory are left alone)")->check(CLI::PositiveNumber);
+  app.add_option("--keep", options.keep_checkpoints,
+                 "checkpoints of this plan to keep (others in the directory are left alone)")
+      ->check(CLI::PositiveNumber);
   app.add_option("--resume", options.resume_dir,
                  "start from this server's checkpoint in DIR (written by dl-ckpt prepare-resume)");
   int parent = 0;
@@ -46,8 +47,10 @@ int Main(int argc, char** argv) {
   if (s.ok()) s = ResolveProcessId("server", flag_id, static_cast<int>(plan.servers.size()), &options.id);
   if (s.ok() && ServerInWorker(plan, options.id) >= 0)
     s = Status::InvalidArgument("server " + std::to_string(options.id) + " of this plan lives in worker " +
-                                std::to_string(options.id) + "'s process (cluster.server_worker_separate: false): "
-                                "dl-worker --id " + std::to_string(options.id) + " serves it");
+                                std::to_string(options.id) +
+                                "'s process (cluster.server_worker_separate: false): "
+                                "dl-worker --id " +
+                                std::to_string(options.id) + " serves it");
   if (!s.ok()) return ReportFailure(s);
   ParameterServer server(plan, options);
   s = server.Start();

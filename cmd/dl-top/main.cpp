@@ -5,8 +5,6 @@
 // per frame (lib/ps/stats_poller.h says what it holds), --once one frame.
 // It asks each server once per frame, as any tool may: a stats request is
 // answered from counters under the server's lock, and changes nothing.
-#include "tool_main.h"
-
 #include <unistd.h>
 
 #include <chrono>
@@ -17,6 +15,7 @@
 #include "core/output.h"
 #include "plan/plan.h"
 #include "ps/stats_poller.h"
+#include "tool_main.h"
 
 namespace {
 
@@ -47,14 +46,15 @@ std::string Rate(const nlohmann::json& v) {
 std::string Render(const nlohmann::json& view) {
   std::string out;
   char line[512];
-  std::snprintf(line, sizeof line, "plan %s  %s  version %s  %s updates/s  in %s  out %s  last checkpoint %s\n",
+  std::snprintf(line, sizeof line,
+                "plan %s  %s  version %s  %s updates/s  in %s  out %s  last checkpoint %s\n",
                 view["plan"].get<std::string>().c_str(), view["consistency"].get<std::string>().c_str(),
                 Cell(view["version"]).c_str(), Cell(view["updates_per_s"], 1).c_str(),
                 Rate(view["bytes_in_per_s"]).c_str(), Rate(view["bytes_out_per_s"]).c_str(),
                 Cell(view["last_checkpoint_step"]).c_str());
   out += line;
-  std::snprintf(line, sizeof line, "%-6s %-26s %8s %9s %11s %11s %6s %9s %7s %5s\n", "server", "endpoint", "version",
-                "updates/s", "in", "out", "parked", "ssp_waits", "ckpt", "done");
+  std::snprintf(line, sizeof line, "%-6s %-26s %8s %9s %11s %11s %6s %9s %7s %5s\n", "server", "endpoint",
+                "version", "updates/s", "in", "out", "parked", "ssp_waits", "ckpt", "done");
   out += line;
   for (const auto& s : view["servers"]) {
     if (!s["reachable"].get<bool>()) {
@@ -72,7 +72,8 @@ std::string Render(const nlohmann::json& view) {
   out += "worker steps:";
   for (const auto& step : view["worker_steps"]) out += " " + step.dump();
   if (!view["slowest_worker"].is_null())
-    out += "   slowest: worker " + view["slowest_worker"].dump() + ", " + view["lag"].dump() + " steps behind";
+    out +=
+        "   slowest: worker " + view["slowest_worker"].dump() + ", " + view["lag"].dump() + " steps behind";
   return out + "\n";
 }
 
@@ -87,7 +88,8 @@ int Main(int argc, char** argv) {
   app.add_flag("--once", once, "print one frame (rates over one interval) and exit");
   app.add_flag("--json", json, "one JSON object per frame instead of a table");
   app.add_option("--interval", interval, "seconds between frames")->check(CLI::Range(0.05, 3600.0));
-  app.add_option("--timeout-ms", timeout_ms, "how long a server may take to answer")->check(CLI::PositiveNumber);
+  app.add_option("--timeout-ms", timeout_ms, "how long a server may take to answer")
+      ->check(CLI::PositiveNumber);
   SHOAL_PARSE_COMMAND_LINE(app, argc, argv);
 
   Plan plan;
@@ -108,8 +110,8 @@ int Main(int argc, char** argv) {
         Log("no server of plan " + plan.hash + " answers any more: the job has ended");
         return kExitOk;
       }
-      return ReportFailure(Status::Unavailable("no server of plan " + plan.hash + " answered: " +
-                                               view["servers"][0]["error"].get<std::string>()));
+      return ReportFailure(Status::Unavailable(
+          "no server of plan " + plan.hash + " answered: " + view["servers"][0]["error"].get<std::string>()));
     }
     ever_answered = true;
     const std::string frame = json ? view.dump() + "\n" : Render(view);

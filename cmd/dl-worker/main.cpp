@@ -2,8 +2,6 @@
 // server bound to its worker (cluster.server_worker_separate: false, the
 // AllReduce placement) runs inside that worker's process, which reaches it
 // without a socket; the other workers reach it over the network as usual.
-#include "tool_main.h"
-
 #include <cstdio>
 #include <memory>
 #include <thread>
@@ -16,6 +14,7 @@
 #include "plan/partition.h"
 #include "plan/plan.h"
 #include "ps/server.h"
+#include "tool_main.h"
 #include "train/evaluate.h"
 #include "train/sample.h"
 #include "train/worker.h"
@@ -39,7 +38,8 @@ int Main(int argc, char** argv) {
   app.add_option("--threads", options.threads, "compute threads")->check(CLI::PositiveNumber);
   app.add_option("--steps", options.steps, "train this many steps (default: from the job)")
       ->check(CLI::PositiveNumber);
-  app.add_option("--timeout-ms", options.timeout_ms, "give up on a server after this long (default: the job's)")
+  app.add_option("--timeout-ms", options.timeout_ms,
+                 "give up on a server after this long (default: the job's)")
       ->check(CLI::PositiveNumber);
   app.add_flag("--standalone", options.standalone, "update parameters in this process; no servers");
   app.add_option("--slow-ms", options.slow_ms,
@@ -49,29 +49,38 @@ int Main(int argc, char** argv) {
   app.add_option("--metrics", metrics_path, "also append every record to this file as JSON lines");
   auto* no_eval_flag = app.add_flag("--no-eval", no_eval, "skip the evaluation on the test shard");
   EvalOptions eval;
-  auto* eval_only = app.add_option("--eval-only", eval.checkpoint,
-                                   "evaluate this checkpoint on the test shard and exit: a merged file, one step's "
-                                   "server files, or a directory (its newest complete step)");
+  auto* eval_only =
+      app.add_option("--eval-only", eval.checkpoint,
+                     "evaluate this checkpoint on the test shard and exit: a merged file, one step's "
+                     "server files, or a directory (its newest complete step)");
   eval_only->excludes(no_eval_flag)->excludes("--standalone")->excludes("--steps")->excludes("--id");
   SampleOptions sample;
-  auto* sample_from = app.add_option("--sample", sample.checkpoint,
-                                     "print text a char-RNN's checkpoint writes and exit (a merged file, one step's "
-                                     "server files, or a directory): --prime, then --chars drawn symbols");
-  sample_from->excludes(eval_only)->excludes(no_eval_flag)->excludes("--standalone")->excludes("--steps")
+  auto* sample_from =
+      app.add_option("--sample", sample.checkpoint,
+                     "print text a char-RNN's checkpoint writes and exit (a merged file, one step's "
+                     "server files, or a directory): --prime, then --chars drawn symbols");
+  sample_from->excludes(eval_only)
+      ->excludes(no_eval_flag)
+      ->excludes("--standalone")
+      ->excludes("--steps")
       ->excludes("--id");
   app.add_option("--prime", sample.prime, "--sample: the text the net reads first")->capture_default_str();
-  app.add_option("--chars", sample.symbols, "--sample: symbols to draw")->capture_default_str()
+  app.add_option("--chars", sample.symbols, "--sample: symbols to draw")
+      ->capture_default_str()
       ->check(CLI::Range(0, 1 << 24));
   app.add_option("--temperature", sample.temperature, "--sample: below 1 sharper, above 1 flatter")
-      ->capture_default_str()->check(CLI::Range(1e-3, 100.0));
+      ->capture_default_str()
+      ->check(CLI::Range(1e-3, 100.0));
   app.add_option("--sample-seed", sample.seed, "--sample: the draws' seed")->capture_default_str();
-  app.add_option("--state-dir", options.state_dir,
-                 "where a net that carries state (carry_state) keeps it step by step, so that a restart in the "
-                 "middle of a pass goes on exactly");
+  app.add_option(
+      "--state-dir", options.state_dir,
+      "where a net that carries state (carry_state) keeps it step by step, so that a restart in the "
+      "middle of a pass goes on exactly");
   ServerOptions hosted;  // the server this worker hosts, if the plan binds one to it
-  auto* checkpoint_dir = app.add_option("--checkpoint-dir", hosted.checkpoint_dir,
-                                        "the server this worker hosts (server_worker_separate: false): where it "
-                                        "writes checkpoints (none if unset)");
+  auto* checkpoint_dir =
+      app.add_option("--checkpoint-dir", hosted.checkpoint_dir,
+                     "the server this worker hosts (server_worker_separate: false): where it "
+                     "writes checkpoints (none if unset)");
   app.add_option("--keep", hosted.keep_checkpoints, "the hosted server: checkpoints to keep")
       ->check(CLI::PositiveNumber);
   app.add_option("--resume", hosted.resume_dir,
@@ -80,7 +89,8 @@ int Main(int argc, char** argv) {
   std::string incarnation;
   app.add_option("--parent", parent, "end when process PID (the supervisor that started this one) ends")
       ->check(CLI::PositiveNumber);
-  app.add_option("--incarnation", incarnation, "the supervisor's name for this life of the process (default: a random one)");
+  app.add_option("--incarnation", incarnation,
+                 "the supervisor's name for this life of the process (default: a random one)");
   SHOAL_PARSE_COMMAND_LINE(app, argc, argv);
   if (parent > 0) {
     Status ties = DieWithParent(parent);
@@ -116,9 +126,10 @@ int Main(int argc, char** argv) {
   hosted.id = options.standalone ? -1 : ServerInWorker(plan, options.id);
   if (hosted.id < 0 && (*checkpoint_dir || !hosted.resume_dir.empty()))
     return ReportFailure(Status::InvalidArgument(
-        "--checkpoint-dir and --resume are for a server this worker hosts, and this plan's servers run on their "
-        "own (cluster.server_worker_separate: true" + std::string(options.standalone ? ", or --standalone" : "") +
-        "): give them to dl-server"));
+        "--checkpoint-dir and --resume are for a server this worker hosts, and this plan's servers run on "
+        "their "
+        "own (cluster.server_worker_separate: true" +
+        std::string(options.standalone ? ", or --standalone" : "") + "): give them to dl-server"));
   std::unique_ptr<ParameterServer> server;
   std::thread serving;
   Status served;
@@ -151,7 +162,8 @@ int Main(int argc, char** argv) {
     out.Record(record);
     if (s.ok()) s = served.Within("server " + std::to_string(hosted.id) + " (in this worker)");
   }
-  if (metrics && std::fclose(metrics) != 0 && s.ok()) s = Status::IOError("cannot write '" + metrics_path + "'");
+  if (metrics && std::fclose(metrics) != 0 && s.ok())
+    s = Status::IOError("cannot write '" + metrics_path + "'");
   return s.ok() ? kExitOk : ReportFailure(s.Within("worker " + std::to_string(options.id)));
 }
 

@@ -39,8 +39,7 @@ bool IsTensorName(const CheckpointTensor& t) {
   rest.erase(0, t.param.size());
   if (!rest.empty() && rest[0] == '[') {
     const size_t close = rest.find(']');
-    if (close == std::string::npos || close == 1 ||
-        rest.find_first_not_of("0123456789", 1) != close)
+    if (close == std::string::npos || close == 1 || rest.find_first_not_of("0123456789", 1) != close)
       return false;
     rest.erase(0, close + 1);
   }
@@ -74,7 +73,8 @@ Status ReadHeader(const std::string& path, const json& h, const char* data_or_nu
     if (!from.is_array() || from.size() > kMaxWorkers)
       return f.Error("updates_from", "must be a list of at most " + std::to_string(kMaxWorkers) + " steps");
     for (size_t w = 0; w < from.size(); ++w) {
-      if (!from[w].is_number_unsigned()) return f.Error("updates_from[" + std::to_string(w) + "]", "must be a step");
+      if (!from[w].is_number_unsigned())
+        return f.Error("updates_from[" + std::to_string(w) + "]", "must be a step");
       ckpt->updates_from.push_back(from[w].get<uint64_t>());
     }
   }
@@ -89,18 +89,21 @@ Status ReadHeader(const std::string& path, const json& h, const char* data_or_nu
     SHOAL_RETURN_IF_ERROR(f.String(t, in, "name", &tensor.name, 1024));
     SHOAL_RETURN_IF_ERROR(f.String(t, in, "param", &tensor.param, 1024));
     SHOAL_RETURN_IF_ERROR(f.String(t, in, "role", &tensor.role, 64));
-    // Names become archive members and file names (dl-ckpt export): a parameter's, as a job's layers make them.
+    // Names become archive members and file names (dl-ckpt export): a parameter's, as a job's layers make
+    // them.
     const std::string plain = "must be 1 to " + std::to_string(kMaxParamNameBytes) + " of " + kPlainNameChars;
     if (!IsPlainName(tensor.param, kMaxParamNameBytes)) return f.Error(in + "param", plain);
     if (!IsPlainName(tensor.role, kMaxParamNameBytes)) return f.Error(in + "role", plain);
-    if (!IsTensorName(tensor)) return f.Error(in + "name", "must be its param's, with [offset] and @state where they apply");
+    if (!IsTensorName(tensor))
+      return f.Error(in + "name", "must be its param's, with [offset] and @state where they apply");
     SHOAL_RETURN_IF_ERROR(f.Unsigned(t, in, "key", UINT32_MAX, &u));
     tensor.key = static_cast<uint32_t>(u);
     SHOAL_RETURN_IF_ERROR(f.Unsigned(t, in, "offset", UINT64_MAX, &tensor.offset));
     const json* shape;
     SHOAL_RETURN_IF_ERROR(f.Get(t, in, "shape", &shape));
     uint64_t size = 1;
-    if (!shape->is_array() || shape->size() > 8) return f.Error(in + "shape", "must be a list of at most 8 dims");
+    if (!shape->is_array() || shape->size() > 8)
+      return f.Error(in + "shape", "must be a list of at most 8 dims");
     for (const json& d : *shape) {
       if (!d.is_number_unsigned() || d.get<uint64_t>() == 0 || d.get<uint64_t>() > INT32_MAX ||
           size > (uint64_t{1} << 40) / d.get<uint64_t>())
@@ -111,13 +114,14 @@ Status ReadHeader(const std::string& path, const json& h, const char* data_or_nu
     uint64_t count = 0, at = 0, crc = 0;
     SHOAL_RETURN_IF_ERROR(f.Unsigned(t, in, "count", size, &count));
     if (tensor.offset > size - count)
-      return f.Error(in + "offset", "puts floats " + std::to_string(tensor.offset) + "+" + std::to_string(count) +
-                                        " past its parameter's " + std::to_string(size));
+      return f.Error(in + "offset", "puts floats " + std::to_string(tensor.offset) + "+" +
+                                        std::to_string(count) + " past its parameter's " +
+                                        std::to_string(size));
     SHOAL_RETURN_IF_ERROR(f.Unsigned(t, in, "data_offset", UINT64_MAX, &at));
     SHOAL_RETURN_IF_ERROR(f.Unsigned(t, in, "crc32", UINT32_MAX, &crc));
     const std::string where = "'" + path + "': tensor " + Quoted(tensor.name) + " (bytes " +
-                              std::to_string(data_start + at) + ".." + std::to_string(data_start + at + 4 * count) +
-                              ")";
+                              std::to_string(data_start + at) + ".." +
+                              std::to_string(data_start + at + 4 * count) + ")";
     if (at != next) return Status::Corruption(where + ": its data does not follow the tensor before it");
     if (count > (data_bytes - at) / 4)
       return Status::Corruption(where + " runs past the end of the file (truncated?)");
@@ -149,8 +153,8 @@ Status ParseFile(const std::string& path, const std::string& bytes, json* header
     return Status::Corruption("'" + path + "': checkpoint format version " + std::to_string(version) +
                               ", this build reads " + std::to_string(kFormatVersion));
   if (header_bytes > kMaxHeaderBytes)
-    return Status::Corruption("'" + path + "': header of " + std::to_string(header_bytes) + " bytes, at most " +
-                              std::to_string(kMaxHeaderBytes) + " in a checkpoint");
+    return Status::Corruption("'" + path + "': header of " + std::to_string(header_bytes) +
+                              " bytes, at most " + std::to_string(kMaxHeaderBytes) + " in a checkpoint");
   if (header_bytes > bytes.size() - kPreamble - 4)
     return Status::Corruption("'" + path + "': header of " + std::to_string(header_bytes) +
                               " bytes runs past the end of the file (truncated?)");
@@ -158,10 +162,10 @@ Status ParseFile(const std::string& path, const std::string& bytes, json* header
   std::memcpy(&stored, bytes.data() + kPreamble + header_bytes, 4);
   uint32_t computed = Crc32(bytes.data() + kPreamble, header_bytes);
   if (stored != computed)
-    return Status::Corruption("'" + path + "': header checksum mismatch (bytes " +
-                              std::to_string(kPreamble) + ".." + std::to_string(kPreamble + header_bytes) + ")");
-  Status parsed = ParseJson(bytes.data() + kPreamble, bytes.data() + kPreamble + header_bytes, "'" + path + "'",
-                            header, kMaxHeaderBytes);
+    return Status::Corruption("'" + path + "': header checksum mismatch (bytes " + std::to_string(kPreamble) +
+                              ".." + std::to_string(kPreamble + header_bytes) + ")");
+  Status parsed = ParseJson(bytes.data() + kPreamble, bytes.data() + kPreamble + header_bytes,
+                            "'" + path + "'", header, kMaxHeaderBytes);
   if (!parsed.ok()) return Status::Corruption(parsed.message() + " (its header)");
   if (!header->is_object()) return Status::Corruption("'" + path + "': its header is not a JSON object");
   *data_start = kPreamble + header_bytes + 4;
@@ -211,17 +215,22 @@ std::vector<std::string> LatestCheckpoints(const std::string& dir) {
 Status WriteCheckpoint(const std::string& path, const Checkpoint& ckpt) {
   json header = {{"format", "shoal-checkpoint"}, {"version", kFormatVersion},
                  {"plan_hash", ckpt.plan_hash},  {"server", ckpt.server},
-                 {"servers", ckpt.servers},
-                 {"step", ckpt.step},            {"updates", ckpt.updates},
-                 {"created_by", BuildCommit()},  {"metric", ckpt.metric},
-                 {"updates_from", ckpt.updates_from},
+                 {"servers", ckpt.servers},      {"step", ckpt.step},
+                 {"updates", ckpt.updates},      {"created_by", BuildCommit()},
+                 {"metric", ckpt.metric},        {"updates_from", ckpt.updates_from},
                  {"tensors", json::array()}};
   uint64_t offset = 0;
   for (const auto& t : ckpt.tensors) {
     uint64_t bytes = 4ull * t.data.size();
-    header["tensors"].push_back({{"name", t.name}, {"param", t.param}, {"role", t.role},
-                                 {"key", t.key}, {"offset", t.offset}, {"shape", t.shape}, {"count", t.data.size()},
-                                 {"data_offset", offset}, {"crc32", Crc32(t.data.data(), bytes)}});
+    header["tensors"].push_back({{"name", t.name},
+                                 {"param", t.param},
+                                 {"role", t.role},
+                                 {"key", t.key},
+                                 {"offset", t.offset},
+                                 {"shape", t.shape},
+                                 {"count", t.data.size()},
+                                 {"data_offset", offset},
+                                 {"crc32", Crc32(t.data.data(), bytes)}});
     offset += bytes;
   }
   std::string text = header.dump();
@@ -318,8 +327,9 @@ Status ReadCheckpoint(const std::string& path, Checkpoint* ckpt) {
       source.in->read(&data[had], static_cast<std::streamsize>(piece));
       if (static_cast<size_t>(source.in->gcount()) != piece)
         return Status::Corruption("'" + path + "': its data ends after " +
-                                  std::to_string(had + static_cast<size_t>(source.in->gcount())) + " of the " +
-                                  std::to_string(data_end) + " bytes its header lists (truncated?)");
+                                  std::to_string(had + static_cast<size_t>(source.in->gcount())) +
+                                  " of the " + std::to_string(data_end) +
+                                  " bytes its header lists (truncated?)");
     }
     if (source.in->peek() != std::char_traits<char>::eof())
       return Status::Corruption("'" + path + "': bytes after the last tensor's data");

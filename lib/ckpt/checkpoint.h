@@ -10,10 +10,9 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "core/status.h"
 
@@ -23,19 +22,19 @@ namespace shoal {
 inline constexpr uint64_t kMaxCheckpointServers = 1u << 16;
 
 struct CheckpointTensor {
-  std::string name;    // "<param>", or "<param>@<state>" for the updater's state
+  std::string name;  // "<param>", or "<param>@<state>" for the updater's state
   std::string param;
-  std::string role;    // "value", or a state name of the updater (ps/updater.h): "velocity", "exp_avg", ...
-  uint32_t key = 0;    // slice key in the plan
-  uint64_t offset = 0; // floats into the parameter
+  std::string role;     // "value", or a state name of the updater (ps/updater.h): "velocity", "exp_avg", ...
+  uint32_t key = 0;     // slice key in the plan
+  uint64_t offset = 0;  // floats into the parameter
   std::vector<int> shape;  // the whole parameter's
   std::vector<float> data;
 };
 
 struct Checkpoint {
   std::string plan_hash;
-  int server = 0;         // -1: a merged checkpoint (whole parameters, dl-ckpt merge)
-  int servers = 0;        // servers in the plan; 0: unknown (written before it was recorded)
+  int server = 0;        // -1: a merged checkpoint (whole parameters, dl-ckpt merge)
+  int servers = 0;       // servers in the plan; 0: unknown (written before it was recorded)
   uint64_t step = 0;     // parameter version: updates applied so far (BSP: steps; EASGD: exchanges)
   uint64_t updates = 0;  // worker updates (EASGD: exchanges) received
   // Per worker: the step each resumes at (async, SSP: its updates taken in,

@@ -18,7 +18,8 @@ namespace fs = std::filesystem;
 bool ParseName(const std::string& name, int* server, unsigned long long* step) {
   char tail[8] = {0};
   return std::sscanf(name.c_str(), "server-%d-step-%llu%7s", server, step, tail) == 3 &&
-         std::string(tail) == ".ckpt" && *server >= 0 && static_cast<uint64_t>(*server) < kMaxCheckpointServers;
+         std::string(tail) == ".ckpt" && *server >= 0 &&
+         static_cast<uint64_t>(*server) < kMaxCheckpointServers;
 }
 
 // "0, 1, 5", the first 20 only: a message stays a line.
@@ -64,7 +65,8 @@ CheckpointInfo ReadInfo(const std::string& path, int server, uint64_t step) {
 
 std::string StepSet::WhyIncomplete() const {
   std::vector<std::string> why = problems;
-  if (!missing.empty()) why.push_back("missing server" + std::string(missing.size() > 1 ? "s " : " ") + Join(missing));
+  if (!missing.empty())
+    why.push_back("missing server" + std::string(missing.size() > 1 ? "s " : " ") + Join(missing));
   std::string out;
   for (const auto& w : why) out += (out.empty() ? "" : "; ") + w;
   return out;
@@ -86,8 +88,10 @@ Status ScanCheckpointDir(const std::string& dir, CheckpointDir* out) {
     out->servers = std::max(out->servers, info.servers);
     StepSet& set = steps[step];
     set.step = step;
-    if (!info.error.empty()) set.problems.push_back(info.error);
-    else if (set.metric.is_null()) set.metric = info.metric;
+    if (!info.error.empty())
+      set.problems.push_back(info.error);
+    else if (set.metric.is_null())
+      set.metric = info.metric;
     set.files.push_back(std::move(info));
   }
   if (ec) return Status::IOError("cannot list '" + dir + "': " + ec.message());
@@ -102,7 +106,8 @@ Status ScanCheckpointDir(const std::string& dir, CheckpointDir* out) {
       if (f.error.empty()) plans.insert(f.plan_hash);
       have.insert(f.server);
     }
-    if (plans.size() > 1) set.problems.push_back("files of " + std::to_string(plans.size()) + " different plans");
+    if (plans.size() > 1)
+      set.problems.push_back("files of " + std::to_string(plans.size()) + " different plans");
     for (int id = 0; id < out->servers; ++id)
       if (!have.count(id)) set.missing.push_back(id);
     out->steps.push_back(std::move(set));
@@ -115,8 +120,8 @@ json CheckpointDirToJson(const CheckpointDir& scan) {
   for (const auto& set : scan.steps) {
     json servers = json::array();
     for (const auto& f : set.files) {
-      json c = {{"path", f.path}, {"server", f.server}, {"step", f.step}, {"updates", f.updates},
-                {"metric", f.metric}, {"bytes", f.bytes}};
+      json c = {{"path", f.path},       {"server", f.server}, {"step", f.step},
+                {"updates", f.updates}, {"metric", f.metric}, {"bytes", f.bytes}};
       if (!f.error.empty()) c["error"] = f.error;
       checkpoints.push_back(c);
       servers.push_back(f.server);
@@ -125,11 +130,15 @@ json CheckpointDirToJson(const CheckpointDir& scan) {
     if (!set.complete()) s["why"] = set.WhyIncomplete();
     steps.push_back(s);
   }
-  return {{"dir", scan.dir}, {"servers", scan.servers}, {"servers_known", scan.servers_known},
-          {"checkpoints", checkpoints}, {"steps", steps}};
+  return {{"dir", scan.dir},
+          {"servers", scan.servers},
+          {"servers_known", scan.servers_known},
+          {"checkpoints", checkpoints},
+          {"steps", steps}};
 }
 
-Status ResolveCheckpointSet(const std::vector<std::string>& paths, int64_t step, std::vector<std::string>* files) {
+Status ResolveCheckpointSet(const std::vector<std::string>& paths, int64_t step,
+                            std::vector<std::string>* files) {
   files->clear();
   if (paths.empty()) return Status::InvalidArgument("no checkpoint named");
   std::error_code ec;
@@ -152,7 +161,8 @@ Status ResolveCheckpointSet(const std::vector<std::string>& paths, int64_t step,
       return Status::InvalidArgument("'" + paths[0] + "' has no checkpoint at step " + std::to_string(step));
     if (!chosen) {
       const StepSet& newest = scan.steps.back();
-      return Status::InvalidArgument("'" + paths[0] + "' has no complete set of server checkpoints (newest, step " +
+      return Status::InvalidArgument("'" + paths[0] +
+                                     "' has no complete set of server checkpoints (newest, step " +
                                      std::to_string(newest.step) + ": " + newest.WhyIncomplete() + ")");
     }
     for (const auto& f : chosen->files) files->push_back(f.path);
@@ -180,17 +190,18 @@ Status MergeCheckpoints(const std::vector<std::string>& files, Checkpoint* merge
   for (size_t i = 0; i < parts.size(); ++i) {
     const Checkpoint& c = parts[i];
     if (c.server < 0)
-      return Status::InvalidArgument("'" + files[i] + "' is a merged checkpoint: it cannot be merged with others");
+      return Status::InvalidArgument("'" + files[i] +
+                                     "' is a merged checkpoint: it cannot be merged with others");
     if (c.plan_hash != first.plan_hash)
       return Status::InvalidArgument("'" + files[i] + "' is of plan " + c.plan_hash + ", '" + files[0] +
                                      "' of plan " + first.plan_hash);
     if (c.step != first.step)
-      return Status::InvalidArgument("'" + files[i] + "' is at step " + std::to_string(c.step) + ", '" + files[0] +
-                                     "' at step " + std::to_string(first.step));
+      return Status::InvalidArgument("'" + files[i] + "' is at step " + std::to_string(c.step) + ", '" +
+                                     files[0] + "' at step " + std::to_string(first.step));
     auto [it, fresh] = by_server.emplace(c.server, files[i]);
     if (!fresh)
-      return Status::InvalidArgument("server " + std::to_string(c.server) + " twice: '" + it->second + "' and '" +
-                                     files[i] + "'");
+      return Status::InvalidArgument("server " + std::to_string(c.server) + " twice: '" + it->second +
+                                     "' and '" + files[i] + "'");
     servers = std::max(servers, c.servers);
   }
   std::vector<int> missing;
@@ -233,14 +244,16 @@ Status MergeCheckpoints(const std::vector<std::string>& files, Checkpoint* merge
     for (const CheckpointTensor* t : w.pieces) {
       if (t->offset > covered)
         return Status::InvalidArgument(what + ": floats " + std::to_string(covered) + ".." +
-                                       std::to_string(t->offset) + " are in none of the files (a server missing?)");
+                                       std::to_string(t->offset) +
+                                       " are in none of the files (a server missing?)");
       if (t->offset < covered)
-        return Status::Corruption(what + ": floats " + std::to_string(t->offset) + ".." + std::to_string(covered) +
-                                  " are in more than one slice");
+        return Status::Corruption(what + ": floats " + std::to_string(t->offset) + ".." +
+                                  std::to_string(covered) + " are in more than one slice");
       covered = t->offset + t->data.size();
     }
     if (covered < w.size)
-      return Status::InvalidArgument(what + ": floats " + std::to_string(covered) + ".." + std::to_string(w.size) +
+      return Status::InvalidArgument(what + ": floats " + std::to_string(covered) + ".." +
+                                     std::to_string(w.size) +
                                      " are in none of the files (a server missing?)");
   }
   *merged = Checkpoint();
@@ -253,9 +266,15 @@ Status MergeCheckpoints(const std::vector<std::string>& files, Checkpoint* merge
     if (merged->metric.is_null()) merged->metric = c.metric;
   }
   for (auto& [id, w] : wholes) {
-    CheckpointTensor whole{id.second == "value" ? id.first : id.first + "@" + id.second, id.first, id.second, w.key, 0,
-                           w.first->shape, std::vector<float>(w.size)};
-    for (const CheckpointTensor* t : w.pieces) std::copy(t->data.begin(), t->data.end(), whole.data.begin() + t->offset);
+    CheckpointTensor whole{id.second == "value" ? id.first : id.first + "@" + id.second,
+                           id.first,
+                           id.second,
+                           w.key,
+                           0,
+                           w.first->shape,
+                           std::vector<float>(w.size)};
+    for (const CheckpointTensor* t : w.pieces)
+      std::copy(t->data.begin(), t->data.end(), whole.data.begin() + t->offset);
     merged->tensors.push_back(std::move(whole));
   }
   std::stable_sort(merged->tensors.begin(), merged->tensors.end(),
@@ -292,17 +311,20 @@ Status BestStep(const CheckpointDir& scan, const StepSet** best) {
     }
   }
   if (!*best)
-    return Status::InvalidArgument("no complete set of checkpoints in '" + scan.dir +
-                                   "' records a metric (test_accuracy, or test_loss): the workers did not evaluate "
-                                   "(train.eval_every) before those checkpoints");
+    return Status::InvalidArgument(
+        "no complete set of checkpoints in '" + scan.dir +
+        "' records a metric (test_accuracy, or test_loss): the workers did not evaluate "
+        "(train.eval_every) before those checkpoints");
   return Status::Ok();
 }
 
-Status PrepareResume(const std::string& dir, const std::string& resume_dir, int64_t step, ResumeChoice* choice) {
+Status PrepareResume(const std::string& dir, const std::string& resume_dir, int64_t step,
+                     ResumeChoice* choice) {
   *choice = ResumeChoice();
   std::error_code ec;
   if (fs::exists(resume_dir, ec) && fs::equivalent(dir, resume_dir, ec))
-    return Status::InvalidArgument("the resume directory '" + resume_dir + "' is the checkpoint directory itself");
+    return Status::InvalidArgument("the resume directory '" + resume_dir +
+                                   "' is the checkpoint directory itself");
   CheckpointDir scan;
   SHOAL_RETURN_IF_ERROR(ScanCheckpointDir(dir, &scan));
   if (scan.steps.empty()) return Status::InvalidArgument("no checkpoint in '" + dir + "'");
@@ -342,7 +364,8 @@ Status PrepareResume(const std::string& dir, const std::string& resume_dir, int6
     for (const auto& entry : fs::directory_iterator(resume_dir, ec)) {
       int server;
       unsigned long long s;
-      if (ParseName(entry.path().filename().string(), &server, &s) && s != it->step) fs::remove(entry.path(), ec);
+      if (ParseName(entry.path().filename().string(), &server, &s) && s != it->step)
+        fs::remove(entry.path(), ec);
     }
     choice->step = it->step;
     return Status::Ok();
@@ -351,10 +374,11 @@ Status PrepareResume(const std::string& dir, const std::string& resume_dir, int6
     return Status::InvalidArgument("'" + dir + "' has no checkpoint at step " + std::to_string(step));
   std::string why;
   for (const auto& s : choice->skipped) {
-    why += (why.empty() ? "" : "; ") + std::string("step ") + std::to_string(s["step"].get<uint64_t>()) + ": " +
-           s["reason"].get<std::string>();
+    why += (why.empty() ? "" : "; ") + std::string("step ") + std::to_string(s["step"].get<uint64_t>()) +
+           ": " + s["reason"].get<std::string>();
   }
-  return Status::Corruption("'" + dir + "' has no step at which every server's checkpoint verifies (" + why + ")");
+  return Status::Corruption("'" + dir + "' has no step at which every server's checkpoint verifies (" + why +
+                            ")");
 }
 
 }  // namespace shoal

@@ -5,10 +5,9 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "ckpt/checkpoint.h"
 #include "core/status.h"
@@ -32,9 +31,9 @@ struct CheckpointInfo {
 struct StepSet {
   uint64_t step = 0;
   std::vector<CheckpointInfo> files;
-  std::vector<int> missing;    // server ids without a file at this step
+  std::vector<int> missing;           // server ids without a file at this step
   std::vector<std::string> problems;  // unreadable headers, mixed plans
-  nlohmann::json metric;       // the first recorded among the files; null: none
+  nlohmann::json metric;              // the first recorded among the files; null: none
   bool complete() const { return missing.empty() && problems.empty() && !files.empty(); }
   // "missing server 1", "'f.ckpt': ..." — why the set is not complete.
   std::string WhyIncomplete() const;
@@ -54,7 +53,8 @@ nlohmann::json CheckpointDirToJson(const CheckpointDir& scan);
 
 // What a user names as "a model": one directory (its newest complete step, or
 // `step` when >= 0), or checkpoint files of one step (a set, or a merged file).
-Status ResolveCheckpointSet(const std::vector<std::string>& paths, int64_t step, std::vector<std::string>* files);
+Status ResolveCheckpointSet(const std::vector<std::string>& paths, int64_t step,
+                            std::vector<std::string>* files);
 
 // Reads `files` (every checksum verified) and joins the servers' slices into
 // whole parameters (value and the updater's state), server = -1. Refuses mixed plans or
@@ -72,7 +72,7 @@ Status BestStep(const CheckpointDir& scan, const StepSet** best);
 
 struct ResumeChoice {
   uint64_t step = 0;
-  std::vector<std::string> files;    // written into the resume directory
+  std::vector<std::string> files;                    // written into the resume directory
   nlohmann::json skipped = nlohmann::json::array();  // {step, path?, reason} passed over, newest first
 };
 
@@ -80,6 +80,7 @@ struct ResumeChoice {
 // checkpoint that verifies, and copies those files into `resume_dir`
 // (atomically, one per server, named CheckpointPath(resume_dir, id, step)),
 // removing other checkpoints there. `dl-server --resume resume_dir` loads them.
-Status PrepareResume(const std::string& dir, const std::string& resume_dir, int64_t step, ResumeChoice* choice);
+Status PrepareResume(const std::string& dir, const std::string& resume_dir, int64_t step,
+                     ResumeChoice* choice);
 
 }  // namespace shoal

@@ -11,13 +11,18 @@ nlohmann::json SummarizeCheckpoint(const std::string& path, const Checkpoint& ck
   for (const auto& t : ckpt.tensors) {
     double sq = 0.0;
     for (float v : t.data) sq += static_cast<double>(v) * v;
-    tensors.push_back({{"name", t.name}, {"param", t.param}, {"role", t.role}, {"key", t.key},
-                       {"shape", t.shape}, {"offset", t.offset}, {"count", t.data.size()},
+    tensors.push_back({{"name", t.name},
+                       {"param", t.param},
+                       {"role", t.role},
+                       {"key", t.key},
+                       {"shape", t.shape},
+                       {"offset", t.offset},
+                       {"count", t.data.size()},
                        {"l2_norm", std::sqrt(sq)}});
   }
-  return {{"path", path},       {"plan_hash", ckpt.plan_hash}, {"server", ckpt.server},
-          {"servers", ckpt.servers}, {"step", ckpt.step},       {"updates", ckpt.updates},
-          {"metric", ckpt.metric},   {"tensors", tensors}};
+  return {
+      {"path", path},      {"plan_hash", ckpt.plan_hash}, {"server", ckpt.server}, {"servers", ckpt.servers},
+      {"step", ckpt.step}, {"updates", ckpt.updates},     {"metric", ckpt.metric}, {"tensors", tensors}};
 }
 
 nlohmann::json DiffCheckpoints(const Checkpoint& a, const Checkpoint& b) {
@@ -36,7 +41,8 @@ nlohmann::json DiffCheckpoints(const Checkpoint& a, const Checkpoint& b) {
     for (size_t i = 0; i < ta.data.size(); ++i) {
       const double d = static_cast<double>(ta.data[i]) - tb.data[i];
       max_abs = std::max(max_abs, std::fabs(d));
-      scale = std::max({scale, std::fabs(static_cast<double>(ta.data[i])), std::fabs(static_cast<double>(tb.data[i]))});
+      scale = std::max(
+          {scale, std::fabs(static_cast<double>(ta.data[i])), std::fabs(static_cast<double>(tb.data[i]))});
       diff_sq += d * d;
       norm_sq += static_cast<double>(ta.data[i]) * ta.data[i];
     }
@@ -52,8 +58,8 @@ nlohmann::json DiffCheckpoints(const Checkpoint& a, const Checkpoint& b) {
   }
   nlohmann::json only_b = nlohmann::json::array();
   for (const auto& [name, t] : in_b) only_b.push_back(name);
-  return {{"step_a", a.step}, {"step_b", b.step}, {"max_abs", worst_abs}, {"max_rel", worst_rel},
-          {"rel_l2", worst_l2},   {"tensors", tensors}, {"only_in_a", only_a}, {"only_in_b", only_b}};
+  return {{"step_a", a.step},   {"step_b", b.step},   {"max_abs", worst_abs}, {"max_rel", worst_rel},
+          {"rel_l2", worst_l2}, {"tensors", tensors}, {"only_in_a", only_a},  {"only_in_b", only_b}};
 }
 
 }  // namespace shoal

@@ -30,15 +30,20 @@ constexpr uint16_t kDosTime = 0, kDosDate = (0 << 9) | (1 << 5) | 1;
 Status ChooseExportFormat(const std::string& name, const std::string& path, ExportFormat* format) {
   std::string n = name;
   if (n.empty()) {
-    if (EndsWith(path, ".npz")) n = "npz";
-    else if (EndsWith(path, ".safetensors")) n = "safetensors";
+    if (EndsWith(path, ".npz"))
+      n = "npz";
+    else if (EndsWith(path, ".safetensors"))
+      n = "safetensors";
     else
       return Status::InvalidArgument("cannot tell the format of '" + path +
                                      "' from its name: end it in .npz or .safetensors, or pass --format");
   }
-  if (n == "npz") *format = ExportFormat::kNpz;
-  else if (n == "safetensors") *format = ExportFormat::kSafetensors;
-  else return Status::InvalidArgument("format '" + n + "' is not npz or safetensors");
+  if (n == "npz")
+    *format = ExportFormat::kNpz;
+  else if (n == "safetensors")
+    *format = ExportFormat::kSafetensors;
+  else
+    return Status::InvalidArgument("format '" + n + "' is not npz or safetensors");
   return Status::Ok();
 }
 
@@ -52,9 +57,9 @@ Status ExportTensors(const Checkpoint& merged, bool with_state, std::vector<Expo
     size_t size = 1;
     for (int d : t.shape) size *= d > 0 ? static_cast<size_t>(d) : 0;
     if (t.offset != 0 || t.data.size() != size)
-      return Status::Corruption("tensor '" + t.name + "' holds " + std::to_string(t.data.size()) + " floats at " +
-                                std::to_string(t.offset) + ", not the whole parameter (" + std::to_string(size) +
-                                ")");
+      return Status::Corruption("tensor '" + t.name + "' holds " + std::to_string(t.data.size()) +
+                                " floats at " + std::to_string(t.offset) + ", not the whole parameter (" +
+                                std::to_string(size) + ")");
     tensors->push_back({t.name, t.shape, &t.data});
   }
   if (tensors->empty()) return Status::InvalidArgument("the checkpoint has no parameter values to export");
@@ -90,7 +95,8 @@ Status EncodeNpz(const std::vector<ExportTensor>& tensors, std::string* out) {
     std::string name = t.name + ".npy";
     std::string npy = EncodeNpy(t);
     if (npy.size() >= kMax || out->size() >= kMax)
-      return Status::InvalidArgument("tensor '" + t.name + "': the .npz would pass 4 GiB (zip64 is not written)");
+      return Status::InvalidArgument("tensor '" + t.name +
+                                     "': the .npz would pass 4 GiB (zip64 is not written)");
     uint32_t crc = Crc32(npy.data(), npy.size());
     uint64_t local_offset = out->size();
     auto common = [&](std::string* h) {  // version needed .. name length, shared by both headers
@@ -155,8 +161,8 @@ Status EncodeSafetensors(const std::vector<ExportTensor>& tensors,
   return Status::Ok();
 }
 
-Status ExportCheckpoint(const Checkpoint& merged, const std::string& path, ExportFormat format, bool with_state,
-                        nlohmann::json* report) {
+Status ExportCheckpoint(const Checkpoint& merged, const std::string& path, ExportFormat format,
+                        bool with_state, nlohmann::json* report) {
   std::vector<ExportTensor> tensors;
   SHOAL_RETURN_IF_ERROR(ExportTensors(merged, with_state, &tensors));
   std::string bytes;
@@ -172,8 +178,9 @@ Status ExportCheckpoint(const Checkpoint& merged, const std::string& path, Expor
   SHOAL_RETURN_IF_ERROR(WriteFileAtomic(path, bytes));
   nlohmann::json list = nlohmann::json::array();
   for (const auto& t : tensors) list.push_back({{"name", t.name}, {"shape", t.shape}});
-  *report = {{"path", path}, {"format", format == ExportFormat::kNpz ? "npz" : "safetensors"},
-             {"step", merged.step}, {"plan_hash", merged.plan_hash}, {"bytes", bytes.size()}, {"tensors", list}};
+  *report = {{"path", path},          {"format", format == ExportFormat::kNpz ? "npz" : "safetensors"},
+             {"step", merged.step},   {"plan_hash", merged.plan_hash},
+             {"bytes", bytes.size()}, {"tensors", list}};
   return Status::Ok();
 }
 

@@ -5,10 +5,9 @@
 #pragma once
 
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "ckpt/checkpoint.h"
 #include "core/status.h"
@@ -40,7 +39,7 @@ Status EncodeSafetensors(const std::vector<ExportTensor>& tensors,
                          const std::map<std::string, std::string>& metadata, std::string* out);
 
 // Writes `merged` to `path` atomically; `report` says what was written.
-Status ExportCheckpoint(const Checkpoint& merged, const std::string& path, ExportFormat format, bool with_state,
-                        nlohmann::json* report);
+Status ExportCheckpoint(const Checkpoint& merged, const std::string& path, ExportFormat format,
+                        bool with_state, nlohmann::json* report);
 
 }  // namespace shoal

@@ -37,7 +37,8 @@ void GroupChannel::OnPipeRemoved(nng_pipe, nng_pipe_ev, void* closed) {
 std::string GroupChannel::Heard(int rank) const {
   const FromPeer& from = from_[rank];
   std::string heard = "; from it: " + std::to_string(from.blocks) + " blocks";
-  if (from.blocks > 0) heard += ", the last tag " + std::to_string(from.tag) + " of step " + std::to_string(from.step);
+  if (from.blocks > 0)
+    heard += ", the last tag " + std::to_string(from.tag) + " of step " + std::to_string(from.step);
   size_t held = 0;
   for (const auto& [key, msg] : early_)
     if (std::get<0>(key) == static_cast<uint32_t>(peers_.first_worker + rank)) ++held;
@@ -54,7 +55,8 @@ Status GroupChannel::Open(const GroupPeers& peers) {
   const int worker = this->worker();
   const int m = static_cast<int>(peers.endpoints.size());
   if (peers.rank < 0 || peers.rank >= m)
-    return Status::InvalidArgument("rank " + std::to_string(peers.rank) + " is not in a group of " + std::to_string(m));
+    return Status::InvalidArgument("rank " + std::to_string(peers.rank) + " is not in a group of " +
+                                   std::to_string(m));
   const std::string& tls_dir = peers.tls_dir;
   const std::string& mine = peers.endpoints[peers.rank];
 
@@ -65,12 +67,14 @@ Status GroupChannel::Open(const GroupPeers& peers) {
   nng_pipe_notify(pull_, NNG_PIPE_EV_REM_POST, OnPipeRemoved, &closed_in_);
   // A block is at most the largest a peer may send: a bigger frame is
   // dropped by NNG before it is read whole, whatever its header claims.
-  nng_socket_set_size(pull_, NNG_OPT_RECVMAXSZ, kHeaderBytes + kEntryHeaderBytes + 4 * peers.max_block_floats);
+  nng_socket_set_size(pull_, NNG_OPT_RECVMAXSZ,
+                      kHeaderBytes + kEntryHeaderBytes + 4 * peers.max_block_floats);
   nng_socket_set_int(pull_, NNG_OPT_RECVBUF, kQueuedMessages);
   nng_listener listener;
   rv = nng_listener_create(&listener, pull_, mine.c_str());
-  if (rv != 0) return Status::InvalidArgument("worker " + std::to_string(worker) + ": cannot listen on '" + mine +
-                                              "': " + nng_strerror(rv));
+  if (rv != 0)
+    return Status::InvalidArgument("worker " + std::to_string(worker) + ": cannot listen on '" + mine +
+                                   "': " + nng_strerror(rv));
   nng_tls_config* config = nullptr;
   SHOAL_RETURN_IF_ERROR(TlsConfigFor(mine, TlsIdentityFor(tls_dir, "worker", worker), true, &config));
   if (config) {
@@ -78,8 +82,9 @@ Status GroupChannel::Open(const GroupPeers& peers) {
     nng_tls_config_free(config);
   }
   rv = nng_listener_start(listener, 0);
-  if (rv != 0) return Status::Unavailable("worker " + std::to_string(worker) + ": cannot listen on '" + mine +
-                                          "': " + nng_strerror(rv));
+  if (rv != 0)
+    return Status::Unavailable("worker " + std::to_string(worker) + ": cannot listen on '" + mine +
+                               "': " + nng_strerror(rv));
 
   push_.assign(m, nng_socket{});
   push_open_.assign(m, false);
@@ -122,8 +127,8 @@ Status GroupChannel::Send(int rank, uint32_t tag, uint64_t step, const float* da
   rv = nng_sendmsg(push_.at(rank), msg, 0);
   if (rv != 0) {
     nng_msg_free(msg);
-    return Status::Unavailable("worker " + std::to_string(worker()) + " cannot send step " + std::to_string(step) +
-                               "'s block to " + Peer(rank) + ": " + nng_strerror(rv));
+    return Status::Unavailable("worker " + std::to_string(worker()) + " cannot send step " +
+                               std::to_string(step) + "'s block to " + Peer(rank) + ": " + nng_strerror(rv));
   }
   return Status::Ok();
 }
@@ -141,17 +146,19 @@ Status GroupChannel::Receive(int rank, uint32_t tag, uint64_t step, float* data,
       early_.erase(it);
       break;
     }
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     nng_msg* got = nullptr;
-    int rv = left.count() > 0 ? (nng_socket_set_ms(pull_, NNG_OPT_RECVTIMEO, left.count()), nng_recvmsg(pull_, &got, 0))
-                              : NNG_ETIMEDOUT;
+    int rv = left.count() > 0
+                 ? (nng_socket_set_ms(pull_, NNG_OPT_RECVTIMEO, left.count()), nng_recvmsg(pull_, &got, 0))
+                 : NNG_ETIMEDOUT;
     if (rv == NNG_ETIMEDOUT)
-      return Status::Timeout("worker " + std::to_string(worker()) + " waited " + std::to_string(peers_.timeout_ms) +
-                             " ms for " + what + " (step " + std::to_string(step) + ") from " + Peer(rank) +
-                             " (is it running?)" + Heard(rank) +
-                             (refused_ ? "; it refused " + std::to_string(refused_) + " bad messages, the last: " +
-                                             last_refusal_
-                                       : ""));
+      return Status::Timeout(
+          "worker " + std::to_string(worker()) + " waited " + std::to_string(peers_.timeout_ms) + " ms for " +
+          what + " (step " + std::to_string(step) + ") from " + Peer(rank) + " (is it running?)" +
+          Heard(rank) +
+          (refused_ ? "; it refused " + std::to_string(refused_) + " bad messages, the last: " + last_refusal_
+                    : ""));
     if (rv != 0) return NngError("worker " + std::to_string(worker()) + " cannot receive", rv);
     MessageView view;
     Status s = Decode(static_cast<const unsigned char*>(nng_msg_body(got)), nng_msg_len(got), &view);
@@ -179,10 +186,10 @@ Status GroupChannel::Receive(int rank, uint32_t tag, uint64_t step, float* data,
       // not something to hold on to without end.
       if (early_.size() >= kMaxEarlyBlocks && !early_.count(key)) {
         nng_msg_free(got);
-        return Status::InvalidArgument("worker " + std::to_string(worker()) + " holds " +
-                                       std::to_string(kMaxEarlyBlocks) + " blocks that arrived before they were " +
-                                       "asked for; the last from worker " + std::to_string(std::get<0>(key)) +
-                                       " (step " + std::to_string(std::get<2>(key)) + ")");
+        return Status::InvalidArgument(
+            "worker " + std::to_string(worker()) + " holds " + std::to_string(kMaxEarlyBlocks) +
+            " blocks that arrived before they were " + "asked for; the last from worker " +
+            std::to_string(std::get<0>(key)) + " (step " + std::to_string(std::get<2>(key)) + ")");
       }
       auto [slot, fresh] = early_.emplace(key, got);
       if (!fresh) {  // a repeat of one not yet taken: keep the newer
@@ -194,9 +201,9 @@ Status GroupChannel::Receive(int rank, uint32_t tag, uint64_t step, float* data,
   MessageView view;
   Status s = Decode(static_cast<const unsigned char*>(nng_msg_body(msg)), nng_msg_len(msg), &view);
   if (s.ok() && view.entries[0].count != count)
-    s = Status::InvalidArgument("worker " + std::to_string(peer) + " sent " + std::to_string(view.entries[0].count) +
-                                " floats of " + what + " (step " + std::to_string(step) + "), " +
-                                std::to_string(count) + " were expected");
+    s = Status::InvalidArgument("worker " + std::to_string(peer) + " sent " +
+                                std::to_string(view.entries[0].count) + " floats of " + what + " (step " +
+                                std::to_string(step) + "), " + std::to_string(count) + " were expected");
   if (s.ok()) CopyValues(view.entries[0], data);
   nng_msg_free(msg);
   return s;

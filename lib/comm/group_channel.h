@@ -80,7 +80,7 @@ class GroupChannel {
   // Connections ended (NNG's pipe removals): into this rank's listener, and out of its push sockets.
   std::atomic<uint64_t> closed_in_{0};
   std::atomic<uint64_t> closed_out_{0};
-  uint64_t refused_ = 0;           // messages that were not a block of this group's
+  uint64_t refused_ = 0;  // messages that were not a block of this group's
   std::string last_refusal_;
 };
 

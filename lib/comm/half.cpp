@@ -24,7 +24,7 @@ float FloatOf(uint32_t x) {
 
 // Float bit patterns (magnitudes) where the half encoding changes regime.
 constexpr uint32_t kFloatInf = 0x7f800000;
-constexpr uint32_t kRoundsToHalfInf = 0x477ff000;   // 65520: halfway past 65504, ties to the even infinity
+constexpr uint32_t kRoundsToHalfInf = 0x477ff000;     // 65520: halfway past 65504, ties to the even infinity
 constexpr uint32_t kSmallestHalfNormal = 0x38800000;  // 2^-14
 constexpr uint32_t kHalfSubnormalFloor = 0x33000000;  // 2^-25: half of the smallest subnormal, ties to 0
 
@@ -98,20 +98,22 @@ void HalvesToFloatsScalar(const unsigned char* bytes, size_t count, float* value
 // above, which is what a megabyte of gradients per step needs. Chosen at run
 // time: the build does not assume the CPU.
 __attribute__((target("avx,f16c"))) void FloatsToHalvesF16c(const float* values, size_t count,
-                                                              unsigned char* bytes) {
+                                                            unsigned char* bytes) {
   size_t i = 0;
   for (; i + 8 <= count; i += 8) {
-    const __m128i h = _mm256_cvtps_ph(_mm256_loadu_ps(values + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    const __m128i h =
+        _mm256_cvtps_ph(_mm256_loadu_ps(values + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     _mm_storeu_si128(reinterpret_cast<__m128i*>(bytes + 2 * i), h);
   }
   FloatsToHalvesScalar(values + i, count - i, bytes + 2 * i);
 }
 
 __attribute__((target("avx,f16c"))) void HalvesToFloatsF16c(const unsigned char* bytes, size_t count,
-                                                              float* values) {
+                                                            float* values) {
   size_t i = 0;
   for (; i + 8 <= count; i += 8)
-    _mm256_storeu_ps(values + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(bytes + 2 * i))));
+    _mm256_storeu_ps(values + i,
+                     _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(bytes + 2 * i))));
   HalvesToFloatsScalar(bytes + 2 * i, count - i, values + i);
 }
 

@@ -1,7 +1,6 @@
 #include "comm/message.h"
 
 #include <algorithm>
-
 #include <cstring>
 #include <iterator>
 
@@ -33,17 +32,26 @@ struct MsgTypeInfo {
   bool text;  // UTF-8 text, not entries
 };
 constexpr MsgTypeInfo kMsgTypes[] = {
-    {MsgType::kGet, "get", false},         {MsgType::kUpdate, "update", false},
-    {MsgType::kPut, "put", false},         {MsgType::kStats, "stats", true},
-    {MsgType::kShutdown, "shutdown", false}, {MsgType::kDone, "done", false},
-    {MsgType::kUpdateGet, "update-get", false}, {MsgType::kMetric, "metric", true},
-    {MsgType::kJoin, "join", false},       {MsgType::kFeature, "feature", false},
-    {MsgType::kExchange, "exchange", false}, {MsgType::kSync, "sync", false},
-    {MsgType::kReply, "reply", false},     {MsgType::kError, "error", true},
-    {MsgType::kWait, "wait", true},        {MsgType::kTimedOut, "timed-out", true},
+    {MsgType::kGet, "get", false},
+    {MsgType::kUpdate, "update", false},
+    {MsgType::kPut, "put", false},
+    {MsgType::kStats, "stats", true},
+    {MsgType::kShutdown, "shutdown", false},
+    {MsgType::kDone, "done", false},
+    {MsgType::kUpdateGet, "update-get", false},
+    {MsgType::kMetric, "metric", true},
+    {MsgType::kJoin, "join", false},
+    {MsgType::kFeature, "feature", false},
+    {MsgType::kExchange, "exchange", false},
+    {MsgType::kSync, "sync", false},
+    {MsgType::kReply, "reply", false},
+    {MsgType::kError, "error", true},
+    {MsgType::kWait, "wait", true},
+    {MsgType::kTimedOut, "timed-out", true},
     {MsgType::kStopping, "stopping", true},
 };
-static_assert(std::size(kMsgTypes) == kMsgTypeCount, "every MsgType has a row in kMsgTypes, and kMsgTypeCount says how many");
+static_assert(std::size(kMsgTypes) == kMsgTypeCount,
+              "every MsgType has a row in kMsgTypes, and kMsgTypeCount says how many");
 
 constexpr bool TypesDistinct() {
   for (size_t i = 0; i < std::size(kMsgTypes); ++i)
@@ -65,8 +73,10 @@ bool IsKnownEncoding(uint16_t e) { return e == 0 || e == 1; }
 
 const char* EncodingName(ValueEncoding encoding) {
   switch (encoding) {
-    case ValueEncoding::kF32: return "fp32";
-    case ValueEncoding::kF16: return "fp16";
+    case ValueEncoding::kF32:
+      return "fp32";
+    case ValueEncoding::kF16:
+      return "fp16";
   }
   return "unknown";
 }
@@ -84,8 +94,10 @@ Status EncodingNamed(const std::string& name, ValueEncoding* encoding) {
 
 void CopyValues(const EntryView& e, float* out) {
   if (e.count == 0) return;  // `out` may be null then, which memcpy must not see
-  if (e.encoding == ValueEncoding::kF16) HalvesToFloats(e.data, e.count, out);
-  else std::memcpy(out, e.data, 4ull * e.count);
+  if (e.encoding == ValueEncoding::kF16)
+    HalvesToFloats(e.data, e.count, out);
+  else
+    std::memcpy(out, e.data, 4ull * e.count);
 }
 
 void AddValues(const EntryView& e, float* sum) {
@@ -141,8 +153,10 @@ void Encode(const MsgHeader& h, const std::vector<EntryRef>& entries, const std:
     Put<uint16_t>(p, 0);
     Put<uint32_t>(p, e.count);
     if (e.count == 0) continue;  // e.data may be null
-    if (e.encoding == ValueEncoding::kF16) FloatsToHalves(e.data, e.count, p);
-    else if (!(in_place && e.already_at == p)) std::memcpy(p, e.data, 4ull * e.count);
+    if (e.encoding == ValueEncoding::kF16)
+      FloatsToHalves(e.data, e.count, p);
+    else if (!(in_place && e.already_at == p))
+      std::memcpy(p, e.data, 4ull * e.count);
     p += e.count * BytesPerValue(e.encoding);
   }
   std::memcpy(p, text.data(), text.size());
@@ -199,8 +213,8 @@ Status Decode(const unsigned char* data, size_t size, MessageView* out) {
     if (zero != 0) return Status::Corruption(entry + " has " + std::to_string(zero) + " where 0 belongs");
     e.encoding = static_cast<ValueEncoding>(encoding);
     if (static_cast<uint64_t>(end - p) < e.value_bytes())
-      return Status::Corruption(entry + " announces " + std::to_string(e.count) + " " + EncodingName(e.encoding) +
-                                " values past the end");
+      return Status::Corruption(entry + " announces " + std::to_string(e.count) + " " +
+                                EncodingName(e.encoding) + " values past the end");
     e.data = p;
     p += e.value_bytes();
     out->entries.push_back(e);

@@ -4,7 +4,8 @@
 //   u32 magic "SHOL" | u16 protocol version | u16 type | u64 plan hash |
 //   u64 step (version or clock) | u32 sender | u32 entry count | u64 payload bytes |
 //   u64 incarnation
-//   payload: `entry count` entries, or, for kError, kWait, kTimedOut, kStopping, kStats and kMetric, UTF-8 text.
+//   payload: `entry count` entries, or, for kError, kWait, kTimedOut, kStopping, kStats and kMetric, UTF-8
+//   text.
 // The incarnation names one life of the sending process (its supervisor gives
 // it; 0: a tool): a server knows a restarted worker from the one before it.
 //   entry: u32 key | u16 encoding | u16 zero | u32 value count | values
@@ -24,27 +25,27 @@
 namespace shoal {
 
 enum class MsgType : uint16_t {
-  kGet = 1,       // step = the parameter version needed (the final ones come with done)
-  kUpdate = 2,    // gradients of step `step`
-  kPut = 3,       // overwrite values
-  kStats = 4,     // reply carries JSON text
-  kShutdown = 5,  // checkpoint and exit
-  kDone = 6,      // the sender has finished training
-  kUpdateGet = 7, // an update, answered with the parameters of version step + 1
-  kMetric = 8,    // text: an evaluation (JSON) to record in the next checkpoint
-  kJoin = 9,      // answered with the parameters and, as step, the step the sender is to train next;
-                  // a join's step asks for the parameters as of that step (kJoinWhereTheServerIs: its own)
-  kFeature = 10,  // between the workers of a group: one entry, a block of a feature or its gradient
-  kExchange = 11, // easgd: the sender's parameters after step `step`; answered with the elastic
-                  // difference alpha·(x − centre) that the centre moved by (the sender subtracts it)
-  kSync = 12,     // between server groups: a server's values, which the receiver averages with its own
-  kReply = 100,   // success; entries for a get
-  kError = 101,   // failure; text says why
-  kWait = 102,    // not yet: ask again (a done before every worker is, a join while the id's old life
-                  // still counts as connected); text says why
-  kTimedOut = 103, // a read waited its deadline at the server; text says for what (which workers)
-  kStopping = 104, // the server is stopping (shut down, or giving up) and will not answer what was asked;
-                   // text says why. The asker's server is going away, as if its connection had closed
+  kGet = 1,         // step = the parameter version needed (the final ones come with done)
+  kUpdate = 2,      // gradients of step `step`
+  kPut = 3,         // overwrite values
+  kStats = 4,       // reply carries JSON text
+  kShutdown = 5,    // checkpoint and exit
+  kDone = 6,        // the sender has finished training
+  kUpdateGet = 7,   // an update, answered with the parameters of version step + 1
+  kMetric = 8,      // text: an evaluation (JSON) to record in the next checkpoint
+  kJoin = 9,        // answered with the parameters and, as step, the step the sender is to train next;
+                    // a join's step asks for the parameters as of that step (kJoinWhereTheServerIs: its own)
+  kFeature = 10,    // between the workers of a group: one entry, a block of a feature or its gradient
+  kExchange = 11,   // easgd: the sender's parameters after step `step`; answered with the elastic
+                    // difference alpha·(x − centre) that the centre moved by (the sender subtracts it)
+  kSync = 12,       // between server groups: a server's values, which the receiver averages with its own
+  kReply = 100,     // success; entries for a get
+  kError = 101,     // failure; text says why
+  kWait = 102,      // not yet: ask again (a done before every worker is, a join while the id's old life
+                    // still counts as connected); text says why
+  kTimedOut = 103,  // a read waited its deadline at the server; text says for what (which workers)
+  kStopping = 104,  // the server is stopping (shut down, or giving up) and will not answer what was asked;
+                    // text says why. The asker's server is going away, as if its connection had closed
 };
 constexpr size_t kMsgTypeCount = 17;
 const char* MsgTypeName(MsgType type);
@@ -57,7 +58,7 @@ constexpr uint32_t kMsgMagic = 0x4C4F4853;  // "SHOL" read as little-endian
 constexpr uint16_t kProtocolVersion = 6;
 constexpr size_t kHeaderBytes = 48;
 constexpr size_t kEntryHeaderBytes = 12;
-constexpr uint32_t kToolSender = ~0u;  // dl-ckpt, tests: not a worker
+constexpr uint32_t kToolSender = ~0u;              // dl-ckpt, tests: not a worker
 constexpr uint64_t kJoinWhereTheServerIs = ~0ull;  // a join's step: at the step the server says
 
 struct MsgHeader {

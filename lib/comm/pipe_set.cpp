@@ -45,7 +45,8 @@ bool PipeSet::Closed(uint32_t pipe) const {
 std::chrono::milliseconds PipeSet::EmptyFor() const {
   std::lock_guard<std::mutex> lock(mu_);
   if (!ever_ || !open_.empty()) return std::chrono::milliseconds(0);
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - empty_since_);
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
+                                                               empty_since_);
 }
 
 }  // namespace shoal

@@ -76,7 +76,8 @@ std::string RpcClient::Gone() const {
   const std::chrono::milliseconds down = connection_->pipes.EmptyFor();
   if (down < kLostAfter) return "";
   return "server '" + endpoint_ + "' went away (its connection has been closed for " +
-         std::to_string(down.count() / 1000) + " s) while " + label_ + " waited for it to answer " + Pending();
+         std::to_string(down.count() / 1000) + " s) while " + label_ + " waited for it to answer " +
+         Pending();
 }
 
 void RpcClient::OnAio(void* arg) {
@@ -158,7 +159,8 @@ Status RpcClient::Send(const MsgHeader& header, const std::vector<EntryRef>& ent
 Status RpcClient::WaitSent() {
   if (!aio_ || !sending_) return Status::Ok();
   nng_aio_wait(aio_);
-  return nng_aio_result(aio_) == 0 ? Status::Ok() : Status::Unavailable("a request to '" + endpoint_ + "' did not leave");
+  return nng_aio_result(aio_) == 0 ? Status::Ok()
+                                   : Status::Unavailable("a request to '" + endpoint_ + "' did not leave");
 }
 
 Status RpcClient::Receive(Reply* reply) {
@@ -167,7 +169,8 @@ Status RpcClient::Receive(Reply* reply) {
     // A request that cannot leave because the server's connection closed
     // (it died between two requests) is given up on as soon as the server
     // counts as gone, as a reply is, not at the end of the timeout.
-    const std::string gone = AwaitDone("to reach server '" + endpoint_ + "' with " + Pending(), "; is it running?");
+    const std::string gone =
+        AwaitDone("to reach server '" + endpoint_ + "' with " + Pending(), "; is it running?");
     nng_aio_wait(aio_);
     sending_ = false;
     int rv = nng_aio_result(aio_);
@@ -177,7 +180,8 @@ Status RpcClient::Receive(Reply* reply) {
       if (rv == NNG_ETIMEDOUT)
         return Status::Timeout("server '" + endpoint_ + "' did not take " + Pending() + " within " +
                                std::to_string(timeout_ms_) + " ms (is it running?)");
-      return Status::Unavailable("cannot send " + Pending() + " to server '" + endpoint_ + "': " + nng_strerror(rv));
+      return Status::Unavailable("cannot send " + Pending() + " to server '" + endpoint_ +
+                                 "': " + nng_strerror(rv));
     }
   }
   const int reply_ms = timeout_ms_ + static_cast<int>(kServerAnswersFirst.count());
@@ -190,13 +194,15 @@ Status RpcClient::Receive(Reply* reply) {
     return Status::Timeout("server '" + endpoint_ + "' did not answer " + Pending() + " within " +
                            std::to_string(reply_ms) + " ms");
   if (rv != 0)
-    return Status::Unavailable("no reply from server '" + endpoint_ + "' to " + Pending() + ": " + nng_strerror(rv));
+    return Status::Unavailable("no reply from server '" + endpoint_ + "' to " + Pending() + ": " +
+                               nng_strerror(rv));
   reply->msg_ = nng_aio_get_msg(aio_);
   Status s = Decode(static_cast<const unsigned char*>(nng_msg_body(reply->msg_)), nng_msg_len(reply->msg_),
                     &reply->view_);
   if (!s.ok()) return s.Within("reply from server '" + endpoint_ + "' to " + Pending());
   if (reply->view_.header.type == MsgType::kError)
-    return Status::InvalidArgument("server '" + endpoint_ + "' refused " + Pending() + ": " + reply->view_.text);
+    return Status::InvalidArgument("server '" + endpoint_ + "' refused " + Pending() + ": " +
+                                   reply->view_.text);
   if (reply->view_.header.type == MsgType::kTimedOut)
     return Status::Timeout("server '" + endpoint_ + "' gave up on " + Pending() + ": " + reply->view_.text);
   if (reply->view_.header.type == MsgType::kStopping) {

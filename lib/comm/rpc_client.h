@@ -7,8 +7,8 @@
 #include <nng/nng.h>
 
 #include <chrono>
-#include <cstdint>
 #include <condition_variable>
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -59,8 +59,7 @@ class RpcClient {
   // in flight at once, and computation can go on meanwhile: Send encodes the
   // request and returns while it leaves in the background. One request per
   // client at a time.
-  Status Send(const MsgHeader& header, const std::vector<EntryRef>& entries,
-              const std::string& text = "");
+  Status Send(const MsgHeader& header, const std::vector<EntryRef>& entries, const std::string& text = "");
   // Waits for the last Send to leave, then for its reply, each within the
   // timeout (the reply kServerAnswersFirst longer); a kError reply becomes an
   // error, a kTimedOut one a timeout, a kStopping one unavailable.

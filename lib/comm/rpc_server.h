@@ -43,8 +43,8 @@ class RpcServer {
   // larger than `max_request_bytes` (0: any size) is dropped by NNG before it
   // is read whole, and its connection closed. An endpoint in use is an
   // I/O error naming it.
-  Status Listen(const std::string& endpoint, int slots, Handler handler, BadRequest bad, const TlsIdentity& tls = {},
-                size_t max_request_bytes = 0, PipeClosed closed = nullptr);
+  Status Listen(const std::string& endpoint, int slots, Handler handler, BadRequest bad,
+                const TlsIdentity& tls = {}, size_t max_request_bytes = 0, PipeClosed closed = nullptr);
   // Also takes requests at `endpoint` (after Listen): an inproc:// one, say,
   // for clients in this process, whose messages NNG hands over in memory (a
   // req0 client keeps its own for a resend, so NNG gives the server a copy it

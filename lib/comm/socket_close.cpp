@@ -45,7 +45,8 @@ void CloseSocket(nng_socket socket, const std::string& what) {
   reaper_stuck = true;
   Log("closing " + what + " did not finish within " + std::to_string(kCloseDeadline.count()) +
       " s (NNG can stall a close that races a connection's teardown, and then every later close); going on "
-      "without waiting for it, and giving later closes " + std::to_string(kCloseWhileStuck.count()) + " ms");
+      "without waiting for it, and giving later closes " +
+      std::to_string(kCloseWhileStuck.count()) + " ms");
 }
 
 }  // namespace shoal

@@ -35,7 +35,8 @@ Status TlsConfigFor(const std::string& endpoint, const TlsIdentity& id, bool ser
     return fail("'" + id.ca_file + "' is not a usable CA certificate");
   if ((rv = nng_tls_config_own_cert(cfg, cert.c_str(), key.c_str(), nullptr)) != 0)
     return fail("'" + id.cert_file + "' and '" + id.key_file + "' are not a usable certificate and key");
-  if ((rv = nng_tls_config_auth_mode(cfg, NNG_TLS_AUTH_MODE_REQUIRED)) != 0) return fail("TLS authentication");
+  if ((rv = nng_tls_config_auth_mode(cfg, NNG_TLS_AUTH_MODE_REQUIRED)) != 0)
+    return fail("TLS authentication");
   if (!server && (rv = nng_tls_config_server_name(cfg, id.server_name.c_str())) != 0)
     return fail("TLS server name '" + id.server_name + "'");
   *config = cfg;

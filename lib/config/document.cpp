@@ -31,9 +31,11 @@ class SecondDocument : public YAML::EventHandler {
   void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
   void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
   void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t, const std::string&) override {}
-  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                       YAML::EmitterStyle::value) override {}
   void OnSequenceEnd() override {}
-  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {
+  }
   void OnMapEnd() override {}
   const YAML::Mark& mark() const { return mark_; }
 
@@ -209,18 +211,21 @@ void Origin::Set(const std::string& pointer, bool key, std::string where) {
 }
 
 void Origin::Forget(const std::string& pointer) {
-  for (auto it = where_.lower_bound(pointer); it != where_.end() && it->first.compare(0, pointer.size(), pointer) == 0;) {
+  for (auto it = where_.lower_bound(pointer);
+       it != where_.end() && it->first.compare(0, pointer.size(), pointer) == 0;) {
     const char next = it->first.size() > pointer.size() ? it->first[pointer.size()] : '\0';
-    if (next == '\0' || next == '/' || next == '#') it = where_.erase(it);
-    else ++it;
+    if (next == '\0' || next == '/' || next == '#')
+      it = where_.erase(it);
+    else
+      ++it;
   }
 }
 
 Status ParseYaml(const std::string& text, const std::string& source, Document* doc) {
   *doc = Document{json(), std::make_shared<Origin>(source)};
   if (text.size() > kMaxYamlBytes)
-    return Status::InvalidArgument(source + ": " + std::to_string(text.size()) + " bytes; a YAML file here is at most " +
-                                   std::to_string(kMaxYamlBytes));
+    return Status::InvalidArgument(source + ": " + std::to_string(text.size()) +
+                                   " bytes; a YAML file here is at most " + std::to_string(kMaxYamlBytes));
   TreeBuilder builder(source, doc->origin.get());
   std::istringstream in(text);
   try {
@@ -229,8 +234,9 @@ Status ParseYaml(const std::string& text, const std::string& source, Document* d
     // yaml-cpp 0.7 returns empty documents forever (its issue 1040).
     SecondDocument second;
     if (parser.HandleNextDocument(builder) && builder.status().ok() && parser.HandleNextDocument(second))
-      return Status::InvalidArgument(Place(source, second.mark()) +
-                                     ": malformed YAML: a second document or a stray token; this must be one document");
+      return Status::InvalidArgument(
+          Place(source, second.mark()) +
+          ": malformed YAML: a second document or a stray token; this must be one document");
   } catch (const YAML::Exception& e) {
     // The parser's word first: events before a syntax error can look like
     // anything (a fault of the handler's is often its symptom).

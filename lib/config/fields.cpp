@@ -14,9 +14,12 @@ using nlohmann::json;
 
 // A scalar's text: strings as they are, numbers and booleans as JSON writes them.
 bool ScalarText(const json& v, std::string* text) {
-  if (v.is_string()) *text = v.get<std::string>();
-  else if (v.is_number() || v.is_boolean()) *text = v.dump();
-  else return false;
+  if (v.is_string())
+    *text = v.get<std::string>();
+  else if (v.is_number() || v.is_boolean())
+    *text = v.dump();
+  else
+    return false;
   return true;
 }
 
@@ -42,9 +45,7 @@ const json* Fields::Value(const std::string& key) const {
   return it == node_.end() || it->is_null() ? nullptr : &*it;
 }
 
-std::string Fields::PointerOf(const std::string& key) const {
-  return pointer_ + "/" + PointerToken(key);
-}
+std::string Fields::PointerOf(const std::string& key) const { return pointer_ + "/" + PointerToken(key); }
 
 bool Fields::Has(const std::string& key) const {
   if (std::find(asked_.begin(), asked_.end(), key) == asked_.end()) asked_.push_back(key);
@@ -87,7 +88,8 @@ Status Fields::Int(const std::string& key, int default_value, int* out, int min_
   ScalarText(*Value(key), &text);
   if (!Number(key, &v).ok() || v != std::floor(v))
     return FieldError(key, "must be an integer" + (text.empty() ? "" : ", got " + Quoted(text, 40)));
-  if (v < min_value) return FieldError(key, "must be at least " + std::to_string(min_value) + ", got " + text);
+  if (v < min_value)
+    return FieldError(key, "must be at least " + std::to_string(min_value) + ", got " + text);
   if (v > max_value) return FieldError(key, "must be at most " + std::to_string(max_value) + ", got " + text);
   *out = static_cast<int>(v);
   Keep(key, *out);
@@ -142,9 +144,12 @@ Status Fields::Bool(const std::string& key, bool default_value, bool* out) const
     const auto is = [&](const char* const* words) {
       return std::any_of(words, words + 9, [&](const char* w) { return text == w; });
     };
-    if (is(kTrue)) *out = true;
-    else if (is(kFalse)) *out = false;
-    else return FieldError(key, "must be true or false");
+    if (is(kTrue))
+      *out = true;
+    else if (is(kFalse))
+      *out = false;
+    else
+      return FieldError(key, "must be true or false");
   } else {
     return FieldError(key, "must be true or false");
   }
@@ -159,7 +164,8 @@ Status Fields::IntList(const std::string& key, std::vector<int>* out, int min_va
   const json& list = *Value(key);
   if (!list.is_array()) return FieldError(key, "must be a list of integers");
   if (list.size() > max_items)
-    return FieldError(key, "has " + std::to_string(list.size()) + " items, at most " + std::to_string(max_items));
+    return FieldError(key,
+                      "has " + std::to_string(list.size()) + " items, at most " + std::to_string(max_items));
   const std::string item_error = what_ + ": field '" + key + "' must be a list of integers";
   for (size_t i = 0; i < list.size(); ++i) {
     const std::string where = origin_->Where(PointerOf(key) + "/" + std::to_string(i));
@@ -170,8 +176,8 @@ Status Fields::IntList(const std::string& key, std::vector<int>* out, int min_va
     if (!number || v != std::floor(v)) return Status::InvalidArgument(where + ": " + item_error);
     if (v < min_value || v > max_value)
       return Status::InvalidArgument(where + ": " + what_ + ": field '" + key + "' holds " + list[i].dump() +
-                                     ", outside [" + std::to_string(min_value) + ", " + std::to_string(max_value) +
-                                     "]");
+                                     ", outside [" + std::to_string(min_value) + ", " +
+                                     std::to_string(max_value) + "]");
     out->push_back(static_cast<int>(v));
   }
   Keep(key, *out);
@@ -193,8 +199,8 @@ Status Fields::StringList(const std::string& key, std::vector<std::string>* out)
   } else {
     for (size_t i = 0; i < list.size(); ++i) {
       if (!ScalarText(list[i], &text))
-        return Status::InvalidArgument(origin_->Where(PointerOf(key) + "/" + std::to_string(i)) + ": " + what_ +
-                                       ": field '" + key + "' must be a list of names");
+        return Status::InvalidArgument(origin_->Where(PointerOf(key) + "/" + std::to_string(i)) + ": " +
+                                       what_ + ": field '" + key + "' must be a list of names");
       out->push_back(text);
     }
   }
@@ -215,8 +221,7 @@ Status Fields::Choice(const std::string& key, const std::string& default_value,
 Status Fields::Section(const std::string& key, const std::string& what, std::unique_ptr<Fields>* out) const {
   Has(key);
   const json* v = Value(key);
-  if (!v || !v->is_object())
-    return Status::InvalidArgument(Where(key) + ": " + what + " must be a mapping");
+  if (!v || !v->is_object()) return Status::InvalidArgument(Where(key) + ": " + what + " must be a mapping");
   *out = std::make_unique<Fields>(*v, origin_, PointerOf(key), what);
   return Status::Ok();
 }

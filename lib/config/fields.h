@@ -8,10 +8,9 @@
 
 #include <climits>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "config/document.h"
 #include "core/status.h"
@@ -22,7 +21,8 @@ class Fields {
  public:
   // `node` (which must outlive this) is the value at `pointer` of a document
   // from `origin`; `what` names it in messages, e.g. "layer 'fc1'".
-  Fields(const nlohmann::json& node, std::shared_ptr<const Origin> origin, std::string pointer, std::string what);
+  Fields(const nlohmann::json& node, std::shared_ptr<const Origin> origin, std::string pointer,
+         std::string what);
 
   bool Has(const std::string& key) const;
   // Integers: a whole number within [min_value, max_value] (1e3 is 1000).
@@ -34,8 +34,8 @@ class Fields {
   Status String(const std::string& key, const std::string& default_value, std::string* out) const;
   Status Bool(const std::string& key, bool default_value, bool* out) const;
   // At most `max_items` integers, each within [min_value, max_value].
-  Status IntList(const std::string& key, std::vector<int>* out, int min_value = INT_MIN, int max_value = INT_MAX,
-                 size_t max_items = 64) const;
+  Status IntList(const std::string& key, std::vector<int>* out, int min_value = INT_MIN,
+                 int max_value = INT_MAX, size_t max_items = 64) const;
   // A name or a list of names.
   Status StringList(const std::string& key, std::vector<std::string>* out) const;
   // A string that must be one of `choices`.

@@ -17,8 +17,9 @@ Status ParseLayer(const Fields& f, LayerConfig* layer) {
   SHOAL_RETURN_IF_ERROR(f.String("name", "", &layer->name));
   if (layer->name.empty()) return f.Error("missing field 'name'");
   if (!IsPlainName(layer->name, kMaxLayerNameBytes))
-    return f.FieldError("name", Quoted(layer->name) + " must be 1 to " + std::to_string(kMaxLayerNameBytes) + " of " +
-                                    kPlainNameChars + " (it names the layer's parameters in checkpoints and exported files)");
+    return f.FieldError("name", Quoted(layer->name) + " must be 1 to " + std::to_string(kMaxLayerNameBytes) +
+                                    " of " + kPlainNameChars +
+                                    " (it names the layer's parameters in checkpoints and exported files)");
   layer->fields = f.node();
   return Status::Ok();
 }
@@ -96,10 +97,12 @@ Status UpdaterHyperParameters(const Fields& f, TrainConfig* t) {
 Status ParseDevice(const Fields& f, TrainConfig* t) {
   SHOAL_RETURN_IF_ERROR(f.String("device", t->device, &t->device));
   const std::string digits = t->device.rfind("cuda:", 0) == 0 ? t->device.substr(5) : "";
-  const bool numbered = !digits.empty() && digits.size() <= 2 &&
-                        std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; });
+  const bool numbered =
+      !digits.empty() && digits.size() <= 2 &&
+      std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; });
   if (t->device != "cpu" && t->device != "cuda" && !numbered)
-    return f.FieldError("device", "is '" + t->device + "'; expected cpu, cuda or cuda:N (a GPU's number, 0 to 99)");
+    return f.FieldError("device",
+                        "is '" + t->device + "'; expected cpu, cuda or cuda:N (a GPU's number, 0 to 99)");
   t->cuda = t->device != "cpu";
   t->gpu = numbered ? std::stoi(digits) : -1;
   return Status::Ok();
@@ -110,8 +113,8 @@ Status ParseTrain(const Fields& f, TrainConfig* t) {
   SHOAL_RETURN_IF_ERROR(f.Int("batch_size", t->batch_size, &t->batch_size, 1, 1 << 20));
   SHOAL_RETURN_IF_ERROR(f.Int("steps", t->steps, &t->steps, 0));
   SHOAL_RETURN_IF_ERROR(f.Float("epochs", t->epochs, &t->epochs, 0.0, 1e6));
-  SHOAL_RETURN_IF_ERROR(f.Choice("updater", t->updater, {std::begin(kUpdaterNames), std::end(kUpdaterNames)},
-                                 &t->updater));
+  SHOAL_RETURN_IF_ERROR(
+      f.Choice("updater", t->updater, {std::begin(kUpdaterNames), std::end(kUpdaterNames)}, &t->updater));
   SHOAL_RETURN_IF_ERROR(f.Float("learning_rate", t->learning_rate, &t->learning_rate, 0.0, 1e3));
   if (f.Has("lr_schedule")) {
     std::unique_ptr<Fields> schedule;
@@ -119,8 +122,10 @@ Status ParseTrain(const Fields& f, TrainConfig* t) {
     SHOAL_RETURN_IF_ERROR(ParseSchedule(*schedule, &t->lr_schedule));
     f.Keep("lr_schedule", schedule->resolved());
   } else {
-    f.Keep("lr_schedule", {{"kind", t->lr_schedule.kind}, {"every", t->lr_schedule.every},
-                           {"gamma", t->lr_schedule.gamma}, {"warmup_steps", t->lr_schedule.warmup_steps}});
+    f.Keep("lr_schedule", {{"kind", t->lr_schedule.kind},
+                           {"every", t->lr_schedule.every},
+                           {"gamma", t->lr_schedule.gamma},
+                           {"warmup_steps", t->lr_schedule.warmup_steps}});
   }
   SHOAL_RETURN_IF_ERROR(f.Bool("scale_lr_with_workers", t->scale_lr_with_workers, &t->scale_lr_with_workers));
   SHOAL_RETURN_IF_ERROR(f.Float("momentum", t->momentum, &t->momentum, 0.0, 1.0));
@@ -135,15 +140,17 @@ Status ParseTrain(const Fields& f, TrainConfig* t) {
   SHOAL_RETURN_IF_ERROR(f.Bool("overlap", t->overlap, &t->overlap));
   if (t->clip_norm > 0.0) {
     if (overlap_written && t->overlap)
-      return f.FieldError("overlap", "must be false with clip_norm: a gradient's norm is known only when the "
-                                     "whole backward pass is done, and overlap sends each layer's before that");
+      return f.FieldError("overlap",
+                          "must be false with clip_norm: a gradient's norm is known only when the "
+                          "whole backward pass is done, and overlap sends each layer's before that");
     t->overlap = false;
     f.Keep("overlap", false);
   }
   SHOAL_RETURN_IF_ERROR(f.Float("device_memory_mb", t->device_memory_mb, &t->device_memory_mb, 0.0, 1 << 24));
   SHOAL_RETURN_IF_ERROR(ParseDevice(f, t));
   SHOAL_RETURN_IF_ERROR(f.Bool("divergence_check", t->divergence_check, &t->divergence_check));
-  SHOAL_RETURN_IF_ERROR(f.Int("overlap_bucket_floats", t->overlap_bucket_floats, &t->overlap_bucket_floats, 0));
+  SHOAL_RETURN_IF_ERROR(
+      f.Int("overlap_bucket_floats", t->overlap_bucket_floats, &t->overlap_bucket_floats, 0));
   if (t->steps == 0 && t->epochs <= 0.0) return f.Error("set 'steps' or 'epochs'");
   if (t->updater == "sgd") t->momentum = 0.0;
   return f.CheckNoUnknown();
@@ -162,7 +169,8 @@ Status OpenUnitInterval(const Fields& f, const std::string& key, double default_
 // never used would mislead whoever reads it.
 Status ParseConsistency(const Fields& f, ClusterConfig* c) {
   SHOAL_RETURN_IF_ERROR(f.Choice("consistency", c->consistency,
-                                 {std::begin(kConsistencyNames), std::end(kConsistencyNames)}, &c->consistency));
+                                 {std::begin(kConsistencyNames), std::end(kConsistencyNames)},
+                                 &c->consistency));
   const bool ssp = c->consistency == "ssp", easgd = c->consistency == "easgd";
   auto only_with = [&](const std::string& key, bool applies, const std::string& with) {
     if (applies || !f.Has(key)) return Status::Ok();
@@ -173,8 +181,9 @@ Status ParseConsistency(const Fields& f, ClusterConfig* c) {
     SHOAL_RETURN_IF_ERROR(only_with(key, easgd, "consistency 'easgd'"));
   if (ssp) {
     if (!f.Has("staleness"))
-      return f.Error("consistency 'ssp' needs field 'staleness' (the slack s >= 0: a worker about to train "
-                     "step t sees every update of steps up to t-1-s)");
+      return f.Error(
+          "consistency 'ssp' needs field 'staleness' (the slack s >= 0: a worker about to train "
+          "step t sees every update of steps up to t-1-s)");
     SHOAL_RETURN_IF_ERROR(f.Int("staleness", 0, &c->staleness, 0));
   }
   if (!easgd) return Status::Ok();
@@ -187,11 +196,13 @@ Status ParseConsistency(const Fields& f, ClusterConfig* c) {
   // DeepSpark's Algorithm 1 takes a period among its inputs but its loop
   // never reads it: the accumulated loss alone decides.
   if (f.Has("easgd_tau"))
-    return f.FieldError("easgd_tau", "is not used with easgd_adaptive: true (a worker exchanges when its "
-                                     "loss summed since the last exchange passes easgd_loss_threshold)");
+    return f.FieldError("easgd_tau",
+                        "is not used with easgd_adaptive: true (a worker exchanges when its "
+                        "loss summed since the last exchange passes easgd_loss_threshold)");
   if (!f.Has("easgd_loss_threshold"))
-    return f.Error("easgd_adaptive: true needs field 'easgd_loss_threshold' (DeepSpark's L_cut: a worker "
-                   "exchanges when its loss summed since the last exchange passes it)");
+    return f.Error(
+        "easgd_adaptive: true needs field 'easgd_loss_threshold' (DeepSpark's L_cut: a worker "
+        "exchanges when its loss summed since the last exchange passes it)");
   SHOAL_RETURN_IF_ERROR(f.Float("easgd_loss_threshold", 0.0, &c->easgd_loss_threshold, 0.0, 1e9));
   if (c->easgd_loss_threshold <= 0.0) return f.FieldError("easgd_loss_threshold", "must be greater than 0");
   return Status::Ok();
@@ -200,9 +211,11 @@ Status ParseConsistency(const Fields& f, ClusterConfig* c) {
 Status ParseCluster(const Fields& f, ClusterConfig* c) {
   // At most 2^16 workers and 2^14 servers: each listens on a port of its own.
   SHOAL_RETURN_IF_ERROR(f.Int("nworker_groups", c->nworker_groups, &c->nworker_groups, 1, 1 << 16));
-  SHOAL_RETURN_IF_ERROR(f.Int("nworkers_per_group", c->nworkers_per_group, &c->nworkers_per_group, 1, 1 << 16));
+  SHOAL_RETURN_IF_ERROR(
+      f.Int("nworkers_per_group", c->nworkers_per_group, &c->nworkers_per_group, 1, 1 << 16));
   SHOAL_RETURN_IF_ERROR(f.Int("nserver_groups", c->nserver_groups, &c->nserver_groups, 1, 1 << 14));
-  SHOAL_RETURN_IF_ERROR(f.Int("nservers_per_group", c->nservers_per_group, &c->nservers_per_group, 1, 1 << 14));
+  SHOAL_RETURN_IF_ERROR(
+      f.Int("nservers_per_group", c->nservers_per_group, &c->nservers_per_group, 1, 1 << 14));
   if (static_cast<int64_t>(c->nworker_groups) * c->nworkers_per_group > (1 << 16))
     return f.Error("more than 65536 workers (nworker_groups × nworkers_per_group)");
   if (static_cast<int64_t>(c->nserver_groups) * c->nservers_per_group > (1 << 14))
@@ -214,27 +227,32 @@ Status ParseCluster(const Fields& f, ClusterConfig* c) {
   SHOAL_RETURN_IF_ERROR(f.String("tls_dir", c->tls_dir, &c->tls_dir));
   if (c->tls_dir.size() > 4096) return f.FieldError("tls_dir", "is longer than 4096 bytes");
   SHOAL_RETURN_IF_ERROR(f.Choice("wire", c->wire, {"fp32", "fp16"}, &c->wire));
-  SHOAL_RETURN_IF_ERROR(f.Bool("server_worker_separate", c->server_worker_separate, &c->server_worker_separate));
+  SHOAL_RETURN_IF_ERROR(
+      f.Bool("server_worker_separate", c->server_worker_separate, &c->server_worker_separate));
   SHOAL_RETURN_IF_ERROR(f.Int("sync_freq", c->sync_freq, &c->sync_freq, 0));
   SHOAL_RETURN_IF_ERROR(f.Choice("sync_topology", c->sync_topology, {"all", "ring"}, &c->sync_topology));
   if (!c->server_worker_separate && c->servers() != c->workers())
-    return f.FieldError("server_worker_separate", "is false: every worker has its server, so " +
-                                                      std::to_string(c->workers()) + " servers are needed, not " +
-                                                      std::to_string(c->servers()));
+    return f.FieldError("server_worker_separate",
+                        "is false: every worker has its server, so " + std::to_string(c->workers()) +
+                            " servers are needed, not " + std::to_string(c->servers()));
   if (c->nserver_groups > 1) {
     // Distributed Hogwild: each server group serves its worker groups on its own.
     if (c->consistency != "async")
-      return f.FieldError("nserver_groups", "must be 1 unless consistency is 'async' (server groups update on "
-                                            "their own, each from its worker groups)");
+      return f.FieldError("nserver_groups",
+                          "must be 1 unless consistency is 'async' (server groups update on "
+                          "their own, each from its worker groups)");
     if (c->nworker_groups % c->nserver_groups != 0)
-      return f.FieldError("nserver_groups", "must divide nworker_groups (" + std::to_string(c->nworker_groups) +
-                                                "): each server group serves the same number of worker groups");
+      return f.FieldError("nserver_groups",
+                          "must divide nworker_groups (" + std::to_string(c->nworker_groups) +
+                              "): each server group serves the same number of worker groups");
     if (c->sync_freq < 1)
-      return f.FieldError("sync_freq", "must be at least 1 with several server groups (updates between syncs)");
+      return f.FieldError("sync_freq",
+                          "must be at least 1 with several server groups (updates between syncs)");
   }
   if (c->consistency == "bsp" && c->nworker_groups != 1)
-    return f.FieldError("nworker_groups", "must be 1 with consistency 'bsp' (groups run "
-                                          "asynchronously to each other: use 'async', 'ssp' or 'easgd')");
+    return f.FieldError("nworker_groups",
+                        "must be 1 with consistency 'bsp' (groups run "
+                        "asynchronously to each other: use 'async', 'ssp' or 'easgd')");
   return f.CheckNoUnknown();
 }
 
@@ -252,8 +270,10 @@ Status ParseSection(const Fields& top, const std::string& key, Status (*parse)(c
                     Config* config, JobConfig* job) {
   static const nlohmann::json kEmpty = nlohmann::json::object();
   std::unique_ptr<Fields> f;
-  if (top.Has(key)) SHOAL_RETURN_IF_ERROR(top.Section(key, "section '" + key + "'", &f));
-  else f = std::make_unique<Fields>(kEmpty, job->origin, "/" + key, "section '" + key + "'");
+  if (top.Has(key))
+    SHOAL_RETURN_IF_ERROR(top.Section(key, "section '" + key + "'", &f));
+  else
+    f = std::make_unique<Fields>(kEmpty, job->origin, "/" + key, "section '" + key + "'");
   SHOAL_RETURN_IF_ERROR(parse(*f, config));
   job->resolved[key] = f->resolved();
   return Status::Ok();
@@ -262,11 +282,12 @@ Status ParseSection(const Fields& top, const std::string& key, Status (*parse)(c
 }  // namespace
 
 const std::vector<std::string>& UpdaterStateNames(const std::string& updater) {
-  static const std::vector<std::string> kNone, kVelocity{"velocity"}, kSumSq{"sum_sq"}, kSquareAvg{"square_avg"},
-      kAdam{"exp_avg", "exp_avg_sq"};
-  static const std::vector<std::string>* const kByUpdater[] = {&kNone,  &kVelocity,   &kVelocity,
+  static const std::vector<std::string> kNone, kVelocity{"velocity"}, kSumSq{"sum_sq"},
+      kSquareAvg{"square_avg"}, kAdam{"exp_avg", "exp_avg_sq"};
+  static const std::vector<std::string>* const kByUpdater[] = {&kNone,  &kVelocity,  &kVelocity,
                                                                &kSumSq, &kSquareAvg, &kAdam};
-  static_assert(std::size(kByUpdater) == std::size(kUpdaterNames), "an updater without its state, or the reverse");
+  static_assert(std::size(kByUpdater) == std::size(kUpdaterNames),
+                "an updater without its state, or the reverse");
   for (size_t i = 0; i < std::size(kUpdaterNames); ++i)
     if (updater == kUpdaterNames[i]) return *kByUpdater[i];
   return kNone;
@@ -277,8 +298,9 @@ Status ParseJob(const Document& doc, JobConfig* job) {
   job->source = doc.origin->source();
   job->origin = doc.origin;
   if (!doc.root.is_object())
-    return Status::InvalidArgument(job->source + ": a job file is a mapping with sections "
-                                                 "'model', 'train', 'cluster' and 'data'");
+    return Status::InvalidArgument(job->source +
+                                   ": a job file is a mapping with sections "
+                                   "'model', 'train', 'cluster' and 'data'");
   job->resolved = nlohmann::json::object();
   Fields top(doc.root, doc.origin, "", "job");
   SHOAL_RETURN_IF_ERROR(top.String("name", "job", &job->name));

@@ -2,10 +2,9 @@
 #pragma once
 
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "config/document.h"
 #include "core/status.h"
@@ -29,7 +28,7 @@ struct LrSchedule {
   std::string kind = "constant";  // constant | step | exponential
   int every = 0;                  // step: required; exponential: 1 when left out
   double gamma = 0.1;
-  int warmup_steps = 0;           // 0: none
+  int warmup_steps = 0;  // 0: none
 };
 
 // What train.updater may name, in lib/ps/updater.h's UpdateRule order.
@@ -45,14 +44,14 @@ inline constexpr const char* kConsistencyNames[] = {"bsp", "async", "ssp", "easg
 
 struct TrainConfig {
   std::string algorithm = "bp";  // bp (back-propagation) or cd (contrastive divergence: an rbm loss layer)
-  int batch_size = 64;          // records per worker per step
-  int steps = 0;                // 0: derive from epochs
+  int batch_size = 64;           // records per worker per step
+  int steps = 0;                 // 0: derive from epochs
   double epochs = 1.0;
   std::string updater = "momentum";  // one of kUpdaterNames
   double learning_rate = 0.05;
   LrSchedule lr_schedule;
   bool scale_lr_with_workers = false;  // learning_rate × workers (Goyal et al.'s linear scaling rule)
-  double momentum = 0.9;        // momentum, nesterov
+  double momentum = 0.9;               // momentum, nesterov
   double weight_decay = 0.0;
   double beta1 = 0.9;           // adam
   double beta2 = 0.999;         // adam
@@ -100,18 +99,19 @@ struct ClusterConfig {
   int staleness = 0;                // ssp: the slack s (required with ssp)
   int easgd_tau = 1;                // easgd: steps between a worker's exchanges with the centre
   double easgd_alpha = 0.1;         // easgd: the moving rate, in (0, 1)
-  bool easgd_adaptive = false;      // easgd: exchange by accumulated loss (DeepSpark's Algorithm 1), not every tau
+  bool easgd_adaptive =
+      false;  // easgd: exchange by accumulated loss (DeepSpark's Algorithm 1), not every tau
   double easgd_loss_threshold = 0;  // easgd_adaptive: Algorithm 1's L_cut (required with it)
   // SINGA's topology (journal paper §5.2): false puts server i with worker i
   // (AllReduce: one server per worker, each owning 1/N of every parameter).
   bool server_worker_separate = true;
   int sync_freq = 0;                  // several server groups: updates between syncs with the neighbours
   std::string sync_topology = "all";  // which server groups sync: all (all-to-all) | ring
-  int slice_floats = 1 << 20;       // parameters larger than this are cut into slices
-  int timeout_ms = 60000;           // every wait for a peer gives up after this long
-  int lease_ms = 5000;              // a server whose workers have all been gone this long stops
-  std::string tls_dir;              // certificates from scripts/make-certs.sh: TLS with mutual authentication
-  std::string wire = "fp32";        // fp32 | fp16: how gradients and parameter values travel (servers keep fp32)
+  int slice_floats = 1 << 20;         // parameters larger than this are cut into slices
+  int timeout_ms = 60000;             // every wait for a peer gives up after this long
+  int lease_ms = 5000;                // a server whose workers have all been gone this long stops
+  std::string tls_dir;        // certificates from scripts/make-certs.sh: TLS with mutual authentication
+  std::string wire = "fp32";  // fp32 | fp16: how gradients and parameter values travel (servers keep fp32)
 
   int workers() const { return nworker_groups * nworkers_per_group; }
   int servers() const { return nserver_groups * nservers_per_group; }
@@ -144,7 +144,6 @@ Status ParseJob(const std::string& text, const std::string& source, JobConfig* j
 
 // Reads a job file ("-": standard input) and applies "section.field=value"
 // overrides before validating.
-Status LoadJobFile(const std::string& path, const std::vector<std::string>& overrides,
-                   JobConfig* job);
+Status LoadJobFile(const std::string& path, const std::vector<std::string>& overrides, JobConfig* job);
 
 }  // namespace shoal

@@ -1,17 +1,16 @@
 #include "core/file_util.h"
 
-#include "core/fault_injection.h"
-
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstring>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 
+#include "core/fault_injection.h"
 #include "core/text.h"
 
 namespace shoal {
@@ -57,7 +56,8 @@ Status ReadFile(const std::string& path, std::string* contents, size_t max_bytes
   }
   const bool failed = std::ferror(in);
   if (!standard_input) std::fclose(in);
-  if (too_large) return Status::InvalidArgument(name + " is larger than " + std::to_string(max_bytes) + " bytes");
+  if (too_large)
+    return Status::InvalidArgument(name + " is larger than " + std::to_string(max_bytes) + " bytes");
   if (failed) return Status::IOError("cannot read " + name + ": " + ErrnoText());
   return Status::Ok();
 }
@@ -70,7 +70,8 @@ Status WriteFileAtomic(const std::string& given, const std::string& contents, bo
   std::error_code ec;
   if (std::filesystem::is_symlink(std::filesystem::symlink_status(given, ec))) {
     std::filesystem::path target = std::filesystem::read_symlink(given, ec);
-    if (!ec) path = (target.is_absolute() ? target : std::filesystem::path(given).parent_path() / target).string();
+    if (!ec)
+      path = (target.is_absolute() ? target : std::filesystem::path(given).parent_path() / target).string();
   }
   const auto status = std::filesystem::status(path, ec);
   if (std::filesystem::is_directory(status))

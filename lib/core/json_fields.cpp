@@ -17,8 +17,8 @@ Status JsonFields::Get(const nlohmann::json& obj, const std::string& prefix, con
   return Status::Ok();
 }
 
-Status JsonFields::String(const nlohmann::json& obj, const std::string& prefix, const char* name, std::string* out,
-                          size_t max_bytes) const {
+Status JsonFields::String(const nlohmann::json& obj, const std::string& prefix, const char* name,
+                          std::string* out, size_t max_bytes) const {
   const nlohmann::json* v;
   SHOAL_RETURN_IF_ERROR(Get(obj, prefix, name, &v));
   if (!v->is_string() || v->get_ref<const std::string&>().empty() ||
@@ -28,8 +28,8 @@ Status JsonFields::String(const nlohmann::json& obj, const std::string& prefix, 
   return Status::Ok();
 }
 
-Status JsonFields::Unsigned(const nlohmann::json& obj, const std::string& prefix, const char* name, uint64_t max,
-                            uint64_t* out) const {
+Status JsonFields::Unsigned(const nlohmann::json& obj, const std::string& prefix, const char* name,
+                            uint64_t max, uint64_t* out) const {
   const nlohmann::json* v;
   SHOAL_RETURN_IF_ERROR(Get(obj, prefix, name, &v));
   if (!v->is_number_unsigned() || v->get<uint64_t>() > max)
@@ -45,12 +45,14 @@ Status JsonFields::Int(const nlohmann::json& obj, const std::string& prefix, con
   const bool fits = (v->is_number_unsigned() && v->get<uint64_t>() <= static_cast<uint64_t>(max)) ||
                     (v->is_number_integer() && !v->is_number_unsigned() && v->get<int64_t>() >= min &&
                      v->get<int64_t>() <= max);
-  if (!fits) return Error(prefix + name, "must be an integer in " + std::to_string(min) + ".." + std::to_string(max));
+  if (!fits)
+    return Error(prefix + name, "must be an integer in " + std::to_string(min) + ".." + std::to_string(max));
   *out = v->get<int64_t>();
   return Status::Ok();
 }
 
-Status JsonFields::OnlyKnown(const nlohmann::json& obj, const std::string& prefix, const char* const* known) const {
+Status JsonFields::OnlyKnown(const nlohmann::json& obj, const std::string& prefix,
+                             const char* const* known) const {
   if (!obj.is_object()) return Error(prefix.empty() ? "(top)" : prefix, "must be an object");
   for (auto it = obj.begin(); it != obj.end(); ++it) {
     bool ok = false;

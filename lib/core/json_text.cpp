@@ -24,8 +24,10 @@ JsonShape ShapeOf(const char* p, const char* end, int limit) {
   for (; p < end; ++p) {
     const char c = *p;
     if (in_string) {
-      if (c == '\\') ++p;
-      else if (c == '"') in_string = false;
+      if (c == '\\')
+        ++p;
+      else if (c == '"')
+        in_string = false;
       continue;
     }
     if (c == '"') {
@@ -52,11 +54,13 @@ Status ParseJson(const char* begin, const char* end, const std::string& source, 
                                    std::to_string(max_bytes) + " here");
   const JsonShape shape = ShapeOf(begin, end, kMaxJsonDepth);
   if (shape.depth > kMaxJsonDepth)
-    return Status::InvalidArgument(source + ": JSON nested deeper than " + std::to_string(kMaxJsonDepth) + " levels");
+    return Status::InvalidArgument(source + ": JSON nested deeper than " + std::to_string(kMaxJsonDepth) +
+                                   " levels");
   if (shape.containers > std::max<size_t>(1024, size / kTextBytesPerContainer))
-    return Status::InvalidArgument(source + ": " + std::to_string(shape.containers) + " JSON arrays and objects in " +
-                                   std::to_string(size) + " bytes, more than one per " +
-                                   std::to_string(kTextBytesPerContainer) + " bytes (no file of ours is that dense)");
+    return Status::InvalidArgument(source + ": " + std::to_string(shape.containers) +
+                                   " JSON arrays and objects in " + std::to_string(size) +
+                                   " bytes, more than one per " + std::to_string(kTextBytesPerContainer) +
+                                   " bytes (no file of ours is that dense)");
   try {
     *out = nlohmann::json::parse(begin, end);
   } catch (const nlohmann::json::parse_error& e) {

@@ -37,7 +37,8 @@ std::string Cell(const json& v) {
 }
 
 bool IsTableOfRecords(const json& v) {
-  return v.is_array() && !v.empty() && std::all_of(v.begin(), v.end(), [](const json& x) { return x.is_object(); });
+  return v.is_array() && !v.empty() &&
+         std::all_of(v.begin(), v.end(), [](const json& x) { return x.is_object(); });
 }
 
 bool HasNestedRecords(const json& record) {
@@ -62,7 +63,8 @@ std::string Table(const json& rows) {
   std::string out;
   for (const auto& r : cells) {
     std::string line;
-    for (size_t i = 0; i < r.size(); ++i) line += r[i] + std::string(i + 1 < r.size() ? width[i] - r[i].size() + 2 : 0, ' ');
+    for (size_t i = 0; i < r.size(); ++i)
+      line += r[i] + std::string(i + 1 < r.size() ? width[i] - r[i].size() + 2 : 0, ' ');
     out += line + "\n";
   }
   return out;
@@ -71,8 +73,10 @@ std::string Table(const json& rows) {
 std::string RecordLines(const json& record) {
   std::string out, nested;
   for (const auto& [k, v] : record.items()) {
-    if (IsTableOfRecords(v)) nested += "\n" + k + ":\n" + Table(v);
-    else out += k + ": " + Cell(v) + "\n";
+    if (IsTableOfRecords(v))
+      nested += "\n" + k + ":\n" + Table(v);
+    else
+      out += k + ": " + Cell(v) + "\n";
   }
   return out + nested;
 }
@@ -103,7 +107,8 @@ json WithCommit(json j) {
 void Output::Write(std::FILE* f, const std::string& text) {
   if (std::fputs(text.c_str(), f) < 0 || std::fflush(f) != 0)
     if (status_.ok())
-      status_ = Status::IOError(f == out_ ? "cannot write to standard output" : "cannot write the metrics file");
+      status_ =
+          Status::IOError(f == out_ ? "cannot write to standard output" : "cannot write the metrics file");
 }
 
 void Output::Copy(const json& record) {
@@ -123,8 +128,10 @@ void Output::Record(const json& r) {
   std::string line = r.value("event", "event");
   for (const auto& [key, value] : r.items()) {
     if (key == "event") continue;
-    line += "  " + key + " " + (value.is_number_float() ? Cell(value) : value.is_string() ? value.get<std::string>()
-                                                                                            : JsonText(value));
+    line += "  " + key + " " +
+            (value.is_number_float() ? Cell(value)
+             : value.is_string()     ? value.get<std::string>()
+                                     : JsonText(value));
   }
   Write(out_, line + "\n");
 }

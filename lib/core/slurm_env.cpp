@@ -41,9 +41,9 @@ Status ResolveProcessId(const std::string& role, int flag_id, int count, int* id
     return Status::Ok();
   }
   if (task.ntasks != count)
-    return Status::InvalidArgument("the Slurm step has " + std::to_string(task.ntasks) + " tasks but the plan has " +
-                                   std::to_string(count) + " " + role + "s (srun --ntasks " +
-                                   std::to_string(count) + ")");
+    return Status::InvalidArgument("the Slurm step has " + std::to_string(task.ntasks) +
+                                   " tasks but the plan has " + std::to_string(count) + " " + role +
+                                   "s (srun --ntasks " + std::to_string(count) + ")");
   *id = task.procid;
   return Status::Ok();
 }

@@ -36,9 +36,9 @@ class Status {
 };
 
 // Evaluates an expression yielding Status and returns it from the caller on error.
-#define SHOAL_RETURN_IF_ERROR(expr)          \
-  do {                                       \
-    ::shoal::Status _shoal_status = (expr);  \
+#define SHOAL_RETURN_IF_ERROR(expr)                \
+  do {                                             \
+    ::shoal::Status _shoal_status = (expr);        \
     if (!_shoal_status.ok()) return _shoal_status; \
   } while (0)
 

@@ -14,10 +14,14 @@ size_t SequenceAt(const std::string& text, size_t i) {
   if (c < 0x80) return 1;
   size_t n;
   unsigned int code;
-  if ((c & 0xE0) == 0xC0) n = 2, code = c & 0x1F;
-  else if ((c & 0xF0) == 0xE0) n = 3, code = c & 0x0F;
-  else if ((c & 0xF8) == 0xF0) n = 4, code = c & 0x07;
-  else return 0;
+  if ((c & 0xE0) == 0xC0)
+    n = 2, code = c & 0x1F;
+  else if ((c & 0xF0) == 0xE0)
+    n = 3, code = c & 0x0F;
+  else if ((c & 0xF8) == 0xF0)
+    n = 4, code = c & 0x07;
+  else
+    return 0;
   if (i + n > text.size()) return 0;
   for (size_t k = 1; k < n; ++k) {
     if ((byte(i + k) & 0xC0) != 0x80) return 0;

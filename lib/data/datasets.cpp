@@ -39,9 +39,10 @@ Status ReadDataset(const std::string& name, const std::string& source_dir, Shard
     return Status::InvalidArgument("source directory '" + source + "' does not exist");
   spec->dataset = name;
   // Both are published as the same four idx files.
-  const std::pair<const char*, IdxArray*> inputs[] = {
-      {"train-images-idx3-ubyte.gz", &spec->train_images}, {"train-labels-idx1-ubyte.gz", &spec->train_labels},
-      {"t10k-images-idx3-ubyte.gz", &spec->test_images}, {"t10k-labels-idx1-ubyte.gz", &spec->test_labels}};
+  const std::pair<const char*, IdxArray*> inputs[] = {{"train-images-idx3-ubyte.gz", &spec->train_images},
+                                                      {"train-labels-idx1-ubyte.gz", &spec->train_labels},
+                                                      {"t10k-images-idx3-ubyte.gz", &spec->test_images},
+                                                      {"t10k-labels-idx1-ubyte.gz", &spec->test_labels}};
   for (const auto& [file, array] : inputs) SHOAL_RETURN_IF_ERROR(ReadIdx(source + "/" + file, array));
   return Status::Ok();
 }

@@ -2,10 +2,10 @@
 
 #include <zlib.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <algorithm>
 
 namespace shoal {
 namespace {
@@ -74,8 +74,7 @@ Status ReadIdx(const std::string& path, IdxArray* out) {
     return Status::Corruption(where + ": not an idx file (magic starts " + Hex(magic[0]) + " " +
                               Hex(magic[1]) + ", expected 0x00 0x00)");
   if (magic[2] != kUnsignedByte)
-    return Status::Corruption(where + ": element type " + Hex(magic[2]) +
-                              " is not unsigned byte (0x08)");
+    return Status::Corruption(where + ": element type " + Hex(magic[2]) + " is not unsigned byte (0x08)");
   const int rank = magic[3];
   if (rank < 1 || rank > kMaxRank)
     return Status::Corruption(where + ": rank " + std::to_string(rank) + " is not in 1.." +

@@ -1,9 +1,8 @@
 #include "data/shard.h"
 
-#include <nlohmann/json.hpp>
-
 #include <cerrno>
 #include <cstring>
+#include <nlohmann/json.hpp>
 
 #include "core/file_util.h"
 #include "core/hash.h"
@@ -61,9 +60,9 @@ class ManifestFields : public JsonFields {
 };
 
 Status ParseManifest(const Json& root, const ManifestFields& f, Manifest* m) {
-  static const char* const kKnown[] = {"format", "version", "dataset", "record_shape",
-                                       "classes", "vocabulary", "seed", "order", "train", "test", "shards",
-                                       "train_records", "created_by"};
+  static const char* const kKnown[] = {"format",     "version",       "dataset",   "record_shape", "classes",
+                                       "vocabulary", "seed",          "order",     "train",        "test",
+                                       "shards",     "train_records", "created_by"};
   for (auto it = root.begin(); it != root.end(); ++it) {
     bool known = false;
     for (const char* k : kKnown) known = known || it.key() == k;
@@ -114,7 +113,8 @@ Status ParseManifest(const Json& root, const ManifestFields& f, Manifest* m) {
   if (root.contains("order")) {
     std::string order;
     SHOAL_RETURN_IF_ERROR(f.String(root, "", "order", &order));
-    if (order != "contiguous") return f.Error("order", "must be \"contiguous\" when present (absent: shuffled)");
+    if (order != "contiguous")
+      return f.Error("order", "must be \"contiguous\" when present (absent: shuffled)");
     m->contiguous = true;
   }
   std::string created_by;
@@ -143,8 +143,8 @@ Status ParseManifest(const Json& root, const ManifestFields& f, Manifest* m) {
                                  std::to_string(m->train.size()) + " shards");
   SHOAL_RETURN_IF_ERROR(f.Unsigned(root, "", "train_records", UINT64_MAX, &train_records));
   if (train_records != total)
-    return f.Error("train_records", "is " + std::to_string(train_records) +
-                                        " but the train shards hold " + std::to_string(total));
+    return f.Error("train_records", "is " + std::to_string(train_records) + " but the train shards hold " +
+                                        std::to_string(total));
   return Status::Ok();
 }
 
@@ -186,7 +186,9 @@ Status ShardReader::Open(const std::string& path) {
   // Owns `f` until the header checks pass.
   struct Closer {
     FILE*& f;
-    ~Closer() { if (f) std::fclose(f); }
+    ~Closer() {
+      if (f) std::fclose(f);
+    }
   } closer{f};
 
   if (fseeko(f, 0, SEEK_END) != 0) return Status::IOError("cannot seek in " + where);
@@ -217,8 +219,8 @@ Status ShardReader::Open(const std::string& path) {
   const uint32_t stored = LoadU32(header.data() + crc_at);
   const uint32_t computed = Crc32(header.data(), crc_at);
   if (stored != computed)
-    return Status::Corruption(where + ": header checksum mismatch (stored " + Hex32(stored) +
-                              ", computed " + Hex32(computed) + ")");
+    return Status::Corruption(where + ": header checksum mismatch (stored " + Hex32(stored) + ", computed " +
+                              Hex32(computed) + ")");
 
   Shape shape;
   uint64_t pixels = 1;
@@ -267,11 +269,13 @@ Status ShardReader::Open(const std::string& dir, const ShardInfo& info, const Ma
   uint64_t hash = kFnv1a64Start;
   std::vector<unsigned char> chunk(1 << 20);
   if (fseeko(file_, 0, SEEK_SET) != 0) return Status::IOError("cannot seek in " + where);
-  for (size_t n; (n = std::fread(chunk.data(), 1, chunk.size(), file_)) > 0;) hash = Fnv1a64(hash, chunk.data(), n);
+  for (size_t n; (n = std::fread(chunk.data(), 1, chunk.size(), file_)) > 0;)
+    hash = Fnv1a64(hash, chunk.data(), n);
   if (std::ferror(file_)) return Status::IOError("cannot read " + where);
   if (HexU64(hash) != info.fnv1a64)
-    return Status::Corruption(where + " has FNV-1a 64 " + HexU64(hash) + "; '" + dir + "/manifest.json' says " +
-                              info.fnv1a64 + " (the file changed after dl-shard wrote it)");
+    return Status::Corruption(where + " has FNV-1a 64 " + HexU64(hash) + "; '" + dir +
+                              "/manifest.json' says " + info.fnv1a64 +
+                              " (the file changed after dl-shard wrote it)");
   classes_ = static_cast<uint32_t>(manifest.classes);
   symbols_ = static_cast<uint32_t>(manifest.vocabulary.size());
   return Status::Ok();
@@ -302,8 +306,9 @@ Status ShardReader::Read(uint64_t index, float* pixels, int32_t* label) {
   } else {
     for (uint32_t i = 0; i < record_bytes_; ++i) {
       if (buffer_[i] >= symbols_)
-        return Status::Corruption(where + ": byte " + std::to_string(i) + " is symbol " + std::to_string(buffer_[i]) +
-                                  ", not one of the vocabulary's " + std::to_string(symbols_));
+        return Status::Corruption(where + ": byte " + std::to_string(i) + " is symbol " +
+                                  std::to_string(buffer_[i]) + ", not one of the vocabulary's " +
+                                  std::to_string(symbols_));
       pixels[i] = buffer_[i];
     }
   }

@@ -23,7 +23,7 @@
 namespace shoal {
 
 struct ShardInfo {
-  std::string file;   // relative to the directory
+  std::string file;  // relative to the directory
   uint64_t records = 0;
   // Fnv1a64 of the whole file as 16 lowercase hex digits (HexU64). Not a CRC-32:
   // every record ends with its own CRC, so a whole file's CRC-32 is a constant.
@@ -31,8 +31,8 @@ struct ShardInfo {
 };
 
 struct Manifest {
-  std::string dataset;        // e.g. "fashion-mnist"
-  Shape record_shape;         // per record, e.g. [1, 28, 28]
+  std::string dataset;  // e.g. "fashion-mnist"
+  Shape record_shape;   // per record, e.g. [1, 28, 28]
   int classes = 0;
   // A text dataset's symbols, as the byte values they stand for, in id order
   // (empty for images): its records hold symbol ids, read as they are; an
@@ -80,7 +80,7 @@ class ShardReader {
   uint64_t records_ = 0;
   uint64_t data_offset_ = 0;
   uint32_t classes_ = 0x7fffffff;  // labels must be below it
-  uint32_t symbols_ = 0;            // a text dataset's vocabulary size: ids must be below it
+  uint32_t symbols_ = 0;           // a text dataset's vocabulary size: ids must be below it
   std::vector<uint8_t> buffer_;
 };
 

@@ -1,9 +1,8 @@
 #include "data/shard_writer.h"
 
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
 #include <cstdio>
+#include <nlohmann/json.hpp>
 #include <random>
 
 #include "core/build_info.h"
@@ -54,8 +53,8 @@ std::string EncodeShard(const Shape& record_shape, const IdxArray& images, const
 }
 
 Status WriteShardFile(const ShardSpec& spec, const std::string& name, const Shape& record_shape,
-                      const IdxArray& images, const IdxArray& labels,
-                      const std::vector<uint64_t>& ids, ShardInfo* info) {
+                      const IdxArray& images, const IdxArray& labels, const std::vector<uint64_t>& ids,
+                      ShardInfo* info) {
   std::string bytes = EncodeShard(record_shape, images, labels, ids);
   SHOAL_RETURN_IF_ERROR(WriteFileAtomic(spec.out_dir + "/" + name, bytes));
   info->file = name;
@@ -69,8 +68,9 @@ Status WriteShardFile(const ShardSpec& spec, const std::string& name, const Shap
 Status CheckPair(const char* which, const IdxArray& images, const IdxArray& labels) {
   const std::string set = which;
   if (images.dims.size() != 2 && images.dims.size() != 3)
-    return Status::InvalidArgument(set + " records: expected 3 dims [count, rows, cols] or 2 [count, symbols], got " +
-                                   std::to_string(images.dims.size()));
+    return Status::InvalidArgument(
+        set + " records: expected 3 dims [count, rows, cols] or 2 [count, symbols], got " +
+        std::to_string(images.dims.size()));
   if (labels.dims.size() != 1)
     return Status::InvalidArgument(set + " labels: expected 1 dim [count], got " +
                                    std::to_string(labels.dims.size()));
@@ -97,9 +97,9 @@ Status WriteShards(const ShardSpec& spec, Manifest* manifest) {
   SHOAL_RETURN_IF_ERROR(CheckPair("test", spec.test_images, spec.test_labels));
   const std::vector<int> record(spec.train_images.dims.begin() + 1, spec.train_images.dims.end());
   if (record != std::vector<int>(spec.test_images.dims.begin() + 1, spec.test_images.dims.end()))
-    return Status::InvalidArgument("train records are " +
-                                   ShapeToString(Shape(record.begin(), record.end())) + " but test records are " +
-                                   ShapeToString(Shape(spec.test_images.dims.begin() + 1, spec.test_images.dims.end())));
+    return Status::InvalidArgument(
+        "train records are " + ShapeToString(Shape(record.begin(), record.end())) + " but test records are " +
+        ShapeToString(Shape(spec.test_images.dims.begin() + 1, spec.test_images.dims.end())));
   const uint64_t n = static_cast<uint64_t>(spec.train_images.dims[0]);
   if (spec.shards < 1 || static_cast<uint64_t>(spec.shards) > n)
     return Status::InvalidArgument("shards must be in 1.." + std::to_string(n) +
@@ -135,15 +135,15 @@ Status WriteShards(const ShardSpec& spec, Manifest* manifest) {
     char name[40];  // room for any 64-bit shard number
     std::snprintf(name, sizeof name, "train-%05llu.shard", static_cast<unsigned long long>(k));
     ShardInfo info;
-    SHOAL_RETURN_IF_ERROR(WriteShardFile(spec, name, m.record_shape, spec.train_images,
-                                         spec.train_labels, dealt[k], &info));
+    SHOAL_RETURN_IF_ERROR(
+        WriteShardFile(spec, name, m.record_shape, spec.train_images, spec.train_labels, dealt[k], &info));
     m.train.push_back(info);
   }
   // The test set stays in its published order so evaluations compare across runs.
   std::vector<uint64_t> test_ids(static_cast<uint64_t>(spec.test_images.dims[0]));
   for (uint64_t i = 0; i < test_ids.size(); ++i) test_ids[i] = i;
-  SHOAL_RETURN_IF_ERROR(WriteShardFile(spec, "test.shard", m.record_shape, spec.test_images,
-                                       spec.test_labels, test_ids, &m.test));
+  SHOAL_RETURN_IF_ERROR(WriteShardFile(spec, "test.shard", m.record_shape, spec.test_images, spec.test_labels,
+                                       test_ids, &m.test));
 
   nlohmann::ordered_json j;
   j["format"] = kManifestFormat;

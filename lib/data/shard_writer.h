@@ -20,15 +20,15 @@ inline constexpr int kManifestVersion = 1;
 inline constexpr const char* kManifestFormat = "shoal-shards";
 
 struct ShardSpec {
-  std::string dataset;      // recorded in the manifest, e.g. "fashion-mnist"
-  IdxArray train_images;    // [n, rows, cols] images, or [n, symbols] a text's windows
-  IdxArray train_labels;    // [n]
-  IdxArray test_images;     // [m, rows, cols]
-  IdxArray test_labels;     // [m]
+  std::string dataset;          // recorded in the manifest, e.g. "fashion-mnist"
+  IdxArray train_images;        // [n, rows, cols] images, or [n, symbols] a text's windows
+  IdxArray train_labels;        // [n]
+  IdxArray test_images;         // [m, rows, cols]
+  IdxArray test_labels;         // [m]
   std::vector<int> vocabulary;  // a text dataset's symbols (Manifest::vocabulary); empty for images
-  std::string out_dir;      // must exist
-  int shards = 1;           // >= 1 and <= n
-  uint64_t seed = 1;        // same seed, same files
+  std::string out_dir;          // must exist
+  int shards = 1;               // >= 1 and <= n
+  uint64_t seed = 1;            // same seed, same files
   // Not shuffled: shard k holds the k-th of N equal contiguous stretches of
   // the train records in their order (a text's windows as the corpus runs;
   // the last n mod N left out), for training that carries a recurrent state

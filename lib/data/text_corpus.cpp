@@ -8,7 +8,8 @@
 
 namespace shoal {
 
-Status ReadTextCorpus(const std::vector<std::string>& paths, int window, double test_fraction, ShardSpec* spec) {
+Status ReadTextCorpus(const std::vector<std::string>& paths, int window, double test_fraction,
+                      ShardSpec* spec) {
   if (paths.empty()) return Status::InvalidArgument("no text files");
   if (window < 2 || window > (1 << 16))
     return Status::InvalidArgument("a window must hold 2..65536 symbols, not " + std::to_string(window));
@@ -24,9 +25,9 @@ Status ReadTextCorpus(const std::vector<std::string>& paths, int window, double 
   const size_t windows = corpus.size() > stride ? (corpus.size() - 1) / stride : 0;
   const size_t test = std::min(windows, static_cast<size_t>(std::ceil(test_fraction * windows)));
   if (windows < 2 || test < 1 || test >= windows)
-    return Status::InvalidArgument("the text holds " + std::to_string(corpus.size()) + " bytes: " +
-                                   std::to_string(windows) + " windows of " + std::to_string(window) +
-                                   ", too few for a train and a test set");
+    return Status::InvalidArgument("the text holds " + std::to_string(corpus.size()) +
+                                   " bytes: " + std::to_string(windows) + " windows of " +
+                                   std::to_string(window) + ", too few for a train and a test set");
   std::array<int, 256> id;
   id.fill(-1);
   for (unsigned char c : corpus) id[c] = 0;
@@ -41,7 +42,8 @@ Status ReadTextCorpus(const std::vector<std::string>& paths, int window, double 
     records->bytes.resize(count * window);
     for (size_t w = 0; w < count; ++w)
       for (int k = 0; k < window; ++k)
-        records->bytes[w * window + k] = static_cast<uint8_t>(id[static_cast<unsigned char>(corpus[(first + w) * stride + k])]);
+        records->bytes[w * window + k] =
+            static_cast<uint8_t>(id[static_cast<unsigned char>(corpus[(first + w) * stride + k])]);
     labels->dims = {static_cast<int>(count)};
     labels->bytes.assign(count, 0);  // unused: a window's symbols are its labels
   };

@@ -21,6 +21,7 @@ inline constexpr size_t kMaxCorpusBytes = size_t{1} << 30;
 // predicted once (the net reads a window's first window − 1 symbols and
 // predicts its last window − 1). The last `test_fraction` of the windows, the
 // corpus's tail, is the test set (at least one window each).
-Status ReadTextCorpus(const std::vector<std::string>& paths, int window, double test_fraction, ShardSpec* spec);
+Status ReadTextCorpus(const std::vector<std::string>& paths, int window, double test_fraction,
+                      ShardSpec* spec);
 
 }  // namespace shoal

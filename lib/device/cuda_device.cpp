@@ -2,17 +2,19 @@
 
 #if SHOAL_HAVE_CUDA
 
+#include <cuda_runtime_api.h>
+
 #include <chrono>
 #include <thread>
 #include <vector>
-
-#include <cuda_runtime_api.h>
 
 namespace shoal {
 
 namespace {
 
-std::string CudaError(cudaError_t e) { return std::string(cudaGetErrorName(e)) + ": " + cudaGetErrorString(e); }
+std::string CudaError(cudaError_t e) {
+  return std::string(cudaGetErrorName(e)) + ": " + cudaGetErrorString(e);
+}
 
 class CudaDevice : public Device {
  public:
@@ -84,7 +86,9 @@ class CudaDevice : public Device {
  protected:
   Status DoAllocate(size_t bytes, void** out) override {
     const cudaError_t e = cudaMalloc(out, bytes);
-    if (e != cudaSuccess) return Status::Unavailable(name() + ": cudaMalloc of " + std::to_string(bytes) + " bytes: " + CudaError(e));
+    if (e != cudaSuccess)
+      return Status::Unavailable(name() + ": cudaMalloc of " + std::to_string(bytes) +
+                                 " bytes: " + CudaError(e));
     return Status::Ok();
   }
   void DoFree(void* memory) override { cudaFree(memory); }
@@ -122,7 +126,7 @@ class CudaDevice : public Device {
   cudaEvent_t computed_;
   uint64_t marks_ = 0;
   std::vector<std::pair<uint64_t, cudaEvent_t>> events_;  // unreached marks, oldest first
-  std::vector<void*> pinned_host_;                         // page-locked by PinHost
+  std::vector<void*> pinned_host_;                        // page-locked by PinHost
   cudaError_t queue_error_ = cudaSuccess;
 };
 
@@ -178,9 +182,10 @@ size_t CudaFreeBytes(int, size_t* total) {
 }
 
 Status OpenCudaDevice(int ordinal, size_t, std::unique_ptr<Device>*) {
-  return Status::InvalidArgument("cuda:" + std::to_string(ordinal) +
-                                 ": this shoal was built without CUDA (configure with -DSHOAL_CUDA=ON where the CUDA "
-                                 "toolkit is installed)");
+  return Status::InvalidArgument(
+      "cuda:" + std::to_string(ordinal) +
+      ": this shoal was built without CUDA (configure with -DSHOAL_CUDA=ON where the CUDA "
+      "toolkit is installed)");
 }
 
 }  // namespace shoal

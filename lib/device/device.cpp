@@ -13,8 +13,9 @@ std::string Mib(size_t bytes) {
 Status Device::Allocate(size_t bytes, void** out) {
   bytes = DeviceAligned(bytes);
   if (bytes > budget_ - in_use_)
-    return Status::InvalidArgument(name() + ": " + std::to_string(bytes) + " bytes more would pass the budget of " +
-                                     Mib(budget_) + " (" + Mib(in_use_) + " in use)");
+    return Status::InvalidArgument(name() + ": " + std::to_string(bytes) +
+                                   " bytes more would pass the budget of " + Mib(budget_) + " (" +
+                                   Mib(in_use_) + " in use)");
   SHOAL_RETURN_IF_ERROR(DoAllocate(bytes, out));
   in_use_ += bytes;
   if (in_use_ > peak_) peak_ = in_use_;

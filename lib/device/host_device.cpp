@@ -19,7 +19,8 @@ HostDevice::~HostDevice() {
 
 Status HostDevice::DoAllocate(size_t bytes, void** out) {
   *out = std::aligned_alloc(64, bytes);
-  if (!*out) return Status::Unavailable(name() + ": the host has no " + std::to_string(bytes) + " bytes to give");
+  if (!*out)
+    return Status::Unavailable(name() + ": the host has no " + std::to_string(bytes) + " bytes to give");
   return Status::Ok();
 }
 

@@ -48,7 +48,8 @@ std::vector<std::vector<BufferMove>> BufferMoves(const StepOps& ops, const std::
       if (b.lifetime == Lifetime::kGradient && first)
         m.before = BufferMove::Before::kZero;  // what clearing every gradient before backprop would give
       else if (pinned[u.buffer])
-        m.before = b.lifetime == Lifetime::kInput && first ? BufferMove::Before::kCopyIn : BufferMove::Before::kNothing;
+        m.before = b.lifetime == Lifetime::kInput && first ? BufferMove::Before::kCopyIn
+                                                           : BufferMove::Before::kNothing;
       else
         m.before = u.read ? BufferMove::Before::kCopyIn : BufferMove::Before::kNothing;
       if (u.write) {
@@ -69,8 +70,9 @@ Status PlanDeviceMemory(const StepOps& ops, size_t budget, DeviceMemoryPlan* pla
   const size_t least = 2 * peak.bytes + ops.scratch_bytes;
   if (budget < least)
     return Status::InvalidArgument(
-        "train.device_memory_mb: a budget of " + Mib(budget) + " is below twice the step's peak of actively used data (" +
-        Mib(peak.bytes) + " at '" + ops.ops[peak.op].name + "')" +
+        "train.device_memory_mb: a budget of " + Mib(budget) +
+        " is below twice the step's peak of actively used data (" + Mib(peak.bytes) + " at '" +
+        ops.ops[peak.op].name + "')" +
         (ops.scratch_bytes ? " and the " + Mib(ops.scratch_bytes) + " kept for the convolutions' workspace" +
                                  std::string(": the two need at least ")
                            : std::string(": the access pool alone needs at least ")) +
@@ -107,7 +109,8 @@ Status PlanDeviceMemory(const StepOps& ops, size_t budget, DeviceMemoryPlan* pla
   for (bool param : {false, true}) {
     std::vector<int> rest;
     for (size_t b = 0; b < ops.buffers.size(); ++b)
-      if (!p.pinned[b] && ops.buffers[b].param == param && ops.buffers[b].bytes > 0) rest.push_back(static_cast<int>(b));
+      if (!p.pinned[b] && ops.buffers[b].param == param && ops.buffers[b].bytes > 0)
+        rest.push_back(static_cast<int>(b));
     std::stable_sort(rest.begin(), rest.end(),
                      [&](int a, int b) { return ops.buffers[a].bytes > ops.buffers[b].bytes; });
     for (int b : rest) try_pin(b);

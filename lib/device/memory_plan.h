@@ -24,10 +24,10 @@ struct DeviceMemoryPlan {
   size_t budget = 0;
   std::vector<bool> pinned;  // by buffer
   size_t pinned_bytes = 0;
-  size_t peak = 0;           // the largest pass's bytes of buffers not pinned: one half of the pool
+  size_t peak = 0;  // the largest pass's bytes of buffers not pinned: one half of the pool
   int peak_op = -1;
   std::vector<std::vector<BufferMove>> moves;  // by op, by use
-  uint64_t bytes_to_device = 0;  // a step's copies, predicted
+  uint64_t bytes_to_device = 0;                // a step's copies, predicted
   uint64_t bytes_to_host = 0;
 
   size_t pool_bytes() const { return 2 * peak; }

@@ -36,7 +36,8 @@ Status StepMemory::Create(Device* device, StepOps ops, DeviceMemoryPlan plan, in
   for (size_t i = 0; i < m->ops_.ops.size(); ++i)
     for (size_t k = 0; k < m->ops_.ops[i].uses.size(); ++k) {
       const BufferMove& move = m->plan_.moves[i][k];
-      if (move.before == BufferMove::Before::kCopyIn || move.copy_out) copied[m->ops_.ops[i].uses[k].buffer] = true;
+      if (move.before == BufferMove::Before::kCopyIn || move.copy_out)
+        copied[m->ops_.ops[i].uses[k].buffer] = true;
     }
   for (size_t b = 0; b < copied.size(); ++b) {
     Tensor* t = m->ops_.buffers[b].tensor;
@@ -72,9 +73,14 @@ void StepMemory::Stage(size_t op, Which which) {
     Tensor* t = ops_.buffers[o.uses[k].buffer].tensor;
     const size_t bytes = t->size() * sizeof(float);
     switch (plan_.moves[op][k].before) {
-      case BufferMove::Before::kCopyIn: device_->CopyToDevice(Slot(op, k), t->home(), bytes); break;
-      case BufferMove::Before::kZero: device_->Zero(Slot(op, k), bytes); break;
-      case BufferMove::Before::kNothing: break;
+      case BufferMove::Before::kCopyIn:
+        device_->CopyToDevice(Slot(op, k), t->home(), bytes);
+        break;
+      case BufferMove::Before::kZero:
+        device_->Zero(Slot(op, k), bytes);
+        break;
+      case BufferMove::Before::kNothing:
+        break;
     }
   }
 }
@@ -84,9 +90,9 @@ Status StepMemory::Before(size_t op) {
   for (size_t k = 0; k < o.uses.size(); ++k) {
     const StepBuffer& b = ops_.buffers[o.uses[k].buffer];
     if (b.tensor->size() * sizeof(float) > b.bytes)
-      return Status::InvalidArgument("device memory: '" + b.name + "' holds " +
-                                     std::to_string(b.tensor->size() * sizeof(float)) + " bytes at '" + o.name +
-                                     "', more than the " + std::to_string(b.bytes) + " it was planned for");
+      return Status::InvalidArgument(
+          "device memory: '" + b.name + "' holds " + std::to_string(b.tensor->size() * sizeof(float)) +
+          " bytes at '" + o.name + "', more than the " + std::to_string(b.bytes) + " it was planned for");
   }
   Stage(op, [&](size_t k) { return !(prefetched_[op] && Prefetchable(op, k)); });
   SHOAL_RETURN_IF_ERROR(device_->ComputeAfter(device_->Mark(), timeout_ms_));

@@ -47,10 +47,10 @@ class StepMemory {
   StepOps ops_;
   DeviceMemoryPlan plan_;
   int timeout_ms_;
-  std::vector<void*> pinned_;            // by buffer: its device memory, or null
-  void* pool_[2] = {nullptr, nullptr};   // the access pool's halves, plan_.peak bytes each
+  std::vector<void*> pinned_;                // by buffer: its device memory, or null
+  void* pool_[2] = {nullptr, nullptr};       // the access pool's halves, plan_.peak bytes each
   std::vector<std::vector<size_t>> offset_;  // by op, by use: where in its half (unpinned uses)
-  std::vector<bool> prefetched_;         // by op: its prefetchable uses were queued during the pass before
+  std::vector<bool> prefetched_;  // by op: its prefetchable uses were queued during the pass before
   uint64_t steps_ = 0;
 };
 

@@ -39,11 +39,13 @@ Status BuildLayer(const JobConfig& job, const LayerConfig& cfg, const nlohmann::
   // Bounded before a float is allocated (docs/job-file.md).
   if (layer->feature_size() > kMaxFeatureFloats)
     return fields.Error("its feature is " + std::to_string(layer->feature_size()) + " floats a record (" +
-                        ShapeToString(layer->out_shape()) + "); at most " + std::to_string(kMaxFeatureFloats));
+                        ShapeToString(layer->out_shape()) + "); at most " +
+                        std::to_string(kMaxFeatureFloats));
   for (const Param& p : layer->params())
     if (NumElements(p.shape) > kMaxParamFloats)
       return fields.Error("parameter '" + p.name + "' " + ShapeToString(p.shape) + " is " +
-                          std::to_string(NumElements(p.shape)) + " floats; at most " + std::to_string(kMaxParamFloats));
+                          std::to_string(NumElements(p.shape)) + " floats; at most " +
+                          std::to_string(kMaxParamFloats));
   if (allocate_params) layer->AllocateParams();
   if (resolved) *resolved = fields.resolved();
   *out = std::move(layer);
@@ -75,7 +77,8 @@ Status Net::Build(const JobConfig& job, std::unique_ptr<Net>* out, bool allocate
     if (next == configs.size()) {
       for (size_t i = 0; i < configs.size(); ++i)
         if (!done[i])
-          return LayerFields(job, configs[i], configs[i].fields).FieldError("srclayers", "is part of a cycle");
+          return LayerFields(job, configs[i], configs[i].fields)
+              .FieldError("srclayers", "is part of a cycle");
     }
     const LayerConfig& cfg = configs[next];
     Fields fields = LayerFields(job, cfg, cfg.fields);
@@ -89,11 +92,13 @@ Status Net::Build(const JobConfig& job, std::unique_ptr<Net>* out, bool allocate
     SHOAL_RETURN_IF_ERROR(
         BuildLayer(job, cfg, cfg.fields, const_srcs, allocate_params, &layer, &net->resolved_[cfg.name]));
     if (auto* d = dynamic_cast<DataLayer*>(layer.get())) {
-      if (net->data_) return fields.Error("a net has one data layer; '" + net->data_->name() + "' is the first");
+      if (net->data_)
+        return fields.Error("a net has one data layer; '" + net->data_->name() + "' is the first");
       net->data_ = d;
     }
     if (auto* l = dynamic_cast<LossLayer*>(layer.get())) {
-      if (net->loss_) return fields.Error("a net has one loss layer; '" + net->loss_->name() + "' is the first");
+      if (net->loss_)
+        return fields.Error("a net has one loss layer; '" + net->loss_->name() + "' is the first");
       net->loss_ = l;
     }
     built[cfg.name] = layer.get();
@@ -106,16 +111,18 @@ Status Net::Build(const JobConfig& job, std::unique_ptr<Net>* out, bool allocate
   }
   if (!net->data_) return Status::InvalidArgument(job.source + ": the model has no layer of type 'data'");
   if (!net->loss_)
-    return Status::InvalidArgument(job.source + ": the model has no loss layer (type 'softmax_loss' or 'rbm')");
+    return Status::InvalidArgument(job.source +
+                                   ": the model has no loss layer (type 'softmax_loss' or 'rbm')");
   // An RBM has no back-propagated gradient, and contrastive divergence
   // needs one to sample from: the algorithm and the loss layer go together.
   const bool rbm = net->loss_->type() == "rbm";
   if (rbm != (job.train.algorithm == "cd"))
-    return Status::InvalidArgument(job.source + ": train.algorithm is '" + job.train.algorithm + "' but the loss layer '" +
-                                   net->loss_->name() + "' is of type '" + net->loss_->type() + "' (" +
-                                   (rbm ? "an RBM trains by contrastive divergence: set train.algorithm: cd"
-                                        : "contrastive divergence trains an RBM: the loss layer must be of type 'rbm'") +
-                                   ")");
+    return Status::InvalidArgument(
+        job.source + ": train.algorithm is '" + job.train.algorithm + "' but the loss layer '" +
+        net->loss_->name() + "' is of type '" + net->loss_->type() + "' (" +
+        (rbm ? "an RBM trains by contrastive divergence: set train.algorithm: cd"
+             : "contrastive divergence trains an RBM: the loss layer must be of type 'rbm'") +
+        ")");
   std::vector<Layer*> layers;
   for (auto& layer : net->layers_) layers.push_back(layer.get());
   net->cleared_ = PlanGradWrites(layers, net->srcs_);

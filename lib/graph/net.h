@@ -5,10 +5,9 @@
 
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "config/job.h"
 #include "layers/data_layer.h"
@@ -26,7 +25,7 @@ Status BuildLayer(const JobConfig& job, const LayerConfig& config, const nlohman
                   nlohmann::json* resolved = nullptr);
 
 // The most floats one parameter, and one record's feature of one layer, may hold.
-inline constexpr size_t kMaxParamFloats = size_t{1} << 30;   // 4 GiB
+inline constexpr size_t kMaxParamFloats = size_t{1} << 30;    // 4 GiB
 inline constexpr size_t kMaxFeatureFloats = size_t{1} << 26;  // 256 MiB a record
 
 class Net {
@@ -63,10 +62,10 @@ class Net {
   nlohmann::json ResolvedJob(const JobConfig& job) const;
 
  private:
-  std::vector<std::unique_ptr<Layer>> layers_;     // topological order
-  std::vector<std::vector<Layer*>> srcs_;          // sources of layers_[i]
-  std::vector<Layer*> cleared_;                    // gradients cleared before Backward (PlanGradWrites)
-  std::map<std::string, nlohmann::json> resolved_; // by layer name: its fields as read
+  std::vector<std::unique_ptr<Layer>> layers_;      // topological order
+  std::vector<std::vector<Layer*>> srcs_;           // sources of layers_[i]
+  std::vector<Layer*> cleared_;                     // gradients cleared before Backward (PlanGradWrites)
+  std::map<std::string, nlohmann::json> resolved_;  // by layer name: its fields as read
   DataLayer* data_ = nullptr;
   LossLayer* loss_ = nullptr;
   int batch_ = 0;

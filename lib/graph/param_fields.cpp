@@ -63,8 +63,9 @@ Status ReadParamFields(const Fields& fields, Layer* layer) {
     return Status::Ok();
   }
   if (!node.is_object())
-    return fields.FieldError("init_from", "must be a checkpoint (PATH or PATH:LAYER) or a mapping of parameters (" +
-                                              known + ") to PATH:PARAM");
+    return fields.FieldError(
+        "init_from",
+        "must be a checkpoint (PATH or PATH:LAYER) or a mapping of parameters (" + known + ") to PATH:PARAM");
   for (const auto& [suffix, source] : node.items()) {
     Param* p = nullptr;
     for (Param& q : layer->params())
@@ -78,7 +79,8 @@ Status ReadParamFields(const Fields& fields, Layer* layer) {
   return Status::Ok();
 }
 
-Status LoadInitFrom(const std::string& name, const Shape& shape, const ParamInit& init, std::vector<float>* values) {
+Status LoadInitFrom(const std::string& name, const Shape& shape, const ParamInit& init,
+                    std::vector<float>* values) {
   const std::string what = "parameter '" + name + "' (init_from '" + init.checkpoint + "')";
   Checkpoint merged;
   std::vector<std::string> files;
@@ -88,8 +90,9 @@ Status LoadInitFrom(const std::string& name, const Shape& shape, const ParamInit
     if (t.role != "value" || t.param != init.param) continue;
     const Shape want = init.transpose && shape.size() == 2 ? Shape{shape[1], shape[0]} : shape;
     if ((init.transpose && shape.size() != 2) || t.shape != want)
-      return Status::InvalidArgument(what + ": '" + init.param + "' is " + ShapeToString(t.shape) + ", the layer's is " +
-                                     ShapeToString(shape) + (init.transpose ? " (transposed: ^T takes a 2-D one)" : ""));
+      return Status::InvalidArgument(what + ": '" + init.param + "' is " + ShapeToString(t.shape) +
+                                     ", the layer's is " + ShapeToString(shape) +
+                                     (init.transpose ? " (transposed: ^T takes a 2-D one)" : ""));
     if (!init.transpose) {
       *values = t.data;
       return Status::Ok();
@@ -97,13 +100,15 @@ Status LoadInitFrom(const std::string& name, const Shape& shape, const ParamInit
     const int rows = t.shape[0], cols = t.shape[1];
     values->resize(t.data.size());
     for (int r = 0; r < rows; ++r)
-      for (int c = 0; c < cols; ++c) (*values)[static_cast<size_t>(c) * rows + r] = t.data[static_cast<size_t>(r) * cols + c];
+      for (int c = 0; c < cols; ++c)
+        (*values)[static_cast<size_t>(c) * rows + r] = t.data[static_cast<size_t>(r) * cols + c];
     return Status::Ok();
   }
   std::string have;
   for (const CheckpointTensor& t : merged.tensors)
     if (t.role == "value") have += (have.empty() ? "'" : ", '") + t.param + "'";
-  return Status::InvalidArgument(what + ": the checkpoint has no parameter '" + init.param + "' (it has " + have + ")");
+  return Status::InvalidArgument(what + ": the checkpoint has no parameter '" + init.param + "' (it has " +
+                                 have + ")");
 }
 
 Status CheckInitFrom(const Param& param) {

@@ -24,6 +24,7 @@ Status ReadParamFields(const Fields& fields, Layer* layer);
 Status CheckInitFrom(const Param& param);
 
 // The whole values of a parameter initialised from a checkpoint.
-Status LoadInitFrom(const std::string& name, const Shape& shape, const ParamInit& init, std::vector<float>* values);
+Status LoadInitFrom(const std::string& name, const Shape& shape, const ParamInit& init,
+                    std::vector<float>* values);
 
 }  // namespace shoal

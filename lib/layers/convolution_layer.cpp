@@ -44,8 +44,8 @@ class ConvolutionLayer : public Layer {
     float *dw = params_[0].grad.data(), *db = params_[1].grad.data();
     const GradWrite dx_write = SourceGradWrite(0);
     if (on_fast_)
-      fast_->Backward(data_.dim(0), srcs[0]->data().data(), params_[0].value.data(), grad_.data(), dx, dx_write,
-                        dw, db);
+      fast_->Backward(data_.dim(0), srcs[0]->data().data(), params_[0].value.data(), grad_.data(), dx,
+                      dx_write, dw, db);
     else
       ConvolutionBackward(g_, data_.dim(0), srcs[0]->data().data(), params_[0].value.data(), grad_.data(), dx,
                           dw, db, dx_write, &col_);
@@ -54,9 +54,7 @@ class ConvolutionLayer : public Layer {
   bool RunsOnGpu() const override { return true; }
 
   bool SplitsOutputs() const override { return true; }
-  double ForwardFlopsPerRecord() const override {
-    return 2.0 * g_.filters * g_.col_rows() * g_.col_cols();
-  }
+  double ForwardFlopsPerRecord() const override { return 2.0 * g_.filters * g_.col_rows() * g_.col_cols(); }
   int WinogradFromUnits() const override {
     // A part keeps the geometry but for its filters (model parallelism).
     for (ConvGeometry part = g_; part.filters >= 1; --part.filters)
@@ -66,7 +64,7 @@ class ConvolutionLayer : public Layer {
 
  private:
   ConvGeometry g_{};
-  std::vector<float> col_;                    // im2col's working memory
+  std::vector<float> col_;                 // im2col's working memory
   std::unique_ptr<FastConvolution> fast_;  // null: im2col + sgemm
   bool on_fast_ = false;                   // how the last Forward ran
 };

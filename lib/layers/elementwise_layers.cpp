@@ -30,7 +30,9 @@ class ActivationLayer : public Layer {
   }
   bool CanSetSourceGrads() const override { return true; }
   bool RunsOnGpu() const override { return true; }
-  double ForwardFlopsPerRecord() const override { return static_cast<double>(kFlopsPerValue) * feature_size(); }
+  double ForwardFlopsPerRecord() const override {
+    return static_cast<double>(kFlopsPerValue) * feature_size();
+  }
   Dependency SourceDependency(size_t) const override { return Dependency::kElementwise; }
 };
 

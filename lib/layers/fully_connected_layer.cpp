@@ -31,15 +31,15 @@ class FullyConnectedLayer : public Layer {
   }
 
   void Forward(Phase, const std::vector<Layer*>& srcs) override {
-    FullyConnectedForward(data_.dim(0) * rows_, in_, out_, srcs[0]->data().data(),
-                          params_[0].value.data(), params_[1].value.data(), data_.data());
+    FullyConnectedForward(data_.dim(0) * rows_, in_, out_, srcs[0]->data().data(), params_[0].value.data(),
+                          params_[1].value.data(), data_.data());
   }
 
   void Backward(const std::vector<Layer*>& srcs) override {
     float* dx = srcs[0]->WantsGrad() ? srcs[0]->grad().data() : nullptr;
-    FullyConnectedBackward(data_.dim(0) * rows_, in_, out_, srcs[0]->data().data(),
-                           params_[0].value.data(), grad_.data(), dx, params_[0].grad.data(),
-                           params_[1].grad.data(), SourceGradWrite(0));
+    FullyConnectedBackward(data_.dim(0) * rows_, in_, out_, srcs[0]->data().data(), params_[0].value.data(),
+                           grad_.data(), dx, params_[0].grad.data(), params_[1].grad.data(),
+                           SourceGradWrite(0));
   }
   bool CanSetSourceGrads() const override { return true; }
   bool RunsOnGpu() const override { return true; }

@@ -50,7 +50,8 @@ class GruLayer : public Layer {
     state_.resize(states);
     const size_t step = static_cast<size_t>(shape_.steps) * shape_.hidden;
     for (int b = 0; b < shape_.batch; ++b)
-      std::copy_n(data_.data() + b * step + step - shape_.hidden, shape_.hidden, state_.data() + b * shape_.hidden);
+      std::copy_n(data_.data() + b * step + step - shape_.hidden, shape_.hidden,
+                  state_.data() + b * shape_.hidden);
   }
 
   CarriedState carried_state() override {
@@ -59,15 +60,15 @@ class GruLayer : public Layer {
 
   void Backward(const std::vector<Layer*>& srcs) override {
     float* dx = srcs[0]->WantsGrad() ? srcs[0]->grad().data() : nullptr;
-    GruBackward(shape_, srcs[0]->data().data(), data_.data(), params_[0].value.data(), params_[1].value.data(), tape_,
-                grad_.data(), dx, params_[0].grad.data(), params_[1].grad.data(), params_[2].grad.data(),
-                params_[3].grad.data());
+    GruBackward(shape_, srcs[0]->data().data(), data_.data(), params_[0].value.data(),
+                params_[1].value.data(), tape_, grad_.data(), dx, params_[0].grad.data(),
+                params_[1].grad.data(), params_[2].grad.data(), params_[3].grad.data());
   }
 
   // Per step: the input and hidden products (2·3H·(I + H)) and the gates' arithmetic.
   double ForwardFlopsPerRecord() const override {
-    return static_cast<double>(shape_.steps) * (6.0 * shape_.hidden * (shape_.input + shape_.hidden) +
-                                                 12.0 * shape_.hidden);
+    return static_cast<double>(shape_.steps) *
+           (6.0 * shape_.hidden * (shape_.input + shape_.hidden) + 12.0 * shape_.hidden);
   }
   // The input products run over every step's rows at once (ops/gru.cpp); the
   // hidden ones chain the steps: W_hh h forward, dh W_hh backward.

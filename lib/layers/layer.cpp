@@ -42,7 +42,8 @@ Status RequireImageSource(const Fields& fields, const std::vector<const Layer*>&
   return Status::Ok();
 }
 
-std::vector<Layer*> PlanGradWrites(const std::vector<Layer*>& layers, const std::vector<std::vector<Layer*>>& srcs) {
+std::vector<Layer*> PlanGradWrites(const std::vector<Layer*>& layers,
+                                   const std::vector<std::vector<Layer*>>& srcs) {
   std::map<const Layer*, int> consumers;
   for (const auto& layer_srcs : srcs)
     for (const Layer* src : layer_srcs) ++consumers[src];

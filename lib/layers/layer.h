@@ -173,7 +173,8 @@ class Layer {
 // every other has it added into by each consumer. Tells each layer how it
 // writes its sources' gradients, and returns the layers whose gradients a
 // backward pass must clear first (those wanting one and not set).
-std::vector<Layer*> PlanGradWrites(const std::vector<Layer*>& layers, const std::vector<std::vector<Layer*>>& srcs);
+std::vector<Layer*> PlanGradWrites(const std::vector<Layer*>& layers,
+                                   const std::vector<std::vector<Layer*>>& srcs);
 
 // The bounds of the fields that size a layer (docs/job-file.md): generous for
 // any net in use, finite so that no job dl-plan accepts asks for memory beyond

@@ -35,9 +35,7 @@ class PoolingLayer : public Layer {
   bool CanSetSourceGrads() const override { return true; }
   bool RunsOnGpu() const override { return true; }
 
-  double ForwardFlopsPerRecord() const override {
-    return 1.0 * feature_size() * g_.kernel * g_.kernel;
-  }
+  double ForwardFlopsPerRecord() const override { return 1.0 * feature_size() * g_.kernel * g_.kernel; }
   // Output channel c reads input channel c only.
   Dependency SourceDependency(size_t) const override { return Dependency::kElementwise; }
 

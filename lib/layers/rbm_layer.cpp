@@ -62,7 +62,8 @@ class RbmLayer : public LossLayer {
     }
     keys_.resize(batch);
     const uint64_t pass = Mix64(Mix64(draw_key_.seed) ^ draw_key_.step);
-    for (int r = 0; r < batch; ++r) keys_[r] = HashFloats(pass, start + static_cast<size_t>(r) * visible_, visible_);
+    for (int r = 0; r < batch; ++r)
+      keys_[r] = HashFloats(pass, start + static_cast<size_t>(r) * visible_, visible_);
     if (persistent_) {
       RbmHiddenMeans(units_, batch, visible_, hidden_, start, w, b, phk_.data());
       SampleHidden(units_, batch, hidden_, phk_.data(), keys_.data(), 0, h_.data());
@@ -72,7 +73,8 @@ class RbmLayer : public LossLayer {
     for (int t = 1; t <= k_; ++t) {
       RbmVisibleProbabilities(batch, visible_, hidden_, h_.data(), w, a, pv_.data());
       // The reconstruction error of the data's own chain, as Hinton's code reports it.
-      if (t == 1 && !persistent_) loss_ = static_cast<float>(SquaredErrorPerRecord(batch, visible_, v0, pv_.data()));
+      if (t == 1 && !persistent_)
+        loss_ = static_cast<float>(SquaredErrorPerRecord(batch, visible_, v0, pv_.data()));
       RbmHiddenMeans(units_, batch, visible_, hidden_, pv_.data(), w, b, phk_.data());
       if (t < k_) SampleHidden(units_, batch, hidden_, phk_.data(), keys_.data(), t, h_.data());
     }

@@ -17,9 +17,9 @@ class ReconstructionLossLayer : public LossLayer {
   Status Setup(const Fields& fields, const std::vector<const Layer*>& srcs) override {
     if (srcs.size() != 2) return fields.Error("srclayers must be [reconstruction, target]");
     if (srcs[0]->feature_size() != srcs[1]->feature_size())
-      return fields.Error("its reconstruction '" + srcs[0]->name() + "' gives " + ShapeToString(srcs[0]->out_shape()) +
-                          " but its target '" + srcs[1]->name() + "' " + ShapeToString(srcs[1]->out_shape()) +
-                          ": they must have as many values a record");
+      return fields.Error("its reconstruction '" + srcs[0]->name() + "' gives " +
+                          ShapeToString(srcs[0]->out_shape()) + " but its target '" + srcs[1]->name() + "' " +
+                          ShapeToString(srcs[1]->out_shape()) + ": they must have as many values a record");
     units_ = static_cast<int>(srcs[0]->feature_size());
     out_shape_ = {1};
     return Status::Ok();
@@ -77,6 +77,8 @@ class SigmoidCrossEntropyLossLayer : public ReconstructionLossLayer {
 }  // namespace
 
 std::unique_ptr<Layer> NewEuclideanLossLayer() { return std::make_unique<EuclideanLossLayer>(); }
-std::unique_ptr<Layer> NewSigmoidCrossEntropyLossLayer() { return std::make_unique<SigmoidCrossEntropyLossLayer>(); }
+std::unique_ptr<Layer> NewSigmoidCrossEntropyLossLayer() {
+  return std::make_unique<SigmoidCrossEntropyLossLayer>();
+}
 
 }  // namespace shoal

@@ -30,8 +30,9 @@ const LayerType kLayerTypes[] = {
     {"gru", NewGruLayer},
     {"embedding", NewEmbeddingLayer},
 };
-static_assert(sizeof(kLayerTypes) / sizeof(kLayerTypes[0]) == 15,
-              "every layer type has a row; add its gradient check to tests/unit/layers/registry_test.cpp too");
+static_assert(
+    sizeof(kLayerTypes) / sizeof(kLayerTypes[0]) == 15,
+    "every layer type has a row; add its gradient check to tests/unit/layers/registry_test.cpp too");
 
 }  // namespace
 

@@ -1,9 +1,9 @@
 #include "layers/softmax_loss_layer.h"
 
+#include <cmath>
+
 #include "layers/data_layer.h"
 #include "ops/softmax_loss.h"
-
-#include <cmath>
 
 namespace shoal {
 
@@ -16,8 +16,9 @@ Status SoftmaxLossLayer::Setup(const Fields& fields, const std::vector<const Lay
                         ", expected a vector [classes] or a sequence [steps, classes]");
   steps_ = logits.size() == 2 ? logits[0] : 1;
   if (logits.size() == 2 && srcs[1]->feature_size() < static_cast<size_t>(steps_) + 1)
-    return fields.Error("its logits are a sequence of " + std::to_string(steps_) + " steps, so its data layer '" +
-                        srcs[1]->name() + "' must hold at least " + std::to_string(steps_ + 1) +
+    return fields.Error("its logits are a sequence of " + std::to_string(steps_) +
+                        " steps, so its data layer '" + srcs[1]->name() + "' must hold at least " +
+                        std::to_string(steps_ + 1) +
                         " symbols a record (the labels are those at positions 1.." + std::to_string(steps_) +
                         "); it holds " + std::to_string(srcs[1]->feature_size()));
   out_shape_ = logits;
@@ -33,15 +34,17 @@ const int32_t* SoftmaxLossLayer::Labels(const Layer& data) {
     for (int t = 0; t < steps_; ++t) {
       const float v = data.data()[static_cast<size_t>(r) * record + t + 1];
       labels_[static_cast<size_t>(r) * steps_ + t] =
-          std::isfinite(v) && v >= 0.0f && v < static_cast<float>(classes()) ? static_cast<int32_t>(std::lround(v)) : -1;
+          std::isfinite(v) && v >= 0.0f && v < static_cast<float>(classes())
+              ? static_cast<int32_t>(std::lround(v))
+              : -1;
     }
   return labels_.data();
 }
 
 void SoftmaxLossLayer::Forward(Phase, const std::vector<Layer*>& srcs) {
   const int32_t* labels = Labels(*srcs[1]);
-  loss_ = SoftmaxCrossEntropyForward(data_.dim(0) * steps_, classes(), srcs[0]->data().data(), labels, data_.data(),
-                                     &correct_);
+  loss_ = SoftmaxCrossEntropyForward(data_.dim(0) * steps_, classes(), srcs[0]->data().data(), labels,
+                                     data_.data(), &correct_);
 }
 
 void SoftmaxLossLayer::Backward(const std::vector<Layer*>& srcs) {

@@ -20,7 +20,9 @@ ConnectionLayer::ConnectionLayer(GroupChannel* channel, int index, const std::st
 }
 
 Block ConnectionLayer::HeldBy(int rank) const { return BlockAt(held_, rank, group_size_, batch_, floats_); }
-Block ConnectionLayer::NeededBy(int rank) const { return BlockAt(needed_, rank, group_size_, batch_, floats_); }
+Block ConnectionLayer::NeededBy(int rank) const {
+  return BlockAt(needed_, rank, group_size_, batch_, floats_);
+}
 
 void ConnectionLayer::Forward(Phase, const std::vector<Layer*>& srcs) {
   status_ = Status::Ok();
@@ -43,7 +45,8 @@ void ConnectionLayer::Forward(Phase, const std::vector<Layer*>& srcs) {
     const Block b = Intersect(HeldBy(p), wanted);
     if (p == rank_ || b.empty()) continue;
     packed_.resize(b.size());
-    status_ = channel_->Receive(p, tag, step_, packed_.data(), b.size(), "features of layer '" + source_ + "'");
+    status_ =
+        channel_->Receive(p, tag, step_, packed_.data(), b.size(), "features of layer '" + source_ + "'");
     if (!status_.ok()) return;
     UnpackBlock(packed_.data(), b, wanted, data_.data(), false);
     bytes_in_ += 4ull * b.size();
@@ -90,10 +93,11 @@ std::string ConnectionLayer::Describe() const {
         local_only = false;
         if (q == rank_) ++sources;
       }
-  const char* kind = local_only ? "slice"
-                     : (held_.kind == Placement::Kind::kOne || needed_.kind == Placement::Kind::kOne) && sources <= 1
-                         ? "bridge"
-                         : "concat";
+  const char* kind =
+      local_only ? "slice"
+      : (held_.kind == Placement::Kind::kOne || needed_.kind == Placement::Kind::kOne) && sources <= 1
+          ? "bridge"
+          : "concat";
   return std::string(kind) + ": " + source_ + " (" + held_.ToString() + ") -> " + consumer_ + " (" +
          needed_.ToString() + ")";
 }

@@ -23,8 +23,8 @@ class ShapeOnlyLayer : public Layer {
 };
 
 // How layer `consumer` (partitioned as `plan_layer`) needs a source held as `held`.
-Placement Needed(const LayerPlan& plan_layer, Dependency dep, const Placement& held, const Shape& source_shape,
-                 int group_size) {
+Placement Needed(const LayerPlan& plan_layer, Dependency dep, const Placement& held,
+                 const Shape& source_shape, int group_size) {
   Placement p;
   if (dep == Dependency::kNone) return held;  // labels only: read where they are
   if (plan_layer.partition_dim == 0) return p;
@@ -52,8 +52,8 @@ GroupPeers GroupPeersOf(const Plan& plan, int worker, int timeout_ms) {
   peers.timeout_ms = timeout_ms;
   peers.tls_dir = plan.job.cluster.tls_dir;
   for (const auto& layer : plan.layers)
-    peers.max_block_floats = std::max<size_t>(peers.max_block_floats,
-                                              layer.feature_size * plan.job.train.batch_size * m);
+    peers.max_block_floats =
+        std::max<size_t>(peers.max_block_floats, layer.feature_size * plan.job.train.batch_size * m);
   return peers;
 }
 
@@ -62,7 +62,7 @@ struct PartitionedNet::Building {
   const Plan& plan;
   const Net& whole;
   GroupChannel* channel;
-  std::map<std::string, size_t> index;              // layer name -> position in the net
+  std::map<std::string, size_t> index;               // layer name -> position in the net
   std::map<std::string, const LayerConfig*> config;  // layer name -> its job entry
   std::vector<Placement> held;                       // per layer: how its feature is spread over the group
   std::vector<Layer*> local;                         // per layer: this rank's, if it holds one
@@ -86,8 +86,8 @@ Status PartitionedNet::Build(const Plan& plan, int worker, GroupChannel* channel
   for (const auto& c : plan.job.layers) b.config[c.name] = &c;
   for (size_t i = 0; i < n; ++i) SHOAL_RETURN_IF_ERROR(net->AddLayer(b, i));
   if (!net->data_ || !net->loss_)
-    return Status::InvalidArgument("the plan places the data or the loss layer off worker " + std::to_string(worker) +
-                                   " (both are partitioned by records)");
+    return Status::InvalidArgument("the plan places the data or the loss layer off worker " +
+                                   std::to_string(worker) + " (both are partitioned by records)");
   std::vector<Layer*> layers;
   std::vector<std::vector<Layer*>> srcs;
   for (Node& node : net->nodes_) {
@@ -108,7 +108,8 @@ nlohmann::json PartitionedNet::FieldsForRank(const Building& b, size_t i, int r)
   return fields;
 }
 
-Status PartitionedNet::Place(const Building& b, size_t i, const std::vector<Placement>& needs, Placement* held) const {
+Status PartitionedNet::Place(const Building& b, size_t i, const std::vector<Placement>& needs,
+                             Placement* held) const {
   const LayerPlan& lp = b.plan.layers[i];
   *held = Placement();
   if (group_size_ == 1 || lp.partition_dim == 0) return Status::Ok();
@@ -125,8 +126,8 @@ Status PartitionedNet::Place(const Building& b, size_t i, const std::vector<Plac
     std::vector<std::unique_ptr<Layer>> stand_ins;
     std::vector<const Layer*> srcs;
     for (size_t k = 0; k < sources.size(); ++k) {
-      stand_ins.push_back(
-          std::make_unique<ShapeOnlyLayer>(sources[k]->name(), ShapeAt(needs[k], r, sources[k]->out_shape())));
+      stand_ins.push_back(std::make_unique<ShapeOnlyLayer>(sources[k]->name(),
+                                                           ShapeAt(needs[k], r, sources[k]->out_shape())));
       srcs.push_back(stand_ins.back().get());
     }
     std::unique_ptr<Layer> probe;
@@ -148,9 +149,9 @@ std::vector<Layer*> PartitionedNet::Connect(Building& b, size_t i, const std::ve
       srcs.push_back(b.local[s]);
       continue;
     }
-    auto connection = std::make_unique<ConnectionLayer>(b.channel, b.connections++, sources[k]->name(), layer.name(),
-                                                        b.held[s], needs[k], sources[k]->out_shape(),
-                                                        sources[k]->WantsGrad());
+    auto connection = std::make_unique<ConnectionLayer>(b.channel, b.connections++, sources[k]->name(),
+                                                        layer.name(), b.held[s], needs[k],
+                                                        sources[k]->out_shape(), sources[k]->WantsGrad());
     Node node;
     node.connection = connection.get();
     node.placement = needs[k];
@@ -166,7 +167,8 @@ Status PartitionedNet::AddLayer(Building& b, size_t i) {
   const Layer& layer = *b.whole.layers()[i];
   const LayerPlan& lp = b.plan.layers[i];
   const auto& sources = b.whole.sources(i);
-  const bool elementwise_follower = sources.size() == 1 && layer.SourceDependency(0) == Dependency::kElementwise;
+  const bool elementwise_follower =
+      sources.size() == 1 && layer.SourceDependency(0) == Dependency::kElementwise;
   if (lp.name != layer.name() || (lp.partition_dim == 1 && !layer.SplitsOutputs() && !elementwise_follower))
     return Status::InvalidArgument("layer '" + lp.name + "' (" + lp.type +
                                    ") cannot split its features over the workers of a group");
@@ -175,8 +177,8 @@ Status PartitionedNet::AddLayer(Building& b, size_t i) {
   for (size_t k = 0; k < sources.size(); ++k) {
     const size_t s = b.index.at(sources[k]->name());
     needs.push_back(group_size_ == 1 ? Placement()
-                                     : Needed(lp, layer.SourceDependency(k), b.held[s], sources[k]->out_shape(),
-                                              group_size_));
+                                     : Needed(lp, layer.SourceDependency(k), b.held[s],
+                                              sources[k]->out_shape(), group_size_));
   }
   SHOAL_RETURN_IF_ERROR(Place(b, i, needs, &b.held[i]));
   // This rank's part: a connection wherever a source is not placed as
@@ -186,7 +188,8 @@ Status PartitionedNet::AddLayer(Building& b, size_t i) {
   std::vector<const Layer*> const_srcs(srcs.begin(), srcs.end());
   Node node;
   const nlohmann::json fields = FieldsForRank(b, i, rank_);
-  SHOAL_RETURN_IF_ERROR(BuildLayer(b.plan.job, *b.config.at(layer.name()), fields, const_srcs, true, &node.layer));
+  SHOAL_RETURN_IF_ERROR(
+      BuildLayer(b.plan.job, *b.config.at(layer.name()), fields, const_srcs, true, &node.layer));
   node.srcs = srcs;
   node.placement = b.held[i];
   b.local[i] = node.layer.get();
@@ -198,7 +201,8 @@ Status PartitionedNet::AddLayer(Building& b, size_t i) {
 
 void PartitionedNet::Allocate(int batch) {
   for (auto& node : nodes_) {
-    node.layer->Allocate(static_cast<int>(BlockAt(node.placement, rank_, group_size_, batch, 1).records.size()));
+    node.layer->Allocate(
+        static_cast<int>(BlockAt(node.placement, rank_, group_size_, batch, 1).records.size()));
     if (node.connection) node.connection->set_batch(batch);
   }
   data_->labels().resize(batch);
@@ -249,11 +253,16 @@ StepOps PartitionedNet::TrainingStepOps() {
   // The data layer's passes do nothing: the worker fills its feature before the step.
   auto is_data = [&](Layer* l) { return l == data_; };
   auto data = [&](Layer* l) {
-    return ops.AddBuffer(l->name() + ".data", is_data(l) ? Lifetime::kInput : Lifetime::kStep, false, &l->data());
+    return ops.AddBuffer(l->name() + ".data", is_data(l) ? Lifetime::kInput : Lifetime::kStep, false,
+                         &l->data());
   };
-  auto grad = [&](Layer* l) { return ops.AddBuffer(l->name() + ".grad", Lifetime::kGradient, false, &l->grad()); };
+  auto grad = [&](Layer* l) {
+    return ops.AddBuffer(l->name() + ".grad", Lifetime::kGradient, false, &l->grad());
+  };
   auto value = [&](Param& p) { return ops.AddBuffer(p.name, Lifetime::kInput, true, &p.value); };
-  auto param_grad = [&](Param& p) { return ops.AddBuffer(p.name + ".grad", Lifetime::kOutput, true, &p.grad); };
+  auto param_grad = [&](Param& p) {
+    return ops.AddBuffer(p.name + ".grad", Lifetime::kOutput, true, &p.grad);
+  };
   // A layer's forward pass reads its sources' features and its parameters
   // and sets its feature.
   for (Node& node : nodes_) {

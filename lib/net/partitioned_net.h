@@ -6,19 +6,18 @@
 #pragma once
 
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "comm/group_channel.h"
 #include "device/step_memory.h"
+#include "graph/net.h"
 #include "layers/data_layer.h"
 #include "layers/loss_layer.h"
 #include "net/connection_layer.h"
 #include "net/placement.h"
 #include "ops/gpu_ops.h"
-#include "graph/net.h"
 #include "plan/plan.h"
 
 namespace shoal {
@@ -43,7 +42,8 @@ GroupPeers GroupPeersOf(const Plan& plan, int worker, int timeout_ms);
 class PartitionedNet {
  public:
   // `channel`: open, to worker `worker`'s group; unused (may be null) in groups of one.
-  static Status Build(const Plan& plan, int worker, GroupChannel* channel, std::unique_ptr<PartitionedNet>* net);
+  static Status Build(const Plan& plan, int worker, GroupChannel* channel,
+                      std::unique_ptr<PartitionedNet>* net);
 
   // Shapes every feature for `batch` records per worker.
   void Allocate(int batch);
@@ -106,7 +106,7 @@ class PartitionedNet {
   // A connection layer for each source not placed as needed; the sources layer `i` reads.
   std::vector<Layer*> Connect(Building& b, size_t i, const std::vector<Placement>& needs);
 
-  std::vector<Node> nodes_;  // in the order they run forward
+  std::vector<Node> nodes_;      // in the order they run forward
   std::vector<Layer*> cleared_;  // gradients cleared before Backward (PlanGradWrites)
   StepMemory* memory_ = nullptr;
   GpuOps* gpu_ = nullptr;

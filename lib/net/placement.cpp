@@ -17,10 +17,14 @@ bool Placement::operator==(const Placement& o) const {
 
 std::string Placement::ToString() const {
   switch (kind) {
-    case Kind::kRows: return "rows";
-    case Kind::kColumns: return "columns";
-    case Kind::kOne: return "rank " + std::to_string(rank);
-    case Kind::kReplicated: return "replicated";
+    case Kind::kRows:
+      return "rows";
+    case Kind::kColumns:
+      return "columns";
+    case Kind::kOne:
+      return "rank " + std::to_string(rank);
+    case Kind::kReplicated:
+      return "replicated";
   }
   return "?";
 }
@@ -30,9 +34,12 @@ Block BlockAt(const Placement& p, int rank, int group_size, int batch, size_t fl
   switch (p.kind) {
     case Placement::Kind::kRows:
       return {{static_cast<size_t>(rank) * batch, static_cast<size_t>(rank + 1) * batch}, all_floats};
-    case Placement::Kind::kColumns: return {all_records, p.columns[rank]};
-    case Placement::Kind::kOne: return rank == p.rank ? Block{all_records, all_floats} : Block{};
-    case Placement::Kind::kReplicated: return {all_records, all_floats};
+    case Placement::Kind::kColumns:
+      return {all_records, p.columns[rank]};
+    case Placement::Kind::kOne:
+      return rank == p.rank ? Block{all_records, all_floats} : Block{};
+    case Placement::Kind::kReplicated:
+      return {all_records, all_floats};
   }
   return {};
 }

@@ -20,9 +20,9 @@ namespace shoal {
 struct Placement {
   enum class Kind { kRows, kColumns, kOne, kReplicated };
   Kind kind = Kind::kRows;
-  int rank = 0;                 // kOne: the rank that holds it
-  std::vector<Range> columns;   // kColumns: per rank, which floats of a record
-  std::vector<Shape> shapes;    // kColumns: per rank, the shape of those floats
+  int rank = 0;                // kOne: the rank that holds it
+  std::vector<Range> columns;  // kColumns: per rank, which floats of a record
+  std::vector<Shape> shapes;   // kColumns: per rank, the shape of those floats
 
   bool operator==(const Placement& o) const;
   bool operator!=(const Placement& o) const { return !(*this == o); }

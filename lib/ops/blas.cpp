@@ -18,13 +18,13 @@ std::atomic<int> compute_threads{1};
 
 }  // namespace
 
-void Sgemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a,
-           const float* b, float beta, float* c) {
+void Sgemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a, const float* b,
+           float beta, float* c) {
   Sgemm(trans_a, trans_b, m, n, k, alpha, a, trans_a ? m : k, b, trans_b ? k : n, beta, c, n);
 }
 
-void Sgemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a,
-           int lda, const float* b, int ldb, float beta, float* c, int ldc) {
+void Sgemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a, int lda,
+           const float* b, int ldb, float beta, float* c, int ldc) {
 #if SHOAL_HAVE_ONEDNN
   if (OneDnnEnabled()) {
     // One thread: the callers split their work over ParallelFor's threads
@@ -35,8 +35,8 @@ void Sgemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const f
       return;
   }
 #endif
-  cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
-              trans_b ? CblasTrans : CblasNoTrans, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans, m, n,
+              k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
 void SetComputeThreads(int threads) {

@@ -11,11 +11,11 @@
 namespace shoal {
 
 // C[m,n] = alpha * op(A)[m,k] * op(B)[k,n] + beta * C, all row-major.
-void Sgemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a,
-           const float* b, float beta, float* c);
+void Sgemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a, const float* b,
+           float beta, float* c);
 // The same with explicit leading dimensions (for sub-matrices).
-void Sgemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a,
-           int lda, const float* b, int ldb, float beta, float* c, int ldc);
+void Sgemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a, int lda,
+           const float* b, int ldb, float beta, float* c, int ldc);
 
 // The compute thread count (worker --threads). With more than one, the ops
 // split their work over ParallelFor's threads (ops/parallel.h) and each sgemm

@@ -85,15 +85,13 @@ ShiftPlan MakeShiftPlan(const ConvGeometry& g) {
 // The run loops, as functions so that __restrict (which GCC honours on
 // parameters) lets them vectorize; a select, not a multiply by keep, so that
 // an inf or NaN at a padding position stays out.
-void CopyMasked(const float* __restrict src, const float* __restrict keep, int n,
-                float* __restrict dst) {
+void CopyMasked(const float* __restrict src, const float* __restrict keep, int n, float* __restrict dst) {
   for (int k = 0; k < n; ++k) {
     const float v = src[k];
     dst[k] = keep[k] != 0.0f ? v : 0.0f;
   }
 }
-void AddMasked(const float* __restrict src, const float* __restrict keep, int n,
-               float* __restrict dst) {
+void AddMasked(const float* __restrict src, const float* __restrict keep, int n, float* __restrict dst) {
   for (int k = 0; k < n; ++k) {
     const float v = src[k];
     dst[k] += keep[k] != 0.0f ? v : 0.0f;
@@ -102,8 +100,7 @@ void AddMasked(const float* __restrict src, const float* __restrict keep, int n,
 
 // Writes image x's columns into col, whose rows are `stride` floats apart.
 // `plan` is null unless the geometry is the shift geometry.
-void Im2Col(const ConvGeometry& g, const ShiftPlan* plan, const float* x, float* col,
-            size_t stride) {
+void Im2Col(const ConvGeometry& g, const ShiftPlan* plan, const float* x, float* col, size_t stride) {
   const int oh = g.out_height(), ow = g.out_width();
   const int n = oh * ow;
   for (int c = 0; c < g.channels; ++c)
@@ -137,8 +134,7 @@ void Im2Col(const ConvGeometry& g, const ShiftPlan* plan, const float* x, float*
 }
 
 // Adds columns back into image x (the adjoint of Im2Col).
-void Col2ImAdd(const ConvGeometry& g, const ShiftPlan* plan, const float* col, size_t stride,
-               float* x) {
+void Col2ImAdd(const ConvGeometry& g, const ShiftPlan* plan, const float* col, size_t stride, float* x) {
   const int oh = g.out_height(), ow = g.out_width();
   const int n = oh * ow;
   for (int c = 0; c < g.channels; ++c)
@@ -184,8 +180,8 @@ float CopyAndSum(const float* __restrict src, int n, float* __restrict dst) {
 
 // Images [n_begin, n_end) with one thread's working memory (col_rows·width
 // plus filters·width floats, width = GroupSize·cols).
-void ForwardImages(const ConvGeometry& g, const ShiftPlan* plan, int n_begin, int n_end,
-                   const float* x, const float* w, const float* b, float* y, float* work) {
+void ForwardImages(const ConvGeometry& g, const ShiftPlan* plan, int n_begin, int n_end, const float* x,
+                   const float* w, const float* b, float* y, float* work) {
   const int rows = g.col_rows(), cols = g.col_cols(), group = GroupSize(g, n_end - n_begin);
   const size_t in_size = static_cast<size_t>(g.channels) * g.height * g.width;
   const size_t out_size = static_cast<size_t>(g.filters) * cols;
@@ -207,9 +203,9 @@ void ForwardImages(const ConvGeometry& g, const ShiftPlan* plan, int n_begin, in
 }
 
 // Sets dw and db from images [n_begin, n_end); adds into or sets their dx.
-void BackwardImages(const ConvGeometry& g, const ShiftPlan* plan, int n_begin, int n_end,
-                    const float* x, const float* w, const float* dy, float* dx, GradWrite dx_write,
-                    float* dw, float* db, float* work) {
+void BackwardImages(const ConvGeometry& g, const ShiftPlan* plan, int n_begin, int n_end, const float* x,
+                    const float* w, const float* dy, float* dx, GradWrite dx_write, float* dw, float* db,
+                    float* work) {
   const int rows = g.col_rows(), cols = g.col_cols(), group = GroupSize(g, n_end - n_begin);
   const size_t in_size = static_cast<size_t>(g.channels) * g.height * g.width;
   const size_t out_size = static_cast<size_t>(g.filters) * cols;
@@ -245,8 +241,8 @@ size_t WorkSize(const ConvGeometry& g, int images) {
 
 // With several compute threads each takes a contiguous share of the batch
 // (ParallelFor's ranges) with its own slice of scratch.
-void ConvolutionForward(const ConvGeometry& g, int batch, const float* x, const float* w,
-                        const float* b, float* y, std::vector<float>* scratch) {
+void ConvolutionForward(const ConvGeometry& g, int batch, const float* x, const float* w, const float* b,
+                        float* y, std::vector<float>* scratch) {
   if (GpuOps* gpu = CurrentGpuOps()) return gpu->ConvolutionForward(g, batch, x, w, b, y);
   if (batch <= 0) return;
   const int tasks = ParallelTasks(batch);
@@ -262,10 +258,10 @@ void ConvolutionForward(const ConvGeometry& g, int batch, const float* x, const 
 
 // Task 0 writes dw and db directly; the others into their own slices, added
 // afterwards in task order so the result does not depend on timing.
-void ConvolutionBackward(const ConvGeometry& g, int batch, const float* x, const float* w,
-                         const float* dy, float* dx, float* dw, float* db, GradWrite dx_write,
-                         std::vector<float>* scratch) {
-  if (GpuOps* gpu = CurrentGpuOps()) return gpu->ConvolutionBackward(g, batch, x, w, dy, dx, dw, db, dx_write);
+void ConvolutionBackward(const ConvGeometry& g, int batch, const float* x, const float* w, const float* dy,
+                         float* dx, float* dw, float* db, GradWrite dx_write, std::vector<float>* scratch) {
+  if (GpuOps* gpu = CurrentGpuOps())
+    return gpu->ConvolutionBackward(g, batch, x, w, dy, dx, dw, db, dx_write);
   const size_t dw_size = static_cast<size_t>(g.filters) * g.col_rows();
   if (batch <= 0) {
     std::fill(dw, dw + dw_size, 0.0f);

@@ -18,11 +18,10 @@ struct ConvGeometry {
 };
 
 // `scratch` is working memory, grown as needed and reused across calls.
-void ConvolutionForward(const ConvGeometry& g, int batch, const float* x, const float* w,
-                        const float* b, float* y, std::vector<float>* scratch);
+void ConvolutionForward(const ConvGeometry& g, int batch, const float* x, const float* w, const float* b,
+                        float* y, std::vector<float>* scratch);
 // Sets dw and db; adds into or sets dx (when not null).
-void ConvolutionBackward(const ConvGeometry& g, int batch, const float* x, const float* w,
-                         const float* dy, float* dx, float* dw, float* db, GradWrite dx_write,
-                         std::vector<float>* scratch);
+void ConvolutionBackward(const ConvGeometry& g, int batch, const float* x, const float* w, const float* dy,
+                         float* dx, float* dw, float* db, GradWrite dx_write, std::vector<float>* scratch);
 
 }  // namespace shoal

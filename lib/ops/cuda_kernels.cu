@@ -1,6 +1,6 @@
-#include "ops/cuda_kernels.h"
-
 #include <cfloat>
+
+#include "ops/cuda_kernels.h"
 
 namespace shoal::cuda {
 namespace {
@@ -65,8 +65,8 @@ __global__ void SoftmaxCrossEntropyKernel(int batch, int classes, const float* l
   row_hit[r] = named && best == label;
 }
 
-__global__ void SoftmaxCrossEntropyGradKernel(int batch, int classes, const float* prob, const int32_t* labels,
-                                              float* dlogits) {
+__global__ void SoftmaxCrossEntropyGradKernel(int batch, int classes, const float* prob,
+                                              const int32_t* labels, float* dlogits) {
   const size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x;
   if (i >= static_cast<size_t>(batch) * classes) return;
   const int r = static_cast<int>(i / classes), c = static_cast<int>(i % classes);
@@ -99,9 +99,12 @@ void AddInto(size_t n, const float* x, float* y) {
 }
 void SoftmaxCrossEntropy(int batch, int classes, const float* logits, const int32_t* labels, float* prob,
                          double* row_loss, int32_t* row_hit) {
-  if (batch > 0) SoftmaxCrossEntropyKernel<<<Blocks(batch), kThreads>>>(batch, classes, logits, labels, prob, row_loss, row_hit);
+  if (batch > 0)
+    SoftmaxCrossEntropyKernel<<<Blocks(batch), kThreads>>>(batch, classes, logits, labels, prob, row_loss,
+                                                           row_hit);
 }
-void SoftmaxCrossEntropyGrad(int batch, int classes, const float* prob, const int32_t* labels, float* dlogits) {
+void SoftmaxCrossEntropyGrad(int batch, int classes, const float* prob, const int32_t* labels,
+                             float* dlogits) {
   const size_t n = static_cast<size_t>(batch) * classes;
   if (n) SoftmaxCrossEntropyGradKernel<<<Blocks(n), kThreads>>>(batch, classes, prob, labels, dlogits);
 }

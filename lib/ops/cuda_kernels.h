@@ -20,6 +20,7 @@ void AddInto(size_t n, const float* x, float* y);  // y += x
 void SoftmaxCrossEntropy(int batch, int classes, const float* logits, const int32_t* labels, float* prob,
                          double* row_loss, int32_t* row_hit);
 // dlogits += (prob − onehot) / batch on rows whose label names a class.
-void SoftmaxCrossEntropyGrad(int batch, int classes, const float* prob, const int32_t* labels, float* dlogits);
+void SoftmaxCrossEntropyGrad(int batch, int classes, const float* prob, const int32_t* labels,
+                             float* dlogits);
 
 }  // namespace shoal::cuda

@@ -98,8 +98,8 @@ class CudaOps : public GpuOps {
     cudaDeviceProp prop{};
     cudaGetDeviceProperties(&prop, ordinal);
     const size_t v = cudnnGetVersion();
-    name_ = "cuda:" + std::to_string(ordinal) + " (" + prop.name + ", cuDNN " + std::to_string(v / 10000) + "." +
-            std::to_string(v / 100 % 100) + "." + std::to_string(v % 100) + ")";
+    name_ = "cuda:" + std::to_string(ordinal) + " (" + prop.name + ", cuDNN " + std::to_string(v / 10000) +
+            "." + std::to_string(v / 100 % 100) + "." + std::to_string(v % 100) + ")";
   }
   ~CudaOps() override {
     cudaDeviceSynchronize();
@@ -131,8 +131,8 @@ class CudaOps : public GpuOps {
     cuda::AddBiasRows(batch, out, b, y);
   }
 
-  void FullyConnectedBackward(int batch, int in, int out, const float* x, const float* w, const float* dy, float* dx,
-                              float* dw, float* db, GradWrite dx_write) override {
+  void FullyConnectedBackward(int batch, int in, int out, const float* x, const float* w, const float* dy,
+                              float* dx, float* dw, float* db, GradWrite dx_write) override {
     const float one = 1.0f, zero = 0.0f;
     // dW[out, in] = dyᵀ·x; db = dyᵀ·1; dx[batch, in] = dy·W.
     Check(cublasSgemm(blas_, CUBLAS_OP_N, CUBLAS_OP_T, in, out, batch, &one, x, in, dy, out, &zero, dw, in),
@@ -153,8 +153,8 @@ class CudaOps : public GpuOps {
     void* workspace = Workspace(p);
     if (!p || (p->workspace && !workspace)) return;
     const float one = 1.0f, zero = 0.0f;
-    Check(cudnnConvolutionForward(dnn_, &one, p->x, x, p->w, w, p->conv, p->forward, workspace, p->workspace, &zero,
-                                  p->y, y),
+    Check(cudnnConvolutionForward(dnn_, &one, p->x, x, p->w, w, p->conv, p->forward, workspace, p->workspace,
+                                  &zero, p->y, y),
           "convolution forward");
     Check(cudnnAddTensor(dnn_, &one, p->bias, b, &one, p->y, y), "convolution bias");
   }
@@ -165,9 +165,10 @@ class CudaOps : public GpuOps {
     void* workspace = Workspace(p);
     if (!p || (p->workspace && !workspace)) return;
     const float one = 1.0f, zero = 0.0f, beta = dx_write == GradWrite::kAdd ? 1.0f : 0.0f;
-    Check(cudnnConvolutionBackwardBias(dnn_, &one, p->y, dy, &zero, p->bias, db), "convolution bias gradient");
-    Check(cudnnConvolutionBackwardFilter(dnn_, &one, p->x, x, p->y, dy, p->conv, p->backward_filter, workspace,
-                                         p->workspace, &zero, p->w, dw),
+    Check(cudnnConvolutionBackwardBias(dnn_, &one, p->y, dy, &zero, p->bias, db),
+          "convolution bias gradient");
+    Check(cudnnConvolutionBackwardFilter(dnn_, &one, p->x, x, p->y, dy, p->conv, p->backward_filter,
+                                         workspace, p->workspace, &zero, p->w, dw),
           "convolution weight gradient");
     if (dx)
       Check(cudnnConvolutionBackwardData(dnn_, &one, p->w, w, p->y, dy, p->conv, p->backward_data, workspace,
@@ -182,8 +183,8 @@ class CudaOps : public GpuOps {
     Check(cudnnPoolingForward(dnn_, p->pool, &one, p->x, x, &zero, p->y, y), "max pooling forward");
   }
 
-  void MaxPoolBackward(const PoolGeometry& g, int batch, const float* x, const float* y, const float* dy, float* dx,
-                       GradWrite write) override {
+  void MaxPoolBackward(const PoolGeometry& g, int batch, const float* x, const float* y, const float* dy,
+                       float* dx, GradWrite write) override {
     const PoolPlan* p = Plan(g, batch);
     if (!p) return;
     const float one = 1.0f, beta = write == GradWrite::kAdd ? 1.0f : 0.0f;
@@ -209,21 +210,24 @@ class CudaOps : public GpuOps {
       IdentityForward(n, dy, dx);
   }
 
-  float SoftmaxCrossEntropyForward(int batch, int classes, const float* logits, const int32_t* labels, float* prob,
-                                   int* correct) override {
+  float SoftmaxCrossEntropyForward(int batch, int classes, const float* logits, const int32_t* labels,
+                                   float* prob, int* correct) override {
     labels_from_ = nullptr;  // a new batch's: copied afresh
     const int32_t* device_labels = Labels(batch, labels);
     cudaError_t loss_error = cudaSuccess, hit_error = cudaSuccess;
     double* row_loss = row_loss_.Get(batch, &loss_error);
     int32_t* row_hit = row_hit_.Get(batch, &hit_error);
-    if (!device_labels || !Check(loss_error, "softmax loss scratch") || !Check(hit_error, "softmax loss scratch"))
+    if (!device_labels || !Check(loss_error, "softmax loss scratch") ||
+        !Check(hit_error, "softmax loss scratch"))
       return 0.0f;
     cuda::SoftmaxCrossEntropy(batch, classes, logits, device_labels, prob, row_loss, row_hit);
     // The loss and the hits come back to the host now: the worker reads them after the pass.
     std::vector<double> loss(batch);
     std::vector<int32_t> hit(batch);
-    if (!Check(cudaMemcpy(loss.data(), row_loss, batch * sizeof(double), cudaMemcpyDeviceToHost), "softmax loss") ||
-        !Check(cudaMemcpy(hit.data(), row_hit, batch * sizeof(int32_t), cudaMemcpyDeviceToHost), "softmax loss"))
+    if (!Check(cudaMemcpy(loss.data(), row_loss, batch * sizeof(double), cudaMemcpyDeviceToHost),
+               "softmax loss") ||
+        !Check(cudaMemcpy(hit.data(), row_hit, batch * sizeof(int32_t), cudaMemcpyDeviceToHost),
+               "softmax loss"))
       return 0.0f;
     double sum = 0.0;
     int hits = 0;
@@ -263,7 +267,8 @@ class CudaOps : public GpuOps {
     cudaError_t e = cudaSuccess;
     float* d = ones_.Get(n, &e);
     const std::vector<float> host(n, 1.0f);
-    if (!Check(e, "ones") || !Check(cudaMemcpy(d, host.data(), n * sizeof(float), cudaMemcpyHostToDevice), "ones"))
+    if (!Check(e, "ones") ||
+        !Check(cudaMemcpy(d, host.data(), n * sizeof(float), cudaMemcpyHostToDevice), "ones"))
       return nullptr;
     ones_at_ = d;
     ones_count_ = n;
@@ -301,23 +306,30 @@ class CudaOps : public GpuOps {
   }
 
   const ConvPlan* Plan(const ConvGeometry& g, int batch) {
-    const auto key = std::make_tuple(g.channels, g.height, g.width, g.filters, g.kernel, g.stride, g.pad, batch);
+    const auto key =
+        std::make_tuple(g.channels, g.height, g.width, g.filters, g.kernel, g.stride, g.pad, batch);
     if (auto it = conv_plans_.find(key); it != conv_plans_.end()) return &it->second;
     ConvPlan p;
     const char* what = "convolution descriptors";
     if (!Check(cudnnCreateTensorDescriptor(&p.x), what) || !Check(cudnnCreateTensorDescriptor(&p.y), what) ||
-        !Check(cudnnCreateTensorDescriptor(&p.bias), what) || !Check(cudnnCreateFilterDescriptor(&p.w), what) ||
+        !Check(cudnnCreateTensorDescriptor(&p.bias), what) ||
+        !Check(cudnnCreateFilterDescriptor(&p.w), what) ||
         !Check(cudnnCreateConvolutionDescriptor(&p.conv), what))
       return Discard(p);
     const int oh = g.out_height(), ow = g.out_width();
-    if (!Check(cudnnSetTensor4dDescriptor(p.x, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, batch, g.channels, g.height,
-                                          g.width), what) ||
-        !Check(cudnnSetTensor4dDescriptor(p.y, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, batch, g.filters, oh, ow), what) ||
-        !Check(cudnnSetTensor4dDescriptor(p.bias, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1, g.filters, 1, 1), what) ||
-        !Check(cudnnSetFilter4dDescriptor(p.w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, g.filters, g.channels, g.kernel,
-                                          g.kernel), what) ||
+    if (!Check(cudnnSetTensor4dDescriptor(p.x, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, batch, g.channels,
+                                          g.height, g.width),
+               what) ||
+        !Check(cudnnSetTensor4dDescriptor(p.y, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, batch, g.filters, oh, ow),
+               what) ||
+        !Check(cudnnSetTensor4dDescriptor(p.bias, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1, g.filters, 1, 1),
+               what) ||
+        !Check(cudnnSetFilter4dDescriptor(p.w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, g.filters, g.channels,
+                                          g.kernel, g.kernel),
+               what) ||
         !Check(cudnnSetConvolution2dDescriptor(p.conv, g.pad, g.pad, g.stride, g.stride, 1, 1,
-                                               CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT), what) ||
+                                               CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
+               what) ||
         !Check(cudnnSetConvolutionMathType(p.conv, CUDNN_FMA_MATH), what))
       return Discard(p);
     constexpr int kChoices = 16;
@@ -327,30 +339,36 @@ class CudaOps : public GpuOps {
     cudnnConvolutionBwdFilterAlgoPerf_t bwd_filter[kChoices];
     what = "convolution algorithms";
     const size_t room = WorkspaceRoom();
-    if (!Check(cudnnGetConvolutionForwardAlgorithm_v7(dnn_, p.x, p.w, p.conv, p.y, kChoices, &count, fwd), what) ||
+    if (!Check(cudnnGetConvolutionForwardAlgorithm_v7(dnn_, p.x, p.w, p.conv, p.y, kChoices, &count, fwd),
+               what) ||
         !ChooseAlgo(fwd, count, room, &p.forward) ||
-        !Check(cudnnGetConvolutionBackwardDataAlgorithm_v7(dnn_, p.w, p.y, p.conv, p.x, kChoices, &count, bwd_data),
+        !Check(cudnnGetConvolutionBackwardDataAlgorithm_v7(dnn_, p.w, p.y, p.conv, p.x, kChoices, &count,
+                                                           bwd_data),
                what) ||
         !ChooseAlgo(bwd_data, count, room, &p.backward_data) ||
         !Check(cudnnGetConvolutionBackwardFilterAlgorithm_v7(dnn_, p.x, p.y, p.conv, p.w, kChoices, &count,
-                                                             bwd_filter), what) ||
+                                                             bwd_filter),
+               what) ||
         !ChooseAlgo(bwd_filter, count, room, &p.backward_filter)) {
-      Fail("cuDNN has no deterministic algorithm in FMA math for the convolution of " + std::to_string(g.channels) +
-           "x" + std::to_string(g.height) + "x" + std::to_string(g.width) + " by " + std::to_string(g.filters) +
-           " filters within the " + std::to_string(room) + " bytes of workspace the device's budget leaves" +
+      Fail("cuDNN has no deterministic algorithm in FMA math for the convolution of " +
+           std::to_string(g.channels) + "x" + std::to_string(g.height) + "x" + std::to_string(g.width) +
+           " by " + std::to_string(g.filters) + " filters within the " + std::to_string(room) +
+           " bytes of workspace the device's budget leaves" +
            (room < kMaxWorkspaceBytes ? " (raise train.device_memory_mb)" : ""));
       return Discard(p);
     }
     size_t a = 0, b = 0, c = 0;
     if (!Check(cudnnGetConvolutionForwardWorkspaceSize(dnn_, p.x, p.w, p.conv, p.y, p.forward, &a), what) ||
-        !Check(cudnnGetConvolutionBackwardDataWorkspaceSize(dnn_, p.w, p.y, p.conv, p.x, p.backward_data, &b), what) ||
-        !Check(cudnnGetConvolutionBackwardFilterWorkspaceSize(dnn_, p.x, p.y, p.conv, p.w, p.backward_filter, &c),
+        !Check(cudnnGetConvolutionBackwardDataWorkspaceSize(dnn_, p.w, p.y, p.conv, p.x, p.backward_data, &b),
+               what) ||
+        !Check(cudnnGetConvolutionBackwardFilterWorkspaceSize(dnn_, p.x, p.y, p.conv, p.w, p.backward_filter,
+                                                              &c),
                what))
       return Discard(p);
     p.workspace = std::max({a, b, c});
     if (p.workspace > room) {
-      Fail("cuDNN asks " + std::to_string(p.workspace) + " bytes of workspace for the algorithms it chose within " +
-           std::to_string(room));
+      Fail("cuDNN asks " + std::to_string(p.workspace) +
+           " bytes of workspace for the algorithms it chose within " + std::to_string(room));
       return Discard(p);
     }
     return &conv_plans_.emplace(key, p).first->second;
@@ -363,12 +381,15 @@ class CudaOps : public GpuOps {
     const char* what = "pooling descriptors";
     if (!Check(cudnnCreateTensorDescriptor(&p.x), what) || !Check(cudnnCreateTensorDescriptor(&p.y), what) ||
         !Check(cudnnCreatePoolingDescriptor(&p.pool), what) ||
-        !Check(cudnnSetTensor4dDescriptor(p.x, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, batch, g.channels, g.height,
-                                          g.width), what) ||
+        !Check(cudnnSetTensor4dDescriptor(p.x, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, batch, g.channels,
+                                          g.height, g.width),
+               what) ||
         !Check(cudnnSetTensor4dDescriptor(p.y, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, batch, g.channels,
-                                          g.out_height(), g.out_width()), what) ||
-        !Check(cudnnSetPooling2dDescriptor(p.pool, CUDNN_POOLING_MAX_DETERMINISTIC, CUDNN_NOT_PROPAGATE_NAN, g.kernel,
-                                           g.kernel, 0, 0, g.stride, g.stride), what))
+                                          g.out_height(), g.out_width()),
+               what) ||
+        !Check(cudnnSetPooling2dDescriptor(p.pool, CUDNN_POOLING_MAX_DETERMINISTIC, CUDNN_NOT_PROPAGATE_NAN,
+                                           g.kernel, g.kernel, 0, 0, g.stride, g.stride),
+               what))
       return Discard(p);
     return &pool_plans_.emplace(key, p).first->second;
   }
@@ -403,7 +424,9 @@ class CudaOps : public GpuOps {
   int labels_batch_ = 0;
 };
 
-std::string ErrorText(cudaError_t e) { return std::string(cudaGetErrorName(e)) + ": " + cudaGetErrorString(e); }
+std::string ErrorText(cudaError_t e) {
+  return std::string(cudaGetErrorName(e)) + ": " + cudaGetErrorString(e);
+}
 std::string ErrorText(cublasStatus_t e) { return std::string("cuBLAS ") + cublasGetStatusString(e); }
 std::string ErrorText(cudnnStatus_t e) { return std::string("cuDNN ") + cudnnGetErrorString(e); }
 bool Failed(cudaError_t e) { return e != cudaSuccess; }

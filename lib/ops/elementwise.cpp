@@ -97,8 +97,7 @@ void DropoutForward(size_t n, float ratio, const float* x, float* y, std::vector
   }
 }
 
-void DropoutBackward(size_t n, const std::vector<float>& mask, const float* dy, float* dx,
-                     GradWrite write) {
+void DropoutBackward(size_t n, const std::vector<float>& mask, const float* dy, float* dx, GradWrite write) {
   WriteGrad(0, n, write, dx, [&](size_t i) { return dy[i] * mask[i]; });
 }
 

@@ -24,7 +24,6 @@ void IdentityBackward(size_t n, const float* dy, float* dx, GradWrite write);
 // Inverted dropout: kept units are scaled by 1/(1-ratio) so evaluation is a copy.
 void DropoutForward(size_t n, float ratio, const float* x, float* y, std::vector<float>* mask,
                     std::mt19937* rng);
-void DropoutBackward(size_t n, const std::vector<float>& mask, const float* dy, float* dx,
-                     GradWrite write);
+void DropoutBackward(size_t n, const std::vector<float>& mask, const float* dy, float* dx, GradWrite write);
 
 }  // namespace shoal

@@ -20,33 +20,43 @@ int MaxTasks(int batch, int in, int out) {
 
 // With several compute threads: rows of the batch for y and dx, rows of W for
 // dw; each element is computed by exactly one thread, in the same order.
-void FullyConnectedForward(int batch, int in, int out, const float* x, const float* w,
-                           const float* b, float* y) {
+void FullyConnectedForward(int batch, int in, int out, const float* x, const float* w, const float* b,
+                           float* y) {
   if (GpuOps* gpu = CurrentGpuOps()) return gpu->FullyConnectedForward(batch, in, out, x, w, b, y);
-  ParallelFor(batch, [&](int, int begin, int end) {
-    for (int i = begin; i < end; ++i)
-      for (int j = 0; j < out; ++j) y[i * out + j] = b[j];
-    Sgemm(false, true, end - begin, out, in, 1.0f, x + static_cast<size_t>(begin) * in, w, 1.0f,
-          y + static_cast<size_t>(begin) * out);
-  }, MaxTasks(batch, in, out));
+  ParallelFor(
+      batch,
+      [&](int, int begin, int end) {
+        for (int i = begin; i < end; ++i)
+          for (int j = 0; j < out; ++j) y[i * out + j] = b[j];
+        Sgemm(false, true, end - begin, out, in, 1.0f, x + static_cast<size_t>(begin) * in, w, 1.0f,
+              y + static_cast<size_t>(begin) * out);
+      },
+      MaxTasks(batch, in, out));
 }
 
-void FullyConnectedBackward(int batch, int in, int out, const float* x, const float* w,
-                            const float* dy, float* dx, float* dw, float* db, GradWrite dx_write) {
-  if (GpuOps* gpu = CurrentGpuOps()) return gpu->FullyConnectedBackward(batch, in, out, x, w, dy, dx, dw, db, dx_write);
+void FullyConnectedBackward(int batch, int in, int out, const float* x, const float* w, const float* dy,
+                            float* dx, float* dw, float* db, GradWrite dx_write) {
+  if (GpuOps* gpu = CurrentGpuOps())
+    return gpu->FullyConnectedBackward(batch, in, out, x, w, dy, dx, dw, db, dx_write);
   const int max_tasks = MaxTasks(batch, in, out);
-  ParallelFor(out, [&](int, int begin, int end) {
-    Sgemm(true, false, end - begin, in, batch, 1.0f, dy + begin, out, x, in, 0.0f,
-          dw + static_cast<size_t>(begin) * in, in);
-  }, max_tasks);
+  ParallelFor(
+      out,
+      [&](int, int begin, int end) {
+        Sgemm(true, false, end - begin, in, batch, 1.0f, dy + begin, out, x, in, 0.0f,
+              dw + static_cast<size_t>(begin) * in, in);
+      },
+      max_tasks);
   std::fill(db, db + out, 0.0f);
   for (int i = 0; i < batch; ++i)
     for (int j = 0; j < out; ++j) db[j] += dy[i * out + j];
   if (!dx) return;
-  ParallelFor(batch, [&](int, int begin, int end) {
-    Sgemm(false, false, end - begin, in, out, 1.0f, dy + static_cast<size_t>(begin) * out, w,
-          dx_write == GradWrite::kAdd ? 1.0f : 0.0f, dx + static_cast<size_t>(begin) * in);
-  }, max_tasks);
+  ParallelFor(
+      batch,
+      [&](int, int begin, int end) {
+        Sgemm(false, false, end - begin, in, out, 1.0f, dy + static_cast<size_t>(begin) * out, w,
+              dx_write == GradWrite::kAdd ? 1.0f : 0.0f, dx + static_cast<size_t>(begin) * in);
+      },
+      max_tasks);
 }
 
 }  // namespace shoal

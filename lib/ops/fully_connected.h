@@ -5,10 +5,10 @@
 
 namespace shoal {
 
-void FullyConnectedForward(int batch, int in, int out, const float* x, const float* w,
-                           const float* b, float* y);
+void FullyConnectedForward(int batch, int in, int out, const float* x, const float* w, const float* b,
+                           float* y);
 // Sets dw and db; adds into or sets dx (when not null).
-void FullyConnectedBackward(int batch, int in, int out, const float* x, const float* w,
-                            const float* dy, float* dx, float* dw, float* db, GradWrite dx_write);
+void FullyConnectedBackward(int batch, int in, int out, const float* x, const float* w, const float* dy,
+                            float* dx, float* dw, float* db, GradWrite dx_write);
 
 }  // namespace shoal

@@ -38,7 +38,8 @@ Status LoadCudaOps(int ordinal, std::unique_ptr<GpuOps>* out) {
   if (!module)
     return Status::IOError("cuda:" + std::to_string(ordinal) +
                            ": the CUDA ops could not be loaded (a build without CUDA has none: configure "
-                           "with -DSHOAL_CUDA=ON where the CUDA toolkit and cuDNN are installed): " + tried);
+                           "with -DSHOAL_CUDA=ON where the CUDA toolkit and cuDNN are installed): " +
+                           tried);
   using Version = int (*)();
   using Open = GpuOps* (*)(int, char*, size_t);
   auto version = reinterpret_cast<Version>(dlsym(module, "shoal_cuda_ops_version"));

@@ -39,17 +39,18 @@ class GpuOps {
   // As the host ops of the same names (fully_connected.h, convolution.h,
   // pooling.h, elementwise.h, softmax_loss.h); every pointer is device
   // memory except the labels, which are the host's.
-  virtual void FullyConnectedForward(int batch, int in, int out, const float* x, const float* w, const float* b,
-                                     float* y) = 0;
-  virtual void FullyConnectedBackward(int batch, int in, int out, const float* x, const float* w, const float* dy,
-                                      float* dx, float* dw, float* db, GradWrite dx_write) = 0;
-  virtual void ConvolutionForward(const ConvGeometry& g, int batch, const float* x, const float* w, const float* b,
-                                  float* y) = 0;
-  virtual void ConvolutionBackward(const ConvGeometry& g, int batch, const float* x, const float* w, const float* dy,
-                                   float* dx, float* dw, float* db, GradWrite dx_write) = 0;
+  virtual void FullyConnectedForward(int batch, int in, int out, const float* x, const float* w,
+                                     const float* b, float* y) = 0;
+  virtual void FullyConnectedBackward(int batch, int in, int out, const float* x, const float* w,
+                                      const float* dy, float* dx, float* dw, float* db,
+                                      GradWrite dx_write) = 0;
+  virtual void ConvolutionForward(const ConvGeometry& g, int batch, const float* x, const float* w,
+                                  const float* b, float* y) = 0;
+  virtual void ConvolutionBackward(const ConvGeometry& g, int batch, const float* x, const float* w,
+                                   const float* dy, float* dx, float* dw, float* db, GradWrite dx_write) = 0;
   virtual void MaxPoolForward(const PoolGeometry& g, int batch, const float* x, float* y) = 0;
-  virtual void MaxPoolBackward(const PoolGeometry& g, int batch, const float* x, const float* y, const float* dy,
-                               float* dx, GradWrite write) = 0;
+  virtual void MaxPoolBackward(const PoolGeometry& g, int batch, const float* x, const float* y,
+                               const float* dy, float* dx, GradWrite write) = 0;
   virtual void ReluForward(size_t n, const float* x, float* y) = 0;
   virtual void ReluBackward(size_t n, const float* y, const float* dy, float* dx, GradWrite write) = 0;
   virtual void SigmoidForward(size_t n, const float* x, float* y) = 0;

@@ -21,17 +21,36 @@ std::string OneDnnDescription() {
   const dnnl_version_t* v = dnnl_version();
   std::string isa;
   switch (dnnl_get_effective_cpu_isa()) {
-    case dnnl_cpu_isa_sse41: isa = "sse41"; break;
-    case dnnl_cpu_isa_avx: isa = "avx"; break;
-    case dnnl_cpu_isa_avx2: isa = "avx2"; break;
-    case dnnl_cpu_isa_avx2_vnni: isa = "avx2_vnni"; break;
-    case dnnl_cpu_isa_avx512_core: isa = "avx512_core"; break;
-    case dnnl_cpu_isa_avx512_core_vnni: isa = "avx512_core_vnni"; break;
-    case dnnl_cpu_isa_avx512_core_bf16: isa = "avx512_core_bf16"; break;
-    case dnnl_cpu_isa_avx512_core_amx: isa = "avx512_core_amx"; break;
-    default: isa = "other"; break;
+    case dnnl_cpu_isa_sse41:
+      isa = "sse41";
+      break;
+    case dnnl_cpu_isa_avx:
+      isa = "avx";
+      break;
+    case dnnl_cpu_isa_avx2:
+      isa = "avx2";
+      break;
+    case dnnl_cpu_isa_avx2_vnni:
+      isa = "avx2_vnni";
+      break;
+    case dnnl_cpu_isa_avx512_core:
+      isa = "avx512_core";
+      break;
+    case dnnl_cpu_isa_avx512_core_vnni:
+      isa = "avx512_core_vnni";
+      break;
+    case dnnl_cpu_isa_avx512_core_bf16:
+      isa = "avx512_core_bf16";
+      break;
+    case dnnl_cpu_isa_avx512_core_amx:
+      isa = "avx512_core_amx";
+      break;
+    default:
+      isa = "other";
+      break;
   }
-  return std::to_string(v->major) + "." + std::to_string(v->minor) + "." + std::to_string(v->patch) + " " + isa;
+  return std::to_string(v->major) + "." + std::to_string(v->minor) + "." + std::to_string(v->patch) + " " +
+         isa;
 }
 
 }  // namespace shoal

@@ -2,7 +2,6 @@
 
 #if SHOAL_HAVE_ONEDNN
 #include <dnnl.hpp>
-
 #include <map>
 #include <optional>
 
@@ -66,9 +65,10 @@ struct BackwardPrims {
   GradWrite dx_write;  // a layer's never changes; made again if it did
   dnnl::convolution_backward_weights weights;
   dnnl::convolution_backward_data data;
-  std::optional<Edge> diff_dst, diff_weights, diff_bias;      // backward weights
-  std::optional<Edge> src;                                    // when it wants x in another layout than forward
-  std::optional<Edge> data_diff_dst, data_weights, diff_src;  // backward data (diff_src adds into dx, or sets it)
+  std::optional<Edge> diff_dst, diff_weights, diff_bias;  // backward weights
+  std::optional<Edge> src;                                // when it wants x in another layout than forward
+  std::optional<Edge> data_diff_dst, data_weights,
+      diff_src;  // backward data (diff_src adds into dx, or sets it)
 };
 
 // The primitives and edges of one batch size.
@@ -95,8 +95,9 @@ class Convolution final : public FastConvolution {
     p->src->In(stream_);
     p->weights->In(stream_);
     p->bias->In(stream_);
-    p->fwd.execute(stream_, Args{{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_BIAS, bias},
-                                 {DNNL_ARG_DST, dst}});
+    p->fwd.execute(
+        stream_,
+        Args{{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_BIAS, bias}, {DNNL_ARG_DST, dst}});
     p->dst->Out(stream_);
     stream_.wait();
     return true;
@@ -119,8 +120,10 @@ class Convolution final : public FastConvolution {
     }
     const memory& diff_weights = b.diff_weights->Bind(dw);
     const memory& diff_bias = b.diff_bias->Bind(db);
-    b.weights.execute(stream_, Args{{DNNL_ARG_SRC, src}, {DNNL_ARG_DIFF_DST, diff_dst},
-                                    {DNNL_ARG_DIFF_WEIGHTS, diff_weights}, {DNNL_ARG_DIFF_BIAS, diff_bias}});
+    b.weights.execute(stream_, Args{{DNNL_ARG_SRC, src},
+                                    {DNNL_ARG_DIFF_DST, diff_dst},
+                                    {DNNL_ARG_DIFF_WEIGHTS, diff_weights},
+                                    {DNNL_ARG_DIFF_BIAS, diff_bias}});
     b.diff_weights->Out(stream_);
     b.diff_bias->Out(stream_);
     if (dx) {
@@ -134,7 +137,8 @@ class Convolution final : public FastConvolution {
         b.data_weights->In(stream_);
       }
       const memory& diff_src = b.diff_src->Bind(dx);
-      b.data.execute(stream_, Args{{DNNL_ARG_DIFF_DST, data_diff_dst}, {DNNL_ARG_WEIGHTS, weights},
+      b.data.execute(stream_, Args{{DNNL_ARG_DIFF_DST, data_diff_dst},
+                                   {DNNL_ARG_WEIGHTS, weights},
                                    {DNNL_ARG_DIFF_SRC, diff_src}});
       b.diff_src->Out(stream_);
     }
@@ -161,17 +165,20 @@ class Convolution final : public FastConvolution {
     memory::desc Any(const memory::dims& dims) const { return Plain(dims, Tag::any); }
   };
   Descs DescsFor(int batch) const {
-    return {{batch, g_.channels, g_.height, g_.width},   {g_.filters, g_.channels, g_.kernel, g_.kernel},
-            {g_.filters},                                {batch, g_.filters, g_.out_height(), g_.out_width()},
-            {g_.stride, g_.stride},                      {g_.pad, g_.pad}};
+    return {{batch, g_.channels, g_.height, g_.width},
+            {g_.filters, g_.channels, g_.kernel, g_.kernel},
+            {g_.filters},
+            {batch, g_.filters, g_.out_height(), g_.out_width()},
+            {g_.stride, g_.stride},
+            {g_.pad, g_.pad}};
   }
 
   std::unique_ptr<Prims> Make(int batch) const {
     const Descs d = DescsFor(batch);
     auto p = std::make_unique<Prims>();
     p->fwd_pd = dnnl::convolution_forward::primitive_desc(
-        {dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, d.Any(d.src), d.Any(d.weights),
-         d.Any(d.bias), d.Any(d.dst), d.strides, d.pad, d.pad},
+        {dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, d.Any(d.src),
+         d.Any(d.weights), d.Any(d.bias), d.Any(d.dst), d.strides, d.pad, d.pad},
         Engine());
     p->fwd = dnnl::convolution_forward(p->fwd_pd);
     p->src.emplace(Plain(d.src, Tag::nchw), p->fwd_pd.src_desc(), true);
@@ -186,7 +193,8 @@ class Convolution final : public FastConvolution {
     const Descs d = DescsFor(batch);
     const auto alg = dnnl::algorithm::convolution_direct;
     dnnl::convolution_backward_weights::primitive_desc weights(
-        {alg, d.Any(d.src), d.Any(d.weights), d.Any(d.bias), d.Any(d.dst), d.strides, d.pad, d.pad}, Engine(), fwd);
+        {alg, d.Any(d.src), d.Any(d.weights), d.Any(d.bias), d.Any(d.dst), d.strides, d.pad, d.pad}, Engine(),
+        fwd);
     dnnl::convolution_backward_data::primitive_desc data(
         {alg, d.Any(d.src), d.Any(d.weights), d.Any(d.dst), d.strides, d.pad, d.pad}, Engine(), fwd);
     const memory::desc user_src = Plain(d.src, Tag::nchw), user_weights = Plain(d.weights, Tag::oihw),
@@ -199,8 +207,10 @@ class Convolution final : public FastConvolution {
     b->diff_weights.emplace(user_weights, weights.diff_weights_desc(), false);
     b->diff_bias.emplace(Plain(d.bias, Tag::x), weights.diff_bias_desc(), false);
     if (weights.src_desc() != fwd.src_desc()) b->src.emplace(user_src, weights.src_desc(), true);
-    if (data.diff_dst_desc() != weights.diff_dst_desc()) b->data_diff_dst.emplace(user_dst, data.diff_dst_desc(), true);
-    if (data.weights_desc() != fwd.weights_desc()) b->data_weights.emplace(user_weights, data.weights_desc(), true);
+    if (data.diff_dst_desc() != weights.diff_dst_desc())
+      b->data_diff_dst.emplace(user_dst, data.diff_dst_desc(), true);
+    if (data.weights_desc() != fwd.weights_desc())
+      b->data_weights.emplace(user_weights, data.weights_desc(), true);
     // Setting dx in shoal's layout, the primitive writes it directly (no copy of its own).
     b->diff_src.emplace(user_src, data.diff_src_desc(), false, /*accumulate=*/dx_write == GradWrite::kAdd);
     return b;

@@ -12,8 +12,7 @@ namespace shoal {
 // the calling thread; returns when all are done. tasks is
 // min(ComputeThreads(), n, max_tasks); one task (or a call from inside a task)
 // runs inline. Which range a task gets never depends on timing.
-void ParallelFor(int n, const std::function<void(int task, int begin, int end)>& fn,
-                 int max_tasks = 1 << 30);
+void ParallelFor(int n, const std::function<void(int task, int begin, int end)>& fn, int max_tasks = 1 << 30);
 
 // How many tasks ParallelFor(n, ...) would use.
 int ParallelTasks(int n, int max_tasks = 1 << 30);

@@ -34,13 +34,12 @@ void MaxPool2x2(const PoolGeometry& g, const float* __restrict in, float* __rest
 }
 
 // Planes [begin, end) of the general case.
-void MaxPoolPlanes(const PoolGeometry& g, int begin, int end, const float* x, float* y,
-                   int32_t* argmax) {
+void MaxPoolPlanes(const PoolGeometry& g, int begin, int end, const float* x, float* y, int32_t* argmax) {
   const int oh = g.out_height(), ow = g.out_width();
   if (g.kernel == 2 && g.stride == 2) {
     for (int p = begin; p < end; ++p)
-      MaxPool2x2(g, x + static_cast<size_t>(p) * g.height * g.width,
-                 y + static_cast<size_t>(p) * oh * ow, argmax + static_cast<size_t>(p) * oh * ow);
+      MaxPool2x2(g, x + static_cast<size_t>(p) * g.height * g.width, y + static_cast<size_t>(p) * oh * ow,
+                 argmax + static_cast<size_t>(p) * oh * ow);
     return;
   }
   for (int p = begin; p < end; ++p) {
@@ -81,8 +80,8 @@ void MaxPoolForward(const PoolGeometry& g, int batch, const float* x, float* y,
   const int planes = batch * g.channels;
   argmax->resize(static_cast<size_t>(planes) * g.out_height() * g.out_width());
   int32_t* arg = argmax->data();
-  ParallelFor(planes, [&](int, int begin, int end) { MaxPoolPlanes(g, begin, end, x, y, arg); },
-              MaxTasks(g, batch));
+  ParallelFor(
+      planes, [&](int, int begin, int end) { MaxPoolPlanes(g, begin, end, x, y, arg); }, MaxTasks(g, batch));
 }
 
 void MaxPoolBackward(const PoolGeometry& g, int batch, const float* x, const float* y, const float* dy,

@@ -16,8 +16,7 @@ struct PoolGeometry {
   int out_width() const { return (width - kernel) / stride + 1; }
 };
 
-void MaxPoolForward(const PoolGeometry& g, int batch, const float* x, float* y,
-                    std::vector<int32_t>* argmax);
+void MaxPoolForward(const PoolGeometry& g, int batch, const float* x, float* y, std::vector<int32_t>* argmax);
 // Each window's winner gets its output's gradient, added into dx or, with
 // kSet, into a dx cleared plane by plane here (while the plane is in cache).
 // The host finds the winners in `argmax`; a GPU (gpu_ops.h), which keeps

@@ -17,14 +17,15 @@ void RbmHiddenMeans(HiddenUnits units, int batch, int visible, int hidden, const
   if (units == HiddenUnits::kBinary) SigmoidForward(static_cast<size_t>(batch) * hidden, mean, mean);
 }
 
-void RbmVisibleProbabilities(int batch, int visible, int hidden, const float* h, const float* w, const float* a,
-                             float* pv) {
+void RbmVisibleProbabilities(int batch, int visible, int hidden, const float* h, const float* w,
+                             const float* a, float* pv) {
   // Rows of the batch split over the compute threads, as FullyConnectedForward's.
   ParallelFor(batch, [&](int, int begin, int end) {
     float* out = pv + static_cast<size_t>(begin) * visible;
     for (int r = begin; r < end; ++r)
       for (int i = 0; i < visible; ++i) pv[static_cast<size_t>(r) * visible + i] = a[i];
-    Sgemm(false, false, end - begin, visible, hidden, 1.0f, h + static_cast<size_t>(begin) * hidden, w, 1.0f, out);
+    Sgemm(false, false, end - begin, visible, hidden, 1.0f, h + static_cast<size_t>(begin) * hidden, w, 1.0f,
+          out);
     SigmoidForward(static_cast<size_t>(end - begin) * visible, out, out);
   });
 }
@@ -39,7 +40,8 @@ float UnitFloat(uint64_t bits) { return static_cast<float>(bits >> 40) * (1.0f /
 
 }  // namespace
 
-void SampleBernoulli(int batch, int units, const float* p, const uint64_t* keys, uint64_t draw, float* sample) {
+void SampleBernoulli(int batch, int units, const float* p, const uint64_t* keys, uint64_t draw,
+                     float* sample) {
   for (int r = 0; r < batch; ++r) {
     const uint64_t base = DrawBase(keys[r], draw);
     const size_t row = static_cast<size_t>(r) * units;
@@ -48,7 +50,8 @@ void SampleBernoulli(int batch, int units, const float* p, const uint64_t* keys,
   }
 }
 
-void SampleGaussian(int batch, int units, const float* mean, const uint64_t* keys, uint64_t draw, float* sample) {
+void SampleGaussian(int batch, int units, const float* mean, const uint64_t* keys, uint64_t draw,
+                    float* sample) {
   constexpr double kTwoPi = 6.283185307179586;
   for (int r = 0; r < batch; ++r) {
     const uint64_t base = DrawBase(keys[r], draw);
@@ -58,13 +61,14 @@ void SampleGaussian(int batch, int units, const float* mean, const uint64_t* key
       const uint64_t bits = Mix64(base + static_cast<uint64_t>(i));
       const double u1 = (static_cast<double>(bits >> 32) + 1.0) / 4294967296.0;
       const double u2 = static_cast<double>(bits & 0xffffffffu) / 4294967296.0;
-      sample[row + i] = mean[row + i] + static_cast<float>(std::sqrt(-2.0 * std::log(u1)) * std::cos(kTwoPi * u2));
+      sample[row + i] =
+          mean[row + i] + static_cast<float>(std::sqrt(-2.0 * std::log(u1)) * std::cos(kTwoPi * u2));
     }
   }
 }
 
-void SampleHidden(HiddenUnits units, int batch, int hidden, const float* mean, const uint64_t* keys, uint64_t draw,
-                  float* sample) {
+void SampleHidden(HiddenUnits units, int batch, int hidden, const float* mean, const uint64_t* keys,
+                  uint64_t draw, float* sample) {
   if (units == HiddenUnits::kBinary)
     SampleBernoulli(batch, hidden, mean, keys, draw, sample);
   else
@@ -77,8 +81,10 @@ void RbmGradients(int batch, int visible, int hidden, const float* v0, const flo
   // dw = (phkᵀ vk − ph0ᵀ v0) / batch, rows of dw split over the threads.
   ParallelFor(hidden, [&](int, int begin, int end) {
     float* out = dw + static_cast<size_t>(begin) * visible;
-    Sgemm(true, false, end - begin, visible, batch, scale, phk + begin, hidden, vk, visible, 0.0f, out, visible);
-    Sgemm(true, false, end - begin, visible, batch, -scale, ph0 + begin, hidden, v0, visible, 1.0f, out, visible);
+    Sgemm(true, false, end - begin, visible, batch, scale, phk + begin, hidden, vk, visible, 0.0f, out,
+          visible);
+    Sgemm(true, false, end - begin, visible, batch, -scale, ph0 + begin, hidden, v0, visible, 1.0f, out,
+          visible);
   });
   for (int i = 0; i < visible; ++i) da[i] = 0.0f;
   for (int j = 0; j < hidden; ++j) db[j] = 0.0f;

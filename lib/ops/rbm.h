@@ -17,18 +17,20 @@ enum class HiddenUnits { kBinary, kGaussian };
 void RbmHiddenMeans(HiddenUnits units, int batch, int visible, int hidden, const float* v, const float* w,
                     const float* b, float* mean);
 // p(v = 1 | h) = sigmoid(h W + a): [batch, visible].
-void RbmVisibleProbabilities(int batch, int visible, int hidden, const float* h, const float* w, const float* a,
-                             float* pv);
+void RbmVisibleProbabilities(int batch, int visible, int hidden, const float* h, const float* w,
+                             const float* a, float* pv);
 
 // sample[r, i] = 1 where a uniform draw keyed by (keys[r], draw, i) falls
 // below p[r, i], else 0. Counter-based: record r's draws depend on its key
 // alone, not on the batch it is in nor on the order of the work.
-void SampleBernoulli(int batch, int units, const float* p, const uint64_t* keys, uint64_t draw, float* sample);
+void SampleBernoulli(int batch, int units, const float* p, const uint64_t* keys, uint64_t draw,
+                     float* sample);
 // sample[r, i] = mean[r, i] + a standard normal draw keyed alike (Box–Muller).
-void SampleGaussian(int batch, int units, const float* mean, const uint64_t* keys, uint64_t draw, float* sample);
+void SampleGaussian(int batch, int units, const float* mean, const uint64_t* keys, uint64_t draw,
+                    float* sample);
 // The sampler of `units`.
-void SampleHidden(HiddenUnits units, int batch, int hidden, const float* mean, const uint64_t* keys, uint64_t draw,
-                  float* sample);
+void SampleHidden(HiddenUnits units, int batch, int hidden, const float* mean, const uint64_t* keys,
+                  uint64_t draw, float* sample);
 
 // Contrastive divergence's estimate of the negative log-likelihood's
 // gradient, a mean over the batch: the model's statistics (vk, phk, after k

@@ -7,9 +7,10 @@
 
 namespace shoal {
 
-float SoftmaxCrossEntropyForward(int batch, int classes, const float* logits,
-                                 const int32_t* labels, float* prob, int* correct) {
-  if (GpuOps* gpu = CurrentGpuOps()) return gpu->SoftmaxCrossEntropyForward(batch, classes, logits, labels, prob, correct);
+float SoftmaxCrossEntropyForward(int batch, int classes, const float* logits, const int32_t* labels,
+                                 float* prob, int* correct) {
+  if (GpuOps* gpu = CurrentGpuOps())
+    return gpu->SoftmaxCrossEntropyForward(batch, classes, logits, labels, prob, correct);
   double loss = 0.0;
   int hits = 0;
   for (int i = 0; i < batch; ++i) {
@@ -31,9 +32,10 @@ float SoftmaxCrossEntropyForward(int batch, int classes, const float* logits,
   return static_cast<float>(loss / batch);
 }
 
-void SoftmaxCrossEntropyBackward(int batch, int classes, const float* prob,
-                                 const int32_t* labels, float* dlogits) {
-  if (GpuOps* gpu = CurrentGpuOps()) return gpu->SoftmaxCrossEntropyBackward(batch, classes, prob, labels, dlogits);
+void SoftmaxCrossEntropyBackward(int batch, int classes, const float* prob, const int32_t* labels,
+                                 float* dlogits) {
+  if (GpuOps* gpu = CurrentGpuOps())
+    return gpu->SoftmaxCrossEntropyBackward(batch, classes, prob, labels, dlogits);
   const float inv = 1.0f / batch;
   for (int i = 0; i < batch; ++i) {
     if (labels[i] < 0 || labels[i] >= classes) continue;

@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <string>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "core/env_switch.h"
@@ -78,7 +78,8 @@ __attribute__((always_inline)) inline void OutputRows(const Vec (&in)[T], Vec (&
   for (int i = 0; i < R; ++i) {
     Vec sum = i % 2 ? odd[0] : even[0];  // the first pair is ±1
     if (i == 0) sum += in[0];
-    for (int p = 1; p < kPairs; ++p) sum += static_cast<float>(Power(PairPoint(p), i)) * (i % 2 ? odd[p] : even[p]);
+    for (int p = 1; p < kPairs; ++p)
+      sum += static_cast<float>(Power(PairPoint(p), i)) * (i % 2 ? odd[p] : even[p]);
     if (i == R - 1) sum += in[T - 1];
     out[i] = sum;
   }
@@ -94,8 +95,10 @@ __attribute__((always_inline)) inline void FilterRows(const Vec (&g)[C], Vec (&o
     const double a = PairPoint(p);
     Vec even = g[0], odd = static_cast<float>(a) * g[1];
     for (int i = 2; i < C; ++i) {
-      if (i % 2) odd += static_cast<float>(Power(a, i)) * g[i];
-      else even += static_cast<float>(Power(a, i)) * g[i];
+      if (i % 2)
+        odd += static_cast<float>(Power(a, i)) * g[i];
+      else
+        even += static_cast<float>(Power(a, i)) * g[i];
     }
     out[1 + 2 * p] = static_cast<float>(1.0 / Denominator(1 + 2 * p, T)) * (even + odd);
     out[2 + 2 * p] = static_cast<float>(1.0 / Denominator(2 + 2 * p, T)) * (even - odd);
@@ -143,8 +146,8 @@ __attribute__((always_inline)) inline void InputRows8(const Vec (&d)[8], Vec (&o
 // columns of the result, on vectors of n floats (a multiple of kLanes): in[i][j]
 // at in + i·in_row + j·in_col, out[ξ] at out + ξ·out_step.
 template <int C, int R, void (*Rows)(const Vec (&)[C], Vec (&)[R])>
-__attribute__((always_inline)) inline void Separable(const float* in, size_t in_row, size_t in_col, float* out,
-                                                     size_t out_step, int n) {
+__attribute__((always_inline)) inline void Separable(const float* in, size_t in_row, size_t in_col,
+                                                     float* out, size_t out_step, int n) {
   for (int c0 = 0; c0 < n; c0 += kLanes) {
     Vec tmp[R][C];  // tmp[b][i]: row i of the tile through Rows, value b
     for (int i = 0; i < C; ++i) {
@@ -171,8 +174,10 @@ Transformation OutputTransform(int m, int alpha) { return {true, alpha, m}; }
 Transformation FilterTransform(int r, int alpha) { return {false, alpha, r}; }
 
 // Bᵀ d B of one data tile of α × α.
-__attribute__((target_clones("avx512f", "avx2", "default"))) void InputTransform(
-    int alpha, const float* in, size_t in_row, size_t in_col, float* out, size_t out_step, int n) {
+__attribute__((target_clones("avx512f", "avx2", "default"))) void InputTransform(int alpha, const float* in,
+                                                                                 size_t in_row, size_t in_col,
+                                                                                 float* out, size_t out_step,
+                                                                                 int n) {
   if (alpha == 8) return Separable<8, 8, InputRows8>(in, in_row, in_col, out, out_step, n);
   Separable<6, 6, InputRows6>(in, in_row, in_col, out, out_step, n);
 }
@@ -180,19 +185,22 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void InputTransform
 // Aᵀ M A or G g Gᵀ for the shapes there are: sizes 2 to 5 where α = 6, 4
 // and 5 where α = 8. Compiled for AVX-512 and AVX2 as well, chosen at load by
 // the CPU (the build targets plain x86-64).
-__attribute__((target_clones("avx512f", "avx2", "default"))) void Transform(
-    const Transformation& how, const float* in, size_t in_row, size_t in_col, float* out, size_t out_step, int n) {
+__attribute__((target_clones("avx512f", "avx2", "default"))) void Transform(const Transformation& how,
+                                                                            const float* in, size_t in_row,
+                                                                            size_t in_col, float* out,
+                                                                            size_t out_step, int n) {
   switch ((how.output ? 100 : 0) + how.alpha * 10 + how.size) {
-#define SHOAL_SHAPES(T, S)                                                                   \
-  case 100 + T * 10 + S:                                                                     \
-    return Separable<T, S, OutputRows<T, S>>(in, in_row, in_col, out, out_step, n);          \
-  case T * 10 + S:                                                                           \
+#define SHOAL_SHAPES(T, S)                                                          \
+  case 100 + T * 10 + S:                                                            \
+    return Separable<T, S, OutputRows<T, S>>(in, in_row, in_col, out, out_step, n); \
+  case T * 10 + S:                                                                  \
     return Separable<S, T, FilterRows<T, S>>(in, in_row, in_col, out, out_step, n);
-    SHOAL_SHAPES(6, 2) SHOAL_SHAPES(6, 3) SHOAL_SHAPES(6, 4) SHOAL_SHAPES(6, 5)
-    SHOAL_SHAPES(8, 4) SHOAL_SHAPES(8, 5)
+    SHOAL_SHAPES(6, 2)
+    SHOAL_SHAPES(6, 3) SHOAL_SHAPES(6, 4) SHOAL_SHAPES(6, 5) SHOAL_SHAPES(8, 4) SHOAL_SHAPES(8, 5)
 #undef SHOAL_SHAPES
   }
-  Fatal("Winograd has no transform of " + std::to_string(how.size) + " on tiles of " + std::to_string(how.alpha));
+  Fatal("Winograd has no transform of " + std::to_string(how.size) + " on tiles of " +
+        std::to_string(how.alpha));
 }
 
 // Products at one point are batched over up to kBudget floats of
@@ -278,8 +286,8 @@ void TransformInputs(const Tiling& t, const float* x, int first, int count, floa
 // Each tile's Aᵀ M A from the products p [points][count·tw][lanes], written
 // into y [K, Ho, Wo] of its image (plus bias[k] where bias is not null;
 // added to what y holds when `add`).
-void WriteOutputs(const Tiling& t, const Transformation& at, const float* p, int first, int count, const float* bias,
-                  bool add, float* y, float* out) {
+void WriteOutputs(const Tiling& t, const Transformation& at, const float* p, int first, int count,
+                  const float* bias, bool add, float* y, float* out) {
   const int lanes = t.out_lanes, m = t.m;
   const size_t plane = static_cast<size_t>(t.out_height) * t.out_width;
   const size_t step = t.point_stride(count, lanes);
@@ -287,7 +295,8 @@ void WriteOutputs(const Tiling& t, const Transformation& at, const float* p, int
     const int image = (first + u) / t.th, row = (first + u) % t.th;
     float* image_y = y + static_cast<size_t>(image) * t.out_channels * plane;
     for (int col = 0; col < t.tw; ++col) {
-      Transform(at, p + (static_cast<size_t>(u) * t.tw + col) * lanes, t.alpha * step, step, out, lanes, lanes);
+      Transform(at, p + (static_cast<size_t>(u) * t.tw + col) * lanes, t.alpha * step, step, out, lanes,
+                lanes);
       for (int i = 0; i < m && row * m + i < t.out_height; ++i)
         for (int j = 0; j < m && col * m + j < t.out_width; ++j) {
           const float* __restrict o = out + (i * m + j) * lanes;
@@ -306,8 +315,8 @@ void WriteOutputs(const Tiling& t, const Transformation& at, const float* p, int
 size_t CorrelateWork(const Tiling& t) {
   return t.padded_size() + t.inputs_size() + t.products_size() + static_cast<size_t>(t.m) * t.m * t.out_lanes;
 }
-void CorrelateImages(const Tiling& t, const Transformation& at, int begin, int end, const float* x, const float* u,
-                     const float* bias, bool add, float* y, float* work) {
+void CorrelateImages(const Tiling& t, const Transformation& at, int begin, int end, const float* x,
+                     const float* u, const float* bias, bool add, float* y, float* work) {
   float* padded = work;
   float* v = padded + t.padded_size();
   float* p = v + t.inputs_size();
@@ -379,7 +388,8 @@ class Winograd final : public FastConvolution {
             const float value = w[((static_cast<size_t>(k) * c_count + c) * r + i) * r + j];
             const int a = flip ? r - 1 - i : i, b = flip ? r - 1 - j : j;
             const size_t at = (a * r + b) * plane;
-            filters_[at + (flip ? static_cast<size_t>(k) * lanes + c : static_cast<size_t>(c) * lanes + k)] = value;
+            filters_[at + (flip ? static_cast<size_t>(k) * lanes + c : static_cast<size_t>(c) * lanes + k)] =
+                value;
           }
     u_.resize(forward_.points * plane);
     for (int c = 0; c < in; ++c)
@@ -411,7 +421,8 @@ class Winograd final : public FastConvolution {
     }
     const size_t sums = t.points * static_cast<size_t>(c_count) * lanes + lanes;  // and the bias's
     const size_t dy_padded = static_cast<size_t>(t.th) * m_ * t.tw * m_ * lanes;
-    const size_t work = Lines(sums) + Lines(t.padded_size() + dy_padded + t.inputs_size() + t.products_size());
+    const size_t work =
+        Lines(sums) + Lines(t.padded_size() + dy_padded + t.inputs_size() + t.products_size());
     const int tasks = ParallelTasks(batch);
     scratch_.resize(work * tasks);
     float* base = scratch_.data();
@@ -434,9 +445,11 @@ class Winograd final : public FastConvolution {
     const size_t plane = static_cast<size_t>(c_count) * lanes;
     out_.resize(static_cast<size_t>(r) * r * lanes);
     for (int c = 0; c < c_count; ++c) {
-      Transform(at_r_, total + static_cast<size_t>(c) * lanes, forward_.alpha * plane, plane, out_.data(), lanes, lanes);
+      Transform(at_r_, total + static_cast<size_t>(c) * lanes, forward_.alpha * plane, plane, out_.data(),
+                lanes, lanes);
       for (int k = 0; k < k_count; ++k)
-        for (int i = 0; i < r * r; ++i) dw[(static_cast<size_t>(k) * c_count + c) * r * r + i] = out_[i * lanes + k];
+        for (int i = 0; i < r * r; ++i)
+          dw[(static_cast<size_t>(k) * c_count + c) * r * r + i] = out_[i * lanes + k];
     }
   }
 
@@ -473,13 +486,13 @@ class Winograd final : public FastConvolution {
         }
         for (int col = 0; col < t.tw; ++col)
           Transform(g_m_, dy_tiles + (static_cast<size_t>(row) * m * dy_width + col * m) * lanes,
-                    static_cast<size_t>(dy_width) * lanes, lanes, d + (static_cast<size_t>(u) * t.tw + col) * lanes,
-                    step, lanes);
+                    static_cast<size_t>(dy_width) * lanes, lanes,
+                    d + (static_cast<size_t>(u) * t.tw + col) * lanes, step, lanes);
       }
       const size_t vs = t.point_stride(count, t.in_lanes);
       for (int point = 0; point < t.points; ++point)
-        Sgemm(true, false, c_count, k_count, tiles, 1.0f, v + point * vs, t.in_lanes, d + point * step, lanes, 1.0f,
-              s + static_cast<size_t>(point) * c_count * lanes, lanes);
+        Sgemm(true, false, c_count, k_count, tiles, 1.0f, v + point * vs, t.in_lanes, d + point * step, lanes,
+              1.0f, s + static_cast<size_t>(point) * c_count * lanes, lanes);
     }
   }
 

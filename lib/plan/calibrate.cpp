@@ -55,13 +55,16 @@ double SgemmGflops(double seconds) {
 // A fully connected layer's step (forward, weight and input gradients) on `batch` records.
 double FullyConnectedGflops(int batch, double seconds, std::vector<double>* times = nullptr) {
   const int in = 1024, out = 1024;
-  std::vector<float> x(static_cast<size_t>(batch) * in, 0.5f), w(in * out, 0.01f), y(static_cast<size_t>(batch) * out),
-      dw(in * out), dx(x.size());
-  return Rate(6.0 * batch * in * out, seconds, [&] {
-    Sgemm(false, true, batch, out, in, 1.0f, x.data(), w.data(), 0.0f, y.data());
-    Sgemm(true, false, out, in, batch, 1.0f, y.data(), x.data(), 0.0f, dw.data());
-    Sgemm(false, false, batch, in, out, 1.0f, y.data(), w.data(), 0.0f, dx.data());
-  }, times);
+  std::vector<float> x(static_cast<size_t>(batch) * in, 0.5f), w(in * out, 0.01f),
+      y(static_cast<size_t>(batch) * out), dw(in * out), dx(x.size());
+  return Rate(
+      6.0 * batch * in * out, seconds,
+      [&] {
+        Sgemm(false, true, batch, out, in, 1.0f, x.data(), w.data(), 0.0f, y.data());
+        Sgemm(true, false, out, in, batch, 1.0f, y.data(), x.data(), 0.0f, dw.data());
+        Sgemm(false, false, batch, in, out, 1.0f, y.data(), w.data(), 0.0f, dx.data());
+      },
+      times);
 }
 
 // A 5x5 convolution's step (64 to 64 channels on 28x28, padded), in direct
@@ -71,7 +74,8 @@ double ConvolutionGflops(int batch, double seconds, FastConvolution* fast) {
   const ConvGeometry& g = kCalibrationConvolution;
   std::vector<float> x(static_cast<size_t>(batch) * g.channels * g.height * g.width, 0.5f),
       w(static_cast<size_t>(g.filters) * g.col_rows(), 0.01f), b(g.filters, 0.0f),
-      y(static_cast<size_t>(batch) * g.filters * g.col_cols()), dw(w.size()), db(b.size()), dx(x.size()), scratch;
+      y(static_cast<size_t>(batch) * g.filters * g.col_cols()), dw(w.size()), db(b.size()), dx(x.size()),
+      scratch;
   const double flops = 3.0 * 2.0 * batch * g.filters * g.col_rows() * g.col_cols();
   return Rate(flops, seconds, [&] {
     if (fast && fast->Forward(batch, x.data(), w.data(), b.data(), y.data())) {
@@ -79,8 +83,8 @@ double ConvolutionGflops(int batch, double seconds, FastConvolution* fast) {
       return;
     }
     ConvolutionForward(g, batch, x.data(), w.data(), b.data(), y.data(), &scratch);
-    ConvolutionBackward(g, batch, x.data(), w.data(), y.data(), dx.data(), dw.data(), db.data(), GradWrite::kSet,
-                        &scratch);
+    ConvolutionBackward(g, batch, x.data(), w.data(), y.data(), dx.data(), dw.data(), db.data(),
+                        GradWrite::kSet, &scratch);
   });
 }
 
@@ -119,7 +123,8 @@ void MeasureCompute(double seconds, ClusterProfile* profile) {
   std::unique_ptr<FastConvolution> winograd = NewWinogradConvolution(kCalibrationConvolution);
   // Within what a profile may say (a very short, noisy measurement could stray).
   if (winograd)
-    profile->winograd_speedup = std::clamp(ConvolutionGflops(32, seconds, winograd.get()) / convolution, 0.01, 100.0);
+    profile->winograd_speedup =
+        std::clamp(ConvolutionGflops(32, seconds, winograd.get()) / convolution, 0.01, 100.0);
   double mean = 0.0, square = 0.0;
   for (double t : times) mean += t / times.size();
   for (double t : times) square += (t - mean) * (t - mean) / times.size();
@@ -240,8 +245,8 @@ Status Stream(nng_socket socket, size_t bytes, Clock::time_point until, int time
 // per peer, all peers at once. Counted between the first echo back and the
 // last, so neither the start (nothing coming back yet) nor the end (nothing
 // going out) is taken for the links' rate.
-Status Bandwidth(const std::vector<nng_socket>& peers, const std::vector<std::string>& endpoints, double seconds,
-                 int timeout_ms, double* bytes_per_second) {
+Status Bandwidth(const std::vector<nng_socket>& peers, const std::vector<std::string>& endpoints,
+                 double seconds, int timeout_ms, double* bytes_per_second) {
   constexpr size_t kBytes = 4 << 20;
   constexpr int kInFlight = 2;
   std::vector<Trips> trips(peers.size() * kInFlight);
@@ -249,7 +254,8 @@ Status Bandwidth(const std::vector<nng_socket>& peers, const std::vector<std::st
   std::vector<std::thread> threads;
   const auto until = Clock::now() + std::chrono::microseconds(static_cast<long>(seconds * 1e6));
   for (size_t i = 0; i < trips.size(); ++i)
-    threads.emplace_back([&, i] { results[i] = Stream(peers[i / kInFlight], kBytes, until, timeout_ms, &trips[i]); });
+    threads.emplace_back(
+        [&, i] { results[i] = Stream(peers[i / kInFlight], kBytes, until, timeout_ms, &trips[i]); });
   for (std::thread& t : threads) t.join();
   for (size_t i = 0; i < results.size(); ++i)
     if (!results[i].ok()) return results[i].Within("peer '" + endpoints[i / kInFlight] + "'");
@@ -261,7 +267,8 @@ Status Bandwidth(const std::vector<nng_socket>& peers, const std::vector<std::st
     last = std::max(last, t.last);
   }
   const double span = std::chrono::duration<double>(last - first).count();
-  if (span <= 0.0) return Status::IOError("the calibration's round trips all came back at once: raise --seconds");
+  if (span <= 0.0)
+    return Status::IOError("the calibration's round trips all came back at once: raise --seconds");
   *bytes_per_second = static_cast<double>(count - 1) * kBytes / span;
   return Status::Ok();
 }

@@ -21,7 +21,7 @@ struct CalibrateOptions {
   double seconds_each = 0.3;       // time spent on each measurement
   int nodes = 0;                   // written into the profile
   std::string name = "calibrated";
-  int timeout_ms = 5000;           // every send and receive
+  int timeout_ms = 5000;  // every send and receive
 };
 
 Status Calibrate(const CalibrateOptions& options, ClusterProfile* profile);

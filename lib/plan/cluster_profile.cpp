@@ -42,8 +42,9 @@ Status ParseClusterProfile(const std::string& text, const std::string& source, C
   Document doc;
   SHOAL_RETURN_IF_ERROR(ParseYaml(text, source, &doc));
   if (!doc.root.is_object())
-    return Status::InvalidArgument(source + ": a cluster profile is a mapping with 'bandwidth_gbps', "
-                                            "'latency_us', 'gflops_per_worker' and 'nodes'");
+    return Status::InvalidArgument(source +
+                                   ": a cluster profile is a mapping with 'bandwidth_gbps', "
+                                   "'latency_us', 'gflops_per_worker' and 'nodes'");
   Fields f(doc.root, doc.origin, "", "cluster profile");
   SHOAL_RETURN_IF_ERROR(f.String("name", p->name, &p->name));
   for (const char* required : {"bandwidth_gbps", "latency_us", "gflops_per_worker"})
@@ -98,7 +99,8 @@ std::string ClusterProfileToYaml(const ClusterProfile& p, const std::string& com
       << "server_gbps: " << p.server_gbps << "   # 0: as bandwidth_gbps\n"
       << "workers_per_node: " << p.workers_per_node << "\n"
       << "backplane_gbps: " << p.backplane_gbps << "   # 0: non-blocking\n";
-  if (p.nodes_per_rack > 0) out << "nodes_per_rack: " << p.nodes_per_rack << "\nuplink_gbps: " << p.uplink_gbps << "\n";
+  if (p.nodes_per_rack > 0)
+    out << "nodes_per_rack: " << p.nodes_per_rack << "\nuplink_gbps: " << p.uplink_gbps << "\n";
   if (!p.layer_gflops.empty()) {
     out << "layer_gflops:\n";
     for (const auto& [type, rate] : p.layer_gflops) out << "  " << type << ": " << rate << "\n";

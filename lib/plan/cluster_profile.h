@@ -12,16 +12,16 @@
 namespace shoal {
 
 struct ClusterProfile {
-  std::string name = "loopback";   // the default: processes on one machine over loopback
-  double bandwidth_gbps = 10.0;    // a node's NIC, each direction, gigabits per second
-  double latency_us = 20.0;        // one message, one way, microseconds
-  double gflops_per_worker = 10.0; // sustained sgemm rate of one worker, GFLOP/s
-  int nodes = 0;                   // the node budget, servers' nodes included; 0: as many as asked
-  double server_gbps = 0.0;        // a server node's NIC, each direction; 0: as bandwidth_gbps
-  int workers_per_node = 1;        // workers sharing a node and its NIC
-  double backplane_gbps = 0.0;     // the switch, all ports together; 0: non-blocking
-  int nodes_per_rack = 0;          // 0: one switch; else racks of this many nodes
-  double uplink_gbps = 0.0;        // a rack's link to the others, each direction (with nodes_per_rack)
+  std::string name = "loopback";    // the default: processes on one machine over loopback
+  double bandwidth_gbps = 10.0;     // a node's NIC, each direction, gigabits per second
+  double latency_us = 20.0;         // one message, one way, microseconds
+  double gflops_per_worker = 10.0;  // sustained sgemm rate of one worker, GFLOP/s
+  int nodes = 0;                    // the node budget, servers' nodes included; 0: as many as asked
+  double server_gbps = 0.0;         // a server node's NIC, each direction; 0: as bandwidth_gbps
+  int workers_per_node = 1;         // workers sharing a node and its NIC
+  double backplane_gbps = 0.0;      // the switch, all ports together; 0: non-blocking
+  int nodes_per_rack = 0;           // 0: one switch; else racks of this many nodes
+  double uplink_gbps = 0.0;         // a rack's link to the others, each direction (with nodes_per_rack)
   // Compute as it runs: a layer type's own sustained rate (else
   // gflops_per_worker), lower at small batches (half of it at
   // half_rate_records records per worker; 0: no batch effect).
@@ -32,16 +32,18 @@ struct ClusterProfile {
   // stride 1, small kernels, 16 or 32 channels or more), in direct FLOPs; 1: never
   // faster (a GPU's profile, or a build without it).
   double winograd_speedup = 1.0;
-  double compute_cv = 0.0;         // spread of a worker's step compute (std/mean): BSP waits for the slowest
-  double compute_cv_seconds = 0.0; // the length of the steps compute_cv was measured on; 0: it holds for any
+  double compute_cv = 0.0;          // spread of a worker's step compute (std/mean): BSP waits for the slowest
+  double compute_cv_seconds = 0.0;  // the length of the steps compute_cv was measured on; 0: it holds for any
   // A server's memory rate, bytes read and written per second (GB/s): what
   // it sums, updates and copies into replies once a lane's last gradient is
   // in, on the step's critical path. 0: free.
   double server_memory_gb_per_s = 0.0;
-  double host_device_gbps = 0.0;   // GPU workers: parameters and gradients cross PCIe each step; 0: none
+  double host_device_gbps = 0.0;  // GPU workers: parameters and gradients cross PCIe each step; 0: none
 
   double bytes_per_second() const { return bandwidth_gbps * 1e9 / 8.0; }
-  double server_bytes_per_second() const { return (server_gbps > 0 ? server_gbps : bandwidth_gbps) * 1e9 / 8.0; }
+  double server_bytes_per_second() const {
+    return (server_gbps > 0 ? server_gbps : bandwidth_gbps) * 1e9 / 8.0;
+  }
   double backplane_bytes_per_second() const { return backplane_gbps * 1e9 / 8.0; }  // 0: unbounded
   double uplink_bytes_per_second() const { return uplink_gbps * 1e9 / 8.0; }
   int WorkerNodes(int workers) const { return (workers + workers_per_node - 1) / workers_per_node; }

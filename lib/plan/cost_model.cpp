@@ -62,7 +62,8 @@ Move Relayout(Layout have, Layout need, bool same_rank, double x, int m, Shares 
     const double missing = have == Layout::kColumns ? 1.0 - shares.min : others;
     return {x * missing, x * (m - 1.0), m - 1.0};
   }
-  if (have == Layout::kOne || need == Layout::kOne) return {x * others, x * others, m - 1.0, false};  // scatter, gather
+  if (have == Layout::kOne || need == Layout::kOne)
+    return {x * others, x * others, m - 1.0, false};  // scatter, gather
   // All-to-all: rows -> columns, a rank receives its columns of the others'
   // records; columns -> rows, the others' columns of its records.
   const double busiest = have == Layout::kRows ? x * others * shares.max : x / m * (1.0 - shares.min);
@@ -82,11 +83,12 @@ double FeatureLegSeconds(const Move& move, const Grouping& g, const ClusterProfi
   const double senders = move.every_rank ? std::min(k, m) : 1.0;
   double leg = senders * move.busiest * off_node * kBytesPerFloat / p.bytes_per_second();
   if (p.backplane_gbps > 0)
-    leg = std::max(leg, move.group_total * g.groups() * off_node * kBytesPerFloat / p.backplane_bytes_per_second());
+    leg = std::max(
+        leg, move.group_total * g.groups() * off_node * kBytesPerFloat / p.backplane_bytes_per_second());
   const double rack_workers = static_cast<double>(p.nodes_per_rack) * k;
   if (p.nodes_per_rack > 0 && m > rack_workers)
-    leg = std::max(leg, (move.every_rank ? rack_workers : 1.0) * move.busiest * (m - rack_workers) / (m - 1.0) *
-                            kBytesPerFloat / p.uplink_bytes_per_second());
+    leg = std::max(leg, (move.every_rank ? rack_workers : 1.0) * move.busiest * (m - rack_workers) /
+                            (m - 1.0) * kBytesPerFloat / p.uplink_bytes_per_second());
   return leg;
 }
 
@@ -170,7 +172,7 @@ LayerCost NodeCost(const LayerFacts& layer, Choice choice, const Grouping& g, co
   LayerCost cost;
   const int m = g.group_size;
   const double records = g.records_per_group();
-  const double share = choice == Choice::kNone ? 1.0
+  const double share = choice == Choice::kNone    ? 1.0
                        : choice == Choice::kModel ? SplitShares(layer.units, m).max
                                                   : 1.0 / m;
   // A worker computes its records (data parallel) or its share of the group's;
@@ -185,7 +187,8 @@ LayerCost NodeCost(const LayerFacts& layer, Choice choice, const Grouping& g, co
   // worker holds a split layer's larger part, unless the smaller, on the
   // direct kernel where the larger runs on Winograd's, takes longer.
   auto part_seconds = [&](double part) {
-    const bool winograd = layer.winograd_units > 0.0 && std::round(layer.units * part) >= layer.winograd_units;
+    const bool winograd =
+        layer.winograd_units > 0.0 && std::round(layer.units * part) >= layer.winograd_units;
     return part * (products / (winograd ? p.winograd_speedup : 1.0) + chain);
   };
   const Shares parts = choice == Choice::kModel ? SplitShares(layer.units, m) : Shares{1.0, 1.0};
@@ -214,8 +217,10 @@ LayerCost NodeCost(const LayerFacts& layer, Choice choice, const Grouping& g, co
   double leg = holders * per_worker * away * b / nic;
   // Servers on nodes of their own or beside workers: either way a server's
   // NIC takes its share in the direction the workers' NICs do not use.
-  if (g.bound_servers) leg = std::max(leg, total / nodes * away * b / nic);
-  else if (g.servers > 0) leg = std::max(leg, total / g.servers * b / p.server_bytes_per_second());
+  if (g.bound_servers)
+    leg = std::max(leg, total / nodes * away * b / nic);
+  else if (g.servers > 0)
+    leg = std::max(leg, total / g.servers * b / p.server_bytes_per_second());
   if (p.backplane_gbps > 0) leg = std::max(leg, total * away * b / p.backplane_bytes_per_second());
   // Servers spread over the racks: a rack's workers send (R-1)/R of theirs out.
   const int racks = p.Racks(g.workers);
@@ -241,8 +246,8 @@ LayerCost NodeCost(const LayerFacts& layer, Choice choice, const Grouping& g, co
     const ServerWork& w = g.server_work;
     const double update = b + 8.0 + 8.0 * w.updater_states, reply = 4.0 + b;
     const double per_server = layer.params / servers;
-    const double bytes = w.updates_alone ? replicas * (update + reply)
-                                         : w.server_groups * (update + 4.0) + replicas * reply;
+    const double bytes =
+        w.updates_alone ? replicas * (update + reply) : w.server_groups * (update + 4.0) + replicas * reply;
     cost.server_s = rate * per_server * bytes / (p.server_memory_gb_per_s * 1e9);
   }
   cost.param_floats = per_worker;
@@ -308,8 +313,8 @@ double StepSeconds(const std::vector<LayerCost>& costs, const Grouping& g) {
     leg += latency;
     const double ready = done[travelling[lane.begin]];
     out = std::max({ready, out, g.bound_servers ? in : 0.0}) + leg;  // gradients out
-    served = std::max(served, out) + work;                            // the servers' update, lane by lane
-    in = std::max(in, served) + leg;                                  // values back
+    served = std::max(served, out) + work;                           // the servers' update, lane by lane
+    in = std::max(in, served) + leg;                                 // values back
     for (size_t k = lane.begin; k < lane.end; ++k) back[travelling[k]] = in;
   }
   // The next step's forward pass, from the end of backprop.
@@ -324,7 +329,8 @@ CostGraph BuildCostGraph(const std::vector<LayerFacts>& layers, const std::vecto
   CostGraph graph;
   for (size_t i = 0; i < layers.size(); ++i) {
     std::array<double, kChoices> node{};
-    for (int c = 0; c < kChoices; ++c) node[c] = NodeCost(layers[i], static_cast<Choice>(c), g, p).node_seconds();
+    for (int c = 0; c < kChoices; ++c)
+      node[c] = NodeCost(layers[i], static_cast<Choice>(c), g, p).node_seconds();
     graph.AddNode(node, allowed[i]);
     for (size_t k = 0; k < layers[i].srcs.size(); ++k) {
       CostGraph::Edge e;
@@ -341,8 +347,9 @@ CostGraph BuildCostGraph(const std::vector<LayerFacts>& layers, const std::vecto
   return graph;
 }
 
-std::vector<LayerCost> CostBreakdown(const std::vector<LayerFacts>& layers, const std::vector<Choice>& choices,
-                                     const std::vector<int>& ranks, const Grouping& g, const ClusterProfile& p) {
+std::vector<LayerCost> CostBreakdown(const std::vector<LayerFacts>& layers,
+                                     const std::vector<Choice>& choices, const std::vector<int>& ranks,
+                                     const Grouping& g, const ClusterProfile& p) {
   std::vector<LayerCost> costs;
   for (size_t i = 0; i < layers.size(); ++i) {
     LayerCost c = NodeCost(layers[i], choices[i], g, p);

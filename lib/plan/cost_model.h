@@ -28,20 +28,20 @@ struct JobConfig;
 // A layer as the planner sees it.
 struct LayerFacts {
   std::string name, type;
-  double params = 0.0;        // P_l, floats
-  bool frozen = false;        // lr_mult 0: its parameters never travel (lib/train/param_table.h)
-  double feature = 0.0;       // D_l, floats per record
-  double flops = 0.0;         // forward + backward, per record
+  double params = 0.0;          // P_l, floats
+  bool frozen = false;          // lr_mult 0: its parameters never travel (lib/train/param_table.h)
+  double feature = 0.0;         // D_l, floats per record
+  double flops = 0.0;           // forward + backward, per record
   double backward_flops = 0.0;  // of flops, the backward pass's
-  double rows_per_record = 1; // rows a record gives the layer's products (Layer::RowsPerRecord)
-  double chained_flops = 0.0; // of flops, a recurrence's: one row a record, step after step
-  double winograd_units = 0.0; // a part with this many units or more runs on Winograd's kernel; 0: never
-  bool wants_grad = true;     // gradients flow back into this layer's feature
-  bool is_input = false;      // read from the shards by records: data parallel only
-  bool rows_only = false;     // data parallel only: the input, and the loss (it reads the records' labels)
-  bool splittable = false;    // may be model parallel: splits its outputs, or follows one source elementwise
-  double units = 0.0;         // what model parallelism deals out (outputs, channels); 0: divides evenly
-  std::vector<int> srcs;      // indices of source layers (earlier in the list)
+  double rows_per_record = 1;   // rows a record gives the layer's products (Layer::RowsPerRecord)
+  double chained_flops = 0.0;   // of flops, a recurrence's: one row a record, step after step
+  double winograd_units = 0.0;  // a part with this many units or more runs on Winograd's kernel; 0: never
+  bool wants_grad = true;       // gradients flow back into this layer's feature
+  bool is_input = false;        // read from the shards by records: data parallel only
+  bool rows_only = false;       // data parallel only: the input, and the loss (it reads the records' labels)
+  bool splittable = false;  // may be model parallel: splits its outputs, or follows one source elementwise
+  double units = 0.0;       // what model parallelism deals out (outputs, channels); 0: divides evenly
+  std::vector<int> srcs;    // indices of source layers (earlier in the list)
   std::vector<Dependency> deps;  // per source
 };
 
@@ -61,14 +61,14 @@ struct ServerWork {
 };
 
 struct Grouping {
-  int workers = 1;     // N
-  int group_size = 1;  // M
-  int batch = 1;       // B: records per step over all workers
-  int servers = 0;     // S; 0: enough that server links are never the bottleneck
-  bool bound_servers = false;  // a server with every worker (server_worker_separate: false)
-  double param_value_bytes = 4.0;  // a gradient or parameter value on the wire (cluster.wire)
-  bool overlap = true;             // train.overlap: parameter traffic hides behind compute (else follows it)
-  double exchanges_per_step = 1.0; // parameter exchanges per step (EASGD: one every easgd_tau steps)
+  int workers = 1;                  // N
+  int group_size = 1;               // M
+  int batch = 1;                    // B: records per step over all workers
+  int servers = 0;                  // S; 0: enough that server links are never the bottleneck
+  bool bound_servers = false;       // a server with every worker (server_worker_separate: false)
+  double param_value_bytes = 4.0;   // a gradient or parameter value on the wire (cluster.wire)
+  bool overlap = true;              // train.overlap: parameter traffic hides behind compute (else follows it)
+  double exchanges_per_step = 1.0;  // parameter exchanges per step (EASGD: one every easgd_tau steps)
   // How a worker cuts its lanes (lib/plan/lanes.h): train.overlap_bucket_floats
   // on each server of its group's, so lane_floats() over all of them.
   double bucket_floats = 1 << 18;
@@ -96,10 +96,11 @@ double StepComputeSeconds(const std::vector<LayerFacts>& layers, const Grouping&
 // floats_total are over the whole cluster, both directions (SINGA's C).
 struct LayerCost {
   double compute_s = 0.0, param_s = 0.0, feature_s = 0.0;
-  double backward_s = 0.0;    // of compute_s + feature_s, the backward pass's
-  double param_floats = 0.0;  // values one worker exchanges per exchange
+  double backward_s = 0.0;       // of compute_s + feature_s, the backward pass's
+  double param_floats = 0.0;     // values one worker exchanges per exchange
   double param_latency_s = 0.0;  // of param_s, each leg's message latency (a lane's layers share one)
-  double server_s = 0.0;  // the servers' work on its values between the legs (profile's server_memory_gb_per_s)
+  double server_s =
+      0.0;  // the servers' work on its values between the legs (profile's server_memory_gb_per_s)
   double param_bytes_out = 0.0, param_bytes_in = 0.0;      // gradients sent, values received
   double feature_bytes_in = 0.0, feature_bytes_out = 0.0;  // sources fetched, their gradients sent
   double param_floats_total = 0.0, feature_floats_total = 0.0;
@@ -141,7 +142,8 @@ CostGraph BuildCostGraph(const std::vector<LayerFacts>& layers, const std::vecto
                          const std::vector<int>& ranks, const Grouping& g, const ClusterProfile& p);
 
 // Per layer: its node cost plus the edges into it.
-std::vector<LayerCost> CostBreakdown(const std::vector<LayerFacts>& layers, const std::vector<Choice>& choices,
-                                     const std::vector<int>& ranks, const Grouping& g, const ClusterProfile& p);
+std::vector<LayerCost> CostBreakdown(const std::vector<LayerFacts>& layers,
+                                     const std::vector<Choice>& choices, const std::vector<int>& ranks,
+                                     const Grouping& g, const ClusterProfile& p);
 
 }  // namespace shoal

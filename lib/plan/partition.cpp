@@ -8,7 +8,9 @@ Range SplitRange(size_t units, int parts, int index) {
 
 int GroupSize(const Plan& plan) { return plan.group_size; }
 
-const LayerPlan& LayerOfParam(const Plan& plan, const ParamPlan& param) { return plan.layers.at(param.layer); }
+const LayerPlan& LayerOfParam(const Plan& plan, const ParamPlan& param) {
+  return plan.layers.at(param.layer);
+}
 
 Range HeldRows(const Plan& plan, const ParamPlan& param, int rank) {
   const LayerPlan& layer = LayerOfParam(plan, param);

@@ -8,9 +8,12 @@ namespace shoal {
 
 const char* ChoiceName(Choice c) {
   switch (c) {
-    case Choice::kData: return "data";
-    case Choice::kModel: return "model";
-    case Choice::kNone: return "none";
+    case Choice::kData:
+      return "data";
+    case Choice::kModel:
+      return "model";
+    case Choice::kNone:
+      return "none";
   }
   return "?";
 }
@@ -71,9 +74,9 @@ Status SearchPartition(const CostGraph& g, SearchResult* result) {
       if (last_use[v] > i) next.push_back(v);
     if (last_use[i] > i) next.push_back(i);
     if (static_cast<int>(next.size()) > kMaxFrontier)
-      return Status::InvalidArgument("the layer graph is too wide to plan exactly: " +
-                                     std::to_string(next.size()) + " layers would be open at once (at most " +
-                                     std::to_string(kMaxFrontier) + ")");
+      return Status::InvalidArgument(
+          "the layer graph is too wide to plan exactly: " + std::to_string(next.size()) +
+          " layers would be open at once (at most " + std::to_string(kMaxFrontier) + ")");
     // Where each source of i, and each member of the next frontier, sits in the current one.
     auto position = [&](int v) {
       return static_cast<int>(std::find(frontier.begin(), frontier.end(), v) - frontier.begin());

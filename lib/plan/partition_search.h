@@ -22,7 +22,7 @@ int PartitionDim(Choice c);  // 0, 1, -1 as in the job file
 
 struct CostGraph {
   struct Edge {
-    int src = 0, dst = 0;  // src < dst: nodes are in topological order
+    int src = 0, dst = 0;                                       // src < dst: nodes are in topological order
     std::array<std::array<double, kChoices>, kChoices> cost{};  // [src choice][dst choice]
   };
   std::vector<std::array<double, kChoices>> node_cost;  // [node][choice]

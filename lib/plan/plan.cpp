@@ -28,7 +28,8 @@ std::string EndpointProblem(const std::string& endpoint) {
     const size_t colon = endpoint.rfind(':');
     const std::string port = endpoint.substr(colon + 1);
     if (colon < endpoint.find("://") + 3 || port.empty() || port.size() > 5 ||
-        port.find_first_not_of("0123456789") != std::string::npos || std::stoi(port) < 1 || std::stoi(port) > 65535)
+        port.find_first_not_of("0123456789") != std::string::npos || std::stoi(port) < 1 ||
+        std::stoi(port) > 65535)
       return "whose port is not 1 to 65535";
   }
   return "";
@@ -63,24 +64,28 @@ Status CheckPlanMemory(const Plan& plan) {
     for (const auto& p : plan.params) floats += 2.0 * HeldFloats(plan, p, r).size();
     for (const auto& l : plan.layers) {
       const double records = l.partition_dim == 0 ? batch : batch * m;
-      const double share = l.partition_dim == 1 ? 1.0 / m : l.partition_dim == -1 ? (l.location == r ? 1.0 : 0.0) : 1.0;
+      const double share = l.partition_dim == 1    ? 1.0 / m
+                           : l.partition_dim == -1 ? (l.location == r ? 1.0 : 0.0)
+                                                   : 1.0;
       floats += 2.0 * records * l.feature_size * share;
     }
     // Worker 0 of each group may evaluate: the whole net, in batches of 500 records.
     if (r == 0) floats += all_params + 500.0 * all_features;
     if (4.0 * floats > kMaxProcessBytes)
-      return Status::InvalidArgument("worker rank " + std::to_string(r) + " of a group would need " + GiB(4.0 * floats) +
-                                     " for its parameters and features; a process may use at most " +
-                                     GiB(kMaxProcessBytes) + " (docs/job-file.md): a smaller batch or model, "
-                                     "or more workers to split it");
+      return Status::InvalidArgument(
+          "worker rank " + std::to_string(r) + " of a group would need " + GiB(4.0 * floats) +
+          " for its parameters and features; a process may use at most " + GiB(kMaxProcessBytes) +
+          " (docs/job-file.md): a smaller batch or model, "
+          "or more workers to split it");
   }
   std::vector<double> server_floats(plan.servers.size(), 0.0);
   for (const auto& s : plan.slices) server_floats[s.server] += s.count;
   for (size_t s = 0; s < server_floats.size(); ++s)
     if (4.0 * 4 * server_floats[s] > kMaxProcessBytes)  // value, gradient sum and up to two state buffers
       return Status::InvalidArgument("server " + std::to_string(s) + " would need " +
-                                     GiB(16.0 * server_floats[s]) + " for its slices; a process may use at most " +
-                                     GiB(kMaxProcessBytes) + " (docs/job-file.md): more servers");
+                                     GiB(16.0 * server_floats[s]) +
+                                     " for its slices; a process may use at most " + GiB(kMaxProcessBytes) +
+                                     " (docs/job-file.md): more servers");
   return Status::Ok();
 }
 
@@ -116,14 +121,16 @@ Status IndexPlan(Plan* plan) {
     params.emplace(p.name, i);
     // A parameter is named "<layer>.<name>".
     auto layer = layers.find(p.name.substr(0, p.name.rfind('.')));
-    if (layer == layers.end()) return Status::InvalidArgument("parameter " + Quoted(p.name) + " belongs to no layer");
+    if (layer == layers.end())
+      return Status::InvalidArgument("parameter " + Quoted(p.name) + " belongs to no layer");
     p.layer = layer->second;
   }
   for (size_t i = 0; i < plan->slices.size(); ++i) {
     SlicePlan& s = plan->slices[i];
     auto param = params.find(s.param);
     if (param == params.end())
-      return Status::InvalidArgument("slice " + std::to_string(i) + " belongs to no parameter: " + Quoted(s.param));
+      return Status::InvalidArgument("slice " + std::to_string(i) +
+                                     " belongs to no parameter: " + Quoted(s.param));
     s.param_index = param->second;
   }
   return Status::Ok();
@@ -131,16 +138,19 @@ Status IndexPlan(Plan* plan) {
 
 Status PlaceEndpoints(const PlanOptions& options, bool grouped, Plan* plan) {
   const ClusterConfig& c = plan->job.cluster;
-  const int servers = static_cast<int>(plan->servers.size()), workers = static_cast<int>(plan->workers.size());
+  const int servers = static_cast<int>(plan->servers.size()),
+            workers = static_cast<int>(plan->workers.size());
   for (const auto& e : options.endpoints) SHOAL_RETURN_IF_ERROR(CheckEndpoint("an endpoint given", e));
-  for (const auto& e : options.worker_endpoints) SHOAL_RETURN_IF_ERROR(CheckEndpoint("a worker endpoint given", e));
+  for (const auto& e : options.worker_endpoints)
+    SHOAL_RETURN_IF_ERROR(CheckEndpoint("a worker endpoint given", e));
   // Loopback ports follow base_port: one per server, then one per worker.
   if (options.endpoints.empty() || (grouped && options.worker_endpoints.empty())) {
     const int64_t last = static_cast<int64_t>(options.base_port) + servers + workers - 1;
     if (options.base_port < 1 || last > 65535)
-      return Status::InvalidArgument("ports " + std::to_string(options.base_port) + ".." + std::to_string(last) +
-                                     " for " + std::to_string(servers) + " servers and " +
-                                     std::to_string(workers) + " workers run past 65535: give a lower base port");
+      return Status::InvalidArgument("ports " + std::to_string(options.base_port) + ".." +
+                                     std::to_string(last) + " for " + std::to_string(servers) +
+                                     " servers and " + std::to_string(workers) +
+                                     " workers run past 65535: give a lower base port");
   }
   if (!options.endpoints.empty() && static_cast<int>(options.endpoints.size()) != servers)
     return Status::InvalidArgument("the job has " + std::to_string(servers) + " servers but " +
@@ -152,7 +162,8 @@ Status PlaceEndpoints(const PlanOptions& options, bool grouped, Plan* plan) {
   if (grouped || !options.worker_endpoints.empty()) {
     if (!options.worker_endpoints.empty() && static_cast<int>(options.worker_endpoints.size()) != workers)
       return Status::InvalidArgument("the job has " + std::to_string(workers) + " workers but " +
-                                     std::to_string(options.worker_endpoints.size()) + " worker endpoints were given");
+                                     std::to_string(options.worker_endpoints.size()) +
+                                     " worker endpoints were given");
     for (auto& w : plan->workers)
       w.endpoint = options.worker_endpoints.empty() ? Loopback(c, options.base_port + servers + w.id)
                                                     : options.worker_endpoints[w.id];
@@ -186,7 +197,8 @@ Status MakePlan(const JobConfig& job, const PlanOptions& options, const Partitio
     l.partition_dim = partition.dims.empty() ? 0 : partition.dims[i];
     l.location = partition.locations.empty() ? 0 : partition.locations[i];
     if (layer.ReadsRecords() && l.partition_dim != 0)
-      return Status::InvalidArgument("layer '" + l.name + "' (" + l.type + ") works on each worker's own records: " +
+      return Status::InvalidArgument("layer '" + l.name + "' (" + l.type +
+                                     ") works on each worker's own records: " +
                                      "it takes partition_dim 0, not " + std::to_string(l.partition_dim));
     if (l.location < 0 || l.location >= m)
       return Status::InvalidArgument("layer '" + l.name + "': location " + std::to_string(l.location) +

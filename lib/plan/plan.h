@@ -6,10 +6,9 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "config/job.h"
 #include "layers/layer.h"
@@ -21,9 +20,9 @@ struct LayerPlan {
   std::string type;
   int partition_dim = 0;     // 0 batch, 1 features, -1 none (lib/plan/partition.h)
   int location = 0;          // partition_dim -1: the rank of each group that holds the layer
-  size_t params = 0;        // parameter count
-  size_t feature_size = 0;  // floats per record
-  double forward_flops = 0; // per record
+  size_t params = 0;         // parameter count
+  size_t feature_size = 0;   // floats per record
+  double forward_flops = 0;  // per record
 };
 
 // A contiguous piece of one parameter, held by one server under `key`.
@@ -42,8 +41,10 @@ struct ParamPlan {
   ParamInit init;
   std::vector<uint32_t> slices;  // keys, in offset order
   float lr_mult = 1.0f;          // Param::lr_mult
-  bool frozen() const { return lr_mult == 0.0f; }  // never updated, so never exchanged (lib/train/param_table.h)
-  size_t layer = 0;              // its layer's index in Plan::layers (IndexPlan; not in plan.json)
+  bool frozen() const {
+    return lr_mult == 0.0f;
+  }                  // never updated, so never exchanged (lib/train/param_table.h)
+  size_t layer = 0;  // its layer's index in Plan::layers (IndexPlan; not in plan.json)
 };
 
 struct WorkerPlan {
@@ -59,7 +60,7 @@ struct ServerPlan {
 };
 
 struct Plan {
-  std::string hash;  // hex FNV-1a of the content; recomputed and checked on load
+  std::string hash;               // hex FNV-1a of the content; recomputed and checked on load
   std::string strategy = "data";  // how the partitioning was chosen: optimal | data | model
   std::string commit;             // of the build that wrote it
   nlohmann::json planner;         // the planner's cost report (lib/plan/planner.h); null: none
@@ -76,18 +77,19 @@ struct Plan {
 };
 
 struct PlanOptions {
-  std::vector<std::string> endpoints;         // one per server; empty: tcp://127.0.0.1:base_port+i
-  std::vector<std::string> worker_endpoints;  // one per worker (groups of M > 1); empty: the ports after the servers'
+  std::vector<std::string> endpoints;  // one per server; empty: tcp://127.0.0.1:base_port+i
+  std::vector<std::string>
+      worker_endpoints;  // one per worker (groups of M > 1); empty: the ports after the servers'
   int base_port = 5555;
 };
 
 // How the layers are spread over the workers: the planner's result.
 struct Partition {
-  int group_size = 1;              // M; the job's workers form groups of M
-  std::vector<int> dims;           // per layer, in the net's order: 0, 1 or -1; empty: all 0
-  std::vector<int> locations;      // per layer: the rank holding an unpartitioned layer
-  std::string strategy = "data";   // optimal | data | model
-  nlohmann::json report;           // the planner's cost report; null: none
+  int group_size = 1;             // M; the job's workers form groups of M
+  std::vector<int> dims;          // per layer, in the net's order: 0, 1 or -1; empty: all 0
+  std::vector<int> locations;     // per layer: the rank holding an unpartitioned layer
+  std::string strategy = "data";  // optimal | data | model
+  nlohmann::json report;          // the planner's cost report; null: none
 };
 
 // The most memory a plan may ask of one process (a worker's parameters and

@@ -4,10 +4,10 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <stdexcept>
-#include <type_traits>
 #include <map>
 #include <memory>
+#include <stdexcept>
+#include <type_traits>
 
 #include "core/file_util.h"
 #include "core/hash.h"
@@ -28,7 +28,9 @@ constexpr int kPlanFormatVersion = 2;
 constexpr size_t kMaxPlanBytes = 64u << 20;
 
 const char* InitKindName(ParamInit::Kind kind) {
-  return kind == ParamInit::Kind::kUniform ? "uniform" : kind == ParamInit::Kind::kConstant ? "constant" : "checkpoint";
+  return kind == ParamInit::Kind::kUniform    ? "uniform"
+         : kind == ParamInit::Kind::kConstant ? "constant"
+                                              : "checkpoint";
 }
 
 json InitToJson(const ParamInit& init) {
@@ -47,21 +49,30 @@ json ContentToJson(const Plan& plan) {
   j["job"] = plan.job.resolved;
   // What scripts need without reading the job: the topology and the data.
   const ClusterConfig& c = plan.job.cluster;
-  j["cluster"] = {{"workers", c.workers()}, {"servers", c.servers()}, {"consistency", c.consistency},
-                  {"timeout_ms", c.timeout_ms}, {"server_worker_separate", c.server_worker_separate}};
+  j["cluster"] = {{"workers", c.workers()},
+                  {"servers", c.servers()},
+                  {"consistency", c.consistency},
+                  {"timeout_ms", c.timeout_ms},
+                  {"server_worker_separate", c.server_worker_separate}};
   j["data"] = {{"dataset", plan.job.data.dataset}, {"shards", plan.job.data.shards}};
   j["layers"] = json::array();
   for (const auto& l : plan.layers) {
-    json layer = {{"name", l.name},     {"type", l.type},
-                  {"partition_dim", l.partition_dim}, {"params", l.params},
-                  {"feature_size", l.feature_size},   {"forward_flops", l.forward_flops}};
+    json layer = {{"name", l.name},
+                  {"type", l.type},
+                  {"partition_dim", l.partition_dim},
+                  {"params", l.params},
+                  {"feature_size", l.feature_size},
+                  {"forward_flops", l.forward_flops}};
     if (l.partition_dim == -1) layer["location"] = l.location;
     j["layers"].push_back(layer);
   }
   j["params"] = json::array();
   for (const auto& p : plan.params)
-    j["params"].push_back({{"name", p.name}, {"shape", p.shape},
-                           {"init", InitToJson(p.init)}, {"slices", p.slices}, {"lr_mult", p.lr_mult}});
+    j["params"].push_back({{"name", p.name},
+                           {"shape", p.shape},
+                           {"init", InitToJson(p.init)},
+                           {"slices", p.slices},
+                           {"lr_mult", p.lr_mult}});
   // A plan may hold a million slices: each object is built in place
   // (an initializer list builds every pair as an array first).
   json::array_t& slices = (j["slices"] = json::array()).get_ref<json::array_t&>();
@@ -101,8 +112,9 @@ T Number(const json& v, const std::string& what) {
       const int64_t x = v.get<int64_t>();
       fits = x >= static_cast<int64_t>(Limits::min()) && (x < 0 || static_cast<uint64_t>(x) <= Limits::max());
     }
-    if (!fits) throw std::invalid_argument(what + " must be an integer from " + std::to_string(Limits::min()) +
-                                           " to " + std::to_string(Limits::max()) + ", got " + v.dump());
+    if (!fits)
+      throw std::invalid_argument(what + " must be an integer from " + std::to_string(Limits::min()) +
+                                  " to " + std::to_string(Limits::max()) + ", got " + v.dump());
     return v.is_number_unsigned() ? static_cast<T>(v.get<uint64_t>()) : static_cast<T>(v.get<int64_t>());
   } else {
     if (!v.is_number() || !(std::fabs(v.get<double>()) <= static_cast<double>(Limits::max())))
@@ -110,23 +122,28 @@ T Number(const json& v, const std::string& what) {
     return static_cast<T>(v.get<double>());
   }
 }
-std::string PathOf(const std::string& where, const char* key) { return where.empty() ? key : where + "." + key; }
+std::string PathOf(const std::string& where, const char* key) {
+  return where.empty() ? key : where + "." + key;
+}
 
 // Field `key` of object `obj` (at `where`), or an exception naming it.
 const json& Field(const json& obj, const char* key, const std::string& where) {
-  if (!obj.is_object()) throw std::invalid_argument((where.empty() ? "the plan" : where) + " must be an object");
+  if (!obj.is_object())
+    throw std::invalid_argument((where.empty() ? "the plan" : where) + " must be an object");
   auto it = obj.find(key);
   if (it == obj.end()) throw std::invalid_argument(PathOf(where, key) + " is missing");
   return *it;
 }
 const json& List(const json& obj, const char* key, const std::string& where) {
   const json& v = Field(obj, key, where);
-  if (!v.is_array()) throw std::invalid_argument(PathOf(where, key) + " must be a list, got " + Quoted(v.dump(), 40));
+  if (!v.is_array())
+    throw std::invalid_argument(PathOf(where, key) + " must be a list, got " + Quoted(v.dump(), 40));
   return v;
 }
 std::string Text(const json& obj, const char* key, const std::string& where) {
   const json& v = Field(obj, key, where);
-  if (!v.is_string()) throw std::invalid_argument(PathOf(where, key) + " must be a string, got " + Quoted(v.dump(), 40));
+  if (!v.is_string())
+    throw std::invalid_argument(PathOf(where, key) + " must be a string, got " + Quoted(v.dump(), 40));
   return v.get<std::string>();
 }
 template <typename T>
@@ -170,18 +187,21 @@ void ReadContent(const json& j, Plan* plan) {
         throw std::invalid_argument(at + ".init: an empty checkpoint or param");
     }
     pp.lr_mult = p.contains("lr_mult") ? Number<float>(p, "lr_mult", at) : 1.0f;
-    if (!(pp.lr_mult >= 0.0f && pp.lr_mult <= 1e3f)) throw std::invalid_argument(at + ".lr_mult is not in [0, 1000]");
+    if (!(pp.lr_mult >= 0.0f && pp.lr_mult <= 1e3f))
+      throw std::invalid_argument(at + ".lr_mult is not in [0, 1000]");
     for (const auto& k : List(p, "slices", at)) pp.slices.push_back(Number<uint32_t>(k, at + ".slices"));
     plan->params.push_back(pp);
   }
   for (const auto& s : List(j, "slices", "")) {
     const std::string at = "slices[" + std::to_string(plan->slices.size()) + "]";
-    plan->slices.push_back({Number<uint32_t>(s, "key", at), Text(s, "param", at), Number<size_t>(s, "offset", at),
-                            Number<size_t>(s, "count", at), Number<int>(s, "server", at)});
+    plan->slices.push_back({Number<uint32_t>(s, "key", at), Text(s, "param", at),
+                            Number<size_t>(s, "offset", at), Number<size_t>(s, "count", at),
+                            Number<int>(s, "server", at)});
   }
   for (const auto& w : List(j, "workers", "")) {
     const std::string at = "workers[" + std::to_string(plan->workers.size()) + "]";
-    plan->workers.push_back({Number<int>(w, "id", at), Number<int>(w, "group", at), Number<int>(w, "rank", at),
+    plan->workers.push_back({Number<int>(w, "id", at), Number<int>(w, "group", at),
+                             Number<int>(w, "rank", at),
                              w.is_object() && w.contains("endpoint") ? Text(w, "endpoint", at) : ""});
   }
   for (const auto& s : List(j, "servers", "")) {
@@ -196,7 +216,8 @@ Status Inconsistent(const std::string& source, const std::string& why) {
 
 Status CheckEndpoint(const std::string& source, const std::string& who, const std::string& endpoint) {
   const std::string problem = EndpointProblem(endpoint);
-  if (!problem.empty()) return Inconsistent(source, who + " has endpoint " + Quoted(endpoint) + ", " + problem);
+  if (!problem.empty())
+    return Inconsistent(source, who + " has endpoint " + Quoted(endpoint) + ", " + problem);
   return Status::Ok();
 }
 
@@ -233,31 +254,35 @@ Status CheckNet(const std::string& source, const Plan& plan) {
 // Workers in groups of M, servers in groups of nservers_per_group.
 Status CheckProcesses(const std::string& source, const Plan& plan) {
   const ClusterConfig& c = plan.job.cluster;
-  if (static_cast<int>(plan.workers.size()) != c.workers() || static_cast<int>(plan.servers.size()) != c.servers())
+  if (static_cast<int>(plan.workers.size()) != c.workers() ||
+      static_cast<int>(plan.servers.size()) != c.servers())
     return Inconsistent(source, std::to_string(plan.workers.size()) + " workers and " +
                                     std::to_string(plan.servers.size()) + " servers where the job has " +
                                     std::to_string(c.workers()) + " and " + std::to_string(c.servers()));
   const int m = GroupSize(plan);
   if (c.workers() % m != 0)
-    return Inconsistent(source, "groups of " + std::to_string(m) + " do not divide " + std::to_string(c.workers()) +
-                                    " workers");
+    return Inconsistent(source, "groups of " + std::to_string(m) + " do not divide " +
+                                    std::to_string(c.workers()) + " workers");
   for (size_t i = 0; i < plan.workers.size(); ++i) {
     const WorkerPlan& w = plan.workers[i];
     if (w.id != static_cast<int>(i) || w.rank < 0 || w.group < 0 || w.id != w.group * m + w.rank ||
         (m > 1 && w.endpoint.empty()))
-      return Inconsistent(source, "worker " + std::to_string(i) + " does not fit groups of " + std::to_string(m));
-    if (!w.endpoint.empty()) SHOAL_RETURN_IF_ERROR(CheckEndpoint(source, "worker " + std::to_string(i), w.endpoint));
+      return Inconsistent(source,
+                          "worker " + std::to_string(i) + " does not fit groups of " + std::to_string(m));
+    if (!w.endpoint.empty())
+      SHOAL_RETURN_IF_ERROR(CheckEndpoint(source, "worker " + std::to_string(i), w.endpoint));
   }
   for (size_t i = 0; i < plan.servers.size(); ++i) {
     if (plan.servers[i].id != static_cast<int>(i))
-      return Inconsistent(source, "server " + std::to_string(i) + " has id " + std::to_string(plan.servers[i].id));
+      return Inconsistent(source,
+                          "server " + std::to_string(i) + " has id " + std::to_string(plan.servers[i].id));
     SHOAL_RETURN_IF_ERROR(CheckEndpoint(source, "server " + std::to_string(i), plan.servers[i].endpoint));
   }
   for (const auto& l : plan.layers)
     if (l.partition_dim < -1 || l.partition_dim > 1 || l.location < 0 || l.location >= m)
-      return Inconsistent(source, "layer " + Quoted(l.name) + " has partition_dim " + std::to_string(l.partition_dim) +
-                                      " and location " + std::to_string(l.location) + " (groups of " +
-                                      std::to_string(m) + ")");
+      return Inconsistent(source, "layer " + Quoted(l.name) + " has partition_dim " +
+                                      std::to_string(l.partition_dim) + " and location " +
+                                      std::to_string(l.location) + " (groups of " + std::to_string(m) + ")");
   return Status::Ok();
 }
 
@@ -273,12 +298,13 @@ Status CheckSlices(const std::string& source, const Plan& plan) {
     const std::string slice = "slice " + std::to_string(i);
     if (s.key != i) return Inconsistent(source, slice + " has key " + std::to_string(s.key));
     if (s.server < 0 || s.server >= c.servers())
-      return Inconsistent(source, slice + " is on server " + std::to_string(s.server) + " of " +
-                                      std::to_string(c.servers()));
+      return Inconsistent(
+          source, slice + " is on server " + std::to_string(s.server) + " of " + std::to_string(c.servers()));
     const size_t size = NumElements(plan.params[s.param_index].shape);
     if (s.count == 0 || s.offset >= size || s.count > size - s.offset)
-      return Inconsistent(source, slice + " covers [" + std::to_string(s.offset) + ", +" + std::to_string(s.count) +
-                                      ") of " + Quoted(s.param) + ", which has " + std::to_string(size) + " floats");
+      return Inconsistent(source, slice + " covers [" + std::to_string(s.offset) + ", +" +
+                                      std::to_string(s.count) + ") of " + Quoted(s.param) + ", which has " +
+                                      std::to_string(size) + " floats");
     tiles[s.server / c.nservers_per_group][s.param_index].push_back(&s);
   }
   for (int group = 0; group < c.nserver_groups; ++group)
@@ -348,10 +374,10 @@ Status PlanFromJson(const json& j, const std::string& source, Plan* plan) {
 Status PlanText(const Plan& plan, std::string* text) {
   *text = PlanToJson(plan).dump(2) + "\n";
   if (text->size() <= kMaxPlanBytes) return Status::Ok();
-  return Status::InvalidArgument("the plan is " + std::to_string(text->size()) + " bytes, more than the " +
-                                 std::to_string(kMaxPlanBytes) + " its readers take (" +
-                                 std::to_string(plan.slices.size()) + " slices over " +
-                                 std::to_string(plan.workers.size()) + " workers): fewer workers or fewer slices");
+  return Status::InvalidArgument(
+      "the plan is " + std::to_string(text->size()) + " bytes, more than the " +
+      std::to_string(kMaxPlanBytes) + " its readers take (" + std::to_string(plan.slices.size()) +
+      " slices over " + std::to_string(plan.workers.size()) + " workers): fewer workers or fewer slices");
 }
 
 Status LoadPlan(const std::string& path, Plan* plan) {

@@ -43,10 +43,13 @@ Status ReadOverrides(const JobConfig& job, const std::vector<LayerFacts>& layers
       char* end = nullptr;
       long rank = std::strtol(c.location.c_str(), &end, 10);
       if (*end != '\0' || rank < 0)
-        return f.FieldError("location", "is '" + c.location + "', not a worker rank within the group (0, 1, ...)");
+        return f.FieldError("location",
+                            "is '" + c.location + "', not a worker rank within the group (0, 1, ...)");
       if (o.has_partition && o.choice != Choice::kNone)
-        return f.FieldError("location", "places an unpartitioned layer on one worker; it cannot be honoured with "
-                                        "partition_dim " + std::to_string(c.partition_dim) + " (use -1)");
+        return f.FieldError("location",
+                            "places an unpartitioned layer on one worker; it cannot be honoured with "
+                            "partition_dim " +
+                                std::to_string(c.partition_dim) + " (use -1)");
       o.has_partition = true;
       o.choice = Choice::kNone;
       o.rank = static_cast<int>(rank);
@@ -63,11 +66,11 @@ Status CheckOverrides(const std::vector<LayerFacts>& layers, const std::vector<L
     if (!o.has_partition) continue;
     const std::string layer = where + ": layer '" + layers[i].name + "'";
     if (layers[i].rows_only && o.choice != Choice::kData)
-      return Status::InvalidArgument(layer + ": partition_dim " + std::to_string(PartitionDim(o.choice)) +
-                                     " cannot be honoured: " +
-                                     (layers[i].is_input ? "the data layer is read from the shards by records"
-                                                         : "the loss is computed where its records' labels are") +
-                                     " (partition_dim 0)");
+      return Status::InvalidArgument(
+          layer + ": partition_dim " + std::to_string(PartitionDim(o.choice)) + " cannot be honoured: " +
+          (layers[i].is_input ? "the data layer is read from the shards by records"
+                              : "the loss is computed where its records' labels are") +
+          " (partition_dim 0)");
     if (o.choice == Choice::kModel && !layers[i].splittable)
       return Status::InvalidArgument(layer + ": partition_dim 1 cannot be honoured: a " + layers[i].type +
                                      " layer cannot split its features over workers (partition_dim 0 or -1)");
@@ -89,8 +92,8 @@ Status CheckOverrides(const std::vector<LayerFacts>& layers, const std::vector<L
 // whatever the workers) gives every worker at least one record.
 Status CheckRecordsPerWorker(int workers, int batch, const std::string& where) {
   if (workers <= batch) return Status::Ok();
-  return Status::InvalidArgument(where + ": " + std::to_string(workers) + " workers but a step's mini-batch has " +
-                                 std::to_string(batch) +
+  return Status::InvalidArgument(where + ": " + std::to_string(workers) +
+                                 " workers but a step's mini-batch has " + std::to_string(batch) +
                                  " records (train.batch_size x the job's workers): every worker needs one");
 }
 
@@ -137,8 +140,10 @@ int ChooseServers(const std::vector<LayerFacts>& layers, const std::vector<Choic
   const double enough = seconds(most) * 1.01;
   while (fewest < most) {
     const int middle = fewest + (most - fewest) / 2;
-    if (seconds(middle) <= enough) most = middle;
-    else fewest = middle + 1;
+    if (seconds(middle) <= enough)
+      most = middle;
+    else
+      fewest = middle + 1;
   }
   return fewest;
 }
@@ -160,8 +165,9 @@ PlanTotals EvaluateChoices(const std::vector<LayerFacts>& layers, const std::vec
   return t;
 }
 
-Status PlanLayers(const std::vector<LayerFacts>& layers, const std::vector<LayerOverride>& overrides, int batch,
-                  const PlannerOptions& options, const std::string& where, PartitionReport* report) {
+Status PlanLayers(const std::vector<LayerFacts>& layers, const std::vector<LayerOverride>& overrides,
+                  int batch, const PlannerOptions& options, const std::string& where,
+                  PartitionReport* report) {
   *report = PartitionReport();
   const ClusterProfile& p = options.profile;
   const int n = options.workers;
@@ -169,8 +175,8 @@ Status PlanLayers(const std::vector<LayerFacts>& layers, const std::vector<Layer
   if (p.nodes > 0 && p.WorkerNodes(n) > p.nodes)
     return Status::InvalidArgument(where + ": " + std::to_string(n) + " workers need " +
                                    std::to_string(p.WorkerNodes(n)) + " nodes of " +
-                                   std::to_string(p.workers_per_node) + ", but the cluster profile '" + p.name +
-                                   "' has " + std::to_string(p.nodes));
+                                   std::to_string(p.workers_per_node) + ", but the cluster profile '" +
+                                   p.name + "' has " + std::to_string(p.nodes));
   SHOAL_RETURN_IF_ERROR(CheckRecordsPerWorker(n, batch, where));
   if (options.servers < 1) return Status::InvalidArgument(where + ": the number of servers must be positive");
   SHOAL_RETURN_IF_ERROR(CheckOverrides(layers, overrides, options, n, where));
@@ -209,14 +215,14 @@ Status PlanLayers(const std::vector<LayerFacts>& layers, const std::vector<Layer
   };
   const int job_group = options.job_group > 0 ? options.job_group : n;
   if (n % job_group != 0)
-    return Status::InvalidArgument(where + ": groups of " + std::to_string(job_group) + " workers do not divide " +
-                                   std::to_string(n));
+    return Status::InvalidArgument(where + ": groups of " + std::to_string(job_group) +
+                                   " workers do not divide " + std::to_string(n));
   if (options.group_size < 0 || (options.group_size > 0 && job_group % options.group_size != 0))
-    return Status::InvalidArgument(where + ": groups of " + std::to_string(options.group_size) +
-                                   " do not divide " +
-                                   (job_group == n ? std::to_string(n) + " workers"
-                                                   : "the job's groups of " + std::to_string(job_group) +
-                                                         " workers (cluster.nworkers_per_group)"));
+    return Status::InvalidArgument(
+        where + ": groups of " + std::to_string(options.group_size) + " do not divide " +
+        (job_group == n
+             ? std::to_string(n) + " workers"
+             : "the job's groups of " + std::to_string(job_group) + " workers (cluster.nworkers_per_group)"));
   Grouping one_group = base, singletons = base;
   one_group.group_size = job_group;
   report->all_data = EvaluateChoices(layers, fixed(Choice::kData), ranks, singletons, p);
@@ -235,7 +241,8 @@ Status PlanLayers(const std::vector<LayerFacts>& layers, const std::vector<Layer
     // Each group size's search minimises its graph; the group sizes are then
     // ranked by the step as run (StepSeconds), which is what is reported.
     double best_free = INFINITY, best_honoured = INFINITY;
-    const std::vector<int> sizes = options.group_size > 0 ? std::vector<int>{options.group_size} : Divisors(job_group);
+    const std::vector<int> sizes =
+        options.group_size > 0 ? std::vector<int>{options.group_size} : Divisors(job_group);
     for (int m : sizes) {
       Grouping g = base;
       g.group_size = m;
@@ -253,7 +260,8 @@ Status PlanLayers(const std::vector<LayerFacts>& layers, const std::vector<Layer
       if (!ranks_fit) continue;
       if (report->has_overrides)
         SHOAL_RETURN_IF_ERROR(
-            SearchPartition(BuildCostGraph(layers, honoured_mask, ranks, g, p), &honoured_result).Within(where));
+            SearchPartition(BuildCostGraph(layers, honoured_mask, ranks, g, p), &honoured_result)
+                .Within(where));
       else
         honoured_result = free_result;
       // Without overrides the honoured plan is the free one, already timed.
@@ -271,13 +279,15 @@ Status PlanLayers(const std::vector<LayerFacts>& layers, const std::vector<Layer
     chosen.servers = report->advised_servers = n;  // one with every worker
   } else {
     // Advice: servers live inside the node budget, one a node (beside workers or on their own).
-    report->advised_servers = ChooseServers(layers, report->choices, ranks, chosen, p.nodes > 0 ? p.nodes : n, p);
+    report->advised_servers =
+        ChooseServers(layers, report->choices, ranks, chosen, p.nodes > 0 ? p.nodes : n, p);
   }
   report->grouping = chosen;
   report->costs = CostBreakdown(layers, report->choices, ranks, chosen, p);
   report->chosen = EvaluateChoices(layers, report->choices, ranks, chosen, p);
   if (!std::isfinite(report->chosen.seconds))
-    return Status::InvalidArgument(where + ": the cluster profile '" + p.name + "' makes a step take forever");
+    return Status::InvalidArgument(where + ": the cluster profile '" + p.name +
+                                   "' makes a step take forever");
   return Status::Ok();
 }
 
@@ -293,14 +303,14 @@ Status ResizeJob(const JobConfig& job, int workers, JobConfig* resized) {
   if (batch % workers != 0)
     return Status::InvalidArgument(job.source + ": a step's " + std::to_string(batch) +
                                    " records (train.batch_size x " + std::to_string(c.workers()) +
-                                   " workers) do not divide over " +
-                                   std::to_string(workers) + " workers");
+                                   " workers) do not divide over " + std::to_string(workers) + " workers");
   if (workers % c.nworker_groups != 0)
-    return Status::InvalidArgument(job.source + ": " + std::to_string(workers) + " workers do not make the job's " +
-                                   std::to_string(c.nworker_groups) + " worker groups (cluster.nworker_groups) " +
-                                   "of equal size");
+    return Status::InvalidArgument(job.source + ": " + std::to_string(workers) +
+                                   " workers do not make the job's " + std::to_string(c.nworker_groups) +
+                                   " worker groups (cluster.nworker_groups) " + "of equal size");
   SetField(resized, "train", "batch_size", &resized->train.batch_size, batch / workers);
-  SetField(resized, "cluster", "nworkers_per_group", &resized->cluster.nworkers_per_group, workers / c.nworker_groups);
+  SetField(resized, "cluster", "nworkers_per_group", &resized->cluster.nworkers_per_group,
+           workers / c.nworker_groups);
   // AllReduce keeps a server with every worker.
   return c.server_worker_separate ? Status::Ok() : WithExchange(*resized, true, resized);
 }
@@ -313,7 +323,8 @@ Status WithExchange(const JobConfig& job, bool allreduce, JobConfig* out) {
   if (c.workers() % c.nserver_groups != 0)
     return Status::InvalidArgument(job.source + ": AllReduce puts a server with every worker, but " +
                                    std::to_string(c.workers()) + " workers do not divide into " +
-                                   std::to_string(c.nserver_groups) + " server groups (cluster.nserver_groups)");
+                                   std::to_string(c.nserver_groups) +
+                                   " server groups (cluster.nserver_groups)");
   SetField(out, "cluster", "nservers_per_group", &c.nservers_per_group, c.workers() / c.nserver_groups);
   return Status::Ok();
 }
@@ -326,7 +337,8 @@ Status WithServers(const JobConfig& job, int servers, JobConfig* out) {
                                    " with AllReduce, which has a server with every worker");
   if (static_cast<int64_t>(servers) * c.nserver_groups > (1 << 14))
     return Status::InvalidArgument(job.source + ": --servers " + std::to_string(servers) + " in " +
-                                   std::to_string(c.nserver_groups) + " server groups: more than 16384 servers");
+                                   std::to_string(c.nserver_groups) +
+                                   " server groups: more than 16384 servers");
   SetField(out, "cluster", "nservers_per_group", &c.nservers_per_group, servers);
   return Status::Ok();
 }

@@ -5,10 +5,9 @@
 // the user's overrides (partition_dim, location) honoured.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "config/job.h"
 #include "plan/cluster_profile.h"
@@ -28,8 +27,8 @@ enum class Exchange { kJob, kServers, kAllReduce, kAuto };
 struct PlannerOptions {
   Strategy strategy = Strategy::kOptimal;
   Exchange exchange = Exchange::kJob;  // BuildPlan writes the choice into the job
-  int workers = 0;  // N; 0: the job's workers (another N: ResizeJob)
-  int servers = 0;  // S; 0: the job's (PlanJob fills it in; PlanLayers needs one)
+  int workers = 0;                     // N; 0: the job's workers (another N: ResizeJob)
+  int servers = 0;                     // S; 0: the job's (PlanJob fills it in; PlanLayers needs one)
   int group_size = 0;  // M; 0: the planner chooses (optimal), 1 (data), the job's group (model)
   // The job's groups of workers (nworkers_per_group): they run asynchronously
   // to each other, so a planned group lies within one (M divides it); 0: N.
@@ -42,8 +41,8 @@ struct PlannerOptions {
   bool overlap = true;
   double bucket_floats = 1 << 18;  // Grouping::bucket_floats (train.overlap_bucket_floats)
   double exchanges_per_step = 1.0;
-  int staleness = 0;  // Grouping::staleness: BSP 0, SSP its slack, async and EASGD -1
-  ServerWork server_work;  // Grouping::server_work: the job's updater, consistency and server groups
+  int staleness = 0;           // Grouping::staleness: BSP 0, SSP its slack, async and EASGD -1
+  ServerWork server_work;      // Grouping::server_work: the job's updater, consistency and server groups
   bool bound_servers = false;  // cluster.server_worker_separate: false
 };
 
@@ -70,10 +69,10 @@ struct PartitionReport {
   std::vector<Choice> choices;
   std::vector<int> ranks;  // where each unpartitioned layer lives
   std::vector<LayerCost> costs;
-  PlanTotals chosen;      // what is written: the strategy with the overrides honoured
-  PlanTotals optimum;     // the free optimum, overrides ignored
-  PlanTotals all_data;    // every layer data parallel (M = 1)
-  PlanTotals all_model;   // every layer model parallel, one group of N (of the job's group)
+  PlanTotals chosen;                      // what is written: the strategy with the overrides honoured
+  PlanTotals optimum;                     // the free optimum, overrides ignored
+  PlanTotals all_data;                    // every layer data parallel (M = 1)
+  PlanTotals all_model;                   // every layer model parallel, one group of N (of the job's group)
   std::vector<PlanTotals> by_group_size;  // the best plan for each M tried
   size_t max_states = 0;
   bool has_overrides = false;
@@ -105,8 +104,9 @@ Status BuildPlan(const JobConfig& job, const PlannerOptions& planner, const Plan
 
 // The same from layer facts: `batch` is B, `overrides` one per layer (may be
 // default), `where` names the source in messages.
-Status PlanLayers(const std::vector<LayerFacts>& layers, const std::vector<LayerOverride>& overrides, int batch,
-                  const PlannerOptions& options, const std::string& where, PartitionReport* report);
+Status PlanLayers(const std::vector<LayerFacts>& layers, const std::vector<LayerOverride>& overrides,
+                  int batch, const PlannerOptions& options, const std::string& where,
+                  PartitionReport* report);
 
 // The cost of fixed choices under a grouping (a test and reporting aid).
 PlanTotals EvaluateChoices(const std::vector<LayerFacts>& layers, const std::vector<Choice>& choices,

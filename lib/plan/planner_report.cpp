@@ -1,9 +1,9 @@
 // What dl-plan says of its search: plan.json's "planner" section and the
 // table --explain prints.
-#include "plan/planner.h"
-
 #include <cstdio>
 #include <string>
+
+#include "plan/planner.h"
 
 namespace shoal {
 namespace {
@@ -92,10 +92,14 @@ namespace {
 std::string Bytes(double b) {
   char buf[32];
   if (b == 0.0) return "-";
-  if (b >= 1e9) std::snprintf(buf, sizeof buf, "%.2fG", b / 1e9);
-  else if (b >= 1e6) std::snprintf(buf, sizeof buf, "%.2fM", b / 1e6);
-  else if (b >= 1e3) std::snprintf(buf, sizeof buf, "%.1fk", b / 1e3);
-  else std::snprintf(buf, sizeof buf, "%.0f", b);
+  if (b >= 1e9)
+    std::snprintf(buf, sizeof buf, "%.2fG", b / 1e9);
+  else if (b >= 1e6)
+    std::snprintf(buf, sizeof buf, "%.2fM", b / 1e6);
+  else if (b >= 1e3)
+    std::snprintf(buf, sizeof buf, "%.1fk", b / 1e3);
+  else
+    std::snprintf(buf, sizeof buf, "%.0f", b);
   return buf;
 }
 
@@ -127,8 +131,8 @@ std::string ExplainReport(const PartitionReport& r) {
                 "bytes are per step on the busiest worker's link; ms per step\n\n",
                 r.grouping.workers, r.grouping.groups(), r.grouping.group_size, r.grouping.servers,
                 r.grouping.bound_servers ? " with their workers" : "", r.advised_servers, r.grouping.batch,
-                StrategyName(r.strategy), r.profile.name.c_str(), r.profile.bandwidth_gbps, r.profile.latency_us,
-                r.profile.gflops_per_worker);
+                StrategyName(r.strategy), r.profile.name.c_str(), r.profile.bandwidth_gbps,
+                r.profile.latency_us, r.profile.gflops_per_worker);
   out += buf;
   std::snprintf(buf, sizeof buf, "%-16s %-16s %-7s %10s %9s %9s %9s %9s %9s %9s\n", "layer", "type", "choice",
                 "params", "par out", "par in", "feat in", "feat out", "compute", "total");
@@ -137,11 +141,11 @@ std::string ExplainReport(const PartitionReport& r) {
     const LayerCost& c = r.costs[i];
     std::string choice = ChoiceName(r.choices[i]);
     if (r.overrides[i].has_partition) choice += "*";
-    std::snprintf(buf, sizeof buf, "%-16s %-16s %-7s %10s %9s %9s %9s %9s %9s %9s\n", r.layers[i].name.c_str(),
-                  r.layers[i].type.c_str(), choice.c_str(), Int(r.layers[i].params).c_str(),
-                  Bytes(c.param_bytes_out).c_str(), Bytes(c.param_bytes_in).c_str(),
-                  Bytes(c.feature_bytes_in).c_str(), Bytes(c.feature_bytes_out).c_str(), Ms(c.compute_s).c_str(),
-                  Ms(c.seconds()).c_str());
+    std::snprintf(buf, sizeof buf, "%-16s %-16s %-7s %10s %9s %9s %9s %9s %9s %9s\n",
+                  r.layers[i].name.c_str(), r.layers[i].type.c_str(), choice.c_str(),
+                  Int(r.layers[i].params).c_str(), Bytes(c.param_bytes_out).c_str(),
+                  Bytes(c.param_bytes_in).c_str(), Bytes(c.feature_bytes_in).c_str(),
+                  Bytes(c.feature_bytes_out).c_str(), Ms(c.compute_s).c_str(), Ms(c.seconds()).c_str());
     out += buf;
   }
   out += "\n";

@@ -17,7 +17,8 @@ void BspConsistency::NextStep(int index) {
   for (Waiting& w : s.waiting) w.used = 0;
   // The first worker to sum: past the ones that hold none of the layer.
   const LayerSpec& spec = config_.layers[index];
-  for (s.next_to_sum = 0; s.next_to_sum < config_.workers && spec.held[s.next_to_sum].empty();) ++s.next_to_sum;
+  for (s.next_to_sum = 0; s.next_to_sum < config_.workers && spec.held[s.next_to_sum].empty();)
+    ++s.next_to_sum;
 }
 
 std::string BspConsistency::RefuseUpdate(const ServerTable& table, int worker, uint64_t step,
@@ -27,7 +28,8 @@ std::string BspConsistency::RefuseUpdate(const ServerTable& table, int worker, u
   const std::string what = layers.empty()       ? "the table is"
                            : layers.size() == 1 ? "layer '" + table.layers()[layers[0]].spec->name + "' is"
                                                 : "its layers are";
-  return "update for step " + std::to_string(step) + " but " + what + " at version " + std::to_string(version);
+  return "update for step " + std::to_string(step) + " but " + what + " at version " +
+         std::to_string(version);
 }
 
 bool BspConsistency::Repeated(const ServerTable& table, int index, int worker, uint64_t step) const {
@@ -116,11 +118,13 @@ void BspConsistency::ApplyStep(ServerTable& table, int index, const std::vector<
 uint64_t BspConsistency::TableVersion(const ServerTable& table) const {
   uint64_t slowest = table.SlowestLayer();
   for (int w = 0; w < config_.workers; ++w)
-    if (config_.serves[w] && config_.exchanged[w].empty()) slowest = std::min(slowest, table.empty_steps()[w]);
+    if (config_.serves[w] && config_.exchanged[w].empty())
+      slowest = std::min(slowest, table.empty_steps()[w]);
   return slowest;
 }
 
-const std::vector<float>* BspConsistency::ValuesAt(const ServerTable& table, uint32_t key, uint64_t step) const {
+const std::vector<float>* BspConsistency::ValuesAt(const ServerTable& table, uint32_t key,
+                                                   uint64_t step) const {
   if (table.Frozen(key)) return &table.slices().at(key).value;  // the same at every step
   const ServerTable::Layer& layer = table.layers()[table.LayerOf(key)];
   if (layer.version == step) return &table.slices().at(key).value;
@@ -132,8 +136,8 @@ const std::vector<float>* BspConsistency::ValuesAt(const ServerTable& table, uin
 std::string BspConsistency::RefuseRead(const ServerTable& table, const Read& read) const {
   const uint64_t version = table.VersionOf(read.layers);
   if (read.at <= version + 1) return "";
-  return "a read of version " + std::to_string(read.at) + " while the table is at " + std::to_string(version) +
-         ": no worker waits for more than the next version";
+  return "a read of version " + std::to_string(read.at) + " while the table is at " +
+         std::to_string(version) + ": no worker waits for more than the next version";
 }
 
 bool BspConsistency::Ready(const ServerTable& table, const Read& read) const {

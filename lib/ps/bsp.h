@@ -32,7 +32,8 @@ class BspConsistency : public Consistency {
   void TakeUpdate(ServerTable& table, int index, int worker, uint64_t step,
                   const std::vector<const EntryView*>& entries) override;
   void AfterUpdate(ServerTable& table, const std::function<void()>& catch_up) override;
-  // The slowest layer, and the workers exchanging nothing here (holding nothing, or only frozen slices) (a step's barrier too).
+  // The slowest layer, and the workers exchanging nothing here (holding nothing, or only frozen slices) (a
+  // step's barrier too).
   uint64_t TableVersion(const ServerTable& table) const override;
   bool Ready(const ServerTable& table, const Read& read) const override;
   // No worker waits for more than the version after the table's.
@@ -80,7 +81,7 @@ class BspConsistency : public Consistency {
 
   const ServerConfig& config_;
   ServerStats* stats_;
-  std::vector<Step> steps_;  // per layer
+  std::vector<Step> steps_;                          // per layer
   std::map<uint32_t, std::vector<float>> previous_;  // per key: its values before the last update
 };
 

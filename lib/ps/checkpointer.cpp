@@ -34,8 +34,8 @@ Checkpoint SnapshotTable(const ServerTable& table, uint64_t updates_received, co
     const SliceSpec& spec = *s.spec;
     ckpt.tensors.push_back({spec.name, spec.param, "value", key, spec.offset, spec.shape, s.value});
     for (size_t i = 0; i < states.size(); ++i)
-      ckpt.tensors.push_back({spec.name + "@" + states[i], spec.param, states[i], key, spec.offset, spec.shape,
-                              s.state[i]});
+      ckpt.tensors.push_back(
+          {spec.name + "@" + states[i], spec.param, states[i], key, spec.offset, spec.shape, s.state[i]});
   }
   return ckpt;
 }
@@ -43,20 +43,22 @@ Checkpoint SnapshotTable(const ServerTable& table, uint64_t updates_received, co
 Status RestoreTable(const Checkpoint& ckpt, const std::string& path, ServerTable* table) {
   const ServerConfig& config = table->config();
   if (ckpt.plan_hash != config.plan_hash)
-    return Status::InvalidArgument("'" + path + "' belongs to plan " + ckpt.plan_hash + ", not " + config.plan_hash);
+    return Status::InvalidArgument("'" + path + "' belongs to plan " + ckpt.plan_hash + ", not " +
+                                   config.plan_hash);
   // A merged file (server -1) fits where its slices do (below); another server's never.
   if (ckpt.server != config.id && ckpt.server != -1)
-    return Status::InvalidArgument("'" + path + "' is server " + std::to_string(ckpt.server) + "'s checkpoint, not " +
-                                   std::to_string(config.id) + "'s");
+    return Status::InvalidArgument("'" + path + "' is server " + std::to_string(ckpt.server) +
+                                   "'s checkpoint, not " + std::to_string(config.id) + "'s");
   // A BSP version is a step; under the other models each worker's update (or exchange) makes one.
   const uint64_t versions_a_step = config.consistency == "bsp" ? 1 : static_cast<uint64_t>(config.served);
   const uint64_t last = config.steps > 0 ? config.steps * versions_a_step : uint64_t{1} << 53;
   if (ckpt.step > last)
-    return Status::InvalidArgument("'" + path + "': version " + std::to_string(ckpt.step) + " is past the run's last, " +
-                                   std::to_string(last));
+    return Status::InvalidArgument("'" + path + "': version " + std::to_string(ckpt.step) +
+                                   " is past the run's last, " + std::to_string(last));
   if (!ckpt.updates_from.empty() && ckpt.updates_from.size() != static_cast<size_t>(config.workers))
-    return Status::InvalidArgument("'" + path + "': updates_from lists " + std::to_string(ckpt.updates_from.size()) +
-                                   " workers, the plan has " + std::to_string(config.workers));
+    return Status::InvalidArgument("'" + path + "': updates_from lists " +
+                                   std::to_string(ckpt.updates_from.size()) + " workers, the plan has " +
+                                   std::to_string(config.workers));
   // Every slice's value and each of the updater's buffers, once.
   const std::vector<std::string>& states = table->state_names();
   const std::string keeper = config.consistency == "easgd"
@@ -65,13 +67,14 @@ Status RestoreTable(const Checkpoint& ckpt, const std::string& path, ServerTable
   std::set<std::pair<uint32_t, std::string>> loaded;
   for (const auto& t : ckpt.tensors) {
     auto it = table->slices().find(t.key);
-    if (it == table->slices().end() || it->second.value.size() != t.data.size() || it->second.spec->param != t.param ||
-        t.shape != it->second.spec->shape)
-      return Status::InvalidArgument("'" + path + "': tensor '" + t.name + "' does not match this server's slices");
+    if (it == table->slices().end() || it->second.value.size() != t.data.size() ||
+        it->second.spec->param != t.param || t.shape != it->second.spec->shape)
+      return Status::InvalidArgument("'" + path + "': tensor '" + t.name +
+                                     "' does not match this server's slices");
     auto state = std::find(states.begin(), states.end(), t.role);
     if (t.role != "value" && state == states.end())
-      return Status::InvalidArgument("'" + path + "': tensor '" + t.name + "' is state '" + t.role + "', which " +
-                                     keeper + " does not keep (" + KeptState(states) + ")");
+      return Status::InvalidArgument("'" + path + "': tensor '" + t.name + "' is state '" + t.role +
+                                     "', which " + keeper + " does not keep (" + KeptState(states) + ")");
     if (!loaded.insert({t.key, t.role}).second)
       return Status::InvalidArgument("'" + path + "': tensor '" + t.name + "' is there twice");
     (t.role == "value" ? it->second.value : it->second.state[state - states.begin()]) = t.data;
@@ -154,7 +157,8 @@ void Checkpointer::Loop() {
     if (s.ok()) {
       ++written_;
       last_step_ = static_cast<int64_t>(ckpt.step);
-    } else if (failure_.ok()) failure_ = s;
+    } else if (failure_.ok())
+      failure_ = s;
     if (!s.ok()) Log(s.ToString());
     changed_.notify_all();
   }
@@ -181,11 +185,13 @@ Status Checkpointer::WriteAndPrune(const Checkpoint& ckpt) {
     if (hash == header.end() || !hash->is_string() || *hash != ckpt.plan_hash) continue;
     ours.push_back({when, path});
   }
-  std::sort(ours.begin(), ours.end(),
-            [](const Ours& a, const Ours& b) { return a.written != b.written ? a.written > b.written : a.path > b.path; });
+  std::sort(ours.begin(), ours.end(), [](const Ours& a, const Ours& b) {
+    return a.written != b.written ? a.written > b.written : a.path > b.path;
+  });
   for (size_t i = static_cast<size_t>(std::max(keep_ - 1, 0)); i < ours.size(); ++i) {
     std::error_code ec;  // report, never throw
-    if (!std::filesystem::remove(ours[i].path, ec) && ec) Log("cannot prune '" + ours[i].path + "': " + ec.message());
+    if (!std::filesystem::remove(ours[i].path, ec) && ec)
+      Log("cannot prune '" + ours[i].path + "': " + ec.message());
   }
   return Status::Ok();
 }

@@ -37,7 +37,8 @@ constexpr bool SameNames() {
     }
   return true;
 }
-static_assert(SameNames(), "every name a job may give cluster.consistency has its model here, in the same order");
+static_assert(SameNames(),
+              "every name a job may give cluster.consistency has its model here, in the same order");
 
 }  // namespace
 

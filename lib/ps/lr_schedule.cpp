@@ -7,7 +7,8 @@ namespace shoal {
 namespace {
 
 double Decay(const LrSchedule& s, uint64_t t) {
-  const int every = std::max(1, s.every);  // ParseJob refuses 0; a schedule built in code must not divide by it
+  const int every =
+      std::max(1, s.every);  // ParseJob refuses 0; a schedule built in code must not divide by it
   if (s.kind == "step") return std::pow(s.gamma, static_cast<double>(t / every));
   if (s.kind == "exponential") return std::pow(s.gamma, static_cast<double>(t) / every);
   return 1.0;
@@ -20,6 +21,8 @@ double Warmup(const LrSchedule& s, uint64_t t) {
 
 }  // namespace
 
-double ScheduleFactor(const LrSchedule& schedule, uint64_t t) { return Warmup(schedule, t) * Decay(schedule, t); }
+double ScheduleFactor(const LrSchedule& schedule, uint64_t t) {
+  return Warmup(schedule, t) * Decay(schedule, t);
+}
 
 }  // namespace shoal

@@ -40,8 +40,10 @@ void ParkedRequests::DropIf(const std::function<bool(const Parked&)>& which,
                             const std::function<void(const Parked&)>& drop) {
   std::vector<Parked> still;
   for (const auto& p : parked_) {
-    if (which(p)) drop(p);
-    else still.push_back(p);
+    if (which(p))
+      drop(p);
+    else
+      still.push_back(p);
   }
   parked_.swap(still);
 }

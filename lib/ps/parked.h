@@ -20,9 +20,9 @@ class ParkedRequests {
   struct Parked {
     int slot;
     Read read;
-    bool done;                  // a worker's done: answered when every worker is done
+    bool done;  // a worker's done: answered when every worker is done
     Clock::time_point deadline;
-    uint32_t sender;            // who asked (a worker, or a tool)
+    uint32_t sender;  // who asked (a worker, or a tool)
   };
 
   bool empty() const { return parked_.empty(); }
@@ -33,7 +33,8 @@ class ParkedRequests {
   size_t CountFrom(uint32_t sender) const;
   // Answers (and drops) every request `ready` says can be answered now, in
   // the order they came; returns how many done requests were answered.
-  int AnswerReady(const std::function<bool(const Parked&)>& ready, const std::function<void(const Parked&)>& answer);
+  int AnswerReady(const std::function<bool(const Parked&)>& ready,
+                  const std::function<void(const Parked&)>& answer);
   // Drops every request whose deadline has passed at `now`, handing each to `expire`.
   void Expire(Clock::time_point now, const std::function<void(const Parked&)>& expire);
   // Drops every request of `sender`, handing each to `drop` (a new life of it has come).
@@ -42,7 +43,8 @@ class ParkedRequests {
   void DropAll(const std::function<void(const Parked&)>& drop);
 
  private:
-  void DropIf(const std::function<bool(const Parked&)>& which, const std::function<void(const Parked&)>& drop);
+  void DropIf(const std::function<bool(const Parked&)>& which,
+              const std::function<void(const Parked&)>& drop);
 
   std::vector<Parked> parked_;
 };

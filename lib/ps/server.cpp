@@ -12,7 +12,8 @@
 namespace shoal {
 
 ParameterServer::ParameterServer(const Plan& plan, ServerOptions options)
-    : options_(std::move(options)), checkpointer_(options_.checkpoint_dir, options_.id, options_.keep_checkpoints) {
+    : options_(std::move(options)),
+      checkpointer_(options_.checkpoint_dir, options_.id, options_.keep_checkpoints) {
   config_status_ = MakeServerConfig(plan, options_.id, &config_);
 }
 
@@ -38,7 +39,8 @@ Status ParameterServer::Start() {
   // a get, a join or a done) plus a few tools.
   const int slots = config_.workers * (static_cast<int>(config_.layers.size()) + 2) + 8;
   SHOAL_RETURN_IF_ERROR(rpc_.Listen(
-      config_.endpoint, slots, [this](int slot, const MessageView& req, uint32_t pipe) { Handle(slot, req, pipe); },
+      config_.endpoint, slots,
+      [this](int slot, const MessageView& req, uint32_t pipe) { Handle(slot, req, pipe); },
       [this](const Status& why) {
         std::lock_guard<std::mutex> lock(mu_);
         ++stats_.bad_requests;
@@ -84,8 +86,8 @@ Status ParameterServer::Run() {
   const Status why = failure_.ok() ? stop_reason_ : failure_;
   const bool going_away =
       why.ok() || why.code() == Status::Code::kTimeout || why.code() == Status::Code::kUnavailable;
-  const std::string stopping =
-      "server " + std::to_string(config_.id) + " is stopping (" + (why.ok() ? "shut down" : why.ToString()) + ")";
+  const std::string stopping = "server " + std::to_string(config_.id) + " is stopping (" +
+                               (why.ok() ? "shut down" : why.ToString()) + ")";
   parked_.DropAll([&](const ParkedRequests::Parked& p) {
     MsgHeader h{going_away ? MsgType::kStopping : MsgType::kError, config_.plan_hash_value, table_->version(),
                 static_cast<uint32_t>(config_.id)};
@@ -136,31 +138,33 @@ void ParameterServer::Watch(std::chrono::steady_clock::time_point now) {
   // server lives while the others train on, however long they take.
   parked_.Expire(now, [&](const ParkedRequests::Parked& p) {
     if (p.done)
-      return ReplyWait(p.slot, std::to_string(table_->done_count()) + " of " + std::to_string(config_.served) +
-                                   " workers done");
+      return ReplyWait(p.slot, std::to_string(table_->done_count()) + " of " +
+                                   std::to_string(config_.served) + " workers done");
     const std::string awaited = model_->Awaited(*table_, p.read);
     ReplyTimedOut(p.slot, "waited " + std::to_string(config_.timeout_ms) + " ms for version " +
-                              std::to_string(p.read.at) + "; the table is at " + std::to_string(table_->version()) +
-                              (awaited.empty() ? "" : ": " + awaited));
+                              std::to_string(p.read.at) + "; the table is at " +
+                              std::to_string(table_->version()) + (awaited.empty() ? "" : ": " + awaited));
   });
   if (now - last_request_ >= std::chrono::milliseconds(config_.timeout_ms)) {
     failure_ = Status::Timeout("no request from any worker for " + std::to_string(config_.timeout_ms) +
                                " ms (at version " + std::to_string(table_->version()) + ", " +
-                               std::to_string(table_->done_count()) + " of " + std::to_string(config_.served) +
-                               " workers done)");
+                               std::to_string(table_->done_count()) + " of " +
+                               std::to_string(config_.served) + " workers done)");
     return;
   }
   if (!any_joined_ || AnyWorkerConnected()) {
     last_connected_ = now;
   } else if (now - last_connected_ >= std::chrono::milliseconds(config_.lease_ms)) {
-    failure_ = Status::Unavailable("no worker has been connected for " + std::to_string(config_.lease_ms) +
-                                   " ms (cluster.lease_ms): their supervisor has gone, and this server with it");
+    failure_ =
+        Status::Unavailable("no worker has been connected for " + std::to_string(config_.lease_ms) +
+                            " ms (cluster.lease_ms): their supervisor has gone, and this server with it");
   }
 }
 
 void ParameterServer::AwaitWorkersHangUp() {
   std::unique_lock<std::mutex> lock(mu_);
-  changed_.wait_for(lock, std::chrono::milliseconds(config_.timeout_ms), [&] { return !AnyWorkerConnected(); });
+  changed_.wait_for(lock, std::chrono::milliseconds(config_.timeout_ms),
+                    [&] { return !AnyWorkerConnected(); });
 }
 
 bool ParameterServer::AnyWorkerConnected() const {
@@ -189,11 +193,15 @@ void ParameterServer::Handle(int slot, const MessageView& req, uint32_t pipe) {
     return;
   }
   switch (req.header.type) {
-    case MsgType::kGet: return HandleGet(slot, req);
-    case MsgType::kPut: return HandlePut(slot, req);
-    case MsgType::kSync: return HandleSync(slot, req);
+    case MsgType::kGet:
+      return HandleGet(slot, req);
+    case MsgType::kPut:
+      return HandlePut(slot, req);
+    case MsgType::kSync:
+      return HandleSync(slot, req);
     case MsgType::kStats: {
-      MsgHeader h{MsgType::kStats, config_.plan_hash_value, table_->version(), static_cast<uint32_t>(config_.id)};
+      MsgHeader h{MsgType::kStats, config_.plan_hash_value, table_->version(),
+                  static_cast<uint32_t>(config_.id)};
       rpc_.Reply(slot, h, {}, JsonText(StatsJson()));
       return;
     }
@@ -209,8 +217,10 @@ void ParameterServer::Handle(int slot, const MessageView& req, uint32_t pipe) {
     case MsgType::kJoin:
     case MsgType::kDone:
     case MsgType::kExchange:
-    case MsgType::kMetric: return HandleWorkerRequest(slot, req, pipe);
-    default: ReplyError(slot, std::string("unexpected request type '") + MsgTypeName(req.header.type) + "'");
+    case MsgType::kMetric:
+      return HandleWorkerRequest(slot, req, pipe);
+    default:
+      ReplyError(slot, std::string("unexpected request type '") + MsgTypeName(req.header.type) + "'");
   }
 }
 
@@ -221,17 +231,21 @@ void ParameterServer::HandleWorkerRequest(int slot, const MessageView& req, uint
                                 std::to_string(config_.workers) + ")");
   if (!config_.serves[sender])
     return ReplyError(slot, "worker " + std::to_string(sender) + " is served by server group " +
-                                std::to_string(config_.worker_server_group[sender]) + ", this server is in group " +
-                                std::to_string(config_.group));
+                                std::to_string(config_.worker_server_group[sender]) +
+                                ", this server is in group " + std::to_string(config_.group));
   if (req.header.type == MsgType::kJoin) return HandleJoin(slot, req, pipe);
   const std::string impostor = Impostor(req, pipe);
   if (!impostor.empty()) return ReplyError(slot, impostor);
   switch (req.header.type) {
-    case MsgType::kDone: return HandleDone(slot, req);
-    case MsgType::kExchange: return HandleExchange(slot, req);
+    case MsgType::kDone:
+      return HandleDone(slot, req);
+    case MsgType::kExchange:
+      return HandleExchange(slot, req);
     // The checkpoints keep the evaluations, and `dl-ckpt best` picks by them: a running worker's only.
-    case MsgType::kMetric: return HandleMetric(slot, req);
-    default: return HandleUpdate(slot, req);
+    case MsgType::kMetric:
+      return HandleMetric(slot, req);
+    default:
+      return HandleUpdate(slot, req);
   }
 }
 
@@ -248,10 +262,12 @@ void ParameterServer::ReadOrPark(int slot, const Read& read, uint32_t sender) {
   const bool worker = sender < static_cast<uint32_t>(config_.workers);
   const size_t allowed = worker ? config_.layers.size() + 1 : kToolRequestsWaiting;
   if (refusal.empty() && parked_.CountFrom(worker ? sender : kToolSender) >= allowed)
-    refusal = "sender " + std::to_string(sender) + " has " + std::to_string(allowed) + " requests waiting already";
+    refusal =
+        "sender " + std::to_string(sender) + " has " + std::to_string(allowed) + " requests waiting already";
   if (!refusal.empty()) return ReplyError(slot, refusal);
   model_->OnPark(read);
-  parked_.Park({slot, read, false, ParkedRequests::Clock::now() + std::chrono::milliseconds(config_.timeout_ms),
+  parked_.Park({slot, read, false,
+                ParkedRequests::Clock::now() + std::chrono::milliseconds(config_.timeout_ms),
                 worker ? sender : kToolSender});
 }
 
@@ -264,8 +280,8 @@ void ParameterServer::HandleUpdate(int slot, const MessageView& req) {
   const int sender = static_cast<int>(req.header.sender);
   const uint64_t step = req.header.step;
   if (!model_->TakesGradients())
-    return ReplyError(slot, std::string(MsgTypeName(req.header.type)) + " under consistency '" + model_->name() +
-                                "': its workers send their parameters in an exchange");
+    return ReplyError(slot, std::string(MsgTypeName(req.header.type)) + " under consistency '" +
+                                model_->name() + "': its workers send their parameters in an exchange");
   std::vector<int> layers;
   std::string refusal = table_->MisheldSlices(req, &layers);
   if (!refusal.empty()) return ReplyError(slot, "update " + refusal);
@@ -287,14 +303,18 @@ void ParameterServer::HandleUpdate(int slot, const MessageView& req) {
     table_->empty_steps()[sender] = step + 1;
     took = true;
   }
-  if (took) ++stats_.updates_received;
-  else ++stats_.updates_repeated;
+  if (took)
+    ++stats_.updates_received;
+  else
+    ++stats_.updates_repeated;
   stats_.updates_from[sender] += table_->NextStepOf(sender) - clock;
   model_->AfterUpdate(*table_, [this] { CatchUp(); });
   // One round trip per step and lane: the reply carries the next version
   // of the layers updated, once the model lets it be read.
-  if (req.header.type == MsgType::kUpdateGet) ReadOrPark(slot, Read{sender, step + 1, layers}, req.header.sender);
-  else ReplyOk(slot);
+  if (req.header.type == MsgType::kUpdateGet)
+    ReadOrPark(slot, Read{sender, step + 1, layers}, req.header.sender);
+  else
+    ReplyOk(slot);
   table_->ValuesIntoRequest(false);  // answered (the request's bytes are NNG's now) or parked
   ServeParked();
 }
@@ -320,7 +340,8 @@ void ParameterServer::HandleExchange(int slot, const MessageView& req) {
 
 void ParameterServer::HandlePut(int slot, const MessageView& req) {
   // Values set from outside the run: before it begins, never under it.
-  if (any_joined_) return ReplyError(slot, "a put sets values before the first worker joins, not during a run");
+  if (any_joined_)
+    return ReplyError(slot, "a put sets values before the first worker joins, not during a run");
   const std::string mismatch = table_->MismatchedSlice(req);
   if (!mismatch.empty()) return ReplyError(slot, "put " + mismatch);
   for (const auto& e : req.entries) CopyValues(e, table_->slice(e.key).value.data());
@@ -362,8 +383,9 @@ std::string ParameterServer::Impostor(const MessageView& req, uint32_t pipe) {
   if (life.incarnation == 0)
     return "worker " + std::to_string(sender) + " has not joined (its first request is a join)";
   if (req.header.incarnation != life.incarnation)
-    return "a request of incarnation " + HexU64(req.header.incarnation) + " of worker " + std::to_string(sender) +
-           ", which is now incarnation " + HexU64(life.incarnation) + " (an old life of it, or another process)";
+    return "a request of incarnation " + HexU64(req.header.incarnation) + " of worker " +
+           std::to_string(sender) + ", which is now incarnation " + HexU64(life.incarnation) +
+           " (an old life of it, or another process)";
   life.pipe = pipe;
   life.connected = !rpc_.Closed(pipe);
   return "";
@@ -373,7 +395,8 @@ void ParameterServer::HandleJoin(int slot, const MessageView& req, uint32_t pipe
   const int sender = static_cast<int>(req.header.sender);
   const uint64_t incarnation = req.header.incarnation;
   WorkerLife& life = lives_[sender];
-  if (incarnation == 0) return ReplyError(slot, "worker " + std::to_string(sender) + " joins without an incarnation");
+  if (incarnation == 0)
+    return ReplyError(slot, "worker " + std::to_string(sender) + " joins without an incarnation");
   const bool replaces = life.incarnation != 0 && life.incarnation != incarnation;
   if (replaces && life.connected) {
     // Two processes claim the id, or the old life's connection has closed and
@@ -381,7 +404,8 @@ void ParameterServer::HandleJoin(int slot, const MessageView& req, uint32_t pipe
     // its own, later under load): the joiner asks again for a while (RemoteTable::Join).
     const std::string why = "worker " + std::to_string(sender) + " is running already as incarnation " +
                             HexU64(life.incarnation) + " (still connected); refusing incarnation " +
-                            HexU64(incarnation) + ": two processes claim to be worker " + std::to_string(sender);
+                            HexU64(incarnation) + ": two processes claim to be worker " +
+                            std::to_string(sender);
     refusals_.Log("server " + std::to_string(config_.id) + " told a join to wait: " + why);
     return ReplyWait(slot, why);
   }
@@ -402,11 +426,12 @@ void ParameterServer::HandleJoin(int slot, const MessageView& req, uint32_t pipe
     entries.push_back({key, values->data(), static_cast<uint32_t>(values->size()), config_.wire});
   }
   if (replaces) {
-    Log("server " + std::to_string(config_.id) + ": worker " + std::to_string(sender) + " rejoins as incarnation " +
-        HexU64(incarnation) + " (was " + HexU64(life.incarnation) + ")");
+    Log("server " + std::to_string(config_.id) + ": worker " + std::to_string(sender) +
+        " rejoins as incarnation " + HexU64(incarnation) + " (was " + HexU64(life.incarnation) + ")");
     // What the old life left waiting has nobody to answer, and would count against the new one's requests.
     parked_.DropFrom(sender, [&](const ParkedRequests::Parked& p) {
-      ReplyError(p.slot, "worker " + std::to_string(sender) + " rejoined as incarnation " + HexU64(incarnation));
+      ReplyError(p.slot,
+                 "worker " + std::to_string(sender) + " rejoined as incarnation " + HexU64(incarnation));
     });
   }
   life = {incarnation, pipe, !rpc_.Closed(pipe)};
@@ -422,7 +447,8 @@ void ParameterServer::HandleDone(int slot, const MessageView& req) {
   // Answered when every worker is done, or told to ask again within half the
   // worker's own wait for an answer (the done's deadline).
   parked_.Park({slot, Read{static_cast<int>(req.header.sender), 0, {}}, true,
-                ParkedRequests::Clock::now() + std::chrono::milliseconds(config_.timeout_ms / 2), req.header.sender});
+                ParkedRequests::Clock::now() + std::chrono::milliseconds(config_.timeout_ms / 2),
+                req.header.sender});
   ServeParked();
 }
 
@@ -439,7 +465,8 @@ void ParameterServer::ReplyWait(int slot, const std::string& why) {
 void ParameterServer::ReplyTimedOut(int slot, const std::string& why) {
   ++stats_.reads_timed_out;
   refusals_.Log("server " + std::to_string(config_.id) + " gave up on a read: " + why);
-  MsgHeader h{MsgType::kTimedOut, config_.plan_hash_value, table_->version(), static_cast<uint32_t>(config_.id)};
+  MsgHeader h{MsgType::kTimedOut, config_.plan_hash_value, table_->version(),
+              static_cast<uint32_t>(config_.id)};
   rpc_.Reply(slot, h, {}, why);
 }
 
@@ -448,8 +475,10 @@ void ParameterServer::ServeParked() {
   const int answered_done = parked_.AnswerReady(
       [&](const ParkedRequests::Parked& p) { return p.done ? all_done : model_->Ready(*table_, p.read); },
       [&](const ParkedRequests::Parked& p) {
-        if (p.done) ReplyParams(p.slot, p.read.worker, {});
-        else Answer(p.slot, p.read);
+        if (p.done)
+          ReplyParams(p.slot, p.read.worker, {});
+        else
+          Answer(p.slot, p.read);
       });
   if (all_done && answered_done > 0) {
     finished_ = true;
@@ -464,7 +493,8 @@ void ParameterServer::CatchUp() {
     ++stats_.updates_applied;
     if (sync_ && table_->version() % config_.sync_freq == 0) sync_->Trigger();
     if (config_.checkpoint_every > 0 && table_->version() % config_.checkpoint_every == 0) Checkpoint();
-    CrashPoint("server-version");  // tests: SHOAL_CRASH_AT=server-version:N dies once the table is at version N
+    CrashPoint(
+        "server-version");  // tests: SHOAL_CRASH_AT=server-version:N dies once the table is at version N
   }
 }
 
@@ -482,7 +512,8 @@ void ParameterServer::ReplyParams(int slot, int worker, const std::vector<int>& 
   std::vector<EntryRef> entries;
   auto add = [&](uint32_t key) {
     const ServerTable::Slice& s = table_->slice(key);
-    entries.push_back({key, s.value.data(), static_cast<uint32_t>(s.value.size()), encoding, table_->AlsoAt(s)});
+    entries.push_back(
+        {key, s.value.data(), static_cast<uint32_t>(s.value.size()), encoding, table_->AlsoAt(s)});
   };
   if (worker < 0)
     for (const auto& [key, s] : table_->slices()) add(key);

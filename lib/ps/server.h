@@ -43,10 +43,9 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "comm/rpc_server.h"
 #include "core/log.h"
@@ -169,7 +168,7 @@ class ParameterServer {
   Checkpointer checkpointer_;
   std::unique_ptr<ServerSync> sync_;  // several server groups
   RateLimitedLog refusals_;
-  nlohmann::json metric_;  // the last evaluation a worker reported
+  nlohmann::json metric_;          // the last evaluation a worker reported
   std::vector<WorkerLife> lives_;  // per worker of the plan
   bool any_joined_ = false;
   std::chrono::steady_clock::time_point last_request_, last_connected_;

@@ -21,7 +21,7 @@ struct SliceSpec {
   std::string param;  // the parameter it is a piece of
   std::string name;   // in checkpoints: the parameter, "[offset]" added when it is cut into several slices
   size_t offset = 0, count = 0;
-  Shape shape;        // the whole parameter's
+  Shape shape;  // the whole parameter's
   ParamInit init;
   float lr_mult = 1.0f;
   // lr_mult 0: no update ever changes it, so no worker sends its gradients
@@ -48,29 +48,30 @@ struct ServerConfig {
   std::string plan_hash;  // as the plan writes it
   uint64_t plan_hash_value = 0;
 
-  int workers = 0;             // of the plan
+  int workers = 0;                       // of the plan
   std::vector<int> worker_server_group;  // per worker: the server group that serves it
-  std::vector<bool> serves;    // per worker: in this server's group
-  int served = 0;              // how many it serves
-  std::string consistency;     // one of kConsistencyNames
-  uint64_t staleness = 0;      // ssp
-  double easgd_alpha = 0.1;    // easgd
+  std::vector<bool> serves;              // per worker: in this server's group
+  int served = 0;                        // how many it serves
+  std::string consistency;               // one of kConsistencyNames
+  uint64_t staleness = 0;                // ssp
+  double easgd_alpha = 0.1;              // easgd
   UpdaterConfig updater;
   ValueEncoding wire = ValueEncoding::kF32;  // how workers' slices travel
   int timeout_ms = 0;
-  int lease_ms = 0;            // no worker connected for this long: the server stops
-  int checkpoint_every = 0;    // updates between checkpoints; 0: at the end only
-  uint64_t steps = 0;          // the job's train.steps; 0: from its epochs (which a server cannot count)
-  int seed = 1;                // initial values (lib/ps/param_init.h)
-  int servers = 0;             // of the plan, every group's
-  int servers_per_group = 1;   // what a checkpoint records as the run's servers
+  int lease_ms = 0;           // no worker connected for this long: the server stops
+  int checkpoint_every = 0;   // updates between checkpoints; 0: at the end only
+  uint64_t steps = 0;         // the job's train.steps; 0: from its epochs (which a server cannot count)
+  int seed = 1;               // initial values (lib/ps/param_init.h)
+  int servers = 0;            // of the plan, every group's
+  int servers_per_group = 1;  // what a checkpoint records as the run's servers
 
-  std::vector<SliceSpec> slices;       // by increasing key
-  std::vector<LayerSpec> layers;       // in the net's order
-  std::vector<int> holders_per_key;    // per key of the plan: how many workers hold it
-  std::vector<std::vector<uint32_t>> held;  // per worker: its keys on this server, increasing (a join's answer)
+  std::vector<SliceSpec> slices;     // by increasing key
+  std::vector<LayerSpec> layers;     // in the net's order
+  std::vector<int> holders_per_key;  // per key of the plan: how many workers hold it
+  std::vector<std::vector<uint32_t>>
+      held;  // per worker: its keys on this server, increasing (a join's answer)
   std::vector<std::vector<uint32_t>> exchanged;  // per worker: its keys here less the frozen (every update's)
-  size_t max_request_bytes = 0;        // the largest request a peer can legitimately send
+  size_t max_request_bytes = 0;                  // the largest request a peer can legitimately send
 
   // Distributed Hogwild: the servers of other groups this one syncs with.
   int sync_freq = 0;

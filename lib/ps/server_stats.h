@@ -3,9 +3,8 @@
 #pragma once
 
 #include <cstdint>
-#include <vector>
-
 #include <nlohmann/json.hpp>
+#include <vector>
 
 namespace shoal {
 
@@ -36,9 +35,10 @@ struct ServerStats {
   // reader had to go without. Never above cluster.staleness.
   uint64_t max_staleness_served = 0;
   uint64_t bad_requests = 0;
-  uint64_t reads_timed_out = 0;  // parked past cluster.timeout_ms: answered timed-out, naming what they waited for
+  uint64_t reads_timed_out =
+      0;  // parked past cluster.timeout_ms: answered timed-out, naming what they waited for
   uint64_t checkpoints = 0;
-  int64_t last_checkpoint_step = -1;  // -1: none written yet
+  int64_t last_checkpoint_step = -1;     // -1: none written yet
   uint64_t bytes_in = 0, bytes_out = 0;  // every request and reply, headers included
   // Seconds busy: handling requests (gradients summed, updates applied,
   // replies encoded; under the server's lock), and of that, encoding the

@@ -43,8 +43,8 @@ void ServerSync::Loop() {
     tls.server_name = ServerCertificateName(neighbours[i]);
     Status s = clients.back()->Dial(config_.sync_endpoints[i], timeout_ms, tls);
     if (!s.ok())
-      Log("server " + std::to_string(config_.id) + " cannot reach server " + std::to_string(neighbours[i]) + ": " +
-          s.ToString());
+      Log("server " + std::to_string(config_.id) + " cannot reach server " + std::to_string(neighbours[i]) +
+          ": " + s.ToString());
   }
   std::vector<std::pair<uint32_t, std::vector<float>>> values;
   while (true) {
@@ -62,15 +62,16 @@ void ServerSync::Loop() {
       std::vector<EntryRef> entries;
       for (const auto& [key, v] : values)
         entries.push_back({static_cast<uint32_t>(key + shift), v.data(), static_cast<uint32_t>(v.size())});
-      MsgHeader h{MsgType::kSync, config_.plan_hash_value, 0, kServerSenderBase + static_cast<uint32_t>(config_.id)};
+      MsgHeader h{MsgType::kSync, config_.plan_hash_value, 0,
+                  kServerSenderBase + static_cast<uint32_t>(config_.id)};
       Reply reply;
       Status s = clients[i]->Call(h, entries, &reply);
       if (s.ok()) {
         ++sent_;
       } else {
         ++failed_;
-        Log("server " + std::to_string(config_.id) + ": sync with server " + std::to_string(neighbours[i]) + ": " +
-            s.ToString());
+        Log("server " + std::to_string(config_.id) + ": sync with server " + std::to_string(neighbours[i]) +
+            ": " + s.ToString());
       }
     }
   }

@@ -30,8 +30,8 @@ std::string SspConsistency::RefuseUpdate(const ServerTable& table, int worker, u
                                          const std::vector<int>& layers) const {
   const uint64_t clock = table.NextStepOf(worker, layers);
   if (step <= clock) return "";
-  return "update for step " + std::to_string(step) + " but worker " + std::to_string(worker) + "'s clock here is " +
-         std::to_string(clock);
+  return "update for step " + std::to_string(step) + " but worker " + std::to_string(worker) +
+         "'s clock here is " + std::to_string(clock);
 }
 
 std::string SspConsistency::RefuseRead(const ServerTable& table, const Read& read) const {
@@ -39,8 +39,8 @@ std::string SspConsistency::RefuseRead(const ServerTable& table, const Read& rea
   for (int w = 0; w < config_.workers; ++w)
     if (config_.serves[w]) fastest = std::max(fastest, table.NextStepOf(w));
   if (read.at <= fastest + 1) return "";
-  return "a read at clock " + std::to_string(read.at) + " while the fastest worker is at " + std::to_string(fastest) +
-         ": no worker reads past its next clock";
+  return "a read at clock " + std::to_string(read.at) + " while the fastest worker is at " +
+         std::to_string(fastest) + ": no worker reads past its next clock";
 }
 
 bool SspConsistency::Ready(const ServerTable& table, const Read& read) const {
@@ -56,12 +56,14 @@ std::string SspConsistency::Awaited(const ServerTable& table, const Read& read) 
       behind += (behind.empty() ? "" : ", ") + std::string("worker ") + std::to_string(w) + " at " +
                 std::to_string(table.NextStepOf(w));
   if (behind.empty()) return "";
-  return "a read at clock " + std::to_string(read.at) + " with staleness " + std::to_string(config_.staleness) +
-         " needs every worker's clock at " + std::to_string(needed) + " or more: " + behind;
+  return "a read at clock " + std::to_string(read.at) + " with staleness " +
+         std::to_string(config_.staleness) + " needs every worker's clock at " + std::to_string(needed) +
+         " or more: " + behind;
 }
 
 void SspConsistency::OnAnswer(const ServerTable& table, const Read& read) {
-  stats_->max_staleness_served = std::max(stats_->max_staleness_served, SspStaleness(read.at, Slowest(table)));
+  stats_->max_staleness_served =
+      std::max(stats_->max_staleness_served, SspStaleness(read.at, Slowest(table)));
 }
 
 }  // namespace shoal

@@ -20,7 +20,8 @@ uint64_t Counter(const nlohmann::json& stats, const char* name) {
 
 // Per second between two readings of a counter; null when the server
 // restarted in between (its counters began again) or no time passed.
-nlohmann::json Rate(const nlohmann::json& before, const nlohmann::json& now, const char* name, double seconds) {
+nlohmann::json Rate(const nlohmann::json& before, const nlohmann::json& now, const char* name,
+                    double seconds) {
   const uint64_t a = Counter(before, name), b = Counter(now, name);
   if (seconds <= 0 || b < a) return nullptr;
   return static_cast<double>(b - a) / seconds;
@@ -61,7 +62,8 @@ JobSample StatsPoller::Poll() {
     if (s.status.ok()) {
       s.stats = nlohmann::json::parse(reply.view().text, nullptr, false);
       if (!s.stats.is_object())
-        s.status = Status::Corruption("server " + std::to_string(s.server) + " answered stats that are not JSON");
+        s.status =
+            Status::Corruption("server " + std::to_string(s.server) + " answered stats that are not JSON");
     }
     sample.servers.push_back(std::move(s));
   }
@@ -81,8 +83,8 @@ nlohmann::json JobView(const Plan& plan, const JobSample& before, const JobSampl
   nlohmann::json last_checkpoint;  // the oldest of the servers' newest
   bool every_checkpointed = true;
   for (const ServerSample& s : now.servers) {
-    nlohmann::json row = {{"server", s.server}, {"endpoint", plan.servers[s.server].endpoint},
-                          {"reachable", s.status.ok()}};
+    nlohmann::json row = {
+        {"server", s.server}, {"endpoint", plan.servers[s.server].endpoint}, {"reachable", s.status.ok()}};
     if (!s.status.ok()) {
       row["error"] = s.status.ToString();
       servers.push_back(row);
@@ -90,9 +92,9 @@ nlohmann::json JobView(const Plan& plan, const JobSample& before, const JobSampl
     }
     ++reachable;
     const nlohmann::json& st = s.stats;
-    for (const char* field : {"version", "updates_received", "bytes_in", "bytes_out", "parked", "gets_waited",
-                              "ssp_waits", "max_staleness_served", "checkpoints", "last_checkpoint_step",
-                              "workers_done", "bad_requests"})
+    for (const char* field :
+         {"version", "updates_received", "bytes_in", "bytes_out", "parked", "gets_waited", "ssp_waits",
+          "max_staleness_served", "checkpoints", "last_checkpoint_step", "workers_done", "bad_requests"})
       row[field] = st.value(field, nlohmann::json());
     const ServerSample* earlier = Find(before, s.server);
     const bool rates = seconds > 0 && earlier && earlier->status.ok();
@@ -112,8 +114,10 @@ nlohmann::json JobView(const Plan& plan, const JobSample& before, const JobSampl
     for (size_t w = 0; w < steps.size() && w < from.size(); ++w)
       if (from[w].is_number_unsigned()) steps[w] = std::max(steps[w], from[w].get<uint64_t>());
     const nlohmann::json step = st.value("last_checkpoint_step", nlohmann::json());
-    if (!step.is_number()) every_checkpointed = false;
-    else if (last_checkpoint.is_null() || step < last_checkpoint) last_checkpoint = step;
+    if (!step.is_number())
+      every_checkpointed = false;
+    else if (last_checkpoint.is_null() || step < last_checkpoint)
+      last_checkpoint = step;
     servers.push_back(row);
   }
   view["servers"] = servers;

@@ -26,7 +26,10 @@ ServerTable::ServerTable(const ServerConfig& config, bool takes_gradients)
     }
     UpdaterConfig updater = config.updater;
     updater.learning_rate *= spec.lr_mult;
-    Slice s{&spec, std::vector<float>(full.begin() + spec.offset, full.begin() + spec.offset + spec.count), {}, {},
+    Slice s{&spec,
+            std::vector<float>(full.begin() + spec.offset, full.begin() + spec.offset + spec.count),
+            {},
+            {},
             updater};
     if (takes_gradients) {
       // A frozen slice's state stays zero, for checkpoints of one layout whatever lr_mult says.
@@ -65,8 +68,8 @@ uint64_t ServerTable::SlowestLayer() const {
 std::string ServerTable::LayerAhead() const {
   for (const Layer& layer : layers_)
     if (layer.version != version_)
-      return "layer '" + layer.spec->name + "' is at version " + std::to_string(layer.version) + ", the table at " +
-             std::to_string(version_);
+      return "layer '" + layer.spec->name + "' is at version " + std::to_string(layer.version) +
+             ", the table at " + std::to_string(version_);
   return "";
 }
 
@@ -151,7 +154,8 @@ void ServerTable::AddToSum(uint32_t key, const float* grad, size_t n) {
   s.sum_is_zero = false;
 }
 
-void ServerTable::Apply(Slice& s, float scale, uint64_t version, std::vector<float>* before, const EntryView* last) {
+void ServerTable::Apply(Slice& s, float scale, uint64_t version, std::vector<float>* before,
+                        const EntryView* last) {
   if (last && last->encoding != ValueEncoding::kF32) {  // halves are widened on their own
     AddGradients({last});
     last = nullptr;

@@ -32,7 +32,7 @@ class ServerTable {
   };
   struct Layer {
     const LayerSpec* spec;
-    uint64_t version = 0;               // updates (easgd: exchanges) applied to it
+    uint64_t version = 0;                // updates (easgd: exchanges) applied to it
     std::vector<uint64_t> updates_from;  // per worker: the step after its last update taken in
   };
 
@@ -64,7 +64,8 @@ class ServerTable {
   // Which layer is past the table's version, and where; empty if none is.
   std::string LayerAhead() const;
 
-  // Per worker exchanging nothing here (holding nothing, or only frozen slices): the step after its last (empty) update.
+  // Per worker exchanging nothing here (holding nothing, or only frozen slices): the step after its last
+  // (empty) update.
   std::vector<uint64_t>& empty_steps() { return empty_steps_; }
   const std::vector<uint64_t>& empty_steps() const { return empty_steps_; }
   // The step `worker` trains next as far as this server knows (its clock):
@@ -131,7 +132,7 @@ class ServerTable {
   Status init_status_;
   std::map<uint32_t, Slice> slices_;
   std::vector<Layer> layers_;
-  std::map<uint32_t, int> layer_of_;          // key -> index in layers_
+  std::map<uint32_t, int> layer_of_;           // key -> index in layers_
   std::vector<std::vector<int>> held_layers_;  // per worker
   std::vector<uint64_t> empty_steps_;
   std::vector<bool> done_;

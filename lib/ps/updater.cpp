@@ -89,7 +89,8 @@ void Sgd(float lr, float wd, size_t n, Grad grad, const float* w, Out out) {
 }
 
 template <typename Grad, typename Out>
-void Momentum(float lr, float wd, float mu, bool nesterov, size_t n, Grad grad, const float* w, Out out, float* v) {
+void Momentum(float lr, float wd, float mu, bool nesterov, size_t n, Grad grad, const float* w, Out out,
+              float* v) {
   for (size_t i = 0; i < n; ++i) {
     const float g = grad(i) + wd * w[i];
     v[i] = v[i] * mu + g;
@@ -107,7 +108,8 @@ void Adagrad(float lr, float wd, float eps, size_t n, Grad grad, const float* w,
 }
 
 template <typename Grad, typename Out>
-void Rmsprop(float lr, float wd, double alpha, float eps, size_t n, Grad grad, const float* w, Out out, float* avg) {
+void Rmsprop(float lr, float wd, double alpha, float eps, size_t n, Grad grad, const float* w, Out out,
+             float* avg) {
   const float a = static_cast<float>(alpha), keep = static_cast<float>(1.0 - alpha);
   for (size_t i = 0; i < n; ++i) {
     const float g = grad(i) + wd * w[i];
@@ -117,11 +119,12 @@ void Rmsprop(float lr, float wd, double alpha, float eps, size_t n, Grad grad, c
 }
 
 template <typename Grad, typename Out>
-void Adam(const UpdaterConfig& c, double lr, uint64_t step, size_t n, Grad grad, const float* w, Out out, float* m,
-          float* u) {
+void Adam(const UpdaterConfig& c, double lr, uint64_t step, size_t n, Grad grad, const float* w, Out out,
+          float* m, float* u) {
   const double k = static_cast<double>(step) + 1.0;  // Adam's step count: this update is its k-th
   const float b1 = static_cast<float>(c.beta1), b2 = static_cast<float>(c.beta2);
-  const float one_minus_b1 = static_cast<float>(1.0 - c.beta1), one_minus_b2 = static_cast<float>(1.0 - c.beta2);
+  const float one_minus_b1 = static_cast<float>(1.0 - c.beta1),
+              one_minus_b2 = static_cast<float>(1.0 - c.beta2);
   const float step_size = static_cast<float>(lr / (1.0 - std::pow(c.beta1, k)));
   const float correction2_sqrt = static_cast<float>(std::sqrt(1.0 - std::pow(c.beta2, k)));
   const float eps = static_cast<float>(c.epsilon), wd = static_cast<float>(c.weight_decay);
@@ -155,7 +158,9 @@ UpdaterState NewUpdaterState(const UpdaterConfig& config, size_t n) {
   return UpdaterState(UpdaterStateNames(config.rule).size(), std::vector<float>(n, 0.0f));
 }
 
-float LearningRateAt(const UpdaterConfig& c, uint64_t step) { return static_cast<float>(ScheduledRate(c, step)); }
+float LearningRateAt(const UpdaterConfig& c, uint64_t step) {
+  return static_cast<float>(ScheduledRate(c, step));
+}
 
 template <typename Grad, typename Out>
 void Update(const UpdaterConfig& c, uint64_t step, size_t n, Grad grad, const float* w, Out out,
@@ -164,11 +169,16 @@ void Update(const UpdaterConfig& c, uint64_t step, size_t n, Grad grad, const fl
   const float eps = static_cast<float>(c.epsilon), mu = static_cast<float>(c.momentum);
   std::vector<std::vector<float>>& s = *state;
   switch (c.rule) {
-    case UpdateRule::kSgd: return Sgd(lr, wd, n, grad, w, out);
-    case UpdateRule::kMomentum: return Momentum(lr, wd, mu, false, n, grad, w, out, s[0].data());
-    case UpdateRule::kNesterov: return Momentum(lr, wd, mu, true, n, grad, w, out, s[0].data());
-    case UpdateRule::kAdagrad: return Adagrad(lr, wd, eps, n, grad, w, out, s[0].data());
-    case UpdateRule::kRmsprop: return Rmsprop(lr, wd, c.rmsprop_alpha, eps, n, grad, w, out, s[0].data());
+    case UpdateRule::kSgd:
+      return Sgd(lr, wd, n, grad, w, out);
+    case UpdateRule::kMomentum:
+      return Momentum(lr, wd, mu, false, n, grad, w, out, s[0].data());
+    case UpdateRule::kNesterov:
+      return Momentum(lr, wd, mu, true, n, grad, w, out, s[0].data());
+    case UpdateRule::kAdagrad:
+      return Adagrad(lr, wd, eps, n, grad, w, out, s[0].data());
+    case UpdateRule::kRmsprop:
+      return Rmsprop(lr, wd, c.rmsprop_alpha, eps, n, grad, w, out, s[0].data());
     case UpdateRule::kAdam:
       return Adam(c, ScheduledRate(c, step), step, n, grad, w, out, s[0].data(), s[1].data());
   }
@@ -180,15 +190,16 @@ void ApplyUpdate(const UpdaterConfig& c, uint64_t step, size_t n, const float* g
 }
 
 template <typename Grad>
-void UpdateInto(const UpdaterConfig& c, uint64_t step, size_t n, Grad grad, const float* value, float* updated,
-                unsigned char* also_into, UpdaterState* state) {
+void UpdateInto(const UpdaterConfig& c, uint64_t step, size_t n, Grad grad, const float* value,
+                float* updated, unsigned char* also_into, UpdaterState* state) {
   if (also_into) return Update(c, step, n, grad, value, IntoBoth{updated, also_into}, state);
   Update(c, step, n, grad, value, Into{updated}, state);
 }
 
-void ApplySumUpdate(const UpdaterConfig& c, uint64_t step, size_t n, const GradientSum& grad, const float* value,
-                    float* updated, UpdaterState* state, unsigned char* also_into) {
-  if (!grad.last) return UpdateInto(c, step, n, Consumed{grad.sum, grad.scale}, value, updated, also_into, state);
+void ApplySumUpdate(const UpdaterConfig& c, uint64_t step, size_t n, const GradientSum& grad,
+                    const float* value, float* updated, UpdaterState* state, unsigned char* also_into) {
+  if (!grad.last)
+    return UpdateInto(c, step, n, Consumed{grad.sum, grad.scale}, value, updated, also_into, state);
   if (grad.sum_is_zero)
     return UpdateInto(c, step, n, OnlyLast{grad.last, grad.scale}, value, updated, also_into, state);
   UpdateInto(c, step, n, ConsumedPlusLast{grad.sum, grad.last, grad.scale}, value, updated, also_into, state);

@@ -27,7 +27,8 @@ namespace shoal {
 // In kUpdaterNames' order (the job's names for them).
 enum class UpdateRule { kSgd, kMomentum, kNesterov, kAdagrad, kRmsprop, kAdam };
 constexpr size_t kUpdateRuleCount = 6;
-static_assert(std::size(kUpdaterNames) == kUpdateRuleCount, "a rule without a name in the job, or a name without one");
+static_assert(std::size(kUpdaterNames) == kUpdateRuleCount,
+              "a rule without a name in the job, or a name without one");
 
 struct UpdaterConfig {
   UpdateRule rule = UpdateRule::kMomentum;  // with momentum 0, plain SGD
@@ -83,6 +84,7 @@ struct GradientSum {
 // before its value is written): the reply that carries them, encoded in the
 // same pass.
 void ApplySumUpdate(const UpdaterConfig& config, uint64_t step, size_t n, const GradientSum& grad,
-                    const float* value, float* updated, UpdaterState* state, unsigned char* also_into = nullptr);
+                    const float* value, float* updated, UpdaterState* state,
+                    unsigned char* also_into = nullptr);
 
 }  // namespace shoal

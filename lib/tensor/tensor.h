@@ -19,7 +19,9 @@ std::string ShapeToString(const Shape& shape);
 class Tensor {
  public:
   Tensor() = default;
-  explicit Tensor(Shape shape) : shape_(std::move(shape)), home_(NumElements(shape_), 0.0f) { at_ = home_.data(); }
+  explicit Tensor(Shape shape) : shape_(std::move(shape)), home_(NumElements(shape_), 0.0f) {
+    at_ = home_.data();
+  }
   // A copy is a tensor of its own, at home, whatever binds the original.
   Tensor(const Tensor& other) : shape_(other.shape_), home_(other.data(), other.data() + other.size()) {
     at_ = home_.data();

@@ -7,11 +7,10 @@
 namespace shoal {
 namespace {
 
-Status ReadRecords(ShardReader* reader, uint64_t first, int count, size_t record_floats, Batch* out,
-                   int at) {
+Status ReadRecords(ShardReader* reader, uint64_t first, int count, size_t record_floats, Batch* out, int at) {
   for (int i = 0; i < count; ++i)
-    SHOAL_RETURN_IF_ERROR(reader->Read(first + i, out->pixels.data() + (at + i) * record_floats,
-                                       &out->labels[at + i]));
+    SHOAL_RETURN_IF_ERROR(
+        reader->Read(first + i, out->pixels.data() + (at + i) * record_floats, &out->labels[at + i]));
   return Status::Ok();
 }
 
@@ -53,8 +52,10 @@ Status BatchLoader::ReadBatch(Batch* b) {
       order_ = ShuffledOrder(total_, seed_ * 1000003 + pass);
       order_pass_ = pass;
     }
-    if (pass > 0) at = order_[at];
-    else if (at / batch_ < first_batches_.size()) at = first_batches_[at / batch_] * batch_ + at % batch_;
+    if (pass > 0)
+      at = order_[at];
+    else if (at / batch_ < first_batches_.size())
+      at = first_batches_[at / batch_] * batch_ + at % batch_;
     size_t shard = 0;
     while (at >= shards_[shard]->records()) at -= shards_[shard++]->records();
     SHOAL_RETURN_IF_ERROR(ReadRecords(shards_[shard].get(), at, 1, record_floats_, b, i));
@@ -65,10 +66,12 @@ Status BatchLoader::ReadBatch(Batch* b) {
 Status BatchLoader::ReadStreams(Batch* b) {
   const uint64_t shards = shards_.size();
   if (batch_ % shards != 0)
-    return Status::InvalidArgument("a batch of " + std::to_string(batch_) + " streams does not divide over the " +
-                                   std::to_string(shards) + " shards this worker reads");
+    return Status::InvalidArgument("a batch of " + std::to_string(batch_) +
+                                   " streams does not divide over the " + std::to_string(shards) +
+                                   " shards this worker reads");
   const uint64_t per_shard = batch_ / shards;
-  uint64_t length = UINT64_MAX;  // each stream's records; a shard's tail past per_shard × length is never read
+  uint64_t length =
+      UINT64_MAX;  // each stream's records; a shard's tail past per_shard × length is never read
   for (const auto& s : shards_) length = std::min(length, s->records() / per_shard);
   if (length == 0)
     return Status::InvalidArgument("a shard holds fewer records than the " + std::to_string(per_shard) +
@@ -76,8 +79,8 @@ Status BatchLoader::ReadStreams(Batch* b) {
   const uint64_t t = (cursor_ / batch_) % length;
   b->stream_start = t == 0;
   for (int i = 0; i < batch_; ++i, ++cursor_)
-    SHOAL_RETURN_IF_ERROR(ReadRecords(shards_[i / per_shard].get(), (i % per_shard) * length + t, 1, record_floats_,
-                                      b, i));
+    SHOAL_RETURN_IF_ERROR(
+        ReadRecords(shards_[i / per_shard].get(), (i % per_shard) * length + t, 1, record_floats_, b, i));
   return Status::Ok();
 }
 

@@ -62,7 +62,7 @@ class BatchLoader {
   size_t depth_;
   uint64_t total_ = 0;
   uint64_t seed_;
-  uint64_t cursor_ = 0;  // records handed out so far, over all passes
+  uint64_t cursor_ = 0;          // records handed out so far, over all passes
   std::vector<uint64_t> order_;  // the order of pass order_pass_
   uint64_t order_pass_ = 0;
   std::vector<uint64_t> first_batches_;  // the first pass's order of whole batches

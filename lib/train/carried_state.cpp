@@ -71,8 +71,8 @@ Status CarriedStateFiles::Load(uint64_t step, int batch, const std::vector<Carri
   std::string bytes;
   SHOAL_RETURN_IF_ERROR(ReadFile(path, &bytes, expected));
   auto bad = [&](const std::string& why) {
-    return Status::Corruption("'" + path + "' is not the state this worker saved for step " + std::to_string(step) +
-                              ": " + why);
+    return Status::Corruption("'" + path + "' is not the state this worker saved for step " +
+                              std::to_string(step) + ": " + why);
   };
   if (bytes.size() != expected)
     return bad(std::to_string(bytes.size()) + " bytes where the net's state for " + std::to_string(batch) +

@@ -20,10 +20,11 @@ size_t GpuScratchBytes(const TrainConfig& train, const PartitionedNet& net) {
 Status CheckRunsOnGpu(const PartitionedNet& net) {
   const std::string off = net.LayerOffGpu();
   if (off.empty()) return Status::Ok();
-  return Status::InvalidArgument("train.device is cuda, but " + off +
-                                 " has no GPU form: on a GPU a worker runs data, fully_connected, convolution, "
-                                 "pooling, relu, sigmoid, flatten and softmax_loss (one label a record) layers, in "
-                                 "groups of one (--strategy data)");
+  return Status::InvalidArgument(
+      "train.device is cuda, but " + off +
+      " has no GPU form: on a GPU a worker runs data, fully_connected, convolution, "
+      "pooling, relu, sigmoid, flatten and softmax_loss (one label a record) layers, in "
+      "groups of one (--strategy data)");
 }
 
 Status CheckDeviceMemoryFits(const Plan& plan) {

@@ -15,7 +15,8 @@ std::vector<float> ShareOfAverage(const Plan& plan, int worker, const std::vecto
   const std::vector<int> holders = HoldersPerKey(plan);
   std::map<std::string, float> share;
   for (uint32_t key : KeysHeldBy(plan, worker))
-    share[plan.slices[key].param] = static_cast<float>(holders[key]) / static_cast<float>(plan.workers.size());
+    share[plan.slices[key].param] =
+        static_cast<float>(holders[key]) / static_cast<float>(plan.workers.size());
   std::vector<float> out;
   for (const Param* p : params) out.push_back(share.at(p->name));
   return out;

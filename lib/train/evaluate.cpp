@@ -18,9 +18,9 @@ void FeedBatch(const Batch& batch, Net* net) {
 Status CheckShardsFitNet(const Manifest& m, const std::string& dir, Net* net) {
   const Shape& want = net->data_layer().out_shape();
   if (m.record_shape != want)
-    return Status::InvalidArgument("'" + dir + "/manifest.json': records are " + ShapeToString(m.record_shape) +
-                                   " but data layer '" + net->data_layer().name() + "' expects " +
-                                   ShapeToString(want));
+    return Status::InvalidArgument("'" + dir + "/manifest.json': records are " +
+                                   ShapeToString(m.record_shape) + " but data layer '" +
+                                   net->data_layer().name() + "' expects " + ShapeToString(want));
   const int classes = net->loss_layer().classes();
   if (classes > 0 && m.classes > classes)
     return Status::InvalidArgument("'" + dir + "/manifest.json': " + std::to_string(m.classes) +
@@ -88,12 +88,13 @@ Status FillParamsFromCheckpoint(const Checkpoint& merged, const std::string& sou
   for (Param* p : params) {
     auto it = values.find(p->name);
     if (it == values.end())
-      return Status::InvalidArgument("'" + source + "' has no parameter '" + p->name + "' (the plan's net has it, " +
-                                     ShapeToString(p->shape) + ")");
+      return Status::InvalidArgument("'" + source + "' has no parameter '" + p->name +
+                                     "' (the plan's net has it, " + ShapeToString(p->shape) + ")");
     const CheckpointTensor& t = *it->second;
     if (t.shape != p->shape)
-      return Status::InvalidArgument("'" + source + "': parameter '" + p->name + "' is " + ShapeToString(t.shape) +
-                                     ", the plan's net has " + ShapeToString(p->shape));
+      return Status::InvalidArgument("'" + source + "': parameter '" + p->name + "' is " +
+                                     ShapeToString(t.shape) + ", the plan's net has " +
+                                     ShapeToString(p->shape));
     if (t.offset != 0 || t.data.size() != p->value.size())
       return Status::InvalidArgument("'" + source + "': parameter '" + p->name +
                                      "' is a slice, not the whole parameter (merge the servers' files)");
@@ -124,7 +125,8 @@ Status OpenCheckpointNet(const Plan& plan, const std::vector<std::string>& check
 
 Status EvaluateCheckpoint(const Plan& plan, const EvalOptions& options, nlohmann::json* record) {
   CheckpointNet c;
-  SHOAL_RETURN_IF_ERROR(OpenCheckpointNet(plan, options.checkpoint, options.step, options.shard_dir, options.threads, &c));
+  SHOAL_RETURN_IF_ERROR(
+      OpenCheckpointNet(plan, options.checkpoint, options.step, options.shard_dir, options.threads, &c));
   ShardReader test;
   SHOAL_RETURN_IF_ERROR(test.Open(c.shard_dir, c.manifest.test, c.manifest));
   EvalResult eval;

@@ -2,16 +2,15 @@
 // and without it (dl-worker --eval-only).
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "ckpt/checkpoint.h"
 #include "core/status.h"
 #include "data/shard.h"
-#include "layers/layer.h"
 #include "graph/net.h"
+#include "layers/layer.h"
 #include "plan/plan.h"
 #include "train/batch_loader.h"
 

@@ -18,7 +18,8 @@ void LocalUpdater::Apply(uint64_t step) {
     // Scaled in place: the next backward pass sets the gradient afresh.
     if (scales_[i] != 1.0f)
       for (size_t j = 0; j < grad.size(); ++j) grad[j] *= scales_[i];
-    ApplyUpdate(updaters_[i], step, params_[i]->value.size(), grad.data(), params_[i]->value.data(), &state_[i]);
+    ApplyUpdate(updaters_[i], step, params_[i]->value.size(), grad.data(), params_[i]->value.data(),
+                &state_[i]);
   }
 }
 

@@ -76,14 +76,16 @@ Status RemoteTable::Connect() {
     clients_.back()->set_label("worker " + std::to_string(worker_));
     // The server this process hosts is reached without a socket.
     const bool here = id == ServerInWorker(plan_, worker_);
-    SHOAL_RETURN_IF_ERROR(clients_.back()->Dial(here ? InProcessEndpoint(id) : server.endpoint, timeout_ms_, tls));
+    SHOAL_RETURN_IF_ERROR(
+        clients_.back()->Dial(here ? InProcessEndpoint(id) : server.endpoint, timeout_ms_, tls));
   }
   return overlap_ ? OpenLanes() : Status::Ok();
 }
 
 Status RemoteTable::OpenLanes() {
   for (size_t s = 0; s < exchanged_.size(); ++s) {
-    if (exchanged_[s].empty()) {  // a server where this worker exchanges nothing hears of each step all the same
+    if (exchanged_[s]
+            .empty()) {  // a server where this worker exchanges nothing hears of each step all the same
       lanes_.push_back({static_cast<int>(s), {}, nullptr});
       continue;
     }
@@ -102,7 +104,8 @@ Status RemoteTable::OpenLanes() {
       floats.back() += p.count;
     }
     for (const LaneRange& range : GroupLanes(floats, plan_.job.train.overlap_bucket_floats)) {
-      lanes_of_layer_[layers[range.begin]].push_back(lanes_.size());  // its lowest layer: last back, first forward
+      lanes_of_layer_[layers[range.begin]].push_back(
+          lanes_.size());  // its lowest layer: last back, first forward
       lanes_.push_back({static_cast<int>(s), {}, nullptr});
       for (size_t layer = range.begin; layer < range.end; ++layer)
         lanes_.back().pieces.insert(lanes_.back().pieces.end(), pieces[layer].begin(), pieces[layer].end());
@@ -167,8 +170,8 @@ Status RemoteTable::AfterBackward(const Layer& layer, uint64_t step) {
   return Status::Ok();
 }
 
-Status RemoteTable::RoundTrip(MsgType type, uint64_t step, const std::vector<std::vector<Piece>>& pieces, Send send,
-                              Take take, const std::string& text, std::vector<uint64_t>* steps) {
+Status RemoteTable::RoundTrip(MsgType type, uint64_t step, const std::vector<std::vector<Piece>>& pieces,
+                              Send send, Take take, const std::string& text, std::vector<uint64_t>* steps) {
   const MsgHeader h{type, plan_hash_, step, static_cast<uint32_t>(worker_), incarnation_};
   auto send_to = [&](size_t s) {
     std::vector<EntryRef> entries;
@@ -201,7 +204,8 @@ Status RemoteTable::RoundTrip(MsgType type, uint64_t step, const std::vector<std
       if (type == MsgType::kJoin) {
         if (now > join_deadline)
           return Status::InvalidArgument("server '" + endpoint + "' refused 'join' for " +
-                                         std::to_string(RpcClient::kLostAfter.count()) + " s: " + reply.view().text);
+                                         std::to_string(RpcClient::kLostAfter.count()) +
+                                         " s: " + reply.view().text);
         if (!std::exchange(join_waited, true))
           Log("worker " + std::to_string(worker_) + ": server '" + endpoint + "' says '" + reply.view().text +
               "'; asking again for up to " + std::to_string(RpcClient::kLostAfter.count()) +
@@ -211,9 +215,9 @@ Status RemoteTable::RoundTrip(MsgType type, uint64_t step, const std::vector<std
         version = reply.view().header.step;
         moved = now;
       } else if (now - moved > std::chrono::milliseconds(timeout_ms_)) {
-        return Status::Timeout("server '" + endpoint + "' has stayed at version " +
-                               std::to_string(version) + " for " + std::to_string(timeout_ms_) + " ms answering " +
-                               MsgTypeName(type) + " with 'wait' (" + reply.view().text + ")");
+        return Status::Timeout("server '" + endpoint + "' has stayed at version " + std::to_string(version) +
+                               " for " + std::to_string(timeout_ms_) + " ms answering " + MsgTypeName(type) +
+                               " with 'wait' (" + reply.view().text + ")");
       }
       clients_[s]->Recycle(&reply);
       SHOAL_RETURN_IF_ERROR(send_to(s));
@@ -229,8 +233,8 @@ Status RemoteTable::RoundTrip(MsgType type, uint64_t step, const std::vector<std
   return Status::Ok();
 }
 
-Status RemoteTable::TimedSend(RpcClient* client, const MsgHeader& header, const std::vector<EntryRef>& entries,
-                             const std::string& text) {
+Status RemoteTable::TimedSend(RpcClient* client, const MsgHeader& header,
+                              const std::vector<EntryRef>& entries, const std::string& text) {
   Timed timed(&encoding_);
   return client->Send(header, entries, text);
 }
@@ -240,7 +244,8 @@ Status RemoteTable::TimedReceive(RpcClient* client, Reply* reply) {
   return client->Receive(reply);
 }
 
-Status RemoteTable::Absorb(int server, const MessageView& reply, const std::vector<Piece>& pieces, Take take) {
+Status RemoteTable::Absorb(int server, const MessageView& reply, const std::vector<Piece>& pieces,
+                           Take take) {
   Timed timed(&decoding_);
   const std::string& endpoint = plan_.servers[servers_[server]].endpoint;
   if (reply.header.plan_hash != plan_hash_)
@@ -277,13 +282,12 @@ Status RemoteTable::Join(uint64_t* step) {
   for (size_t s = 0; s < clients_.size(); ++s) {
     if (steps[s] == *step) continue;
     Reply reply;
-    SHOAL_RETURN_IF_ERROR(
-        clients_[s]->Call({MsgType::kJoin, plan_hash_, *step, static_cast<uint32_t>(worker_), incarnation_}, {},
-                          &reply));
+    SHOAL_RETURN_IF_ERROR(clients_[s]->Call(
+        {MsgType::kJoin, plan_hash_, *step, static_cast<uint32_t>(worker_), incarnation_}, {}, &reply));
     if (reply.view().header.type != MsgType::kReply)  // another life took the id since the first join
       return Status::InvalidArgument("server '" + clients_[s]->endpoint() + "' answered the join at step " +
-                                     std::to_string(*step) + " with '" + MsgTypeName(reply.view().header.type) +
-                                     "': " + reply.view().text);
+                                     std::to_string(*step) + " with '" +
+                                     MsgTypeName(reply.view().header.type) + "': " + reply.view().text);
     SHOAL_RETURN_IF_ERROR(Absorb(static_cast<int>(s), reply.view(), pieces_[s], Take::kValues));
   }
   return Status::Ok();
@@ -303,7 +307,8 @@ Status RemoteTable::FetchAll(const std::vector<Param*>& whole, uint64_t version)
   for (size_t s = 0; s < clients_.size(); ++s) {
     std::vector<Piece> all;
     for (const auto& slice : plan_.slices)
-      if (slice.server == servers_[s]) all.push_back({slice.key, by_name.at(slice.param), slice.offset, slice.count});
+      if (slice.server == servers_[s])
+        all.push_back({slice.key, by_name.at(slice.param), slice.offset, slice.count});
     Reply reply;
     SHOAL_RETURN_IF_ERROR(TimedReceive(clients_[s].get(), &reply));
     SHOAL_RETURN_IF_ERROR(Absorb(static_cast<int>(s), reply.view(), all, Take::kValues));
@@ -312,7 +317,8 @@ Status RemoteTable::FetchAll(const std::vector<Param*>& whole, uint64_t version)
 }
 
 Status RemoteTable::Push(uint64_t step, double) {
-  if (!overlap_) SHOAL_RETURN_IF_ERROR(RoundTrip(MsgType::kUpdateGet, step, exchanged_, Send::kGrads, Take::kValues));
+  if (!overlap_)
+    SHOAL_RETURN_IF_ERROR(RoundTrip(MsgType::kUpdateGet, step, exchanged_, Send::kGrads, Take::kValues));
   // Every layer went as backprop finished it (AfterBackward), unless one was
   // left out; the servers where this worker holds nothing hear of the step
   // now, their answer to the previous one taken first (one request at a time).

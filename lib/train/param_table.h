@@ -118,16 +118,16 @@ class RemoteTable : public ParamTable, public LayerHooks {
     Param* param;
     size_t offset, count;
   };
-  enum class Send { kNothing, kGrads, kValues };           // what a request carries of the params
-  enum class Take { kNothing, kValues, kDifference };      // what a reply's entries do to them
+  enum class Send { kNothing, kGrads, kValues };       // what a request carries of the params
+  enum class Take { kNothing, kValues, kDifference };  // what a reply's entries do to them
   // One request to every server at once, carrying `pieces` (per server) as
   // `send` says, then every reply, matched to them. `steps` (if given)
   // receives each reply's step.
-  Status RoundTrip(MsgType type, uint64_t step, const std::vector<std::vector<Piece>>& pieces, Send send, Take take,
-                   const std::string& text = "", std::vector<uint64_t>* steps = nullptr);
+  Status RoundTrip(MsgType type, uint64_t step, const std::vector<std::vector<Piece>>& pieces, Send send,
+                   Take take, const std::string& text = "", std::vector<uint64_t>* steps = nullptr);
   // A client's Send and Receive, timed (busy()).
   Status TimedSend(RpcClient* client, const MsgHeader& header, const std::vector<EntryRef>& entries,
-              const std::string& text = "");
+                   const std::string& text = "");
   Status TimedReceive(RpcClient* client, Reply* reply);
   // Copies a reply's slices into `pieces` (or subtracts them), which it must
   // match one for one.
@@ -162,7 +162,7 @@ class RemoteTable : public ParamTable, public LayerHooks {
   // gradients, never applied, are not sent.
   std::vector<std::vector<Piece>> exchanged_;
   bool overlap_;
-  std::vector<Lane> lanes_;                 // with overlap
+  std::vector<Lane> lanes_;                                    // with overlap
   std::map<std::string, std::vector<size_t>> lanes_of_layer_;  // lowest layer's name -> its lanes
   uint64_t bytes_sent_ = 0, bytes_received_ = 0;
   uint64_t updates_sent_ = 0;

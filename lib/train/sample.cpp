@@ -14,20 +14,24 @@ Status SampleText(const Plan& plan, const SampleOptions& options, std::string* t
     return Status::InvalidArgument("the temperature must be in (0, 100]");
   if (options.prime.empty()) return Status::InvalidArgument("the prime text is empty");
   CheckpointNet c;
-  SHOAL_RETURN_IF_ERROR(OpenCheckpointNet(plan, options.checkpoint, -1, options.shard_dir, options.threads, &c));
+  SHOAL_RETURN_IF_ERROR(
+      OpenCheckpointNet(plan, options.checkpoint, -1, options.shard_dir, options.threads, &c));
   const std::string& dir = c.shard_dir;
   const std::vector<int>& vocabulary = c.manifest.vocabulary;
   if (vocabulary.empty())
-    return Status::InvalidArgument("'" + dir + "/manifest.json' has no vocabulary: not a text dataset (dl-shard --text)");
+    return Status::InvalidArgument("'" + dir +
+                                   "/manifest.json' has no vocabulary: not a text dataset (dl-shard --text)");
   std::vector<int> id(256, -1);
   for (size_t i = 0; i < vocabulary.size(); ++i) id[vocabulary[i]] = static_cast<int>(i);
   Net* net = c.net.get();
   const LossLayer& loss = net->loss_layer();
   const int steps = loss.predictions_per_record();
   const int classes = loss.classes();
-  if (steps < 1 || loss.out_shape().size() != 2 || net->data_layer().feature_size() != static_cast<size_t>(steps) + 1)
-    return Status::InvalidArgument("the plan's net is not a char-RNN's: its loss must be over a sequence of steps "
-                                   "(softmax_loss over [steps, vocabulary]) and its data layer hold steps + 1 symbols");
+  if (steps < 1 || loss.out_shape().size() != 2 ||
+      net->data_layer().feature_size() != static_cast<size_t>(steps) + 1)
+    return Status::InvalidArgument(
+        "the plan's net is not a char-RNN's: its loss must be over a sequence of steps "
+        "(softmax_loss over [steps, vocabulary]) and its data layer hold steps + 1 symbols");
 
   std::vector<int> symbols;
   for (size_t i = 0; i < options.prime.size(); ++i) {
@@ -71,11 +75,13 @@ Status SampleText(const Plan& plan, const SampleOptions& options, std::string* t
     const size_t read = symbols.size() - from;
     forward(read);
     const float* p = loss.data().data() + (read - 1) * classes;
-    for (int c = 0; c < classes; ++c) weights[c] = std::pow(std::max(p[c], 1e-30f), 1.0 / options.temperature);
+    for (int c = 0; c < classes; ++c)
+      weights[c] = std::pow(std::max(p[c], 1e-30f), 1.0 / options.temperature);
     const int next = std::discrete_distribution<int>(weights.begin(), weights.end())(rng);
     if (next >= static_cast<int>(vocabulary.size()))
-      return Status::InvalidArgument("the net drew class " + std::to_string(next) + ", past the vocabulary's " +
-                                     std::to_string(vocabulary.size()) + " symbols");
+      return Status::InvalidArgument("the net drew class " + std::to_string(next) +
+                                     ", past the vocabulary's " + std::to_string(vocabulary.size()) +
+                                     " symbols");
     symbols.push_back(next);
     text->push_back(static_cast<char>(vocabulary[next]));
   }

@@ -36,8 +36,8 @@ Status Worker::SetUp() {
   const JobConfig& job = plan_.job;
   workers_ = options_.standalone ? 1 : static_cast<int>(plan_.workers.size());
   if (options_.id < 0 || options_.id >= workers_)
-    return Status::InvalidArgument("worker id " + std::to_string(options_.id) + " is not in the plan (it has " +
-                                   std::to_string(workers_) + " workers)");
+    return Status::InvalidArgument("worker id " + std::to_string(options_.id) +
+                                   " is not in the plan (it has " + std::to_string(workers_) + " workers)");
   const int group_size = GroupSize(plan_);
   if (job.train.clip_norm > 0.0 && group_size > 1)
     return Status::InvalidArgument("train.clip_norm clips a whole gradient, but the plan's groups of " +
@@ -56,13 +56,13 @@ Status Worker::SetUp() {
   if (job.train.cuda) SHOAL_RETURN_IF_ERROR(CheckRunsOnGpu(*net_));
   state_carrier_ = net_->StateCarrier();
   if (!state_carrier_.empty() && group_size > 1)
-    return Status::InvalidArgument("layer '" + state_carrier_ +
-                                   "' carries its state from batch to batch (carry_state), but the plan's groups of " +
-                                   std::to_string(group_size) +
-                                   " workers share each batch: plan it data parallel (--strategy data)");
+    return Status::InvalidArgument(
+        "layer '" + state_carrier_ +
+        "' carries its state from batch to batch (carry_state), but the plan's groups of " +
+        std::to_string(group_size) + " workers share each batch: plan it data parallel (--strategy data)");
   if (!state_carrier_.empty() && !options_.state_dir.empty()) {
-    state_files_ = std::make_unique<CarriedStateFiles>(options_.state_dir, options_.id, job.train.checkpoint_every,
-                                                       plan_.hash_value());
+    state_files_ = std::make_unique<CarriedStateFiles>(options_.state_dir, options_.id,
+                                                       job.train.checkpoint_every, plan_.hash_value());
     SHOAL_RETURN_IF_ERROR(state_files_->Open());
   }
   evaluates_ = options_.evaluate && options_.id == 0;
@@ -70,35 +70,40 @@ Status Worker::SetUp() {
   SHOAL_RETURN_IF_ERROR(OpenShards());
   batch_ = job.train.batch_size;
   steps_ = options_.steps > 0 ? options_.steps : job.train.steps;
-  if (steps_ == 0) steps_ = static_cast<long long>(job.train.epochs * total_records_ / (1.0 * workers_ * batch_));
+  if (steps_ == 0)
+    steps_ = static_cast<long long>(job.train.epochs * total_records_ / (1.0 * workers_ * batch_));
   if (steps_ < 1) return Status::InvalidArgument("the job trains for 0 steps (too few epochs for the data)");
   SHOAL_RETURN_IF_ERROR(OpenTable());
   // A rejoining worker goes on at the servers' step, and at the place in its
   // shard that step reads: its data order depends on the step alone.
   SHOAL_RETURN_IF_ERROR(table_->Join(&first_step_));
-  if (first_step_ > 0) Log("worker " + std::to_string(options_.id) + " rejoins at step " + std::to_string(first_step_));
+  if (first_step_ > 0)
+    Log("worker " + std::to_string(options_.id) + " rejoins at step " + std::to_string(first_step_));
   net_->Allocate(batch_);
   if (job.train.device_memory_mb > 0.0 || job.train.cuda) SHOAL_RETURN_IF_ERROR(OpenDeviceMemory(timeout_ms));
-  for (const auto& line : net_->DescribeConnections()) Log("worker " + std::to_string(options_.id) + ": " + line);
+  for (const auto& line : net_->DescribeConnections())
+    Log("worker " + std::to_string(options_.id) + ": " + line);
   return Status::Ok();
 }
 
 Status Worker::OpenShards() {
   const std::string dir = options_.shard_dir.empty() ? plan_.job.data.shards : options_.shard_dir;
-  if (dir.empty()) return Status::InvalidArgument("no shard directory: set data.shards in the job or pass --shards");
+  if (dir.empty())
+    return Status::InvalidArgument("no shard directory: set data.shards in the job or pass --shards");
   Manifest manifest;
   SHOAL_RETURN_IF_ERROR(LoadManifest(dir, &manifest));
   SHOAL_RETURN_IF_ERROR(CheckShardsFitNet(manifest, dir, whole_.get()));
   if (static_cast<int>(manifest.train.size()) < workers_)
-    return Status::InvalidArgument("'" + dir + "' has " + std::to_string(manifest.train.size()) + " shards for " +
-                                   std::to_string(workers_) + " workers: shard it again with --shards " +
-                                   std::to_string(workers_));
+    return Status::InvalidArgument("'" + dir + "' has " + std::to_string(manifest.train.size()) +
+                                   " shards for " + std::to_string(workers_) +
+                                   " workers: shard it again with --shards " + std::to_string(workers_));
   // Streams are contiguous stretches of the text: a worker's records must be one.
   if (!state_carrier_.empty() && !manifest.contiguous)
-    return Status::InvalidArgument("layer '" + state_carrier_ +
-                                   "' carries its state from batch to batch (carry_state), which needs each worker's "
-                                   "records in their order, but '" + dir +
-                                   "' was shuffled: shard it with dl-shard --contiguous");
+    return Status::InvalidArgument(
+        "layer '" + state_carrier_ +
+        "' carries its state from batch to batch (carry_state), which needs each worker's "
+        "records in their order, but '" +
+        dir + "' was shuffled: shard it with dl-shard --contiguous");
   // Worker w reads shards w, w+W, ...: with one shard each, the dealing rule
   // makes W workers × batch B see one worker × batch W·B's records.
   for (size_t s = 0; s < manifest.train.size(); ++s) {
@@ -162,11 +167,13 @@ Status Worker::OpenDeviceMemory(int timeout_ms) {
   DeviceMemoryPlan memory;
   SHOAL_RETURN_IF_ERROR(PlanDeviceMemory(ops, budget, &memory));
   const size_t pinned = std::count(memory.pinned.begin(), memory.pinned.end(), true);
-  Log("worker " + std::to_string(options_.id) + ": " + device_->name() + " of " + Mib(budget) + " for a step's " +
-      Mib(ops.TotalBytes()) + ": " + std::to_string(pinned) + " of " + std::to_string(ops.buffers.size()) +
-      " buffers pinned (" + Mib(memory.pinned_bytes) + "), access pool 2 x " + Mib(memory.peak) +
-      "; a step copies " + Mib(memory.bytes_to_device) + " in, " + Mib(memory.bytes_to_host) + " out");
-  SHOAL_RETURN_IF_ERROR(StepMemory::Create(device_.get(), std::move(ops), std::move(memory), timeout_ms, &device_memory_));
+  Log("worker " + std::to_string(options_.id) + ": " + device_->name() + " of " + Mib(budget) +
+      " for a step's " + Mib(ops.TotalBytes()) + ": " + std::to_string(pinned) + " of " +
+      std::to_string(ops.buffers.size()) + " buffers pinned (" + Mib(memory.pinned_bytes) +
+      "), access pool 2 x " + Mib(memory.peak) + "; a step copies " + Mib(memory.bytes_to_device) + " in, " +
+      Mib(memory.bytes_to_host) + " out");
+  SHOAL_RETURN_IF_ERROR(
+      StepMemory::Create(device_.get(), std::move(ops), std::move(memory), timeout_ms, &device_memory_));
   net_->UseDeviceMemory(device_memory_.get(), gpu_ops_.get());
   return Status::Ok();
 }
@@ -214,8 +221,10 @@ Status Worker::Step(long long step, const Batch& b) {
   const auto t0 = Clock::now();
   const RemoteTable::Busy before = remote_ ? remote_->busy() : RemoteTable::Busy();
   net_->Allocate(b.size);
-  if (b.stream_start) net_->ResetState();
-  else if (step == static_cast<long long>(first_step_) && step > 0) SHOAL_RETURN_IF_ERROR(RestoreState(step));
+  if (b.stream_start)
+    net_->ResetState();
+  else if (step == static_cast<long long>(first_step_) && step > 0)
+    SHOAL_RETURN_IF_ERROR(RestoreState(step));
   std::memcpy(net_->data_layer().data().data(), b.pixels.data(), 4 * b.pixels.size());
   net_->data_layer().labels() = b.labels;
   SHOAL_RETURN_IF_ERROR(net_->Forward(Phase::kTrain, step, hooks_));
@@ -252,14 +261,18 @@ Status Worker::RestoreState(long long step) {
   if (!found)
     Log("worker " + std::to_string(options_.id) + " rejoins at step " + std::to_string(step) +
         ", in the middle of a pass, with no state saved for it" +
-        (state_files_ ? " ('" + state_files_->Path(step) + "')" : std::string(" (no --state-dir)")) + ": layer '" +
-        state_carrier_ + "' starts its streams from zeros, and the result differs from a run without the restart");
+        (state_files_ ? " ('" + state_files_->Path(step) + "')" : std::string(" (no --state-dir)")) +
+        ": layer '" + state_carrier_ +
+        "' starts its streams from zeros, and the result differs from a run without the restart");
   return Status::Ok();
 }
 
 Status Worker::Display(long long step, WorkerResult* result) {
   const double span = SecondsSince(last_display_);
-  nlohmann::json r = {{"event", "step"}, {"worker", options_.id}, {"step", step + 1}, {"steps", steps_},
+  nlohmann::json r = {{"event", "step"},
+                      {"worker", options_.id},
+                      {"step", step + 1},
+                      {"steps", steps_},
                       {"loss", window_loss_ / window_},
                       {"records_per_s", span > 0 ? (step + 1 - last_display_step_) * batch_ / span : 0.0},
                       {"elapsed_s", SecondsSince(start_)}};
@@ -278,7 +291,8 @@ Status Worker::Display(long long step, WorkerResult* result) {
   window_bytes_ = now;
   char line[256];
   std::snprintf(line, sizeof line, "worker %d  step %lld/%lld  loss %.4f  %.0f records/s  %.1fs", options_.id,
-                step + 1, steps_, window_loss_ / window_, r["records_per_s"].get<double>(), SecondsSince(start_));
+                step + 1, steps_, window_loss_ / window_, r["records_per_s"].get<double>(),
+                SecondsSince(start_));
   output_->Live(r, line);
   result->final_loss = window_loss_ / window_;
   SHOAL_RETURN_IF_ERROR(CheckLearning(step, window_loss_ / window_));
@@ -296,7 +310,8 @@ std::string Worker::TrainingAdvice() const {
   return std::string(" at learning rate ") + rate + " under consistency '" + c.consistency + "'" +
          (c.consistency == "bsp" ? "" : " (stale gradients act as extra momentum: they need a lower rate)") +
          "; lower train.learning_rate" +
-         (plan_.job.train.divergence_check ? ", or set train.divergence_check: false" : "") + " (docs/job-file.md)";
+         (plan_.job.train.divergence_check ? ", or set train.divergence_check: false" : "") +
+         " (docs/job-file.md)";
 }
 
 Status Worker::CheckLearning(long long step, double window_loss) {
@@ -318,7 +333,8 @@ Status Worker::CheckLearning(long long step, double window_loss) {
                 net_->loss_layer().classes(), uniform, window_loss);
   return Status::InvalidArgument("the loss has stayed " + std::string(detail) + " for " +
                                  std::to_string(stuck_displays_) + " displays since step " +
-                                 std::to_string(stuck_since_) + ": the run is not learning" + TrainingAdvice());
+                                 std::to_string(stuck_since_) + ": the run is not learning" +
+                                 TrainingAdvice());
 }
 
 Status Worker::Evaluate(long long step, nlohmann::json* record, WorkerResult* result) {
@@ -342,8 +358,11 @@ Status Worker::Finish(WorkerResult* result) {
   std::vector<double> sorted = step_ms_;
   std::sort(sorted.begin(), sorted.end());
   result->ms_per_step_median = sorted.empty() ? 0.0 : sorted[sorted.size() / 2];
-  nlohmann::json done = {{"event", "done"}, {"worker", options_.id}, {"steps", steps_},
-                         {"train_seconds", train_seconds}, {"ms_per_step_median", result->ms_per_step_median},
+  nlohmann::json done = {{"event", "done"},
+                         {"worker", options_.id},
+                         {"steps", steps_},
+                         {"train_seconds", train_seconds},
+                         {"ms_per_step_median", result->ms_per_step_median},
                          {"final_loss", result->final_loss}};
   // Where the steps' time went; compute includes what the forward and
   // backward passes wait for features of a group's other workers.

@@ -91,14 +91,14 @@ class Worker {
   // streams: lib/train/batch_loader.h), or "".
   std::string state_carrier_;
   std::unique_ptr<CarriedStateFiles> state_files_;  // where net_'s carried state is kept (options_.state_dir)
-  std::vector<Param*> params_;  // net_'s, in its order: what the table exchanges
-  std::unique_ptr<Net> whole_;           // the whole net, for evaluation
+  std::vector<Param*> params_;                      // net_'s, in its order: what the table exchanges
+  std::unique_ptr<Net> whole_;                      // the whole net, for evaluation
   std::vector<std::unique_ptr<ShardReader>> shards_;  // its training shards until the loader takes them
   uint64_t total_records_ = 0;
   std::unique_ptr<ShardReader> test_;
   std::unique_ptr<ParamTable> table_;
-  RemoteTable* remote_ = nullptr;        // the servers, when there are any
-  LayerHooks* hooks_ = nullptr;          // with train.overlap: the table, beside every layer's passes
+  RemoteTable* remote_ = nullptr;  // the servers, when there are any
+  LayerHooks* hooks_ = nullptr;    // with train.overlap: the table, beside every layer's passes
   // train.device_memory_mb or train.device: the device the training passes
   // run on, (a GPU's) the ops that compute there, and its memory manager;
   // both of these hold memory of the device, so they go first.

@@ -24,7 +24,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   file.append(reinterpret_cast<const char*>(data), header);
   file.append(reinterpret_cast<const char*>(&crc), 4);
   if (zero) file.append(reinterpret_cast<const char*>(zero + 1), size - header - 1);
-  const std::string path = FuzzFile(reinterpret_cast<const uint8_t*>(file.data()), file.size(), "server-0-step-0000000001.ckpt");
+  const std::string path =
+      FuzzFile(reinterpret_cast<const uint8_t*>(file.data()), file.size(), "server-0-step-0000000001.ckpt");
   (void)ReadCheckpoint(path, &ckpt);
   Checkpoint merged;
   (void)MergeCheckpoints({path}, &merged);

@@ -39,7 +39,9 @@ void Check(const Status& s, const std::string& what) {
 
 class Corpus {
  public:
-  Corpus(const fs::path& root, const std::string& target) : dir_(root / target) { fs::create_directories(dir_); }
+  Corpus(const fs::path& root, const std::string& target) : dir_(root / target) {
+    fs::create_directories(dir_);
+  }
   void Add(const std::string& bytes) {
     Check(WriteFileAtomic((dir_ / ("seed-" + std::to_string(n_++))).string(), bytes), "writing a seed");
   }
@@ -74,12 +76,14 @@ void JobsAndPlans(const fs::path& out) {
     Plan plan;
     if (MakeDataParallelPlan(job, PlanOptions(), &plan).ok()) plans.Add(JsonText(PlanToJson(plan)));
     PartitionReport report;
-    if (BuildPlan(job, PlannerOptions(), PlanOptions(), &report, &plan).ok()) plans.Add(JsonText(PlanToJson(plan)));
+    if (BuildPlan(job, PlannerOptions(), PlanOptions(), &report, &plan).ok())
+      plans.Add(JsonText(PlanToJson(plan)));
   }
   Corpus overrides(out, "override");
-  for (const char* lines : {"train.batch_size=32\n", "cluster.nworkers_per_group=4\ncluster.consistency=ssp\n",
-                            "train.updater=adam\ntrain.learning_rate=0.001\n",
-                            "model.layers[1].num_filters=8\ndata.dataset=mnist\n", "cluster.wire=fp16\n"})
+  for (const char* lines :
+       {"train.batch_size=32\n", "cluster.nworkers_per_group=4\ncluster.consistency=ssp\n",
+        "train.updater=adam\ntrain.learning_rate=0.001\n",
+        "model.layers[1].num_filters=8\ndata.dataset=mnist\n", "cluster.wire=fp16\n"})
     overrides.Add(lines);
 }
 
@@ -167,7 +171,8 @@ void Checkpoints(const fs::path& out, const fs::path& scratch) {
     // A metric comes from a joined worker's own life (lib/ps/server.cpp): worker 0 joins first.
     Check(tool.Call({MsgType::kJoin, plan.hash_value(), kJoinWhereTheServerIs, 0, 1}, {}, &reply), "a join");
     const MsgHeader metric{MsgType::kMetric, plan.hash_value(), 0, 0, 1};
-    Check(tool.Send(metric, {}, R"({"step": 0, "test_accuracy": 0.5, "test_loss": 1.25})"), "sending a metric");
+    Check(tool.Send(metric, {}, R"({"step": 0, "test_accuracy": 0.5, "test_loss": 1.25})"),
+          "sending a metric");
     Check(tool.Receive(&reply), "a metric's reply");
     Check(tool.Call({MsgType::kShutdown, plan.hash_value(), 0, kToolSender}, {}, &reply), "a shutdown");
     Check(run.get(), "the server's run");

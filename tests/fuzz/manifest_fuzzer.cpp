@@ -5,6 +5,7 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   shoal::Manifest manifest;
-  (void)shoal::ParseManifest(std::string(reinterpret_cast<const char*>(data), size), "manifest.json", &manifest);
+  (void)shoal::ParseManifest(std::string(reinterpret_cast<const char*>(data), size), "manifest.json",
+                             &manifest);
   return 0;
 }

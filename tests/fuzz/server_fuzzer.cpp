@@ -55,7 +55,8 @@ std::string BuildRequest(FuzzedDataProvider& in, const Plan& plan) {
   h.step = in.ConsumeBool() ? in.ConsumeIntegralInRange<uint64_t>(0, 8) : in.ConsumeIntegral<uint64_t>();
   const uint32_t senders[] = {0, 1, 2, kToolSender};
   h.sender = senders[in.ConsumeIntegralInRange(0, 3)];
-  h.incarnation = in.ConsumeProbability<float>() < 0.9f ? Incarnation(h.sender) : in.ConsumeIntegral<uint64_t>();
+  h.incarnation =
+      in.ConsumeProbability<float>() < 0.9f ? Incarnation(h.sender) : in.ConsumeIntegral<uint64_t>();
   const uint32_t slice_floats[] = {12, 3, 6, 2};
   std::vector<std::vector<float>> values;
   std::vector<EntryRef> entries;
@@ -69,8 +70,8 @@ std::string BuildRequest(FuzzedDataProvider& in, const Plan& plan) {
       uint32_t count = key < 4 ? slice_floats[key] : 1;
       if (in.ConsumeProbability<float>() < 0.1f) count = in.ConsumeIntegralInRange<uint32_t>(0, 16);
       values.emplace_back(count, in.ConsumeFloatingPoint<float>());
-      entries.push_back({key, values.back().data(), count,
-                         in.ConsumeBool() ? ValueEncoding::kF16 : ValueEncoding::kF32});
+      entries.push_back(
+          {key, values.back().data(), count, in.ConsumeBool() ? ValueEncoding::kF16 : ValueEncoding::kF32});
     }
   }
   std::string bytes(EncodedSize(entries, text), '\0');
@@ -110,8 +111,10 @@ bool Send(nng_socket sock, const std::string& bytes, int wait_ms, std::vector<nn
     nng_msg_free(msg);
   }
   if (aio) nng_aio_free(aio);
-  if (answered) nng_ctx_close(ctx);
-  else parked->push_back(ctx);
+  if (answered)
+    nng_ctx_close(ctx);
+  else
+    parked->push_back(ctx);
   return answered;
 }
 

@@ -4,15 +4,15 @@
 // read back from the GPU while bound and compared with their host homes).
 // Exits 77 (ctest: skipped) on a machine without a GPU.
 #define DOCTEST_CONFIG_IMPLEMENT
+#include "device/cuda_device.h"
+
+#include <cuda_runtime_api.h>
 #include <doctest/doctest.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <vector>
 
-#include <cuda_runtime_api.h>
-
-#include "device/cuda_device.h"
 #include "device/step_memory.h"
 
 namespace shoal {
@@ -59,7 +59,8 @@ TEST_CASE("the memory manager stages each pass's buffers onto the GPU under a bu
   Tensor a({kFloats}), b({kFloats}), c({kFloats});
   for (int i = 0; i < kFloats; ++i) a[i] = 1.0f + i, b[i] = 2.0f * i, c[i] = -1.0f * i;
   StepOps ops;
-  const int ba = ops.AddBuffer("a", Lifetime::kInput, false, &a), bb = ops.AddBuffer("b", Lifetime::kInput, true, &b),
+  const int ba = ops.AddBuffer("a", Lifetime::kInput, false, &a),
+            bb = ops.AddBuffer("b", Lifetime::kInput, true, &b),
             bc = ops.AddBuffer("c", Lifetime::kInput, false, &c);
   // Passes that read and write (no kernel computes here: the values must
   // survive the round trips exactly).

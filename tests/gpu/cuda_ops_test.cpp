@@ -5,6 +5,7 @@
 // the MLP and the CNN (strided, padded, odd sizes too).
 // Exits 77 (ctest: skipped) on a machine without a GPU.
 #define DOCTEST_CONFIG_IMPLEMENT
+#include <cuda_runtime_api.h>
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -12,8 +13,6 @@
 #include <functional>
 #include <random>
 #include <vector>
-
-#include <cuda_runtime_api.h>
 
 #include "device/cuda_device.h"
 #include "ops/convolution.h"
@@ -60,7 +59,8 @@ std::vector<float> Unwritten(size_t n) { return std::vector<float>(n, std::nanf(
 class OnGpu {
  public:
   explicit OnGpu(const std::vector<float>& host) : n_(host.size()) {
-    REQUIRE(cudaMalloc(reinterpret_cast<void**>(&p_), std::max<size_t>(n_, 1) * sizeof(float)) == cudaSuccess);
+    REQUIRE(cudaMalloc(reinterpret_cast<void**>(&p_), std::max<size_t>(n_, 1) * sizeof(float)) ==
+            cudaSuccess);
     REQUIRE(cudaMemcpy(p_, host.data(), n_ * sizeof(float), cudaMemcpyHostToDevice) == cudaSuccess);
   }
   ~OnGpu() { cudaFree(p_); }
@@ -109,12 +109,14 @@ TEST_CASE("fully connected, forward and backward, set and added gradients") {
     for (GradWrite write : {GradWrite::kSet, GradWrite::kAdd}) {
       std::vector<float> y(size_t(batch) * out), dx = dx0, dw(w.size()), db(out);
       FullyConnectedForward(batch, in, out, x.data(), w.data(), b.data(), y.data());
-      FullyConnectedBackward(batch, in, out, x.data(), w.data(), dy.data(), dx.data(), dw.data(), db.data(), write);
+      FullyConnectedBackward(batch, in, out, x.data(), w.data(), dy.data(), dx.data(), dw.data(), db.data(),
+                             write);
       OnGpu gx(x), gw(w), gb(b), gdy(dy), gy(Unwritten(y.size())), gdx(dx0), gdw(Unwritten(dw.size())),
           gdb(Unwritten(db.size()));
       OnDevice([&] {
         FullyConnectedForward(batch, in, out, gx.get(), gw.get(), gb.get(), gy.get());
-        FullyConnectedBackward(batch, in, out, gx.get(), gw.get(), gdy.get(), gdx.get(), gdw.get(), gdb.get(), write);
+        FullyConnectedBackward(batch, in, out, gx.get(), gw.get(), gdy.get(), gdx.get(), gdw.get(), gdb.get(),
+                               write);
       });
       CheckClose(y, gy.Host(), "y");
       CheckClose(dx, gdx.Host(), "dx");
@@ -130,17 +132,19 @@ TEST_CASE("convolution, forward and backward, as im2col + sgemm computes it") {
     const int batch = 4;
     const size_t in = size_t(batch) * g.channels * g.height * g.width;
     const size_t out = size_t(batch) * g.filters * g.out_height() * g.out_width();
-    const auto x = Random(in, 11), w = Random(size_t(g.filters) * g.col_rows(), 12, 0.2f), b = Random(g.filters, 13),
-               dy = Random(out, 14), dx0 = Random(in, 15);
+    const auto x = Random(in, 11), w = Random(size_t(g.filters) * g.col_rows(), 12, 0.2f),
+               b = Random(g.filters, 13), dy = Random(out, 14), dx0 = Random(in, 15);
     for (GradWrite write : {GradWrite::kSet, GradWrite::kAdd}) {
       std::vector<float> y(out), dx = dx0, dw(w.size()), db(g.filters), scratch;
       ConvolutionForward(g, batch, x.data(), w.data(), b.data(), y.data(), &scratch);
-      ConvolutionBackward(g, batch, x.data(), w.data(), dy.data(), dx.data(), dw.data(), db.data(), write, &scratch);
+      ConvolutionBackward(g, batch, x.data(), w.data(), dy.data(), dx.data(), dw.data(), db.data(), write,
+                          &scratch);
       OnGpu gx(x), gw(w), gb(b), gdy(dy), gy(Unwritten(y.size())), gdx(dx0), gdw(Unwritten(dw.size())),
           gdb(Unwritten(db.size()));
       OnDevice([&] {
         ConvolutionForward(g, batch, gx.get(), gw.get(), gb.get(), gy.get(), &scratch);
-        ConvolutionBackward(g, batch, gx.get(), gw.get(), gdy.get(), gdx.get(), gdw.get(), gdb.get(), write, &scratch);
+        ConvolutionBackward(g, batch, gx.get(), gw.get(), gdy.get(), gdx.get(), gdw.get(), gdb.get(), write,
+                            &scratch);
       });
       CheckClose(y, gy.Host(), "y");
       CheckClose(dx, gdx.Host(), "dx");
@@ -155,7 +159,8 @@ TEST_CASE("max pooling, forward and backward") {
     const int batch = 3;
     const size_t in = size_t(batch) * g.channels * g.height * g.width;
     const size_t out = size_t(batch) * g.channels * g.out_height() * g.out_width();
-    const auto x = Random(in, 21), dy = Random(out, 22), dx0 = Random(in, 23);  // no ties: one winner a window
+    const auto x = Random(in, 21), dy = Random(out, 22),
+               dx0 = Random(in, 23);  // no ties: one winner a window
     for (GradWrite write : {GradWrite::kSet, GradWrite::kAdd}) {
       std::vector<float> y(out), dx = dx0;
       std::vector<int32_t> argmax;
@@ -177,8 +182,8 @@ TEST_CASE("relu, sigmoid and identity, forward and backward") {
   const auto x = Random(n, 31, 4.0f), dy = Random(n, 32), dx0 = Random(n, 33);
   using Forward = void (*)(size_t, const float*, float*);
   using Backward = void (*)(size_t, const float*, const float*, float*, GradWrite);
-  const std::tuple<const char*, Forward, Backward> activations[] = {{"relu", ReluForward, ReluBackward},
-                                                                    {"sigmoid", SigmoidForward, SigmoidBackward}};
+  const std::tuple<const char*, Forward, Backward> activations[] = {
+      {"relu", ReluForward, ReluBackward}, {"sigmoid", SigmoidForward, SigmoidBackward}};
   for (auto [name, forward, backward] : activations)
     for (GradWrite write : {GradWrite::kSet, GradWrite::kAdd}) {
       INFO(name);
@@ -214,12 +219,14 @@ TEST_CASE("softmax cross-entropy: probabilities, loss, hits and the gradient; un
   for (int r = 0; r < batch; ++r) labels[r] = r % 13 == 12 ? -1 : (r * 7) % classes;
   std::vector<float> prob(logits.size()), dl = dl0;
   int correct = -1, gpu_correct = -1;
-  const float loss = SoftmaxCrossEntropyForward(batch, classes, logits.data(), labels.data(), prob.data(), &correct);
+  const float loss =
+      SoftmaxCrossEntropyForward(batch, classes, logits.data(), labels.data(), prob.data(), &correct);
   SoftmaxCrossEntropyBackward(batch, classes, prob.data(), labels.data(), dl.data());
   OnGpu glogits(logits), gprob(Unwritten(prob.size())), gdl(dl0);
   float gpu_loss = 0.0f;
   OnDevice([&] {
-    gpu_loss = SoftmaxCrossEntropyForward(batch, classes, glogits.get(), labels.data(), gprob.get(), &gpu_correct);
+    gpu_loss =
+        SoftmaxCrossEntropyForward(batch, classes, glogits.get(), labels.data(), gprob.get(), &gpu_correct);
     SoftmaxCrossEntropyBackward(batch, classes, gprob.get(), labels.data(), gdl.get());
   });
   CHECK(gpu_loss == doctest::Approx(loss).epsilon(1e-5));
@@ -238,19 +245,19 @@ TEST_CASE("the workspace comes from the device's budget: with no room, a convolu
   const int batch = 4;
   const size_t in = size_t(batch) * g.channels * g.height * g.width;
   const size_t out = size_t(batch) * g.filters * g.out_height() * g.out_width();
-  const auto x = Random(in, 51), w = Random(size_t(g.filters) * g.col_rows(), 52, 0.2f), b = Random(g.filters, 53),
-             dy = Random(out, 54);
+  const auto x = Random(in, 51), w = Random(size_t(g.filters) * g.col_rows(), 52, 0.2f),
+             b = Random(g.filters, 53), dy = Random(out, 54);
   std::vector<float> y(out), dx(in), dw(w.size()), db(g.filters), scratch;
   ConvolutionForward(g, batch, x.data(), w.data(), b.data(), y.data(), &scratch);
-  ConvolutionBackward(g, batch, x.data(), w.data(), dy.data(), dx.data(), dw.data(), db.data(), GradWrite::kSet,
-                      &scratch);
+  ConvolutionBackward(g, batch, x.data(), w.data(), dy.data(), dx.data(), dw.data(), db.data(),
+                      GradWrite::kSet, &scratch);
   OnGpu gx(x), gw(w), gb(b), gdy(dy), gy(Unwritten(out)), gdx(Unwritten(in)), gdw(Unwritten(dw.size())),
       gdb(Unwritten(db.size()));
   {
     ScopedGpuOps on(ops.get());
     ConvolutionForward(g, batch, gx.get(), gw.get(), gb.get(), gy.get(), &scratch);
-    ConvolutionBackward(g, batch, gx.get(), gw.get(), gdy.get(), gdx.get(), gdw.get(), gdb.get(), GradWrite::kSet,
-                        &scratch);
+    ConvolutionBackward(g, batch, gx.get(), gw.get(), gdy.get(), gdx.get(), gdw.get(), gdb.get(),
+                        GradWrite::kSet, &scratch);
   }
   REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
   const Status s = ops->TakeStatus();
@@ -262,7 +269,8 @@ TEST_CASE("the workspace comes from the device's budget: with no room, a convolu
     CheckClose(dw, gdw.Host(), "dw");
   } else {
     INFO(s.message());
-    CHECK(s.message().find("within the 0 bytes of workspace the device's budget leaves") != std::string::npos);
+    CHECK(s.message().find("within the 0 bytes of workspace the device's budget leaves") !=
+          std::string::npos);
   }
 }
 

@@ -9,11 +9,10 @@
 //   hostile_peer ENDPOINT PLAN_HASH_HEX COUNT SEED
 #include <arpa/inet.h>
 #include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <nng/nng.h>
 #include <nng/protocol/reqrep0/req.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdint>
@@ -47,22 +46,49 @@ std::vector<unsigned char> Hostile(int kind, uint64_t plan, std::mt19937_64& rng
   static const std::vector<float> floats(300, 0.5f);
   const uint32_t worker = rng() % 3;  // 0 and 1 are real workers' ids, 2 is none
   MsgHeader h{MsgType::kUpdate, plan, rng() % 50, worker, rng()};
-  std::vector<EntryRef> entries{{static_cast<uint32_t>(rng() % 8), floats.data(), static_cast<uint32_t>(rng() % 300)}};
+  std::vector<EntryRef> entries{
+      {static_cast<uint32_t>(rng() % 8), floats.data(), static_cast<uint32_t>(rng() % 300)}};
   std::vector<unsigned char> b = Encoded(h, entries);
   switch (kind) {
-    case 0: b.resize(rng() % b.size()); break;                                 // truncated
-    case 1: PutAt<uint64_t>(&b, 32, rng()); break;                             // payload length lies
-    case 2: PutAt<uint32_t>(&b, 28, 0xFFFFFFFFu); break;                       // 2^32−1 entries announced
-    case 3: PutAt<uint32_t>(&b, kHeaderBytes + 8, 0x7FFFFFFFu); break;         // an entry's count lies
-    case 4: PutAt<uint64_t>(&b, 8, plan ^ 1); break;                           // another plan
-    case 5: PutAt<uint16_t>(&b, 6, static_cast<uint16_t>(rng() % 200)); break;  // any type
-    case 6: for (auto& c : b) c = static_cast<unsigned char>(rng()); break;     // random bytes
-    case 7: b = Encoded({MsgType::kUpdateGet, plan, rng(), worker, rng()}, entries); break;  // an impostor's step
-    case 8: b = Encoded({MsgType::kGet, plan, rng() | (1ull << 40), kToolSender}, {}); break;  // far-future read
-    case 9: b = Encoded({MsgType::kMetric, plan, 0, 0, 0}, {}, std::string(rng() % 2000, '[')); break;
-    case 10: b = Encoded({MsgType::kJoin, plan, rng(), worker, rng()}, {}); break;  // a second live worker
-    case 11: b = Encoded({MsgType::kDone, plan, 0, worker, rng()}, {}); break;      // not this worker's life
-    default: b = Encoded({MsgType::kSync, plan, 0, 0x80000000u + 7, 0}, entries); break;
+    case 0:
+      b.resize(rng() % b.size());
+      break;  // truncated
+    case 1:
+      PutAt<uint64_t>(&b, 32, rng());
+      break;  // payload length lies
+    case 2:
+      PutAt<uint32_t>(&b, 28, 0xFFFFFFFFu);
+      break;  // 2^32−1 entries announced
+    case 3:
+      PutAt<uint32_t>(&b, kHeaderBytes + 8, 0x7FFFFFFFu);
+      break;  // an entry's count lies
+    case 4:
+      PutAt<uint64_t>(&b, 8, plan ^ 1);
+      break;  // another plan
+    case 5:
+      PutAt<uint16_t>(&b, 6, static_cast<uint16_t>(rng() % 200));
+      break;  // any type
+    case 6:
+      for (auto& c : b) c = static_cast<unsigned char>(rng());
+      break;  // random bytes
+    case 7:
+      b = Encoded({MsgType::kUpdateGet, plan, rng(), worker, rng()}, entries);
+      break;  // an impostor's step
+    case 8:
+      b = Encoded({MsgType::kGet, plan, rng() | (1ull << 40), kToolSender}, {});
+      break;  // far-future read
+    case 9:
+      b = Encoded({MsgType::kMetric, plan, 0, 0, 0}, {}, std::string(rng() % 2000, '['));
+      break;
+    case 10:
+      b = Encoded({MsgType::kJoin, plan, rng(), worker, rng()}, {});
+      break;  // a second live worker
+    case 11:
+      b = Encoded({MsgType::kDone, plan, 0, worker, rng()}, {});
+      break;  // not this worker's life
+    default:
+      b = Encoded({MsgType::kSync, plan, 0, 0x80000000u + 7, 0}, entries);
+      break;
   }
   return b;
 }
@@ -157,7 +183,8 @@ int main(int argc, char** argv) {
   }
   nng_close(s);
   std::printf(
-      "{\"sent\": %ld, \"refused\": %ld, \"waited\": %ld, \"reads\": %ld, \"answered\": %ld, \"unanswered\": %ld, "
+      "{\"sent\": %ld, \"refused\": %ld, \"waited\": %ld, \"reads\": %ld, \"answered\": %ld, \"unanswered\": "
+      "%ld, "
       "\"half_open\": %zu, \"answered_kinds\": \"%s\"}\n",
       sent, refused, waited, reads, answered, unanswered, half.fds.size(), answered_kinds.c_str());
   return 0;

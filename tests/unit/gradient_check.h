@@ -27,9 +27,9 @@ struct Variable {
   Tensor* grad;
 };
 
-constexpr double kStep = 1e-3;     // central-difference step (in float32 units)
-constexpr double kRelTol = 1e-2;   // float32 forward passes: ~1e-2 relative
-constexpr double kAbsTol = 2e-3;   // float32 rounding of the objective / kStep
+constexpr double kStep = 1e-3;    // central-difference step (in float32 units)
+constexpr double kRelTol = 1e-2;  // float32 forward passes: ~1e-2 relative
+constexpr double kAbsTol = 2e-3;  // float32 rounding of the objective / kStep
 
 struct GradientReport {
   size_t checked = 0;     // elements compared
@@ -43,7 +43,8 @@ struct GradientReport {
 // current values and returns a scalar; `backward` runs a forward pass at the
 // current values and fills every variable's grad.
 inline GradientReport CompareGradients(const std::function<double()>& objective,
-                                const std::function<void()>& backward, const std::vector<Variable>& vars) {
+                                       const std::function<void()>& backward,
+                                       const std::vector<Variable>& vars) {
   GradientReport report;
   backward();
   std::vector<std::vector<float>> analytic;
@@ -76,7 +77,7 @@ inline GradientReport CompareGradients(const std::function<double()>& objective,
 
 // The assertion every gradient test makes.
 inline void CheckGradients(const std::function<double()>& objective, const std::function<void()>& backward,
-                    const std::vector<Variable>& vars) {
+                           const std::vector<Variable>& vars) {
   REQUIRE(!vars.empty());
   GradientReport r = CompareGradients(objective, backward, vars);
   INFO(r.mismatches << " of " << r.checked << " gradients differ; first: " << r.first);
@@ -119,7 +120,7 @@ inline void FillUniform(Tensor* t, uint32_t seed, float bound) {
 }
 
 inline std::unique_ptr<Layer> SetUpLayer(const std::string& type, const std::string& yaml_fields,
-                                  const std::vector<const Layer*>& srcs) {
+                                         const std::vector<const Layer*>& srcs) {
   auto layer = CreateLayer(type);
   REQUIRE(layer != nullptr);
   layer->Init("under_test", type);
@@ -138,7 +139,7 @@ constexpr float kPrefill = 0.25f;  // layers add into their sources' gradients
 // Checks a layer that maps one input to a feature: objective = Σ r·y with a
 // fixed random r, so d objective / d y = r is what Backward receives.
 inline void CheckOneInputLayer(const std::string& type, const std::string& yaml_fields, const Shape& in_shape,
-                        int batch, Phase phase = Phase::kTrain) {
+                               int batch, Phase phase = Phase::kTrain) {
   InputLayer input(in_shape);
   auto layer = SetUpLayer(type, yaml_fields, {&input});
   input.Allocate(batch);

@@ -1,7 +1,7 @@
 // Tests for tests/unit/gradient_check.h: the checker catches a wrong gradient.
-#include <doctest/doctest.h>
-
 #include "gradient_check.h"
+
+#include <doctest/doctest.h>
 
 #include <cmath>
 

@@ -2,9 +2,9 @@
 // parameter sliced over servers, the .npz and safetensors bytes (parsed back
 // here), choosing the best step and the step to resume from past corruption,
 // and filling a net's parameters from a checkpoint (lib/train/evaluate).
-#include <doctest/doctest.h>
+#include "ckpt/checkpoint_set.h"
 
-#include "test_util.h"
+#include <doctest/doctest.h>
 
 #include <cstdint>
 #include <cstdlib>
@@ -16,11 +16,11 @@
 #include <vector>
 
 #include "ckpt/checkpoint.h"
-#include "ckpt/checkpoint_set.h"
 #include "ckpt/export.h"
-#include "core/output.h"
 #include "core/file_util.h"
 #include "core/hash.h"
+#include "core/output.h"
+#include "test_util.h"
 #include "train/evaluate.h"
 
 namespace shoal {
@@ -56,7 +56,8 @@ Checkpoint ServerCheckpoint(int server, uint64_t step, nlohmann::json metric = n
 }
 
 void WriteSet(const std::string& dir, uint64_t step, nlohmann::json metric = nullptr) {
-  for (int s = 0; s < 2; ++s) REQUIRE(WriteCheckpoint(CheckpointPath(dir, s, step), ServerCheckpoint(s, step, metric)).ok());
+  for (int s = 0; s < 2; ++s)
+    REQUIRE(WriteCheckpoint(CheckpointPath(dir, s, step), ServerCheckpoint(s, step, metric)).ok());
 }
 
 TEST_CASE("merge joins a parameter sliced over 2 servers into whole values and velocities") {
@@ -112,7 +113,8 @@ TEST_CASE("merge refuses an incomplete set, mixed steps or plans, naming what is
   // A directory: the newest complete step (100), not the newest (200, incomplete).
   std::vector<std::string> files;
   REQUIRE(ResolveCheckpointSet({dir.path}, -1, &files).ok());
-  CHECK(files == std::vector<std::string>{CheckpointPath(dir.path, 0, 100), CheckpointPath(dir.path, 1, 100)});
+  CHECK(files ==
+        std::vector<std::string>{CheckpointPath(dir.path, 0, 100), CheckpointPath(dir.path, 1, 100)});
   s = ResolveCheckpointSet({dir.path}, 200, &files);
   CHECK(s.message() == "'" + dir.path + "': step 200 is not complete: missing server 1");
   s = ResolveCheckpointSet({dir.path}, 300, &files);
@@ -163,7 +165,9 @@ TEST_CASE("best picks the complete set with the highest test accuracy, ties to t
   WriteSet(dir.path, 300, {{"step", 300}, {"test_accuracy", 0.7}});
   WriteSet(dir.path, 400, {{"step", 400}, {"test_accuracy", 0.8}});
   // Step 500 would be best, but server 1's file is missing.
-  REQUIRE(WriteCheckpoint(CheckpointPath(dir.path, 0, 500), ServerCheckpoint(0, 500, {{"test_accuracy", 0.9}})).ok());
+  REQUIRE(
+      WriteCheckpoint(CheckpointPath(dir.path, 0, 500), ServerCheckpoint(0, 500, {{"test_accuracy", 0.9}}))
+          .ok());
   REQUIRE(ScanCheckpointDir(dir.path, &scan).ok());
   REQUIRE(BestStep(scan, &best).ok());
   CHECK(best->step == 400);
@@ -188,13 +192,15 @@ TEST_CASE("prepare-resume takes the newest verified step, falling back past a co
   INFO(s.ToString());
   REQUIRE(s.ok());
   CHECK(choice.step == 200);
-  CHECK(choice.files == std::vector<std::string>{CheckpointPath(resume.path, 0, 200), CheckpointPath(resume.path, 1, 200)});
+  CHECK(choice.files ==
+        std::vector<std::string>{CheckpointPath(resume.path, 0, 200), CheckpointPath(resume.path, 1, 200)});
   REQUIRE(choice.skipped.size() == 1);
   CHECK(choice.skipped[0]["step"] == 300);
   CHECK(choice.skipped[0]["path"] == bad);
   CHECK(Contains(choice.skipped[0]["reason"], "tensor 'b@velocity' (bytes "));
   std::vector<std::string> there;
-  for (const auto& e : std::filesystem::directory_iterator(resume.path)) there.push_back(e.path().filename().string());
+  for (const auto& e : std::filesystem::directory_iterator(resume.path))
+    there.push_back(e.path().filename().string());
   std::sort(there.begin(), there.end());
   CHECK(there == std::vector<std::string>{"server-0-step-0000000200.ckpt", "server-1-step-0000000200.ckpt"});
   Checkpoint copy;

@@ -1,8 +1,9 @@
 // Tests for lib/ckpt (checkpoint files: round trip, corruption and truncation
 // named by tensor, listing, comparison) and WriteFileAtomic.
-#include <doctest/doctest.h>
+#include "ckpt/checkpoint.h"
 
-#include "test_util.h"
+#include <doctest/doctest.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cmath>
@@ -15,25 +16,24 @@
 #include <thread>
 #include <vector>
 
-#include <sys/stat.h>
-
-#include "ckpt/checkpoint.h"
 #include "ckpt/compare.h"
 #include "core/file_util.h"
 #include "core/hash.h"
+#include "test_util.h"
 
 namespace shoal {
 namespace {
 
 std::vector<std::string> FilesIn(const std::string& dir) {
   std::vector<std::string> names;
-  for (const auto& e : std::filesystem::directory_iterator(dir)) names.push_back(e.path().filename().string());
+  for (const auto& e : std::filesystem::directory_iterator(dir))
+    names.push_back(e.path().filename().string());
   std::sort(names.begin(), names.end());
   return names;
 }
 
 CheckpointTensor MakeTensor(const std::string& name, const std::string& role, uint32_t key, uint64_t offset,
-                        std::vector<int> shape, std::vector<float> data) {
+                            std::vector<int> shape, std::vector<float> data) {
   std::string param = name.substr(0, name.find_first_of("@["));
   return {name, param, role, key, offset, std::move(shape), std::move(data)};
 }
@@ -195,7 +195,9 @@ TEST_CASE("a truncated checkpoint is refused, naming what is cut") {
   CHECK(ReadCheckpoint(path, &read).code() == Status::Code::kCorruption);
 }
 
-TEST_CASE("a file longer than its header accounts for is refused before its data is read; a stream is read no further than it must be") {
+TEST_CASE(
+    "a file longer than its header accounts for is refused before its data is read; a stream is read no "
+    "further than it must be") {
   TempDir dir;
   const std::string path = dir.path + "/s.ckpt";
   REQUIRE(WriteCheckpoint(path, Sample()).ok());
@@ -204,11 +206,13 @@ TEST_CASE("a file longer than its header accounts for is refused before its data
   Checkpoint back;
   Status s = ReadCheckpoint(path, &back);
   CHECK(s.code() == Status::Code::kCorruption);
-  CHECK(Contains(s.message(), std::to_string((uint64_t{1} << 40) - size) + " bytes after the last tensor's data"));
+  CHECK(Contains(s.message(),
+                 std::to_string((uint64_t{1} << 40) - size) + " bytes after the last tensor's data"));
   s = ReadCheckpoint("/dev/zero", &back);  // a stream, read no further than its first bytes
   CHECK(s.message() == "'/dev/zero' is not a shoal checkpoint (bad magic or too short)");
   nlohmann::json header;
-  CHECK(ReadCheckpointHeader(dir.path, &header).message() == "'" + dir.path + "' is a directory, not a checkpoint file");
+  CHECK(ReadCheckpointHeader(dir.path, &header).message() ==
+        "'" + dir.path + "' is a directory, not a checkpoint file");
 }
 
 TEST_CASE("a tensor whose name could be a path, or hold a quote or a control byte, is refused") {
@@ -261,9 +265,9 @@ TEST_CASE("checkpoint names sort by step; ListCheckpoints lists one server's, ol
   WriteBytes(CheckpointPath(dir.path, 0, 500) + ".tmp.123", "partial");
   WriteBytes(dir.path + "/notes.txt", "x");
 
-  CHECK(ListCheckpoints(dir.path, 0) ==
-        std::vector<std::string>{CheckpointPath(dir.path, 0, 2), CheckpointPath(dir.path, 0, 10),
-                                 CheckpointPath(dir.path, 0, 100)});
+  CHECK(ListCheckpoints(dir.path, 0) == std::vector<std::string>{CheckpointPath(dir.path, 0, 2),
+                                                                 CheckpointPath(dir.path, 0, 10),
+                                                                 CheckpointPath(dir.path, 0, 100)});
   CHECK(ListCheckpoints(dir.path, 1) == std::vector<std::string>{CheckpointPath(dir.path, 1, 5)});
   CHECK(ListCheckpoints(dir.path, 2).empty());
   CHECK(ListCheckpoints(dir.path + "/nonexistent", 0).empty());
@@ -278,9 +282,9 @@ TEST_CASE("LatestCheckpoints gives the newest checkpoint of every server that ha
         std::vector<std::string>{CheckpointPath(dir.path, 0, 100), CheckpointPath(dir.path, 1, 7)});
   // Server 2 has none yet; server 3 has one: it is not hidden by the gap.
   REQUIRE(WriteCheckpoint(CheckpointPath(dir.path, 3, 1), c).ok());
-  CHECK(LatestCheckpoints(dir.path) ==
-        std::vector<std::string>{CheckpointPath(dir.path, 0, 100), CheckpointPath(dir.path, 1, 7),
-                                 CheckpointPath(dir.path, 3, 1)});
+  CHECK(LatestCheckpoints(dir.path) == std::vector<std::string>{CheckpointPath(dir.path, 0, 100),
+                                                                CheckpointPath(dir.path, 1, 7),
+                                                                CheckpointPath(dir.path, 3, 1)});
   TempDir empty;
   CHECK(LatestCheckpoints(empty.path).empty());
 }
@@ -298,7 +302,8 @@ TEST_CASE("WriteFileAtomic replaces the file whole and leaves no temporary file 
   CHECK(FilesIn(dir.path) == std::vector<std::string>{"a.ckpt", "out.json"});
 }
 
-TEST_CASE("WriteFileAtomic writes through a link, into a pipe or a device as it is, and refuses a directory") {
+TEST_CASE(
+    "WriteFileAtomic writes through a link, into a pipe or a device as it is, and refuses a directory") {
   TempDir dir;
   const std::string target = dir.path + "/target", link = dir.path + "/link", fifo = dir.path + "/fifo";
   REQUIRE(WriteFileAtomic(target, "old").ok());
@@ -316,7 +321,8 @@ TEST_CASE("WriteFileAtomic writes through a link, into a pipe or a device as it 
   CHECK(std::filesystem::is_fifo(fifo));
   REQUIRE(WriteFileAtomic("/dev/null", "discarded").ok());
   CHECK(std::filesystem::is_character_file("/dev/null"));
-  CHECK(WriteFileAtomic(dir.path, "x").message() == "'" + dir.path + "' is a directory: write to a file's path");
+  CHECK(WriteFileAtomic(dir.path, "x").message() ==
+        "'" + dir.path + "' is a directory: write to a file's path");
   CHECK(FilesIn(dir.path) == std::vector<std::string>{"fifo", "link", "target"});
 }
 

@@ -1,7 +1,7 @@
 // Tests for lib/ckpt/export: .npz and .safetensors as other tools read them.
-#include <doctest/doctest.h>
+#include "ckpt/export.h"
 
-#include "test_util.h"
+#include <doctest/doctest.h>
 
 #include <cstdint>
 #include <cstdlib>
@@ -14,10 +14,10 @@
 
 #include "ckpt/checkpoint.h"
 #include "ckpt/checkpoint_set.h"
-#include "ckpt/export.h"
-#include "core/output.h"
 #include "core/file_util.h"
 #include "core/hash.h"
+#include "core/output.h"
+#include "test_util.h"
 #include "train/evaluate.h"
 
 namespace shoal {
@@ -53,7 +53,8 @@ Checkpoint ServerCheckpoint(int server, uint64_t step, nlohmann::json metric = n
 }
 
 void WriteSet(const std::string& dir, uint64_t step, nlohmann::json metric = nullptr) {
-  for (int s = 0; s < 2; ++s) REQUIRE(WriteCheckpoint(CheckpointPath(dir, s, step), ServerCheckpoint(s, step, metric)).ok());
+  for (int s = 0; s < 2; ++s)
+    REQUIRE(WriteCheckpoint(CheckpointPath(dir, s, step), ServerCheckpoint(s, step, metric)).ok());
 }
 
 uint64_t GetLe(const std::string& b, size_t at, int bytes) {

@@ -2,8 +2,9 @@
 // over inproc://, matched by (sender, tag, step) whatever order they come in;
 // what is refused (wrong size, a non-peer, another plan, garbage) and what
 // gives up (a silent peer, too many early blocks), each naming what is wrong.
-#include <doctest/doctest.h>
+#include "comm/group_channel.h"
 
+#include <doctest/doctest.h>
 #include <nng/nng.h>
 #include <nng/protocol/pipeline0/push.h>
 
@@ -13,7 +14,6 @@
 #include <string>
 #include <vector>
 
-#include "comm/group_channel.h"
 #include "comm/message.h"
 #include "test_util.h"
 
@@ -30,7 +30,8 @@ std::vector<std::string> Endpoints(int m) {
   return endpoints;
 }
 
-GroupPeers Peers(const std::vector<std::string>& endpoints, int rank, int first_worker = 0, int timeout_ms = 2000) {
+GroupPeers Peers(const std::vector<std::string>& endpoints, int rank, int first_worker = 0,
+                 int timeout_ms = 2000) {
   GroupPeers peers;
   peers.endpoints = endpoints;
   peers.first_worker = first_worker;
@@ -155,7 +156,8 @@ TEST_CASE("group channel: both directions work at once") {
   CHECK(ReceiveBlock(g[0], 1, 0, 0, 3) == 8.0f);
 }
 
-TEST_CASE("group channel: a block of another size than asked for is refused, naming both sizes and the sender") {
+TEST_CASE(
+    "group channel: a block of another size than asked for is refused, naming both sizes and the sender") {
   Group g(2, /*first_worker=*/4);
   SendBlock(g[1], 0, 0, 2, 1.0f, 3);
   std::vector<float> v(4, -1.0f);
@@ -166,7 +168,9 @@ TEST_CASE("group channel: a block of another size than asked for is refused, nam
   for (float x : v) CHECK(x == -1.0f);
 }
 
-TEST_CASE("group channel: a receive from a silent peer gives up after the timeout, naming its worker id and endpoint") {
+TEST_CASE(
+    "group channel: a receive from a silent peer gives up after the timeout, naming its worker id and "
+    "endpoint") {
   const std::vector<std::string> endpoints = Endpoints(2);
   GroupChannel channel;
   REQUIRE(channel.Open(Peers(endpoints, 0, /*first_worker=*/6, /*timeout_ms=*/250)).ok());
@@ -181,7 +185,8 @@ TEST_CASE("group channel: a receive from a silent peer gives up after the timeou
   CHECK(waited < 2.0);
 }
 
-TEST_CASE("group channel: a receive that gives up says what did come from the peer, and which connections closed") {
+TEST_CASE(
+    "group channel: a receive that gives up says what did come from the peer, and which connections closed") {
   Group g(2, /*first_worker=*/2, /*timeout_ms=*/300);
   SendBlock(g[1], 0, 3, 8, 1.0f);
   SendBlock(g[1], 0, 5, 9, 2.0f);
@@ -190,19 +195,25 @@ TEST_CASE("group channel: a receive that gives up says what did come from the pe
   Status s = g[0].Receive(1, 1, 9, v.data(), v.size(), "features of layer 'data'");
   CHECK(s.code() == Status::Code::kTimeout);
   CHECK(s.message() == "worker 2 waited 300 ms for features of layer 'data' (step 9) from worker 3 at '" +
-                           g.endpoints[1] + "' (is it running?); from it: 2 blocks, the last tag 5 of step 9, " +
+                           g.endpoints[1] +
+                           "' (is it running?); from it: 2 blocks, the last tag 5 of step 9, " +
                            "1 held that came before they were asked for");
   // The peer goes: its connection into rank 0 closes, and so does rank 0's into it.
   g.ranks[1].reset();
   for (int i = 0; i < 20; ++i) {
     s = g[0].Receive(1, 1, 9, v.data(), v.size(), "features of layer 'data'");
-    if (s.message().find("connections ended (or refused): 1 into this worker, 1 out of it") != std::string::npos) break;
+    if (s.message().find("connections ended (or refused): 1 into this worker, 1 out of it") !=
+        std::string::npos)
+      break;
   }
-  CHECK(s.message().find("; connections ended (or refused): 1 into this worker, 1 out of it, with any peer (a block in "
-                         "flight on one may be lost)") != std::string::npos);
+  CHECK(s.message().find(
+            "; connections ended (or refused): 1 into this worker, 1 out of it, with any peer (a block in "
+            "flight on one may be lost)") != std::string::npos);
 }
 
-TEST_CASE("group channel: messages from a non-peer, of another plan or garbage are refused and counted; the real block arrives") {
+TEST_CASE(
+    "group channel: messages from a non-peer, of another plan or garbage are refused and counted; the real "
+    "block arrives") {
   Group g(2, /*first_worker=*/2, /*timeout_ms=*/500);
   RawPeer raw(g.endpoints[0]);
   const std::vector<float> good{1.5f, 2.5f};
@@ -235,7 +246,8 @@ TEST_CASE("group channel: messages from a non-peer, of another plan or garbage a
   raw.SendMessage({MsgType::kFeature, kPlanHash, 1, 11}, 0, good);
   s = g[0].Receive(1, 0, 1, v.data(), v.size(), "test block");
   CHECK(s.code() == Status::Code::kTimeout);
-  CHECK(Contains(s.message(), "it refused 6 bad messages, the last: a block from sender 11, not a peer of this group"));
+  CHECK(Contains(s.message(),
+                 "it refused 6 bad messages, the last: a block from sender 11, not a peer of this group"));
   CHECK(g[0].refused() == 6);
 }
 
@@ -253,7 +265,8 @@ TEST_CASE("group channel: a peer that sends too many blocks ahead is refused, na
   CHECK(g[0].early_blocks() == GroupChannel::kMaxEarlyBlocks);
   // The blocks held are still there to be taken.
   CHECK(ReceiveBlock(g[0], 1, 0, 1, 1) == 1.0f);
-  CHECK(ReceiveBlock(g[0], 1, 0, GroupChannel::kMaxEarlyBlocks, 1) == static_cast<float>(GroupChannel::kMaxEarlyBlocks));
+  CHECK(ReceiveBlock(g[0], 1, 0, GroupChannel::kMaxEarlyBlocks, 1) ==
+        static_cast<float>(GroupChannel::kMaxEarlyBlocks));
   CHECK(g[0].early_blocks() == GroupChannel::kMaxEarlyBlocks - 2);
 }
 

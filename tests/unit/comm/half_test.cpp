@@ -1,6 +1,8 @@
 // Tests for lib/comm/half: IEEE binary16 conversion, checked against values
 // worked out by hand and against a reference that rounds by brute force
 // (the nearest of the two halves around a value, ties to the even one).
+#include "comm/half.h"
+
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -8,8 +10,6 @@
 #include <ios>
 #include <limits>
 #include <vector>
-
-#include "comm/half.h"
 
 namespace shoal {
 namespace {
@@ -54,21 +54,21 @@ TEST_CASE("float to half: worked examples at every regime boundary") {
   CHECK(FloatToHalf(-0.0f) == 0x8000);
   CHECK(FloatToHalf(1.0f) == 0x3c00);
   CHECK(FloatToHalf(-2.0f) == 0xc000);
-  CHECK(FloatToHalf(0.1f) == 0x2e66);           // 0.0999755859375
-  CHECK(FloatToHalf(65504.0f) == 0x7bff);       // the largest finite half
-  CHECK(FloatToHalf(65519.996f) == 0x7bff);     // just below halfway to 65536
-  CHECK(FloatToHalf(65520.0f) == 0x7c00);       // halfway: ties to the even pattern, infinity
+  CHECK(FloatToHalf(0.1f) == 0x2e66);        // 0.0999755859375
+  CHECK(FloatToHalf(65504.0f) == 0x7bff);    // the largest finite half
+  CHECK(FloatToHalf(65519.996f) == 0x7bff);  // just below halfway to 65536
+  CHECK(FloatToHalf(65520.0f) == 0x7c00);    // halfway: ties to the even pattern, infinity
   CHECK(FloatToHalf(1e6f) == 0x7c00);
   CHECK(FloatToHalf(-1e6f) == 0xfc00);
-  CHECK(FloatToHalf(0x1p-14f) == 0x0400);       // the smallest normal half
-  CHECK(FloatToHalf(0x1p-24f) == 0x0001);       // the smallest subnormal
-  CHECK(FloatToHalf(0x1p-25f) == 0x0000);       // halfway to it: ties to even, zero
-  CHECK(FloatToHalf(0x1.000002p-25f) == 0x0001);  // just past halfway
-  CHECK(FloatToHalf(0x1.8p-24f) == 0x0002);     // 1.5 units: ties to even, 2
-  CHECK(FloatToHalf(0x1.4p-24f) == 0x0001);     // 1.25 units: down
-  CHECK(FloatToHalf(0x1.ff8p-15f) == 0x03ff);   // the largest subnormal, 1023 units
-  CHECK(FloatToHalf(0x1.ffbp-15f) == 0x03ff);   // below halfway to 1024 units
-  CHECK(FloatToHalf(0x1.ffcp-15f) == 0x0400);   // halfway: ties to even, up into the normals
+  CHECK(FloatToHalf(0x1p-14f) == 0x0400);             // the smallest normal half
+  CHECK(FloatToHalf(0x1p-24f) == 0x0001);             // the smallest subnormal
+  CHECK(FloatToHalf(0x1p-25f) == 0x0000);             // halfway to it: ties to even, zero
+  CHECK(FloatToHalf(0x1.000002p-25f) == 0x0001);      // just past halfway
+  CHECK(FloatToHalf(0x1.8p-24f) == 0x0002);           // 1.5 units: ties to even, 2
+  CHECK(FloatToHalf(0x1.4p-24f) == 0x0001);           // 1.25 units: down
+  CHECK(FloatToHalf(0x1.ff8p-15f) == 0x03ff);         // the largest subnormal, 1023 units
+  CHECK(FloatToHalf(0x1.ffbp-15f) == 0x03ff);         // below halfway to 1024 units
+  CHECK(FloatToHalf(0x1.ffcp-15f) == 0x0400);         // halfway: ties to even, up into the normals
   CHECK(FloatToHalf(1.0f + 0x1p-11f) == 0x3c00);      // halfway between 1 and 1 + 2^-10: even
   CHECK(FloatToHalf(1.0f + 3 * 0x1p-11f) == 0x3c02);  // halfway between odd and even: up
   CHECK(FloatToHalf(1e-30f) == 0x0000);
@@ -122,7 +122,8 @@ std::vector<uint32_t> FloatBits(const std::vector<float>& values) {
   return bits;
 }
 
-TEST_CASE("the array conversions (F16C where the CPU has it) agree with the scalar ones on every half and NaN") {
+TEST_CASE(
+    "the array conversions (F16C where the CPU has it) agree with the scalar ones on every half and NaN") {
   std::vector<unsigned char> every(2 * 65536);
   std::vector<float> scalar(65536), array(65536);
   for (uint32_t h = 0; h <= 0xffff; ++h) {
@@ -133,9 +134,16 @@ TEST_CASE("the array conversions (F16C where the CPU has it) agree with the scal
   HalvesToFloats(every.data(), 65536, array.data());
   CHECK(FloatBits(array) == FloatBits(scalar));
 
-  const std::vector<float> specials = {std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
-                                       FloatOf(0x7f800001), FloatOf(0xffc12345), FloatOf(0x7fbfffff),
-                                       FloatOf(0x00000001), 65520.0f, -65519.0f, 0x1p-25f, 0x1.8p-24f};
+  const std::vector<float> specials = {std::numeric_limits<float>::infinity(),
+                                       -std::numeric_limits<float>::infinity(),
+                                       FloatOf(0x7f800001),
+                                       FloatOf(0xffc12345),
+                                       FloatOf(0x7fbfffff),
+                                       FloatOf(0x00000001),
+                                       65520.0f,
+                                       -65519.0f,
+                                       0x1p-25f,
+                                       0x1.8p-24f};
   std::vector<float> values;
   for (int copies = 0; copies < 3; ++copies) values.insert(values.end(), specials.begin(), specials.end());
   std::vector<unsigned char> bytes(2 * values.size());
@@ -168,8 +176,8 @@ TEST_CASE("float to half matches the brute-force reference on boundaries, ties a
     const uint16_t got = FloatToHalf(f), want = ReferenceHalf(f);
     const uint16_t array = static_cast<uint16_t>(bytes[2 * i] | (bytes[2 * i + 1] << 8));
     if ((got != want || array != want) && ++mismatches <= 5)
-      FAIL_CHECK("float 0x" << std::hex << BitsOf(f) << " (" << f << "): got 0x" << got << " (array 0x" << array
-                            << "), want 0x" << want);
+      FAIL_CHECK("float 0x" << std::hex << BitsOf(f) << " (" << f << "): got 0x" << got << " (array 0x"
+                            << array << "), want 0x" << want);
   }
   CHECK(mismatches == 0);
   CHECK(values.size() > 700000);

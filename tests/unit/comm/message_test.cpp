@@ -1,13 +1,13 @@
 // Tests for lib/comm/message: the wire format round-trips, and Decode refuses
 // everything a bad peer could send, saying what was wrong.
+#include "comm/message.h"
+
 #include <doctest/doctest.h>
 
 #include <cmath>
 #include <cstring>
 #include <string>
 #include <vector>
-
-#include "comm/message.h"
 
 namespace shoal {
 namespace {
@@ -75,7 +75,8 @@ TEST_CASE("an update with several entries survives Encode and Decode unchanged")
 TEST_CASE("an entry of no values may point nowhere, either way over the wire") {
   const std::vector<float> none;
   for (ValueEncoding encoding : {ValueEncoding::kF32, ValueEncoding::kF16}) {
-    const auto bytes = EncodeToBytes(UpdateHeader(), {{4, none.data(), 0, encoding}, {7, kA.data(), 3, encoding}});
+    const auto bytes =
+        EncodeToBytes(UpdateHeader(), {{4, none.data(), 0, encoding}, {7, kA.data(), 3, encoding}});
     MessageView view;
     REQUIRE(DecodeBytes(bytes, &view).ok());
     REQUIRE(view.entries.size() == 2);

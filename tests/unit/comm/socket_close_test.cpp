@@ -37,9 +37,7 @@ TEST_CASE("a connected socket closes, and its pipe callbacks do not see the clos
   CHECK(nng_send(server, const_cast<char*>("x"), 1, 0) == NNG_ECLOSED);
 }
 
-TEST_CASE("a socket never opened is left alone") {
-  CloseSocket(NNG_SOCKET_INITIALIZER, "nothing");
-}
+TEST_CASE("a socket never opened is left alone") { CloseSocket(NNG_SOCKET_INITIALIZER, "nothing"); }
 
 }  // namespace
 }  // namespace shoal

@@ -32,7 +32,7 @@ TEST_CASE("a spare message is written over when it has the room, and given up wh
 
   nng_msg* none = nullptr;
   REQUIRE(spare.Take(16, &none) == 0);  // nothing kept: new again
-  spare.Keep(none);  // freed with the spare
+  spare.Keep(none);                     // freed with the spare
 }
 
 }  // namespace

@@ -1,11 +1,12 @@
 // Tests for lib/config/document: the one reader of YAML, a boundary for
 // untrusted bytes — every fault is a Status naming file:line:column, never a
 // throw, a crash or an allocation the input did not pay for.
+#include "config/document.h"
+
 #include <doctest/doctest.h>
 
 #include <string>
 
-#include "config/document.h"
 #include "test_util.h"
 
 namespace shoal {
@@ -94,7 +95,8 @@ TEST_CASE("an override sets a value by its dotted path, creating sections, and i
   CHECK(doc.root["cluster"]["sizes"][1] == "2");
   CHECK(doc.origin->Where("/train/steps") == "--set 'train.steps=7'");
   CHECK(doc.origin->Where("/cluster/sizes/1") == "--set 'cluster.sizes=[1, 2]'");
-  // A section the override made is its too (an unknown one is then refused naming the override, not the file).
+  // A section the override made is its too (an unknown one is then refused naming the override, not the
+  // file).
   CHECK(doc.origin->Where("/data", true) == "--set 'data.shards=runs/x'");
   CHECK(doc.origin->Where("/cluster") == "--set 'cluster.sizes=[1, 2]'");
   CHECK(doc.origin->Where("/train", true) != "--set 'train.steps=7'");  // the file's section, only changed
@@ -103,7 +105,8 @@ TEST_CASE("an override sets a value by its dotted path, creating sections, and i
 TEST_CASE("bad overrides are refused naming them, never thrown") {
   Document doc;
   REQUIRE(Parse("train: {steps: 2}\nname: x\n", &doc).ok());
-  CHECK(ApplyOverride("nonsense", &doc).message() == "override 'nonsense' is not of the form section.field=value");
+  CHECK(ApplyOverride("nonsense", &doc).message() ==
+        "override 'nonsense' is not of the form section.field=value");
   CHECK(Contains(ApplyOverride("a..b=1", &doc).message(), "has an empty field name"));
   CHECK(Contains(ApplyOverride("a.=1", &doc).message(), "has an empty field name"));
   CHECK(Contains(ApplyOverride("name.x=3", &doc).message(), "'name' is not a section"));

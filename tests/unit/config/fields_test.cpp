@@ -1,11 +1,12 @@
 // Tests for lib/config/fields: typed, located reads of one mapping, and the
 // resolved mapping they leave behind.
+#include "config/fields.h"
+
 #include <doctest/doctest.h>
 
 #include <string>
 #include <vector>
 
-#include "config/fields.h"
 #include "test_util.h"
 
 namespace shoal {
@@ -20,7 +21,8 @@ TEST_CASE("integers: whole numbers in range, 1e3 included; others refused naming
   CHECK(v == 1000);
   CHECK(y->Int("missing", 7, &v).ok());
   CHECK(v == 7);
-  CHECK(y->Int("c", 0, &v).message() == "test.yaml:1:19: section 'x': field 'c' must be an integer, got '2.5'");
+  CHECK(y->Int("c", 0, &v).message() ==
+        "test.yaml:1:19: section 'x': field 'c' must be an integer, got '2.5'");
   CHECK(Contains(y->Int("d", 0, &v).message(), "field 'd' must be an integer, got 'many'"));
   CHECK(Contains(y->Int("e", 0, &v).message(), "field 'e' must be at most 2147483647, got 1e12"));
   CHECK(Contains(y->Int("f", 0, &v).message(), "field 'f' must be at least 0, got -1"));
@@ -29,7 +31,8 @@ TEST_CASE("integers: whole numbers in range, 1e3 included; others refused naming
 }
 
 TEST_CASE("numbers, strings, booleans and lists are read as YAML writes them") {
-  YamlFields y("{f: 0.25, s: hello, n: 12, t: yes, u: false, l: [1, 2], names: [a, b], one: x, w: [1, x]}", "m");
+  YamlFields y("{f: 0.25, s: hello, n: 12, t: yes, u: false, l: [1, 2], names: [a, b], one: x, w: [1, x]}",
+               "m");
   double f = 0;
   CHECK(y->Float("f", 0, &f, 0, 1).ok());
   CHECK(f == 0.25);
@@ -54,7 +57,8 @@ TEST_CASE("numbers, strings, booleans and lists are read as YAML writes them") {
   CHECK(names == std::vector<std::string>{"a", "b"});
   CHECK(y->StringList("one", &names).ok());
   CHECK(names == std::vector<std::string>{"x"});
-  CHECK(Contains(y->Choice("s", "", {"hi", "ho"}, &s).message(), "field 's' is 'hello', expected one of: hi, ho"));
+  CHECK(Contains(y->Choice("s", "", {"hi", "ho"}, &s).message(),
+                 "field 's' is 'hello', expected one of: hi, ho"));
 }
 
 TEST_CASE("a field nobody asked for is unknown; the resolved mapping holds what was read, defaults too") {

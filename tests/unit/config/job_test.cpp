@@ -1,8 +1,8 @@
 // Tests for lib/config (ParseJob, LoadJobFile and overrides) and the graph
 // checks of Net::Build: every refusal names the file, line and column.
-#include <doctest/doctest.h>
+#include "config/job.h"
 
-#include "test_util.h"
+#include <doctest/doctest.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "config/job.h"
 #include "graph/net.h"
+#include "test_util.h"
 
 namespace shoal {
 namespace {
@@ -26,9 +26,9 @@ std::string Job(const std::string& layers, const std::string& rest = "") {
 }
 
 const std::string kLayers =
-    "    - {name: data, type: data, shape: [1, 2, 2]}\n"                  // line 4
+    "    - {name: data, type: data, shape: [1, 2, 2]}\n"                         // line 4
     "    - {name: fc, type: fully_connected, srclayers: data, num_output: 3}\n"  // line 5
-    "    - {name: loss, type: softmax_loss, srclayers: [fc, data]}\n";    // line 6
+    "    - {name: loss, type: softmax_loss, srclayers: [fc, data]}\n";           // line 6
 
 // Parses and builds; returns the first error (or ok).
 Status ParseAndBuild(const std::string& text) {
@@ -95,14 +95,15 @@ TEST_CASE("a valid job parses, with every unset field at its documented default"
 
 TEST_CASE("explicit sections override the defaults, and sgd means momentum 0") {
   JobConfig job;
-  Status s = ParseJob(Job(kLayers,
-                          "train: {batch_size: 8, steps: 12, updater: sgd, learning_rate: 0.5, overlap: false,\n"
-                          "        overlap_bucket_floats: 0,\n"
-                          "        lr_schedule: {kind: step, every: 4, gamma: 0.5}}\n"
-                          "cluster: {nworker_groups: 2, nworkers_per_group: 3, consistency: async,\n"
-                          "          nservers_per_group: 2, slice_floats: 10, timeout_ms: 500, wire: fp16}\n"
-                          "data: {dataset: mnist, shards: runs/x}\n"),
-                      "job.yaml", &job);
+  Status s =
+      ParseJob(Job(kLayers,
+                   "train: {batch_size: 8, steps: 12, updater: sgd, learning_rate: 0.5, overlap: false,\n"
+                   "        overlap_bucket_floats: 0,\n"
+                   "        lr_schedule: {kind: step, every: 4, gamma: 0.5}}\n"
+                   "cluster: {nworker_groups: 2, nworkers_per_group: 3, consistency: async,\n"
+                   "          nservers_per_group: 2, slice_floats: 10, timeout_ms: 500, wire: fp16}\n"
+                   "data: {dataset: mnist, shards: runs/x}\n"),
+               "job.yaml", &job);
   INFO(s.ToString());
   REQUIRE(s.ok());
   CHECK(job.train.batch_size == 8);
@@ -124,11 +125,12 @@ TEST_CASE("explicit sections override the defaults, and sgd means momentum 0") {
 
 TEST_CASE("the updaters' fields and the schedule's parse; epsilon defaults to 1e-10 for adagrad only") {
   JobConfig job;
-  Status s = ParseJob(Job(kLayers,
-                          "train: {updater: adam, beta1: 0.8, beta2: 0.99, epsilon: 1e-6, rmsprop_alpha: 0.9,\n"
-                          "        scale_lr_with_workers: true,\n"
-                          "        lr_schedule: {kind: exponential, gamma: 0.5, warmup_steps: 100}}\n"),
-                      "job.yaml", &job);
+  Status s =
+      ParseJob(Job(kLayers,
+                   "train: {updater: adam, beta1: 0.8, beta2: 0.99, epsilon: 1e-6, rmsprop_alpha: 0.9,\n"
+                   "        scale_lr_with_workers: true,\n"
+                   "        lr_schedule: {kind: exponential, gamma: 0.5, warmup_steps: 100}}\n"),
+               "job.yaml", &job);
   INFO(s.ToString());
   REQUIRE(s.ok());
   CHECK(job.train.updater == "adam");
@@ -142,7 +144,8 @@ TEST_CASE("the updaters' fields and the schedule's parse; epsilon defaults to 1e
   CHECK(job.train.lr_schedule.warmup_steps == 100);
   for (const char* updater : kUpdaterNames) {
     INFO(updater);
-    REQUIRE(ParseJob(Job(kLayers, std::string("train: {updater: ") + updater + "}\n"), "job.yaml", &job).ok());
+    REQUIRE(
+        ParseJob(Job(kLayers, std::string("train: {updater: ") + updater + "}\n"), "job.yaml", &job).ok());
     CHECK(job.train.epsilon == (std::string(updater) == "adagrad" ? 1e-10 : 1e-8));
   }
 }
@@ -159,41 +162,48 @@ TEST_CASE("an unknown updater is refused naming the field, where it is and the k
   Status s = ParseAndBuild(Job(kLayers, "train: {updater: adamw}\n"));
   INFO(s.ToString());
   CHECK(s.code() == Status::Code::kInvalidArgument);
-  CHECK(s.message() == "job.yaml:7:18: section 'train': field 'updater' is 'adamw', expected one of: "
-                       "sgd, momentum, nesterov, adagrad, rmsprop, adam");
+  CHECK(s.message() ==
+        "job.yaml:7:18: section 'train': field 'updater' is 'adamw', expected one of: "
+        "sgd, momentum, nesterov, adagrad, rmsprop, adam");
 }
 
 TEST_CASE("bad updater and schedule fields are refused naming the field and where it is") {
   Status s = ParseAndBuild(Job(kLayers, "train: {updater: adam, beta1: 1.0}\n"));
   CHECK(s.message() == "job.yaml:7:31: section 'train': field 'beta1' must be below 1, got 1.000000");
   s = ParseAndBuild(Job(kLayers, "train: {beta2: -0.5}\n"));
-  CHECK(s.message() == "job.yaml:7:16: section 'train': field 'beta2' must be in [0.000000, 1.000000], got -0.500000");
+  CHECK(s.message() ==
+        "job.yaml:7:16: section 'train': field 'beta2' must be in [0.000000, 1.000000], got -0.500000");
   s = ParseAndBuild(Job(kLayers, "train: {epsilon: 0}\n"));
   CHECK(s.message() == "job.yaml:7:18: section 'train': field 'epsilon' must be greater than 0");
   s = ParseAndBuild(Job(kLayers, "train: {rmsprop_alpha: fast}\n"));
   CHECK(s.message() == "job.yaml:7:24: section 'train': field 'rmsprop_alpha' must be a number");
   s = ParseAndBuild(Job(kLayers, "train: {updater: nesterov, momentum: 0}\n"));
-  CHECK(s.message() == "job.yaml:7:38: section 'train': field 'momentum' must be greater than 0 for updater 'nesterov'");
+  CHECK(s.message() ==
+        "job.yaml:7:38: section 'train': field 'momentum' must be greater than 0 for updater 'nesterov'");
   s = ParseAndBuild(Job(kLayers, "train: {scale_lr_with_workers: maybe}\n"));
   CHECK(s.message() == "job.yaml:7:32: section 'train': field 'scale_lr_with_workers' must be true or false");
   s = ParseAndBuild(Job(kLayers, "train: {lr_schedule: {kind: cosine}}\n"));
-  CHECK(s.message() == "job.yaml:7:29: section 'train.lr_schedule': field 'kind' is 'cosine', expected one of: "
-                       "constant, step, exponential");
+  CHECK(s.message() ==
+        "job.yaml:7:29: section 'train.lr_schedule': field 'kind' is 'cosine', expected one of: "
+        "constant, step, exponential");
   s = ParseAndBuild(Job(kLayers, "train: {lr_schedule: {kind: step, gamma: 0.5}}\n"));
-  CHECK(s.message() == "job.yaml:7:22: section 'train.lr_schedule': field 'every' must be at least 1 with kind 'step'");
+  CHECK(s.message() ==
+        "job.yaml:7:22: section 'train.lr_schedule': field 'every' must be at least 1 with kind 'step'");
   s = ParseAndBuild(Job(kLayers, "train: {lr_schedule: {kind: exponential, every: 0}}\n"));
-  CHECK(s.message() == "job.yaml:7:49: section 'train.lr_schedule': field 'every' must be at least 1 with "
-                       "kind 'exponential'");
+  CHECK(s.message() ==
+        "job.yaml:7:49: section 'train.lr_schedule': field 'every' must be at least 1 with "
+        "kind 'exponential'");
   s = ParseAndBuild(Job(kLayers, "train: {lr_schedule: {warmup_steps: -1}}\n"));
-  CHECK(s.message() == "job.yaml:7:37: section 'train.lr_schedule': field 'warmup_steps' must be at least 0, got -1");
+  CHECK(s.message() ==
+        "job.yaml:7:37: section 'train.lr_schedule': field 'warmup_steps' must be at least 0, got -1");
 }
 
 TEST_CASE("malformed YAML is refused with the file, line and column of the fault") {
   JobConfig job;
   // Line 6: a flow sequence closed by '}' at column 28.
-  Status s = ParseJob(Job(kLayers.substr(0, kLayers.rfind("    - {name: loss")) +
-                          "    - {name: a, type: [relu}\n"),
-                      "job.yaml", &job);
+  Status s =
+      ParseJob(Job(kLayers.substr(0, kLayers.rfind("    - {name: loss")) + "    - {name: a, type: [relu}\n"),
+               "job.yaml", &job);
   INFO(s.ToString());
   CHECK(s.code() == Status::Code::kInvalidArgument);
   CHECK(s.message() == "job.yaml:6:28: malformed YAML: illegal flow end");
@@ -229,7 +239,8 @@ TEST_CASE("an unknown layer type is refused at Net::Build with its line and the 
   INFO(s.ToString());
   CHECK(s.code() == Status::Code::kInvalidArgument);
   // "    - {name: fc, type: fully_conected": the value starts at column 24.
-  CHECK(s.message().rfind("job.yaml:5:24: layer 'fc': field 'type' is 'fully_conected', not a layer type", 0) == 0);
+  CHECK(s.message().rfind("job.yaml:5:24: layer 'fc': field 'type' is 'fully_conected', not a layer type",
+                          0) == 0);
   CHECK(Contains(s.message(), "known: data, fully_connected, convolution"));
   CHECK(net == nullptr);
 }
@@ -269,11 +280,16 @@ TEST_CASE("a field of the wrong type or out of range is refused naming it") {
   CHECK(Contains(s.message(), "field 'overlap_bucket_floats'"));
 }
 
-TEST_CASE("train.device: cpu, cuda (each worker a GPU) or cuda:N (all on GPU N); anything else refused naming it") {
-  for (auto [written, cuda, gpu] : {std::tuple{"cpu", false, -1}, {"cuda", true, -1}, {"cuda:3", true, 3},
-                                    {"cuda:12", true, 12}, {"cuda:0", true, 0}}) {
+TEST_CASE(
+    "train.device: cpu, cuda (each worker a GPU) or cuda:N (all on GPU N); anything else refused naming it") {
+  for (auto [written, cuda, gpu] : {std::tuple{"cpu", false, -1},
+                                    {"cuda", true, -1},
+                                    {"cuda:3", true, 3},
+                                    {"cuda:12", true, 12},
+                                    {"cuda:0", true, 0}}) {
     JobConfig job;
-    const Status s = ParseJob(Job(kLayers, std::string("train: {device: '") + written + "'}\n"), "job.yaml", &job);
+    const Status s =
+        ParseJob(Job(kLayers, std::string("train: {device: '") + written + "'}\n"), "job.yaml", &job);
     INFO(written << ": " << s.ToString());
     REQUIRE(s.ok());
     CHECK(job.train.device == written);
@@ -283,10 +299,12 @@ TEST_CASE("train.device: cpu, cuda (each worker a GPU) or cuda:N (all on GPU N);
   }
   for (const char* bad : {"gpu", "cuda:", "cuda:x", "cuda:-1", "cuda:100", "CUDA", "cuda:0 "}) {
     JobConfig job;
-    const Status s = ParseJob(Job(kLayers, std::string("train: {device: '") + bad + "'}\n"), "job.yaml", &job);
+    const Status s =
+        ParseJob(Job(kLayers, std::string("train: {device: '") + bad + "'}\n"), "job.yaml", &job);
     INFO(bad);
     CHECK(Contains(s.message(), "job.yaml:7:"));
-    CHECK(Contains(s.message(), "field 'device' is '" + std::string(bad) + "'; expected cpu, cuda or cuda:N"));
+    CHECK(
+        Contains(s.message(), "field 'device' is '" + std::string(bad) + "'; expected cpu, cuda or cuda:N"));
   }
 }
 
@@ -315,7 +333,8 @@ TEST_CASE("a convolution after a fully_connected layer is refused naming both la
   Status s = ParseAndBuild(Job(layers));
   INFO(s.ToString());
   CHECK(s.message().rfind("job.yaml:6:7: layer 'conv1': needs a [channels, height, width] source; "
-                          "'fc1' gives [8]", 0) == 0);
+                          "'fc1' gives [8]",
+                          0) == 0);
 }
 
 TEST_CASE("a kernel larger than the source is refused naming the field") {
@@ -339,10 +358,12 @@ TEST_CASE("missing sections and fields are refused naming what is missing") {
   CHECK(Contains(s.message(), "job.yaml:4:7: layer: missing field 'name'"));
   s = ParseAndBuild(Job("    - {name: r}\n"));
   CHECK(Contains(s.message(), "layer 'r': missing field 'type'"));
-  s = ParseAndBuild(Job("    - {name: data, type: data, shape: [1, 2, 2]}\n"
+  s =
+      ParseAndBuild(Job("    - {name: data, type: data, shape: [1, 2, 2]}\n"
                         "    - {name: fc, type: fully_connected, srclayers: data}\n"));
   CHECK(Contains(s.message(), "job.yaml:5:7: layer 'fc': missing field 'num_output'"));
-  s = ParseAndBuild(Job("    - {name: data, type: data, shape: [4]}\n"
+  s =
+      ParseAndBuild(Job("    - {name: data, type: data, shape: [4]}\n"
                         "    - {name: fc, type: fully_connected, srclayers: data, num_output: 2}\n"));
   CHECK(s.message() == "job.yaml: the model has no loss layer (type 'softmax_loss' or 'rbm')");
   s = ParseAndBuild(Job("    - {name: fc, type: relu}\n"));
@@ -399,7 +420,8 @@ TEST_CASE("bsp with several worker groups is refused; async, ssp and easgd allow
   Status s = ParseAndBuild(Job(kLayers, "cluster:\n  nworker_groups: 2\n"));
   INFO(s.ToString());
   CHECK(s.message().rfind("job.yaml:8:19: section 'cluster': field 'nworker_groups' must be 1 with "
-                          "consistency 'bsp'", 0) == 0);
+                          "consistency 'bsp'",
+                          0) == 0);
   CHECK(ParseAndBuild(Job(kLayers, "cluster: {nworker_groups: 2, consistency: async}\n")).ok());
   CHECK(ParseAndBuild(Job(kLayers, "cluster: {nworker_groups: 2, consistency: ssp, staleness: 1}\n")).ok());
   CHECK(ParseAndBuild(Job(kLayers, "cluster: {nworker_groups: 2, consistency: easgd}\n")).ok());
@@ -418,19 +440,22 @@ TEST_CASE("ssp takes a staleness of at least 0, and needs one") {
   CHECK(job.cluster.staleness == 0);
 
   s = ParseAndBuild(Job(kLayers, "cluster: {consistency: ssp}\n"));
-  CHECK(s.message() == "job.yaml:7:10: section 'cluster': consistency 'ssp' needs field 'staleness' (the slack "
-                       "s >= 0: a worker about to train step t sees every update of steps up to t-1-s)");
+  CHECK(s.message() ==
+        "job.yaml:7:10: section 'cluster': consistency 'ssp' needs field 'staleness' (the slack "
+        "s >= 0: a worker about to train step t sees every update of steps up to t-1-s)");
   s = ParseAndBuild(Job(kLayers, "cluster: {consistency: ssp, staleness: -1}\n"));
   CHECK(s.message() == "job.yaml:7:40: section 'cluster': field 'staleness' must be at least 0, got -1");
 }
 
 TEST_CASE("a consistency model's fields are refused under another model, naming where") {
   Status s = ParseAndBuild(Job(kLayers, "cluster:\n  staleness: 2\n"));
-  CHECK(s.message() == "job.yaml:8:14: section 'cluster': field 'staleness' applies only with consistency "
-                       "'ssp', not with consistency 'bsp'");
+  CHECK(s.message() ==
+        "job.yaml:8:14: section 'cluster': field 'staleness' applies only with consistency "
+        "'ssp', not with consistency 'bsp'");
   s = ParseAndBuild(Job(kLayers, "cluster: {consistency: async, easgd_alpha: 0.2}\n"));
-  CHECK(s.message() == "job.yaml:7:44: section 'cluster': field 'easgd_alpha' applies only with consistency "
-                       "'easgd', not with consistency 'async'");
+  CHECK(s.message() ==
+        "job.yaml:7:44: section 'cluster': field 'easgd_alpha' applies only with consistency "
+        "'easgd', not with consistency 'async'");
   for (const char* key : {"easgd_tau: 2", "easgd_adaptive: true", "easgd_loss_threshold: 3"}) {
     INFO(key);
     s = ParseAndBuild(Job(kLayers, std::string("cluster: {consistency: ssp, staleness: 1, ") + key + "}\n"));
@@ -453,7 +478,8 @@ TEST_CASE("easgd: tau of at least 1, alpha strictly inside (0, 1)") {
   CHECK(s.message() == "job.yaml:7:42: section 'cluster': field 'easgd_tau' must be at least 1, got 0");
   for (const char* alpha : {"0", "1", "1.0", "-0.5"}) {
     INFO(alpha);
-    s = ParseAndBuild(Job(kLayers, std::string("cluster: {consistency: easgd, easgd_alpha: ") + alpha + "}\n"));
+    s = ParseAndBuild(
+        Job(kLayers, std::string("cluster: {consistency: easgd, easgd_alpha: ") + alpha + "}\n"));
     CHECK(Contains(s.message(), "job.yaml:7:44: section 'cluster': field 'easgd_alpha' must"));
   }
   s = ParseAndBuild(Job(kLayers, "cluster: {consistency: easgd, easgd_alpha: 1}\n"));
@@ -464,21 +490,25 @@ TEST_CASE("easgd: tau of at least 1, alpha strictly inside (0, 1)") {
 
 TEST_CASE("easgd_adaptive exchanges by loss: it needs a positive threshold and refuses a period") {
   JobConfig job;
-  Status s = ParseJob(Job(kLayers, "cluster: {consistency: easgd, easgd_adaptive: true, easgd_loss_threshold: 2.5}\n"),
-                      "job.yaml", &job);
+  Status s = ParseJob(
+      Job(kLayers, "cluster: {consistency: easgd, easgd_adaptive: true, easgd_loss_threshold: 2.5}\n"),
+      "job.yaml", &job);
   INFO(s.ToString());
   REQUIRE(s.ok());
   CHECK(job.cluster.easgd_adaptive);
   CHECK(job.cluster.easgd_loss_threshold == 2.5);
 
   s = ParseAndBuild(Job(kLayers, "cluster: {consistency: easgd, easgd_adaptive: true}\n"));
-  CHECK(s.message() == "job.yaml:7:10: section 'cluster': easgd_adaptive: true needs field "
-                       "'easgd_loss_threshold' (DeepSpark's L_cut: a worker exchanges when its loss summed since "
-                       "the last exchange passes it)");
-  s = ParseAndBuild(Job(kLayers, "cluster: {consistency: easgd, easgd_adaptive: true, easgd_loss_threshold: 0}\n"));
+  CHECK(s.message() ==
+        "job.yaml:7:10: section 'cluster': easgd_adaptive: true needs field "
+        "'easgd_loss_threshold' (DeepSpark's L_cut: a worker exchanges when its loss summed since "
+        "the last exchange passes it)");
+  s = ParseAndBuild(
+      Job(kLayers, "cluster: {consistency: easgd, easgd_adaptive: true, easgd_loss_threshold: 0}\n"));
   CHECK(Contains(s.message(), "field 'easgd_loss_threshold' must be greater than 0"));
   s = ParseAndBuild(
-      Job(kLayers, "cluster: {consistency: easgd, easgd_adaptive: true, easgd_loss_threshold: 1, easgd_tau: 4}\n"));
+      Job(kLayers,
+          "cluster: {consistency: easgd, easgd_adaptive: true, easgd_loss_threshold: 1, easgd_tau: 4}\n"));
   CHECK(Contains(s.message(), "field 'easgd_tau' is not used with easgd_adaptive: true"));
 }
 

@@ -1,9 +1,10 @@
 // Tests for lib/core/json_text: JSON from outside, bounded before it is parsed.
+#include "core/json_text.h"
+
 #include <doctest/doctest.h>
 
 #include <string>
 
-#include "core/json_text.h"
 #include "test_util.h"
 
 namespace shoal {

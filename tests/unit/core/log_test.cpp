@@ -1,13 +1,13 @@
 // Tests for lib/core/log: lines on stderr named by the tool, and a flood of
 // them cut down to a few with a count of the rest.
-#include <doctest/doctest.h>
+#include "core/log.h"
 
+#include <doctest/doctest.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <string>
 
-#include "core/log.h"
 #include "test_util.h"
 
 namespace shoal {
@@ -60,7 +60,8 @@ TEST_CASE("a rate-limited log keeps its burst, then one a interval, counting wha
   test_now += std::chrono::milliseconds(199);
   CHECK(Captured([&] { log.Log("refused once more"); }).empty());
   test_now += std::chrono::milliseconds(1);
-  CHECK(Captured([&] { log.Log("refused at last"); }) == "shoal: refused at last (and 1 more like it left out)\n");
+  CHECK(Captured([&] { log.Log("refused at last"); }) ==
+        "shoal: refused at last (and 1 more like it left out)\n");
   CHECK(log.suppressed() == 98);
 }
 

@@ -1,14 +1,14 @@
 // Tests for lib/core/output: records as JSON lines with the commit, tables
 // and a live line for a person, and writes that fail are reported.
+#include "core/output.h"
+
 #include <doctest/doctest.h>
 
 #include <cstdio>
+#include <nlohmann/json.hpp>
 #include <string>
 
-#include <nlohmann/json.hpp>
-
 #include "core/build_info.h"
-#include "core/output.h"
 #include "test_util.h"
 
 namespace shoal {

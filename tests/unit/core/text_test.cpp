@@ -1,9 +1,9 @@
 // Tests for lib/core/text: UTF-8 checked, outside text quoted safely.
+#include "core/text.h"
+
 #include <doctest/doctest.h>
 
 #include <string>
-
-#include "core/text.h"
 
 namespace shoal {
 namespace {

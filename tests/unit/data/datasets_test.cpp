@@ -1,7 +1,8 @@
 // Tests for lib/data/datasets: the table of datasets dl-shard reads.
+#include "data/datasets.h"
+
 #include <doctest/doctest.h>
 
-#include "data/datasets.h"
 #include "test_util.h"
 
 namespace shoal {

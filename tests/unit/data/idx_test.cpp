@@ -1,22 +1,21 @@
 // Tests for lib/data/idx: reading MNIST's idx files, refusing bad ones.
+#include "data/idx.h"
+
 #include <doctest/doctest.h>
-
-#include "test_util.h"
 #include <zlib.h>
-
-#include <nlohmann/json.hpp>
 
 #include <cstdlib>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "core/file_util.h"
 #include "core/hash.h"
-#include "data/idx.h"
 #include "data/shard.h"
 #include "data/shard_writer.h"
+#include "test_util.h"
 
 namespace shoal {
 namespace {
@@ -34,7 +33,6 @@ std::string IdxBytes(uint8_t type, const std::vector<uint32_t>& dims, const std:
     for (int shift = 24; shift >= 0; shift -= 8) out.push_back(static_cast<char>((d >> shift) & 0xff));
   return out + data;
 }
-
 
 }  // namespace
 

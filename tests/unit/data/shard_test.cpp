@@ -1,13 +1,12 @@
 // Tests for lib/data: idx parsing, shard writing and reading, the manifest.
+#include "data/shard.h"
+
 #include <doctest/doctest.h>
-
-#include "test_util.h"
 #include <zlib.h>
-
-#include <nlohmann/json.hpp>
 
 #include <cstdlib>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <string>
 #include <vector>
@@ -15,8 +14,8 @@
 #include "core/file_util.h"
 #include "core/hash.h"
 #include "data/idx.h"
-#include "data/shard.h"
 #include "data/shard_writer.h"
+#include "test_util.h"
 
 namespace shoal {
 namespace {
@@ -140,8 +139,8 @@ TEST_CASE("shard: same seed gives identical files, another seed another order") 
   REQUIRE(WriteShards(SmallSpec(a.path, 5), &m).ok());
   REQUIRE(WriteShards(SmallSpec(b.path, 5), &m).ok());
   REQUIRE(WriteShards(SmallSpec(c.path, 6), &m).ok());
-  for (const char* f : {"train-00000.shard", "train-00001.shard", "train-00002.shard", "test.shard",
-                        "manifest.json"})
+  for (const char* f :
+       {"train-00000.shard", "train-00001.shard", "train-00002.shard", "test.shard", "manifest.json"})
     CHECK_MESSAGE(Slurp(a.path + "/" + f) == Slurp(b.path + "/" + f), f);
   bool any_differs = false;
   for (const char* f : {"train-00000.shard", "train-00001.shard", "train-00002.shard"})

@@ -1,5 +1,7 @@
 // Tests for lib/data/text_corpus.cpp and a text dataset's shards: windows,
 // vocabulary, the test set from the tail, and the manifest's checks.
+#include "data/text_corpus.h"
+
 #include <doctest/doctest.h>
 
 #include <fstream>
@@ -7,7 +9,6 @@
 
 #include "core/file_util.h"
 #include "data/shard.h"
-#include "data/text_corpus.h"
 #include "test_util.h"
 
 namespace shoal {
@@ -64,16 +65,25 @@ TEST_CASE("a text too short for a train and a test window, or a bad window, is r
 }
 
 TEST_CASE("a manifest's vocabulary: distinct bytes, as many as its classes") {
-  nlohmann::json m = {{"format", "shoal-shards"}, {"version", 1}, {"dataset", "text"}, {"record_shape", {4}},
-                      {"classes", 3}, {"vocabulary", {97, 98, 99}}, {"seed", 1}, {"shards", 1},
-                      {"train_records", 2}, {"created_by", "test"},
-                      {"train", {{{"file", "train-00000.shard"}, {"records", 2}, {"fnv1a64", "0123456789abcdef"}}}},
-                      {"test", {{"file", "test.shard"}, {"records", 1}, {"fnv1a64", "0123456789abcdef"}}}};
+  nlohmann::json m = {
+      {"format", "shoal-shards"},
+      {"version", 1},
+      {"dataset", "text"},
+      {"record_shape", {4}},
+      {"classes", 3},
+      {"vocabulary", {97, 98, 99}},
+      {"seed", 1},
+      {"shards", 1},
+      {"train_records", 2},
+      {"created_by", "test"},
+      {"train", {{{"file", "train-00000.shard"}, {"records", 2}, {"fnv1a64", "0123456789abcdef"}}}},
+      {"test", {{"file", "test.shard"}, {"records", 1}, {"fnv1a64", "0123456789abcdef"}}}};
   Manifest parsed;
   REQUIRE(ParseManifest(m.dump(), "manifest.json", &parsed).ok());
   CHECK(parsed.vocabulary == std::vector<int>{97, 98, 99});
   m["vocabulary"] = {97, 97, 99};
-  CHECK(ParseManifest(m.dump(), "manifest.json", &parsed).message().find("distinct byte values") != std::string::npos);
+  CHECK(ParseManifest(m.dump(), "manifest.json", &parsed).message().find("distinct byte values") !=
+        std::string::npos);
   m["vocabulary"] = {97, 98, 300};
   CHECK(!ParseManifest(m.dump(), "manifest.json", &parsed).ok());
   m["vocabulary"] = {97, 98};

@@ -1,10 +1,10 @@
 // Tests for lib/device/host_device.cpp and the Device base: the budget is
 // held on every allocation, copies run in the order queued, marks wait.
+#include "device/host_device.h"
+
 #include <doctest/doctest.h>
 
 #include <vector>
-
-#include "device/host_device.h"
 
 namespace shoal {
 namespace {

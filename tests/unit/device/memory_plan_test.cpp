@@ -1,11 +1,11 @@
 // Tests for lib/device/memory_plan.cpp: GeePS's Algorithm 1 over synthetic
 // operation sequences (the refusal and its minimum, local data at the peak
 // pinned first, parameters last), and the moves a placement implies.
+#include "device/memory_plan.h"
+
 #include <doctest/doctest.h>
 
 #include <deque>
-
-#include "device/memory_plan.h"
 
 namespace shoal {
 namespace {
@@ -65,8 +65,9 @@ TEST_CASE("the passes' scratch (a GPU's workspace) is kept free beside the plan,
   DeviceMemoryPlan plan;
   const Status refused = PlanDeviceMemory(s.ops, 12287, &plan);
   REQUIRE_FALSE(refused.ok());
-  CHECK(refused.message().find("and the 0.00 MiB kept for the convolutions' workspace: the two need at least 12288 "
-                               "bytes") != std::string::npos);
+  CHECK(refused.message().find(
+            "and the 0.00 MiB kept for the convolutions' workspace: the two need at least 12288 "
+            "bytes") != std::string::npos);
   // What took two local buffers beside the pool now leaves their room to the scratch.
   REQUIRE(PlanDeviceMemory(s.ops, 12288, &plan).ok());
   CHECK(plan.pinned == std::vector<bool>(8, false));
@@ -114,7 +115,7 @@ TEST_CASE("moves: inputs come in, gradients start at zero, only what is read lat
 
   const std::vector<bool> none(5, false);
   auto moves = BufferMoves(s.ops, none);
-  CHECK(moves[forward][0].before == Before::kCopyIn);  // x
+  CHECK(moves[forward][0].before == Before::kCopyIn);   // x
   CHECK(moves[forward][2].before == Before::kNothing);  // f: written whole
   CHECK(moves[forward][2].copy_out);                    // read by backward
   CHECK(moves[backward][0].before == Before::kCopyIn);  // f back in

@@ -3,14 +3,15 @@
 // memory, at the smallest budget (everything swapped through the pool, the
 // next pass's inputs prefetched) and at larger ones, with the copies the plan
 // predicts and the device never past its budget.
+#include "device/step_memory.h"
+
 #include <doctest/doctest.h>
 
 #include <deque>
-#include <map>
 #include <functional>
+#include <map>
 
 #include "device/host_device.h"
-#include "device/step_memory.h"
 
 namespace shoal {
 namespace {
@@ -24,8 +25,10 @@ struct Computation {
   std::vector<std::function<void()>> passes;
 
   Computation() {
-    const int bx = ops.AddBuffer("x", Lifetime::kInput, false, &x), bw = ops.AddBuffer("w", Lifetime::kInput, true, &w),
-              bf = ops.AddBuffer("f", Lifetime::kStep, false, &f), bh = ops.AddBuffer("h", Lifetime::kStep, false, &h),
+    const int bx = ops.AddBuffer("x", Lifetime::kInput, false, &x),
+              bw = ops.AddBuffer("w", Lifetime::kInput, true, &w),
+              bf = ops.AddBuffer("f", Lifetime::kStep, false, &f),
+              bh = ops.AddBuffer("h", Lifetime::kStep, false, &h),
               bg = ops.AddBuffer("g", Lifetime::kGradient, false, &g),
               bdw = ops.AddBuffer("dw", Lifetime::kOutput, true, &dw);
     Pass({{bx, true, false}, {bw, true, false}, {bf, false, true}}, [this] {

@@ -1,14 +1,14 @@
 // Tests for lib/graph/net.cpp: whole nets built from a job, checked and trained.
+#include "graph/net.h"
+
 #include <doctest/doctest.h>
 
 #include <cmath>
 #include <numeric>
 #include <random>
 
-#include "gradient_check.h"
-
 #include "config/job.h"
-#include "graph/net.h"
+#include "gradient_check.h"
 #include "ps/param_init.h"
 #include "ps/updater.h"
 
@@ -190,7 +190,9 @@ model:
     - {name: loss, type: softmax_loss, srclayers: [out, data]}
 )";
 
-TEST_CASE("a char-RNN's gradients, through the GRU's steps and the shared output layer, match central differences") {
+TEST_CASE(
+    "a char-RNN's gradients, through the GRU's steps and the shared output layer, match central "
+    "differences") {
   auto net = BuildNet(kCharRnn, 2);
   const float windows[2][9] = {{0, 1, 2, 3, 4, 0, 1, 2, 3}, {3, 1, 4, 1, 0, 2, 2, 4, 1}};
   std::copy(&windows[0][0], &windows[0][0] + 18, net->data_layer().data().data());

@@ -1,11 +1,12 @@
 // Tests for lib/graph/param_fields.cpp: init_from in its three forms, its
 // errors, the values it loads (transposed where asked), and lr_mult.
+#include "graph/param_fields.h"
+
 #include <doctest/doctest.h>
 
 #include "ckpt/checkpoint.h"
 #include "config/job.h"
 #include "graph/net.h"
-#include "graph/param_fields.h"
 #include "test_util.h"
 
 namespace shoal {
@@ -48,7 +49,9 @@ TEST_CASE("init_from PATH:LAYER takes each parameter of the same suffix; lr_mult
   const std::string path = WriteSource(dir);
   std::unique_ptr<Net> net;
   REQUIRE(Build("{name: fc, type: fully_connected, srclayers: data, num_output: 2, init_from: '" + path +
-                ":enc', lr_mult: 0}", &net).ok());
+                    ":enc', lr_mult: 0}",
+                &net)
+              .ok());
   const auto params = net->params();
   REQUIRE(params.size() == 2);
   CHECK(params[0]->init.kind == ParamInit::Kind::kCheckpoint);
@@ -65,10 +68,12 @@ TEST_CASE("init_from per parameter: ^T transposes a 2-D one (a decoder from an e
   const std::string path = WriteSource(dir);
   std::unique_ptr<Net> net;
   // A layer of 3 outputs over a 2-vector: weight [3, 2], the encoder's transposed.
-  const std::string text = "model:\n  layers:\n    - {name: data, type: data, shape: [2]}\n"
-                           "    - {name: fc, type: fully_connected, srclayers: data, num_output: 3, init_from: {weight: '" +
-                           path + ":enc.weight^T', bias: '" + path + ":enc.visible_bias'}}\n"
-                           "    - {name: loss, type: softmax_loss, srclayers: [fc, data]}\n";
+  const std::string text =
+      "model:\n  layers:\n    - {name: data, type: data, shape: [2]}\n"
+      "    - {name: fc, type: fully_connected, srclayers: data, num_output: 3, init_from: {weight: '" +
+      path + ":enc.weight^T', bias: '" + path +
+      ":enc.visible_bias'}}\n"
+      "    - {name: loss, type: softmax_loss, srclayers: [fc, data]}\n";
   JobConfig job;
   REQUIRE(ParseJob(text, "job.yaml", &job).ok());
   REQUIRE(Net::Build(job, &net).ok());
@@ -83,11 +88,13 @@ TEST_CASE("init_from's errors name the layer, the field and what is wrong") {
   TempDir dir;
   const std::string path = WriteSource(dir);
   std::unique_ptr<Net> net;
-  Status s = Build("{name: fc, type: fully_connected, srclayers: data, num_output: 2, init_from: {kernel: '" + path +
-                   ":enc.weight'}}", &net);
+  Status s = Build("{name: fc, type: fully_connected, srclayers: data, num_output: 2, init_from: {kernel: '" +
+                       path + ":enc.weight'}}",
+                   &net);
   CHECK(s.message().find("init_from") != std::string::npos);
   CHECK(s.message().find("names parameter 'kernel'; the layer has weight, bias") != std::string::npos);
-  s = Build("{name: fc, type: fully_connected, srclayers: data, num_output: 2, init_from: {weight: '" + path + "'}}",
+  s = Build("{name: fc, type: fully_connected, srclayers: data, num_output: 2, init_from: {weight: '" + path +
+                "'}}",
             &net);
   CHECK(s.message().find("'weight' must be PATH:PARAM") != std::string::npos);
   s = Build("{name: fc, type: fully_connected, srclayers: data, num_output: 2, init_from: [1]}", &net);
@@ -99,18 +106,24 @@ TEST_CASE("init_from's errors name the layer, the field and what is wrong") {
   CHECK(s.message().find("is set but the layer has no parameters") != std::string::npos);
 
   // Built, but its checkpoint does not fit: dl-plan's check says why.
-  REQUIRE(Build("{name: fc, type: fully_connected, srclayers: data, num_output: 3, init_from: '" + path + ":enc'}",
-                &net).ok());
+  REQUIRE(Build("{name: fc, type: fully_connected, srclayers: data, num_output: 3, init_from: '" + path +
+                    ":enc'}",
+                &net)
+              .ok());
   s = CheckInitFrom(*net->params()[0]);
-  CHECK(s.message().find("parameter 'fc.weight' (init_from '" + path + "'): 'enc.weight' is [2,3], the layer's is [3,3]") !=
-        std::string::npos);
-  REQUIRE(Build("{name: fc, type: fully_connected, srclayers: data, num_output: 2, init_from: '" + path + ":dec'}",
-                &net).ok());
+  CHECK(s.message().find("parameter 'fc.weight' (init_from '" + path +
+                         "'): 'enc.weight' is [2,3], the layer's is [3,3]") != std::string::npos);
+  REQUIRE(Build("{name: fc, type: fully_connected, srclayers: data, num_output: 2, init_from: '" + path +
+                    ":dec'}",
+                &net)
+              .ok());
   s = CheckInitFrom(*net->params()[0]);
   CHECK(s.message().find("the checkpoint has no parameter 'dec.weight' (it has 'enc.weight', 'enc.bias', "
                          "'enc.visible_bias')") != std::string::npos);
   REQUIRE(Build("{name: fc, type: fully_connected, srclayers: data, num_output: 2, init_from: '" + dir.path +
-                "/none.ckpt:enc'}", &net).ok());
+                    "/none.ckpt:enc'}",
+                &net)
+              .ok());
   CHECK(!CheckInitFrom(*net->params()[0]).ok());
 }
 

@@ -8,9 +8,7 @@
 namespace shoal {
 namespace {
 
-TEST_CASE("relu gradients match away from zero") {
-  CheckOneInputLayer("relu", "{}", {3, 2, 2}, 2);
-}
+TEST_CASE("relu gradients match away from zero") { CheckOneInputLayer("relu", "{}", {3, 2, 2}, 2); }
 
 TEST_CASE("sigmoid gradients match central differences, and its values are the logistic function's") {
   CheckOneInputLayer("sigmoid", "{}", {6}, 2);
@@ -51,11 +49,13 @@ TEST_CASE("dropout backward multiplies dy by the mask its train forward drew") {
   int dropped = 0, kept = 0;
   for (size_t i = 0; i < mask.size(); ++i) {
     mask[i] = layer->data()[i] / input.data()[i];
-    if (mask[i] == 0.0f) ++dropped;
-    else if (std::fabs(mask[i] - scale) < 1e-5f) ++kept;
+    if (mask[i] == 0.0f)
+      ++dropped;
+    else if (std::fabs(mask[i] - scale) < 1e-5f)
+      ++kept;
   }
   CHECK(dropped + kept == static_cast<int>(mask.size()));  // every unit dropped or scaled by 1/(1-ratio)
-  CHECK(dropped > 10);  // 80 units at ratio 0.5: both kinds occur
+  CHECK(dropped > 10);                                     // 80 units at ratio 0.5: both kinds occur
   CHECK(kept > 10);
 
   Tensor dy(layer->data().shape());

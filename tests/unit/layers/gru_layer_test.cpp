@@ -19,7 +19,8 @@ TEST_CASE("gru gradients over one step, and over a longer sequence of wider inpu
   CheckOneInputLayer("gru", "{num_output: 4}", {7, 5}, 1);
 }
 
-TEST_CASE("gru's states follow PyTorch's GRU equations from a zero state, the parameters shared by every step") {
+TEST_CASE(
+    "gru's states follow PyTorch's GRU equations from a zero state, the parameters shared by every step") {
   const int steps = 3, input = 2, hidden = 2;
   InputLayer source({steps, input});
   auto layer = SetUpLayer("gru", "{num_output: 2}", {&source});
@@ -73,12 +74,14 @@ TEST_CASE("gru with carry_state continues each row from where its last pass left
   // Row b's first and second halves of its sequence, as two batches.
   auto feed = [&](int from) {
     for (int b = 0; b < batch; ++b)
-      for (int i = 0; i < 3 * input; ++i) half.data()[b * 3 * input + i] = whole.data()[b * 6 * input + from * input + i];
+      for (int i = 0; i < 3 * input; ++i)
+        half.data()[b * 3 * input + i] = whole.data()[b * 6 * input + from * input + i];
   };
   auto matches = [&](int from) {
     for (int b = 0; b < batch; ++b)
       for (int i = 0; i < 3 * hidden; ++i)
-        if (carrying->data()[b * 3 * hidden + i] != doctest::Approx(reference->data()[b * 6 * hidden + from * hidden + i]).epsilon(1e-6))
+        if (carrying->data()[b * 3 * hidden + i] !=
+            doctest::Approx(reference->data()[b * 6 * hidden + from * hidden + i]).epsilon(1e-6))
           return false;
     return true;
   };
@@ -102,8 +105,9 @@ TEST_CASE("gru refuses a source that is not a sequence") {
   auto layer = CreateLayer("gru");
   layer->Init("g", "gru");
   YamlFields f("{num_output: 2}", "layer 'g'");
-  CHECK(layer->Setup(*f, {&flat}).message().find("needs a sequence source [steps, inputs]; 'input' gives [6]") !=
-        std::string::npos);
+  CHECK(layer->Setup(*f, {&flat})
+            .message()
+            .find("needs a sequence source [steps, inputs]; 'input' gives [6]") != std::string::npos);
 }
 
 }  // namespace

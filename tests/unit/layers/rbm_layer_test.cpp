@@ -52,8 +52,8 @@ std::vector<double> ExpectedCdGradient(const Rbm& m, const std::vector<double>& 
   }
   for (int i = 0; i < m.visible; ++i) g[nw + m.hidden + i] -= v0[i];
   // Walks every hidden state h_(t-1) the chain can sample, with its probability.
-  std::function<void(const std::vector<double>&, int, double)> walk = [&](const std::vector<double>& ph, int t,
-                                                                          double weight) {
+  std::function<void(const std::vector<double>&, int, double)> walk = [&](const std::vector<double>& ph,
+                                                                          int t, double weight) {
     for (int state = 0; state < (1 << m.hidden); ++state) {
       std::vector<double> h(m.hidden);
       double p = weight;
@@ -145,7 +145,8 @@ struct Setup {
   // Gradients of one training pass over `records` (each 5 values) at `step`.
   std::vector<float> Gradients(const std::vector<std::vector<float>>& records, uint64_t step) {
     Resize(static_cast<int>(records.size()));
-    for (size_t r = 0; r < records.size(); ++r) std::copy(records[r].begin(), records[r].end(), &input.data()[r * 5]);
+    for (size_t r = 0; r < records.size(); ++r)
+      std::copy(records[r].begin(), records[r].end(), &input.data()[r * 5]);
     layer->set_draw_key({9, step});
     layer->Forward(Phase::kTrain, srcs);
     layer->Backward(srcs);

@@ -1,9 +1,10 @@
 // Tests for lib/layers/softmax_loss_layer.cpp.
+#include "layers/softmax_loss_layer.h"
+
 #include <doctest/doctest.h>
 
 #include "gradient_check.h"
 #include "layers/data_layer.h"
-#include "layers/softmax_loss_layer.h"
 
 namespace shoal {
 namespace {

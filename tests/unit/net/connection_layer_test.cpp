@@ -1,6 +1,8 @@
 // Tests for lib/net/connection_layer over real GroupChannels (inproc://, two
 // ranks on two threads): a feature moved from the placement its source holds
 // to the one its consumer needs, forward, and its gradient summed back.
+#include "net/connection_layer.h"
+
 #include <doctest/doctest.h>
 
 #include <atomic>
@@ -12,7 +14,6 @@
 #include <vector>
 
 #include "comm/group_channel.h"
-#include "net/connection_layer.h"
 #include "net/placement.h"
 #include "test_util.h"
 
@@ -119,14 +120,16 @@ struct Group {
       connection.set_step(step);
       // Each step's feature and gradient differ by the step, so a block of
       // another step would show.
-      const std::vector<float> feature = Over(mine, [&](size_t rec, size_t f) { return Feature(rec, f) + step; });
+      const std::vector<float> feature =
+          Over(mine, [&](size_t rec, size_t f) { return Feature(rec, f) + step; });
       std::copy(feature.begin(), feature.end(), source.data().data());
       source.grad().Fill(0.0f);
       connection.Forward(Phase::kTrain, srcs);
       out.forward = connection.status();
       if (!out.forward.ok()) return;
       out.data.assign(connection.data().data(), connection.data().data() + connection.data().size());
-      const std::vector<float> grad = Over(wanted, [&](size_t rec, size_t f) { return Grad(r, rec, f) + step; });
+      const std::vector<float> grad =
+          Over(wanted, [&](size_t rec, size_t f) { return Grad(r, rec, f) + step; });
       std::copy(grad.begin(), grad.end(), connection.grad().data());
       connection.Backward(srcs);
       out.backward = connection.status();
@@ -187,7 +190,8 @@ TEST_CASE("rows -> replicated: every rank gets the group's records; gradients of
   }
 }
 
-TEST_CASE("columns -> rows: each rank assembles its records from both ranks' ranges; gradients go back unsummed") {
+TEST_CASE(
+    "columns -> rows: each rank assembles its records from both ranks' ranges; gradients go back unsummed") {
   // 5 floats split 2 | 3; 3 records per rank.
   const Placement columns = SplitColumns({5}, 2);
   Group g(columns, Rows(), {5}, 3);
@@ -238,8 +242,9 @@ TEST_CASE("one -> replicated: the holder sends everything; the other holds nothi
     CHECK(g.results[r].describe == "bridge: src (rank 1) -> dst (replicated)");
   }
   // Rank 1 holds all 4 records: its gradient is both consumers' summed.
-  CheckEqual(g.results[1].source_grad,
-             Over(Block{{0, 4}, {0, 3}}, [](size_t rec, size_t f) { return Grad(0, rec, f) + Grad(1, rec, f); }));
+  CheckEqual(g.results[1].source_grad, Over(Block{{0, 4}, {0, 3}}, [](size_t rec, size_t f) {
+               return Grad(0, rec, f) + Grad(1, rec, f);
+             }));
   CHECK(g.results[0].source_grad.empty());
   CHECK(g.results[0].bytes_in == 48);
   CHECK(g.results[0].bytes_out == 48);

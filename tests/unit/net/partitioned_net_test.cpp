@@ -3,6 +3,8 @@
 // built on both ranks over real GroupChannels (inproc://, two threads), gives
 // the loss and every parameter gradient the whole net gives on the group's
 // records; and what it refuses, describes and counts.
+#include "net/partitioned_net.h"
+
 #include <doctest/doctest.h>
 
 #include <atomic>
@@ -17,7 +19,6 @@
 #include "comm/group_channel.h"
 #include "config/job.h"
 #include "graph/net.h"
-#include "net/partitioned_net.h"
 #include "plan/partition.h"
 #include "plan/plan.h"
 #include "test_util.h"
@@ -213,7 +214,8 @@ void CheckAgainstWhole(const Plan& plan, const Whole& whole, GroupRun& group) {
   }
 }
 
-TEST_CASE("partitioned net, hybrid: loss and every parameter gradient match the whole net on the group's records") {
+TEST_CASE(
+    "partitioned net, hybrid: loss and every parameter gradient match the whole net on the group's records") {
   const Plan plan = MakeGroupPlan(kHybridDims, kHybridLocations);
   const Whole whole(plan);
   GroupRun group(plan, whole);
@@ -239,7 +241,9 @@ TEST_CASE("partitioned net, hybrid: the same again on later steps, the gradients
   }
 }
 
-TEST_CASE("partitioned net, all data in a group of 2: the ranks' gradients average to the whole net's; no features move") {
+TEST_CASE(
+    "partitioned net, all data in a group of 2: the ranks' gradients average to the whole net's; no features "
+    "move") {
   const Plan plan = MakeGroupPlan({}, {});
   const Whole whole(plan);
   GroupRun group(plan, whole);
@@ -306,7 +310,8 @@ TEST_CASE("partitioned net: a plan that puts the loss or the data layer off a ra
   std::unique_ptr<PartitionedNet> net;
   Status s = PartitionedNet::Build(plan, 0, &channel, &net);
   CHECK(s.code() == Status::Code::kInvalidArgument);
-  CHECK(s.message() == "the plan places the data or the loss layer off worker 0 (both are partitioned by records)");
+  CHECK(s.message() ==
+        "the plan places the data or the loss layer off worker 0 (both are partitioned by records)");
   CHECK(net == nullptr);
 
   plan = MakeGroupPlan(std::vector<int>(6, 0), {});
@@ -324,7 +329,8 @@ TEST_CASE("partitioned net: a plan that puts the loss or the data layer off a ra
   CHECK(net == nullptr);
 }
 
-TEST_CASE("partitioned net: a layer that cannot split its features, and a group without a channel, are refused") {
+TEST_CASE(
+    "partitioned net: a layer that cannot split its features, and a group without a channel, are refused") {
   // softmax_loss split by features (MakePlan refuses it: edited in memory).
   Plan plan = MakeGroupPlan(std::vector<int>(6, 0), {});
   plan.layers[5].partition_dim = 1;
@@ -341,7 +347,8 @@ TEST_CASE("partitioned net: a layer that cannot split its features, and a group 
   CHECK(s.message() == "a group of 2 needs a channel");
 }
 
-TEST_CASE("GroupPeersOf gives a worker its group's endpoints, its rank and the largest block a peer may send") {
+TEST_CASE(
+    "GroupPeersOf gives a worker its group's endpoints, its rank and the largest block a peer may send") {
   std::string text = kMlp;
   const std::string one_group = "cluster: {nworkers_per_group: 2, consistency: bsp}";
   REQUIRE(text.find(one_group) != std::string::npos);

@@ -1,12 +1,12 @@
 // Tests for lib/net/placement: where a feature (records × floats) lives in a
 // group, the blocks each rank holds under rows, columns, one and replicated,
 // and the packing that moves the intersection of two blocks.
+#include "net/placement.h"
+
 #include <doctest/doctest.h>
 
 #include <string>
 #include <vector>
-
-#include "net/placement.h"
 
 namespace shoal {
 namespace {

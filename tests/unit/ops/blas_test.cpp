@@ -2,6 +2,8 @@
 // sub-matrices (leading dimensions wider than the rows), alpha and beta, and
 // shapes from a single element to ones with odd sizes. ctest runs these cases
 // once on oneDNN's sgemm and once, as unit_sgemm_openblas, with SHOAL_ONEDNN=0.
+#include "ops/blas.h"
+
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -10,7 +12,6 @@
 #include <utility>
 #include <vector>
 
-#include "ops/blas.h"
 #include "ops/onednn.h"
 
 namespace shoal {
@@ -62,7 +63,8 @@ void Check(const Case& t) {
 TEST_CASE("Sgemm matches a plain product for every transpose, sub-matrices, alpha and beta") {
   for (bool ta : {false, true})
     for (bool tb : {false, true})
-      for (const auto& [m, n, k] : {std::tuple{1, 1, 1}, {7, 5, 3}, {64, 33, 129}, {3, 300, 17}, {100, 1, 50}})
+      for (const auto& [m, n, k] :
+           {std::tuple{1, 1, 1}, {7, 5, 3}, {64, 33, 129}, {3, 300, 17}, {100, 1, 50}})
         for (const auto& [alpha, beta] : {std::pair{1.0f, 0.0f}, {1.0f, 1.0f}, {-0.5f, 2.0f}})
           Check({ta, tb, m, n, k, alpha, beta});
 }

@@ -26,8 +26,8 @@ inline void CheckAgainstIm2col(FastConvolution* fast, const ConvGeometry& g, int
              dy = Random(out, 4), dx0 = Random(in, 5);
   std::vector<float> y(out), dw(w.size()), db(b.size()), dx = dx0, scratch;
   ConvolutionForward(g, batch, x.data(), w.data(), b.data(), y.data(), &scratch);
-  ConvolutionBackward(g, batch, x.data(), w.data(), dy.data(), dx.data(), dw.data(), db.data(), GradWrite::kAdd,
-                      &scratch);
+  ConvolutionBackward(g, batch, x.data(), w.data(), dy.data(), dx.data(), dw.data(), db.data(),
+                      GradWrite::kAdd, &scratch);
   // Set, dx is that sum less what it held, whatever it held (NaN here).
   std::vector<float> dx_set_ref(in), dx_set(in, std::nanf("")), dw_set(w.size()), db_set(b.size());
   for (size_t i = 0; i < in; ++i) dx_set_ref[i] = dx[i] - dx0[i];
@@ -46,7 +46,8 @@ inline void CheckAgainstIm2col(FastConvolution* fast, const ConvGeometry& g, int
   CheckClose(dw, dw2, "dw", tolerance);
   CheckClose(db, db2, "db", tolerance);
   CheckClose(dx, dx2, "dx (added to what it held)", tolerance);
-  fast->Backward(batch, x.data(), w.data(), dy.data(), dx_set.data(), GradWrite::kSet, dw2.data(), db2.data());
+  fast->Backward(batch, x.data(), w.data(), dy.data(), dx_set.data(), GradWrite::kSet, dw2.data(),
+                 db2.data());
   CheckClose(dx_set_ref, dx_set, "dx (set over NaN)", tolerance);
   CheckClose(dw, dw2, "dw, dx set", tolerance);
 

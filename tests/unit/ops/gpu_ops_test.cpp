@@ -6,6 +6,8 @@
 // evaluation's, and gives what the host gives; a failing op stops the
 // pass naming the layer; the layers without a GPU form are named; and
 // LoadCudaOps fails, naming the GPU, where there is none.
+#include "ops/gpu_ops.h"
+
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -21,7 +23,6 @@
 #include "ops/convolution.h"
 #include "ops/elementwise.h"
 #include "ops/fully_connected.h"
-#include "ops/gpu_ops.h"
 #include "ops/pooling.h"
 #include "ops/softmax_loss.h"
 #include "plan/plan.h"
@@ -46,9 +47,10 @@ class HostAsGpu : public GpuOps {
                              float* y) override {
     Host("fc forward", [&] { shoal::FullyConnectedForward(batch, in, out, x, w, b, y); });
   }
-  void FullyConnectedBackward(int batch, int in, int out, const float* x, const float* w, const float* dy, float* dx,
-                              float* dw, float* db, GradWrite dx_write) override {
-    Host("fc backward", [&] { shoal::FullyConnectedBackward(batch, in, out, x, w, dy, dx, dw, db, dx_write); });
+  void FullyConnectedBackward(int batch, int in, int out, const float* x, const float* w, const float* dy,
+                              float* dx, float* dw, float* db, GradWrite dx_write) override {
+    Host("fc backward",
+         [&] { shoal::FullyConnectedBackward(batch, in, out, x, w, dy, dx, dw, db, dx_write); });
   }
   void ConvolutionForward(const ConvGeometry& g, int batch, const float* x, const float* w, const float* b,
                           float* y) override {
@@ -56,13 +58,14 @@ class HostAsGpu : public GpuOps {
   }
   void ConvolutionBackward(const ConvGeometry& g, int batch, const float* x, const float* w, const float* dy,
                            float* dx, float* dw, float* db, GradWrite dx_write) override {
-    Host("conv backward", [&] { shoal::ConvolutionBackward(g, batch, x, w, dy, dx, dw, db, dx_write, &scratch); });
+    Host("conv backward",
+         [&] { shoal::ConvolutionBackward(g, batch, x, w, dy, dx, dw, db, dx_write, &scratch); });
   }
   void MaxPoolForward(const PoolGeometry& g, int batch, const float* x, float* y) override {
     Host("pool forward", [&] { shoal::MaxPoolForward(g, batch, x, y, &argmax); });
   }
-  void MaxPoolBackward(const PoolGeometry& g, int batch, const float* x, const float* y, const float* dy, float* dx,
-                       GradWrite write) override {
+  void MaxPoolBackward(const PoolGeometry& g, int batch, const float* x, const float* y, const float* dy,
+                       float* dx, GradWrite write) override {
     Host("pool backward", [&] { shoal::MaxPoolBackward(g, batch, x, y, dy, argmax, dx, write); });
   }
   void ReluForward(size_t n, const float* x, float* y) override {
@@ -83,8 +86,8 @@ class HostAsGpu : public GpuOps {
   void IdentityBackward(size_t n, const float* dy, float* dx, GradWrite write) override {
     Host("identity backward", [&] { shoal::IdentityBackward(n, dy, dx, write); });
   }
-  float SoftmaxCrossEntropyForward(int batch, int classes, const float* logits, const int32_t* labels, float* prob,
-                                   int* correct) override {
+  float SoftmaxCrossEntropyForward(int batch, int classes, const float* logits, const int32_t* labels,
+                                   float* prob, int* correct) override {
     float loss = 0.0f;
     Host("softmax forward",
          [&] { loss = shoal::SoftmaxCrossEntropyForward(batch, classes, logits, labels, prob, correct); });
@@ -92,7 +95,8 @@ class HostAsGpu : public GpuOps {
   }
   void SoftmaxCrossEntropyBackward(int batch, int classes, const float* prob, const int32_t* labels,
                                    float* dlogits) override {
-    Host("softmax backward", [&] { shoal::SoftmaxCrossEntropyBackward(batch, classes, prob, labels, dlogits); });
+    Host("softmax backward",
+         [&] { shoal::SoftmaxCrossEntropyBackward(batch, classes, prob, labels, dlogits); });
   }
 
   std::map<std::string, int> calls;
@@ -209,7 +213,9 @@ TEST_CASE("ScopedGpuOps makes its ops current for its scope and restores what wa
   CHECK(CurrentGpuOps() == nullptr);
 }
 
-TEST_CASE("a CNN's training passes on device memory with GPU ops send every op to them, computing what the host does") {
+TEST_CASE(
+    "a CNN's training passes on device memory with GPU ops send every op to them, computing what the host "
+    "does") {
   const Plan plan = MakePlan(kCnn);
   Run host(plan);
   host.Step();
@@ -237,10 +243,10 @@ TEST_CASE("a CNN's training passes on device memory with GPU ops send every op t
   // Both passes of every layer but data went to the GPU ops; the first
   // layer's source (data) wants no gradient, so conv backward is still called (for dw).
   const std::map<std::string, int> want = {
-      {"conv forward", 1},     {"conv backward", 1},   {"relu forward", 1},     {"relu backward", 1},
-      {"pool forward", 1},     {"pool backward", 1},   {"identity forward", 1}, {"identity backward", 1},
-      {"fc forward", 2},       {"fc backward", 2},     {"sigmoid forward", 1},  {"sigmoid backward", 1},
-      {"softmax forward", 1},  {"softmax backward", 1}};
+      {"conv forward", 1},    {"conv backward", 1},   {"relu forward", 1},     {"relu backward", 1},
+      {"pool forward", 1},    {"pool backward", 1},   {"identity forward", 1}, {"identity backward", 1},
+      {"fc forward", 2},      {"fc backward", 2},     {"sigmoid forward", 1},  {"sigmoid backward", 1},
+      {"softmax forward", 1}, {"softmax backward", 1}};
   CHECK(gpu.calls == want);
 
   // Evaluation runs on the host: nothing more reaches the GPU ops.

@@ -3,6 +3,8 @@
 // data gradient added into what dx already holds; over geometries with
 // strides, padding, several channels and kernels, batch sizes that change
 // between calls (primitives cached per batch), at 1 and 2 threads.
+#include "ops/onednn_convolution.h"
+
 #include <doctest/doctest.h>
 
 #include <vector>
@@ -10,7 +12,6 @@
 #include "fast_convolution_check.h"
 #include "ops/blas.h"
 #include "ops/onednn.h"
-#include "ops/onednn_convolution.h"
 #include "test_util.h"
 
 namespace shoal {
@@ -23,11 +24,11 @@ struct Case {
 
 TEST_CASE("oneDNN convolution matches im2col + sgemm" * doctest::skip(!OneDnnEnabled())) {
   const Case cases[] = {
-      {{1, 28, 28, 32, 5, 1, 2}, {8, 3, 8}},    // the CNN's first layer
-      {{32, 14, 14, 64, 5, 1, 2}, {4, 1}},      // its second
-      {{3, 11, 9, 5, 3, 2, 1}, {5, 2}},         // stride 2, odd sizes
-      {{4, 7, 7, 6, 7, 1, 0}, {3}},             // kernel as large as the input
-      {{2, 6, 10, 3, 1, 3, 0}, {2}},            // 1×1, stride 3
+      {{1, 28, 28, 32, 5, 1, 2}, {8, 3, 8}},  // the CNN's first layer
+      {{32, 14, 14, 64, 5, 1, 2}, {4, 1}},    // its second
+      {{3, 11, 9, 5, 3, 2, 1}, {5, 2}},       // stride 2, odd sizes
+      {{4, 7, 7, 6, 7, 1, 0}, {3}},           // kernel as large as the input
+      {{2, 6, 10, 3, 1, 3, 0}, {2}},          // 1×1, stride 3
   };
   for (int threads : {1, 2}) {
     SetComputeThreads(threads);

@@ -1,6 +1,8 @@
 // The ops split over several compute threads (ops/parallel.h) give what the
 // single-threaded path gives, up to float summation order, for batches that
 // the thread count does not divide.
+#include "ops/parallel.h"
+
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -15,7 +17,6 @@
 #include "ops/convolution.h"
 #include "ops/elementwise.h"
 #include "ops/fully_connected.h"
-#include "ops/parallel.h"
 #include "ops/pooling.h"
 #include "test_util.h"
 
@@ -52,8 +53,8 @@ ConvResult RunConvolution(const ConvGeometry& g, int batch, int threads) {
   std::vector<float> scratch;
   WithThreads(threads, [&] {
     ConvolutionForward(g, batch, x.data(), w.data(), b.data(), r.y.data(), &scratch);
-    ConvolutionBackward(g, batch, x.data(), w.data(), dy.data(), r.dx.data(), r.dw.data(),
-                        r.db.data(), GradWrite::kAdd, &scratch);
+    ConvolutionBackward(g, batch, x.data(), w.data(), dy.data(), r.dx.data(), r.dw.data(), r.db.data(),
+                        GradWrite::kAdd, &scratch);
   });
   return r;
 }
@@ -85,11 +86,10 @@ TEST_CASE("threaded fully connected, relu and max pooling equal the single-threa
   auto run = [&](int threads) {
     std::vector<std::vector<float>> r;
     WithThreads(threads, [&] {
-      std::vector<float> y(batch * out), dx = Random(batch * in, 17), dw(out * in, 7.0f),
-          db(out, 7.0f);
+      std::vector<float> y(batch * out), dx = Random(batch * in, 17), dw(out * in, 7.0f), db(out, 7.0f);
       FullyConnectedForward(batch, in, out, x.data(), w.data(), b.data(), y.data());
-      FullyConnectedBackward(batch, in, out, x.data(), w.data(), dy.data(), dx.data(), dw.data(),
-                             db.data(), GradWrite::kAdd);
+      FullyConnectedBackward(batch, in, out, x.data(), w.data(), dy.data(), dx.data(), dw.data(), db.data(),
+                             GradWrite::kAdd);
       std::vector<float> ry(pool_in), rdx = Random(pool_in, 18);
       ReluForward(pool_in, px.data(), ry.data());
       ReluBackward(pool_in, ry.data(), px.data(), rdx.data(), GradWrite::kAdd);

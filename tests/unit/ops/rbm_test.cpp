@@ -1,10 +1,10 @@
 // Tests for lib/ops/rbm.cpp: the draws, the two conditionals and CD's statistics.
+#include "ops/rbm.h"
+
 #include <doctest/doctest.h>
 
 #include <cmath>
 #include <vector>
-
-#include "ops/rbm.h"
 
 namespace shoal {
 namespace {
@@ -49,9 +49,10 @@ TEST_CASE("SampleGaussian adds standard normal noise to the mean, keyed as Sampl
     sq += (x - 3.0) * (x - 3.0);
     within1 += std::fabs(x - 3.0) < 1.0;
   }
-  CHECK(std::fabs(sum / units) < 0.03);             // 4 standard errors of the mean
-  CHECK(std::fabs(sq / units - 1.0) < 0.04);        // the variance, ~4 of its standard errors
-  CHECK(std::fabs(within1 / units - 0.6827) < 0.015);  // a normal's, not a uniform's (0.577 for unit variance)
+  CHECK(std::fabs(sum / units) < 0.03);       // 4 standard errors of the mean
+  CHECK(std::fabs(sq / units - 1.0) < 0.04);  // the variance, ~4 of its standard errors
+  CHECK(std::fabs(within1 / units - 0.6827) <
+        0.015);  // a normal's, not a uniform's (0.577 for unit variance)
 }
 
 TEST_CASE("the conditionals are sigmoids of the affine maps, W shared between the two directions") {
@@ -75,7 +76,8 @@ TEST_CASE("the conditionals are sigmoids of the affine maps, W shared between th
 
 TEST_CASE("RbmGradients is the model's statistics less the data's, a batch mean") {
   // 2 records, 2 visible, 1 hidden.
-  const float v0[] = {1, 0, 0, 1}, ph0[] = {0.5f, 0.25f}, vk[] = {0.5f, 0.5f, 1.0f, 0.0f}, phk[] = {1.0f, 0.0f};
+  const float v0[] = {1, 0, 0, 1}, ph0[] = {0.5f, 0.25f}, vk[] = {0.5f, 0.5f, 1.0f, 0.0f},
+              phk[] = {1.0f, 0.0f};
   float dw[2], da[2], db[1];
   RbmGradients(2, 2, 1, v0, ph0, vk, phk, dw, da, db);
   // dw = (Σ phk·vk − Σ ph0·v0) / 2

@@ -58,7 +58,8 @@ TEST_CASE("Winograd convolution matches im2col + sgemm") {
   SetComputeThreads(1);
 }
 
-TEST_CASE("Winograd takes stride 1, kernels 2 to 5, padding below the kernel, 16 channels or more (32 for 3 x 3)") {
+TEST_CASE(
+    "Winograd takes stride 1, kernels 2 to 5, padding below the kernel, 16 channels or more (32 for 3 x 3)") {
   CHECK(WinogradTakes({32, 8, 8, 32, 3, 1, 2}));
   CHECK_FALSE(WinogradTakes({32, 8, 8, 32, 3, 2, 1}));    // stride 2
   CHECK_FALSE(WinogradTakes({32, 8, 8, 32, 1, 1, 0}));    // 1 × 1: nothing to save
@@ -83,7 +84,8 @@ TEST_CASE("Winograd gives the same bits every time") {
     auto winograd = NewWinogradConvolution(g);
     std::vector<float> y(dy.size()), dw(w.size()), db(32), dx(x.size(), 0.0f);
     REQUIRE(winograd->Forward(batch, x.data(), w.data(), b.data(), y.data()));
-    winograd->Backward(batch, x.data(), w.data(), dy.data(), dx.data(), GradWrite::kAdd, dw.data(), db.data());
+    winograd->Backward(batch, x.data(), w.data(), dy.data(), dx.data(), GradWrite::kAdd, dw.data(),
+                       db.data());
     if (run == 0) {
       first_y = y;
       first_dw = dw;

@@ -2,9 +2,9 @@
 // share a node share its NIC (and exchange features in memory), a switch's
 // backplane and a rack's uplink bound a leg of traffic when they are the
 // busiest link, and servers take their share in the direction workers do not.
-#include <doctest/doctest.h>
+#include "plan/cost_model.h"
 
-#include "test_util.h"
+#include <doctest/doctest.h>
 
 #include <cmath>
 
@@ -12,7 +12,7 @@
 #include "core/env_switch.h"
 #include "graph/net.h"
 #include "plan/cluster_profile.h"
-#include "plan/cost_model.h"
+#include "test_util.h"
 
 namespace shoal {
 namespace {
@@ -106,7 +106,8 @@ TEST_CASE("servers with their workers (AllReduce) keep what a node's own servers
   CHECK(Leg(NodeCost(fc, Choice::kData, g, p)) == 0.0);
 }
 
-TEST_CASE("a group within one node exchanges its features in memory; across nodes, what leaves the node counts") {
+TEST_CASE(
+    "a group within one node exchanges its features in memory; across nodes, what leaves the node counts") {
   ClusterProfile p = Slow();
   LayerFacts src = Layer();
   src.wants_grad = false;  // one direction: the forward leg alone
@@ -123,7 +124,8 @@ TEST_CASE("a group within one node exchanges its features in memory; across node
         doctest::Approx(2 * alone * 2 / 3));
 }
 
-TEST_CASE("a convolution Winograd takes runs winograd_speedup times faster, a part with too few filters does not") {
+TEST_CASE(
+    "a convolution Winograd takes runs winograd_speedup times faster, a part with too few filters does not") {
   ClusterProfile p = Slow();
   p.gflops_per_worker = 10;
   p.winograd_speedup = 2;
@@ -132,7 +134,8 @@ TEST_CASE("a convolution Winograd takes runs winograd_speedup times faster, a pa
   conv.flops = 1e9;
   conv.units = 64;
   const Grouping g = Workers(4);
-  CHECK(NodeCost(conv, Choice::kData, g, p).compute_s == doctest::Approx(6.4));  // not taken: winograd_units 0
+  CHECK(NodeCost(conv, Choice::kData, g, p).compute_s ==
+        doctest::Approx(6.4));  // not taken: winograd_units 0
   conv.winograd_units = 32;
   CHECK(NodeCost(conv, Choice::kData, g, p).compute_s == doctest::Approx(3.2));
   // Split over 2 workers each keeps 32 filters, over 4 only 16: direct kernels then.
@@ -167,7 +170,7 @@ TEST_CASE("compute runs at the layer type's rate, slower at small batches, and B
   ClusterProfile p = Slow();
   p.gflops_per_worker = 10;
   LayerFacts fc = Layer();
-  fc.flops = 1e9;  // per record
+  fc.flops = 1e9;                 // per record
   const Grouping g = Workers(4);  // 64 records a worker
   CHECK(NodeCost(fc, Choice::kData, g, p).compute_s == doctest::Approx(6.4));
   p.layer_gflops["fully_connected"] = 20;
@@ -230,7 +233,8 @@ TEST_CASE("between the legs the servers update and copy each replica's reply at 
   CHECK(NodeCost(fc, Choice::kModel, group, p).server_s == doctest::Approx(per_server * (24 + 8)));
 }
 
-TEST_CASE("a recurrence's chained products run at the batch's rate, its other products over every step's rows") {
+TEST_CASE(
+    "a recurrence's chained products run at the batch's rate, its other products over every step's rows") {
   ClusterProfile p = Slow();
   p.gflops_per_worker = 10;
   p.half_rate_records = 64;
@@ -290,7 +294,8 @@ LayerCost Timed(double compute, double backward, double params_s, double floats)
   return c;
 }
 
-TEST_CASE("the step as run: lanes leave as backprop finishes them, and the next forward waits for its values") {
+TEST_CASE(
+    "the step as run: lanes leave as backprop finishes them, and the next forward waits for its values") {
   // Bottom layer: 4 s of compute (2 of it backward), 1 s a leg; top layer:
   // 2 s (1 backward), 3 s a leg. Forward 3 s; backprop finishes the top at 4
   // and the bottom at 6.
@@ -355,10 +360,11 @@ TEST_CASE("a cluster profile's network fields are read and checked") {
   REQUIRE(ParseClusterProfile(ClusterProfileToYaml(p, "written"), "again.yaml", &again).ok());
   CHECK(again.workers_per_node == 4);
   CHECK(again.uplink_gbps == 40);
-  REQUIRE(ParseClusterProfile(base + "layer_gflops: {convolution: 30, fully_connected: 45}\nhalf_rate_records: 8\n"
-                                     "compute_cv: 0.05\ncompute_cv_seconds: 0.02\nserver_memory_gb_per_s: 6\n"
-                                     "host_device_gbps: 100\nwinograd_speedup: 1.8\n",
-                              "c.yaml", &p)
+  REQUIRE(ParseClusterProfile(
+              base + "layer_gflops: {convolution: 30, fully_connected: 45}\nhalf_rate_records: 8\n"
+                     "compute_cv: 0.05\ncompute_cv_seconds: 0.02\nserver_memory_gb_per_s: 6\n"
+                     "host_device_gbps: 100\nwinograd_speedup: 1.8\n",
+              "c.yaml", &p)
               .ok());
   CHECK(p.layer_gflops.at("convolution") == 30);
   CHECK(p.winograd_speedup == doctest::Approx(1.8));
@@ -371,7 +377,8 @@ TEST_CASE("a cluster profile's network fields are read and checked") {
   CHECK(again.server_memory_gb_per_s == 6);
   CHECK(again.host_device_gbps == 100);
   CHECK(again.winograd_speedup == doctest::Approx(1.8));
-  CHECK(Contains(ParseClusterProfile(base + "winograd_speedup: 0\n", "c.yaml", &p).message(), "winograd_speedup"));
+  CHECK(Contains(ParseClusterProfile(base + "winograd_speedup: 0\n", "c.yaml", &p).message(),
+                 "winograd_speedup"));
   CHECK(Contains(ParseClusterProfile(base + "layer_gflops: {convlution: 30}\n", "c.yaml", &p).message(),
                  "convlution"));
   CHECK(Contains(ParseClusterProfile(base + "layer_gflops: {convolution: 0}\n", "c.yaml", &p).message(),

@@ -1,9 +1,9 @@
 // Tests for lib/train/lanes: how an overlapping worker cuts its layers into requests.
+#include "plan/lanes.h"
+
 #include <doctest/doctest.h>
 
 #include <vector>
-
-#include "plan/lanes.h"
 
 namespace shoal {
 namespace {

@@ -1,6 +1,8 @@
 // Tests for lib/plan/partition_search: the frontier dynamic programme equals
 // brute-force enumeration (SINGA's Algorithm 2) on random chains and DAGs with
 // branches, through the bare search and through the cost model.
+#include "plan/partition_search.h"
+
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -9,7 +11,6 @@
 #include <vector>
 
 #include "plan/cost_model.h"
-#include "plan/partition_search.h"
 
 namespace shoal {
 namespace {
@@ -114,7 +115,8 @@ TEST_CASE("through the cost model, the search equals brute force on 200 random n
       l.is_input = i == 0;
       l.wants_grad = i != 0;
       l.srcs = srcs[i];
-      for (size_t k = 0; k < srcs[i].size(); ++k) l.deps.push_back(deps[std::uniform_int_distribution<int>(0, 2)(rng)]);
+      for (size_t k = 0; k < srcs[i].size(); ++k)
+        l.deps.push_back(deps[std::uniform_int_distribution<int>(0, 2)(rng)]);
       if (i == 0) allowed[i] = 0b001;
       if (i > 0 && trial % 4 == 0) ranks[i] = std::uniform_int_distribution<int>(0, 1)(rng);
     }

@@ -2,8 +2,6 @@
 // edit or inconsistency refused.
 #include <doctest/doctest.h>
 
-#include "test_util.h"
-
 #include <algorithm>
 #include <cmath>
 #include <set>
@@ -12,10 +10,11 @@
 
 #include "ckpt/checkpoint.h"
 #include "config/job.h"
-#include "plan/partition.h"
 #include "core/hash.h"
+#include "plan/partition.h"
 #include "plan/plan.h"
 #include "ps/param_init.h"
+#include "test_util.h"
 
 namespace shoal {
 namespace {
@@ -23,7 +22,8 @@ namespace {
 using nlohmann::json;
 
 // configs/fashion-mlp.yaml's model; `cluster` replaces its cluster section.
-std::string MlpJob(const std::string& cluster = "{nworker_groups: 1, nworkers_per_group: 2, consistency: bsp}") {
+std::string MlpJob(
+    const std::string& cluster = "{nworker_groups: 1, nworkers_per_group: 2, consistency: bsp}") {
   return "name: fashion-mlp\n"
          "model:\n"
          "  layers:\n"
@@ -35,7 +35,9 @@ std::string MlpJob(const std::string& cluster = "{nworker_groups: 1, nworkers_pe
          "    - {name: fc3, type: fully_connected, srclayers: relu2, num_output: 10}\n"
          "    - {name: loss, type: softmax_loss, srclayers: [fc3, data]}\n"
          "train: {batch_size: 32, epochs: 2, updater: momentum, learning_rate: 0.05, momentum: 0.9}\n"
-         "cluster: " + cluster + "\n"
+         "cluster: " +
+         cluster +
+         "\n"
          "data: {shards: runs/shards/fashion-mnist-2}\n";
 }
 
@@ -78,7 +80,9 @@ TEST_CASE("PlanToJson then PlanFromJson gives the same plan and hash") {
   CHECK(back.params[0].init.value == plan.params[0].init.value);
 }
 
-TEST_CASE("a parameter's init_from and lr_mult go through plan.json; dl-plan refuses a checkpoint that does not fit") {
+TEST_CASE(
+    "a parameter's init_from and lr_mult go through plan.json; dl-plan refuses a checkpoint that does not "
+    "fit") {
   TempDir dir;
   Checkpoint source;
   source.plan_hash = "0123456789abcdef";
@@ -89,14 +93,18 @@ TEST_CASE("a parameter's init_from and lr_mult go through plan.json; dl-plan ref
   REQUIRE(WriteCheckpoint(dir.path + "/enc.ckpt", source).ok());
   auto job = [&](int outputs) {
     return "model:\n  layers:\n    - {name: data, type: data, shape: [4]}\n"
-           "    - {name: fc, type: fully_connected, srclayers: data, num_output: " + std::to_string(outputs) +
-           ", init_from: '" + dir.path + "/enc.ckpt:enc', lr_mult: 0.25}\n"
+           "    - {name: fc, type: fully_connected, srclayers: data, num_output: " +
+           std::to_string(outputs) + ", init_from: '" + dir.path +
+           "/enc.ckpt:enc', lr_mult: 0.25}\n"
            "    - {name: loss, type: softmax_loss, srclayers: [fc, data]}\n";
   };
   Plan plan = MakePlan(job(2));
   json j = json::parse(PlanToJson(plan).dump());
-  CHECK(j.at("params")[0].at("init") == json{{"kind", "checkpoint"}, {"value", 0.0}, {"checkpoint", dir.path + "/enc.ckpt"},
-                                             {"param", "enc.weight"}, {"transpose", false}});
+  CHECK(j.at("params")[0].at("init") == json{{"kind", "checkpoint"},
+                                             {"value", 0.0},
+                                             {"checkpoint", dir.path + "/enc.ckpt"},
+                                             {"param", "enc.weight"},
+                                             {"transpose", false}});
   CHECK(j.at("params")[1].at("lr_mult") == 0.25);
   Plan back;
   REQUIRE(PlanFromJson(j, "plan.json", &back).ok());
@@ -110,7 +118,8 @@ TEST_CASE("a parameter's init_from and lr_mult go through plan.json; dl-plan ref
   REQUIRE(ParseJob(job(3), "job.yaml", &three).ok());
   Plan refused;
   Status s = MakeDataParallelPlan(three, PlanOptions(), &refused);
-  CHECK(Contains(s.message(), "parameter 'fc.weight' (init_from '" + dir.path + "/enc.ckpt'): 'enc.weight' is [2,4]"));
+  CHECK(Contains(s.message(),
+                 "parameter 'fc.weight' (init_from '" + dir.path + "/enc.ckpt'): 'enc.weight' is [2,4]"));
 }
 
 TEST_CASE("editing any field of plan.json makes PlanFromJson refuse it, naming the hash") {
@@ -178,8 +187,9 @@ TEST_CASE("PlanFromJson refuses what is not a plan, or a plan of another format 
   j = PlanToJson(plan);
   j["layers"][6]["partition_dim"] = -1;
   Rehash(&j);
-  CHECK(PlanFromJson(j, "x.json", &back).message() ==
-        "x.json: inconsistent plan: layer 'loss' works on each worker's own records but has partition_dim -1");
+  CHECK(
+      PlanFromJson(j, "x.json", &back).message() ==
+      "x.json: inconsistent plan: layer 'loss' works on each worker's own records but has partition_dim -1");
   // Found by plan_fuzzer: the job read after the hash check, by a throwing lookup.
   j = PlanToJson(plan);
   j.erase("job");
@@ -190,7 +200,8 @@ TEST_CASE("PlanFromJson refuses what is not a plan, or a plan of another format 
   j["layers"][1]["partition_dim"] = 2.56e27;
   Rehash(&j);
   CHECK(PlanFromJson(j, "x.json", &back).message() ==
-        "x.json: malformed plan: layers[1].partition_dim must be an integer from -2147483648 to 2147483647, got 2.56e+27");
+        "x.json: malformed plan: layers[1].partition_dim must be an integer from -2147483648 to 2147483647, "
+        "got 2.56e+27");
   j = PlanToJson(plan);
   j["slices"][0]["count"] = -1;
   Rehash(&j);
@@ -200,11 +211,13 @@ TEST_CASE("PlanFromJson refuses what is not a plan, or a plan of another format 
   Rehash(&j);
   CHECK(PlanFromJson(j, "x.json", &back).message() ==
         "x.json: malformed plan: params[0].init.value must be a finite number, got 1e+300");
-  // A field of the wrong type, or a null where an object belongs, is named, not reported as nlohmann's type error.
+  // A field of the wrong type, or a null where an object belongs, is named, not reported as nlohmann's type
+  // error.
   j = PlanToJson(plan);
   j["slices"][0]["param"] = 5;
   Rehash(&j);
-  CHECK(PlanFromJson(j, "x.json", &back).message() == "x.json: malformed plan: slices[0].param must be a string, got '5'");
+  CHECK(PlanFromJson(j, "x.json", &back).message() ==
+        "x.json: malformed plan: slices[0].param must be a string, got '5'");
   j = PlanToJson(plan);
   j["workers"][0] = nullptr;
   Rehash(&j);
@@ -212,18 +225,21 @@ TEST_CASE("PlanFromJson refuses what is not a plan, or a plan of another format 
   j = PlanToJson(plan);
   j["params"][0]["init"].erase("kind");
   Rehash(&j);
-  CHECK(PlanFromJson(j, "x.json", &back).message() == "x.json: malformed plan: params[0].init.kind is missing");
+  CHECK(PlanFromJson(j, "x.json", &back).message() ==
+        "x.json: malformed plan: params[0].init.kind is missing");
 }
 
 TEST_CASE("a server's TCP endpoint needs a port others can dial") {
   Plan plan = MakePlan(MlpJob());
   Plan back;
-  for (const char* endpoint : {"tcp://127.0.0.1:99999", "tcp://127.0.0.1:0", "tcp://127.0.0.1", "tcp://h:x1"}) {
+  for (const char* endpoint :
+       {"tcp://127.0.0.1:99999", "tcp://127.0.0.1:0", "tcp://127.0.0.1", "tcp://h:x1"}) {
     json j = PlanToJson(plan);
     j["servers"][0]["endpoint"] = endpoint;
     Rehash(&j);
     CHECK(PlanFromJson(j, "x.json", &back).message() == "x.json: inconsistent plan: server 0 has endpoint '" +
-                                                           std::string(endpoint) + "', whose port is not 1 to 65535");
+                                                            std::string(endpoint) +
+                                                            "', whose port is not 1 to 65535");
   }
   json j = PlanToJson(plan);
   j["servers"][0]["endpoint"] = "tcp://[::1]:5555";

@@ -1,8 +1,8 @@
 // Tests for lib/plan (the data-parallel plan, plan.json and its hash) and
 // lib/ps/param_init (initial values, the same on every server).
-#include <doctest/doctest.h>
+#include "plan/plan.h"
 
-#include "test_util.h"
+#include <doctest/doctest.h>
 
 #include <algorithm>
 #include <cmath>
@@ -11,10 +11,10 @@
 #include <vector>
 
 #include "config/job.h"
-#include "plan/partition.h"
 #include "core/hash.h"
-#include "plan/plan.h"
+#include "plan/partition.h"
 #include "ps/param_init.h"
+#include "test_util.h"
 
 namespace shoal {
 namespace {
@@ -22,7 +22,8 @@ namespace {
 using nlohmann::json;
 
 // configs/fashion-mlp.yaml's model; `cluster` replaces its cluster section.
-std::string MlpJob(const std::string& cluster = "{nworker_groups: 1, nworkers_per_group: 2, consistency: bsp}") {
+std::string MlpJob(
+    const std::string& cluster = "{nworker_groups: 1, nworkers_per_group: 2, consistency: bsp}") {
   return "name: fashion-mlp\n"
          "model:\n"
          "  layers:\n"
@@ -34,7 +35,9 @@ std::string MlpJob(const std::string& cluster = "{nworker_groups: 1, nworkers_pe
          "    - {name: fc3, type: fully_connected, srclayers: relu2, num_output: 10}\n"
          "    - {name: loss, type: softmax_loss, srclayers: [fc3, data]}\n"
          "train: {batch_size: 32, epochs: 2, updater: momentum, learning_rate: 0.05, momentum: 0.9}\n"
-         "cluster: " + cluster + "\n"
+         "cluster: " +
+         cluster +
+         "\n"
          "data: {shards: runs/shards/fashion-mnist-2}\n";
 }
 
@@ -165,7 +168,8 @@ TEST_CASE("server endpoints come from base_port, or from the options, which must
 
 TEST_CASE("workers are numbered globally across groups, with endpoints for their features") {
   JobConfig job;
-  REQUIRE(ParseJob(MlpJob("{nworker_groups: 2, nworkers_per_group: 3, consistency: async}"), "mlp.yaml", &job).ok());
+  REQUIRE(ParseJob(MlpJob("{nworker_groups: 2, nworkers_per_group: 3, consistency: async}"), "mlp.yaml", &job)
+              .ok());
   Partition partition;
   partition.group_size = 3;
   Plan plan;

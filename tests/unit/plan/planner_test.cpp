@@ -1,9 +1,9 @@
 // Tests for lib/plan/planner, cost_model and cluster_profile: the shipped
 // models plan as SINGA §5.4.1 and Krizhevsky's "one weird trick" say, the
 // costs of a uniform net follow SINGA's closed forms, and bad input is refused.
-#include <doctest/doctest.h>
+#include "plan/planner.h"
 
-#include "test_util.h"
+#include <doctest/doctest.h>
 
 #include <cmath>
 #include <string>
@@ -12,7 +12,7 @@
 #include "config/job.h"
 #include "plan/cluster_profile.h"
 #include "plan/partition.h"
-#include "plan/planner.h"
+#include "test_util.h"
 
 namespace shoal {
 namespace {
@@ -63,14 +63,16 @@ void Edit(JobConfig* job, const LayerEdit& e) {
   if (e.key == "location") l.location = e.value;
 }
 
-Status PlanError(const std::string& job_path, const PlannerOptions& options, const std::vector<LayerEdit>& edits) {
+Status PlanError(const std::string& job_path, const PlannerOptions& options,
+                 const std::vector<LayerEdit>& edits) {
   JobConfig job = LoadJob(job_path);
   for (const auto& e : edits) Edit(&job, e);
   PartitionReport r;
   return PlanJob(job, options, &r);
 }
 
-TEST_CASE("AlexNet on 8 workers at 1 Gbit/s: convolutions data parallel, fully connected not (one weird trick)") {
+TEST_CASE(
+    "AlexNet on 8 workers at 1 Gbit/s: convolutions data parallel, fully connected not (one weird trick)") {
   PlannerOptions o;
   o.profile = LoadProfile("configs/clusters/1gbe-8node.yaml");
   o.workers = 8;
@@ -124,7 +126,8 @@ TEST_CASE("the Fashion-MNIST MLP on a fast link with a server per worker is all 
   }
 }
 
-TEST_CASE("the prediction is of the servers the plan runs; --servers and --exchange write theirs into the job") {
+TEST_CASE(
+    "the prediction is of the servers the plan runs; --servers and --exchange write theirs into the job") {
   const JobConfig job = EightWorkerMlp();
   PlannerOptions o;
   o.profile = LoadProfile("configs/clusters/1gbe-8node.yaml");
@@ -166,7 +169,8 @@ TEST_CASE("the prediction is of the servers the plan runs; --servers and --excha
   CHECK(Contains(BuildPlan(job, o, PlanOptions(), &chosen, &plan).message(), "--servers 4 with AllReduce"));
 }
 
-TEST_CASE("advised servers: the fewest whose step is within 1% of one a node's, the servers' own work counted") {
+TEST_CASE(
+    "advised servers: the fewest whose step is within 1% of one a node's, the servers' own work counted") {
   const JobConfig job = EightWorkerMlp();
   PlannerOptions o;
   o.profile = LoadProfile("configs/clusters/1gbe-8node.yaml");
@@ -252,14 +256,14 @@ TEST_CASE("train.overlap and EASGD's period change the predicted step as the wor
   CHECK(off.chosen.seconds == doctest::Approx(serial));
   CHECK(on.chosen.seconds < off.chosen.seconds);
   // One lane for the whole net leaves when backprop ends: nothing hides.
-  const PartitionReport one_lane = Plan("configs/fashion-cnn.yaml", o, {"train.overlap_bucket_floats=1000000000"});
+  const PartitionReport one_lane =
+      Plan("configs/fashion-cnn.yaml", o, {"train.overlap_bucket_floats=1000000000"});
   CHECK(one_lane.chosen.seconds == doctest::Approx(serial));
   CHECK(on.chosen.seconds >= compute + lowest);
   // EASGD exchanges every easgd_tau steps and never overlaps (lib/train/param_table.cpp).
-  const PartitionReport easgd =
-      Plan("configs/fashion-cnn.yaml", o,
-           {"cluster.consistency=easgd", "cluster.nworker_groups=2", "cluster.nworkers_per_group=1",
-            "cluster.easgd_tau=4"});
+  const PartitionReport easgd = Plan("configs/fashion-cnn.yaml", o,
+                                     {"cluster.consistency=easgd", "cluster.nworker_groups=2",
+                                      "cluster.nworkers_per_group=1", "cluster.easgd_tau=4"});
   REQUIRE(easgd.costs.size() == on.costs.size());
   double easgd_serial = 2.0 * latency / 4;
   for (size_t i = 0; i < on.costs.size(); ++i) {
@@ -368,7 +372,8 @@ TEST_CASE("bad input is refused with a message naming what and where") {
   PlannerOptions o;
   SUBCASE("a profile with zero or negative bandwidth") {
     ClusterProfile p;
-    Status s = ParseClusterProfile("name: x\nbandwidth_gbps: 0\nlatency_us: 1\ngflops_per_worker: 1\n", "c.yaml", &p);
+    Status s = ParseClusterProfile("name: x\nbandwidth_gbps: 0\nlatency_us: 1\ngflops_per_worker: 1\n",
+                                   "c.yaml", &p);
     CHECK(s.code() == Status::Code::kInvalidArgument);
     CHECK(Contains(s.message(), "c.yaml:2:"));
     CHECK(Contains(s.message(), "'bandwidth_gbps'"));
@@ -377,7 +382,8 @@ TEST_CASE("bad input is refused with a message naming what and where") {
     CHECK(Contains(s.message(), "must be positive (1e-6 to 1e9), got -1"));
     s = ParseClusterProfile("bandwidth_gbps: 1\nlatency_us: 1\n", "c.yaml", &p);
     CHECK(Contains(s.message(), "missing field 'gflops_per_worker'"));
-    s = ParseClusterProfile("bandwidth_gbps: 1\nlatency_us: 1\ngflops_per_worker: 1\nbandwith: 3\n", "c.yaml", &p);
+    s = ParseClusterProfile("bandwidth_gbps: 1\nlatency_us: 1\ngflops_per_worker: 1\nbandwith: 3\n", "c.yaml",
+                            &p);
     CHECK(Contains(s.message(), "bandwith"));
   }
   SUBCASE("more workers than records in a batch") {
@@ -424,8 +430,8 @@ TEST_CASE("--strategy data and model fix every layer; the shipped profiles and m
   CHECK(r.choices.back() == Choice::kData);
   CHECK(r.grouping.group_size == 8);
   o.strategy = Strategy::kOptimal;
-  for (const char* model : {"configs/models/vgg16.yaml", "configs/models/googlenet-style.yaml",
-                            "configs/models/char-rnn.yaml"}) {
+  for (const char* model :
+       {"configs/models/vgg16.yaml", "configs/models/googlenet-style.yaml", "configs/models/char-rnn.yaml"}) {
     INFO(model);
     r = Plan(model, o);
     CHECK(r.chosen.seconds <= r.all_data.seconds * (1 + 1e-9));
@@ -469,17 +475,20 @@ TEST_CASE("--workers N writes a plan of N workers sharing the job's step, in the
   for (const PlanTotals& t : r.by_group_size) CHECK(4 % t.group_size == 0);  // 16 workers in 4 groups of 4
   o.group_size = 8;
   Status s = PlanJob(job, o, &r);
-  CHECK(Contains(s.message(), "groups of 8 do not divide the job's groups of 4 workers (cluster.nworkers_per_group)"));
+  CHECK(Contains(s.message(),
+                 "groups of 8 do not divide the job's groups of 4 workers (cluster.nworkers_per_group)"));
   o.group_size = 0;
   o.workers = 6;
   s = PlanJob(job, o, &r);
-  CHECK(Contains(s.message(), "a step's 256 records (train.batch_size x 8 workers) do not divide over 6 workers"));
+  CHECK(Contains(s.message(),
+                 "a step's 256 records (train.batch_size x 8 workers) do not divide over 6 workers"));
   o.workers = 12;
   job.cluster.nworker_groups = 5;
   job.cluster.nworkers_per_group = 1;
   job.train.batch_size = 12;  // a step of 60 records
   s = PlanJob(job, o, &r);
-  CHECK(Contains(s.message(), "12 workers do not make the job's 5 worker groups (cluster.nworker_groups) of equal size"));
+  CHECK(Contains(s.message(),
+                 "12 workers do not make the job's 5 worker groups (cluster.nworker_groups) of equal size"));
 }
 
 }  // namespace

@@ -25,7 +25,10 @@ TEST_CASE("async: an update-get is applied and answered at once with the new val
   auto worker0 = Connect(f), reader = Connect(f);
   Reply reply, got;
   for (uint64_t step = 0; step < 2; ++step) {
-    REQUIRE(worker0->Call(f.Header(MsgType::kUpdateGet, step, 0), MakeGrads(0, static_cast<int>(step)).Entries(), &reply).ok());
+    REQUIRE(worker0
+                ->Call(f.Header(MsgType::kUpdateGet, step, 0), MakeGrads(0, static_cast<int>(step)).Entries(),
+                       &reply)
+                .ok());
     CHECK(reply.view().header.step == step + 1);
     // The reply, written over the request as the update made its values, and
     // a get of the table afterwards carry the same bits.
@@ -99,7 +102,9 @@ TEST_CASE("async: each update is applied as it arrives and gets answer at once")
   CHECK(f.Stop().ok());
 }
 
-TEST_CASE("async, layer by layer: each layer applies as it comes; a worker's step counts once its every layer is in") {
+TEST_CASE(
+    "async, layer by layer: each layer applies as it comes; a worker's step counts once its every layer is "
+    "in") {
   ServerFixture f("async", "", "updater: sgd", kTwoLayers);
   auto w0 = Connect(f);
   const LayerGrads g0 = MakeLayerGrads(0, 0);

@@ -78,7 +78,8 @@ TEST_CASE("bsp: a get for the next version waits for every worker's update, then
   CHECK(reply.view().header.step == 2);
   REQUIRE(worker0->Call(f.Header(MsgType::kGet, 2, 0), {}, &reply).ok());
   std::vector<float> w2(12);
-  for (int i = 0; i < 12; ++i) w2[i] = w1[i] - kLr * (kMomentum * v_w[i] + (h0.weight[i] + h1.weight[i]) * 0.5f);
+  for (int i = 0; i < 12; ++i)
+    w2[i] = w1[i] - kLr * (kMomentum * v_w[i] + (h0.weight[i] + h1.weight[i]) * 0.5f);
   CheckValues(EntryValues(reply, 0), w2);
 
   ServerStats stats = f.server->stats();
@@ -154,7 +155,9 @@ TEST_CASE("bsp: a repeated update is dropped and answered; one for a future step
   CHECK(f.Stop().ok());
 }
 
-TEST_CASE("bsp, layer by layer: a layer is answered once both workers' gradients of it are in, before the layer below") {
+TEST_CASE(
+    "bsp, layer by layer: a layer is answered once both workers' gradients of it are in, before the layer "
+    "below") {
   ServerFixture f("bsp", "", "updater: momentum", kTwoLayers);
   auto w0 = Connect(f), w1 = Connect(f);
   std::unique_ptr<RpcClient> w0_fc, w1_fc;  // a request per layer in flight at once, as RemoteTable's lanes
@@ -224,8 +227,9 @@ TEST_CASE("bsp, layer by layer: repeats are dropped per layer, and an update mus
   CHECK(f.server->stats().updates_repeated == 2);
 
   Status s = w0->Call(f.Header(MsgType::kUpdate, 0, 0), g0.Entries({1, 2, 3}), &reply);
-  CHECK(Contains(s.message(), "update from worker 0 carries 3 slices of layer 'fc', 'fc2'; the plan gives it 4 of "
-                              "them on this server (a request carries every slice it holds of each layer it touches)"));
+  CHECK(Contains(s.message(),
+                 "update from worker 0 carries 3 slices of layer 'fc', 'fc2'; the plan gives it 4 of "
+                 "them on this server (a request carries every slice it holds of each layer it touches)"));
   s = w0->Call(f.Header(MsgType::kUpdate, 0, 0), g0.Entries({2}), &reply);
   CHECK(Contains(s.message(), "carries 1 slices of layer 'fc2'; the plan gives it 2 of them"));
   s = w0->Call(f.Header(MsgType::kUpdate, 0, 0), g0.Entries({3, 2}), &reply);  // out of order
@@ -235,13 +239,16 @@ TEST_CASE("bsp, layer by layer: repeats are dropped per layer, and an update mus
   CHECK(f.Stop().ok());
 }
 
-TEST_CASE("bsp, layer by layer: a layer waits for the table's version, so a checkpoint sees one version of all") {
+TEST_CASE(
+    "bsp, layer by layer: a layer waits for the table's version, so a checkpoint sees one version of all") {
   const std::string dir = TempDirPath();
   ServerFixture f("bsp", dir, "updater: momentum, checkpoint_every: 1", kTwoLayers);
   auto w0 = Connect(f), w1 = Connect(f);
   Reply reply;
   for (int w = 0; w < 2; ++w)
-    REQUIRE((w ? w1 : w0)->Call(f.Header(MsgType::kUpdate, 0, w), MakeLayerGrads(w, 0).Entries(kFc2), &reply).ok());
+    REQUIRE((w ? w1 : w0)
+                ->Call(f.Header(MsgType::kUpdate, 0, w), MakeLayerGrads(w, 0).Entries(kFc2), &reply)
+                .ok());
   REQUIRE(w0->Call(f.Header(MsgType::kGet, 0, 0), {}, &reply).ok());
   const std::vector<float> fc2_v1 = EntryValues(reply, 2);
   CheckValues(fc2_v1, AfterOneStep(f, 2));
@@ -249,14 +256,18 @@ TEST_CASE("bsp, layer by layer: a layer waits for the table's version, so a chec
   // fc2 is at version 1 and takes step 1 from both, but may not apply it
   // while fc is at version 0: a get shows fc2 still at version 1.
   for (int w = 0; w < 2; ++w)
-    REQUIRE((w ? w1 : w0)->Call(f.Header(MsgType::kUpdate, 1, w), MakeLayerGrads(w, 1).Entries(kFc2), &reply).ok());
+    REQUIRE((w ? w1 : w0)
+                ->Call(f.Header(MsgType::kUpdate, 1, w), MakeLayerGrads(w, 1).Entries(kFc2), &reply)
+                .ok());
   REQUIRE(w0->Call(f.Header(MsgType::kGet, 0, 0), {}, &reply).ok());
   CHECK(EntryValues(reply, 2) == fc2_v1);
   CHECK(f.server->stats().version == 0);
 
   // fc's step 0 makes the table's version 1 (checkpointed), and lets fc2 apply its step 1.
   for (int w = 0; w < 2; ++w)
-    REQUIRE((w ? w1 : w0)->Call(f.Header(MsgType::kUpdate, 0, w), MakeLayerGrads(w, 0).Entries(kFc), &reply).ok());
+    REQUIRE((w ? w1 : w0)
+                ->Call(f.Header(MsgType::kUpdate, 0, w), MakeLayerGrads(w, 0).Entries(kFc), &reply)
+                .ok());
   REQUIRE(w0->Call(f.Header(MsgType::kGet, 1, 0), {}, &reply).ok());
   CHECK(reply.view().header.step == 1);
   const std::vector<float> fc2_v2 = EntryValues(reply, 2);
@@ -271,7 +282,9 @@ TEST_CASE("bsp, layer by layer: a layer waits for the table's version, so a chec
   std::filesystem::remove_all(dir);
 }
 
-TEST_CASE("bsp: a read parked past the timeout is answered timed-out, naming the worker whose update it waited for") {
+TEST_CASE(
+    "bsp: a read parked past the timeout is answered timed-out, naming the worker whose update it waited "
+    "for") {
   ServerFixture f("bsp");
   auto worker0 = Connect(f);
   Reply reply;
@@ -282,9 +295,10 @@ TEST_CASE("bsp: a read parked past the timeout is answered timed-out, naming the
   Status s = worker0->Call(f.Header(MsgType::kGet, 1, 0), {}, &reply);
   const auto waited = std::chrono::steady_clock::now() - start;
   CHECK(s.code() == Status::Code::kTimeout);
-  CHECK(s.message() == "server '" + f.endpoint + "' gave up on 'get' (step 1): waited " + std::to_string(kTimeoutMs) +
-                           " ms for version 1; the table is at 0: layer 'fc' has step 0 from 1 of its 2 workers: "
-                           "not from worker 1");
+  CHECK(s.message() ==
+        "server '" + f.endpoint + "' gave up on 'get' (step 1): waited " + std::to_string(kTimeoutMs) +
+            " ms for version 1; the table is at 0: layer 'fc' has step 0 from 1 of its 2 workers: "
+            "not from worker 1");
   CHECK(waited < milliseconds(kTimeoutMs) + RpcClient::kServerAnswersFirst);
   CHECK(f.server->stats().reads_timed_out == 1);
 }

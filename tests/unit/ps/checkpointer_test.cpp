@@ -1,5 +1,7 @@
 // Tests for lib/ps/checkpointer: what a server's checkpoint holds, and a
 // server resumed from one.
+#include "ps/checkpointer.h"
+
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -17,13 +19,14 @@
 #include "comm/half.h"
 #include "core/hash.h"
 #include "server_fixture.h"
-#include "ps/checkpointer.h"
 #include "test_util.h"
 
 namespace shoal {
 namespace {
 
-TEST_CASE("a server resumed from a checkpoint serves its values and version, and counts the steps it holds; another plan's is refused") {
+TEST_CASE(
+    "a server resumed from a checkpoint serves its values and version, and counts the steps it holds; "
+    "another plan's is refused") {
   const std::string dir = TempDirPath();
   ServerFixture f("bsp", dir);
   auto worker0 = Connect(f), worker1 = Connect(f);
@@ -71,7 +74,8 @@ const CheckpointTensor* FindTensor(const Checkpoint& ckpt, const std::string& na
   return nullptr;
 }
 
-TEST_CASE("adam: a checkpoint holds both of its buffers, and a resumed server goes on as if it never stopped") {
+TEST_CASE(
+    "adam: a checkpoint holds both of its buffers, and a resumed server goes on as if it never stopped") {
   const std::string dir = TempDirPath();
   ServerFixture f("bsp", dir, "updater: adam");
   const std::vector<float> w1 = TrainStep(f, 0, 0);
@@ -111,7 +115,8 @@ TEST_CASE("adam: a checkpoint holds both of its buffers, and a resumed server go
   std::filesystem::remove_all(dir);
 }
 
-TEST_CASE("resume refuses a checkpoint without one of its updater's buffers, with another's, or with one twice") {
+TEST_CASE(
+    "resume refuses a checkpoint without one of its updater's buffers, with another's, or with one twice") {
   const std::string dir = TempDirPath(), edited = TempDirPath();
   ServerFixture f("bsp", dir, "updater: adam");
   TrainStep(f, 0, 0);
@@ -131,15 +136,17 @@ TEST_CASE("resume refuses a checkpoint without one of its updater's buffers, wit
   Checkpoint missing = good;
   missing.tensors.pop_back();  // fc.bias@exp_avg_sq
   Status s = resume_from(missing);
-  CHECK(s.message() == "'" + path + "' holds 5 tensors, this server needs 6 (the value and the state of each "
-                                    "slice: exp_avg, exp_avg_sq)");
+  CHECK(s.message() == "'" + path +
+                           "' holds 5 tensors, this server needs 6 (the value and the state of each "
+                           "slice: exp_avg, exp_avg_sq)");
 
   Checkpoint other = good;
   other.tensors.back().role = "velocity";
   other.tensors.back().name = "fc.bias@velocity";
   s = resume_from(other);
-  CHECK(s.message() == "'" + path + "': tensor 'fc.bias@velocity' is state 'velocity', which updater 'adam' "
-                                    "does not keep (exp_avg, exp_avg_sq)");
+  CHECK(s.message() == "'" + path +
+                           "': tensor 'fc.bias@velocity' is state 'velocity', which updater 'adam' "
+                           "does not keep (exp_avg, exp_avg_sq)");
 
   Checkpoint twice = good;
   twice.tensors.back() = twice.tensors[twice.tensors.size() - 2];  // fc.bias@exp_avg in place of exp_avg_sq
@@ -231,14 +238,17 @@ TEST_CASE("the rotation is the plan's own: another plan's checkpoints, even of l
                                  CheckpointPath(ckpt_dir, 0, 20)});
 }
 
-TEST_CASE("resume refuses another server's checkpoint, a version past the run's, clocks of other workers, another shape") {
+TEST_CASE(
+    "resume refuses another server's checkpoint, a version past the run's, clocks of other workers, another "
+    "shape") {
   TableOnly t;  // TinyJob: 2 workers, train.steps 10
   const Checkpoint good = SnapshotTable(*t.table, 0, nullptr);
   TableOnly fresh;
   REQUIRE(RestoreTable(good, "x.ckpt", fresh.table.get()).ok());
   Checkpoint other = good;
   other.server = 1;
-  CHECK(RestoreTable(other, "x.ckpt", fresh.table.get()).message() == "'x.ckpt' is server 1's checkpoint, not 0's");
+  CHECK(RestoreTable(other, "x.ckpt", fresh.table.get()).message() ==
+        "'x.ckpt' is server 1's checkpoint, not 0's");
   Checkpoint late = good;  // BSP: a version is a step
   late.step = t.config.steps + 1;
   CHECK(RestoreTable(late, "x.ckpt", fresh.table.get()).message() ==
@@ -249,14 +259,16 @@ TEST_CASE("resume refuses another server's checkpoint, a version past the run's,
   twenty.step = 20;
   CHECK(RestoreTable(twenty, "x.ckpt", async.table.get()).ok());
   twenty.step = 21;
-  CHECK(RestoreTable(twenty, "x.ckpt", async.table.get()).message() == "'x.ckpt': version 21 is past the run's last, 20");
+  CHECK(RestoreTable(twenty, "x.ckpt", async.table.get()).message() ==
+        "'x.ckpt': version 21 is past the run's last, 20");
   Checkpoint clocks = good;
   clocks.updates_from.resize(1000);
   CHECK(RestoreTable(clocks, "x.ckpt", fresh.table.get()).message() ==
         "'x.ckpt': updates_from lists 1000 workers, the plan has 2");
   Checkpoint transposed = good;
   std::reverse(transposed.tensors[0].shape.begin(), transposed.tensors[0].shape.end());
-  CHECK(Contains(RestoreTable(transposed, "x.ckpt", fresh.table.get()).message(), "does not match this server's slices"));
+  CHECK(Contains(RestoreTable(transposed, "x.ckpt", fresh.table.get()).message(),
+                 "does not match this server's slices"));
 }
 
 TEST_CASE("a checkpoint that cannot be written is reported by Flush, and the next one still is written") {

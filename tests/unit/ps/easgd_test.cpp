@@ -88,19 +88,24 @@ TEST_CASE("an exchange is refused under another consistency, and without the sen
   Status s = Connect(bsp)->Call(bsp.Header(MsgType::kExchange, 0, 0), x.Entries(), &reply);
   CHECK(Contains(s.message(), "an exchange needs consistency 'easgd'; this server runs 'bsp'"));
   s = Connect(easgd)->Call(easgd.Header(MsgType::kExchange, 0, 0), {x.Entries()[0]}, &reply);
-  CHECK(Contains(s.message(), "exchange from worker 0 carries 1 slices of layer 'fc'; the plan gives it 2 of them on this server"));
+  CHECK(Contains(
+      s.message(),
+      "exchange from worker 0 carries 1 slices of layer 'fc'; the plan gives it 2 of them on this server"));
   CHECK(easgd.server->stats().version == 0);
   CHECK(bsp.Stop().ok());
   CHECK(easgd.Stop().ok());
 }
 
-TEST_CASE("easgd: a checkpoint holds the centre's values and no updater state; a resumed server serves them") {
+TEST_CASE(
+    "easgd: a checkpoint holds the centre's values and no updater state; a resumed server serves them") {
   const std::string dir = TempDirPath();
   ServerFixture f("easgd", dir);
   auto worker0 = Connect(f);
   Reply reply;
-  REQUIRE(worker0->Call(f.Header(MsgType::kExchange, 6, 0), Replica(f.Initial(0), f.Initial(1), 0.5f).Entries(),
-                        &reply).ok());
+  REQUIRE(worker0
+              ->Call(f.Header(MsgType::kExchange, 6, 0), Replica(f.Initial(0), f.Initial(1), 0.5f).Entries(),
+                     &reply)
+              .ok());
   REQUIRE(worker0->Call(f.Header(MsgType::kGet, 0, 0), {}, &reply).ok());
   const std::vector<float> centre = EntryValues(reply, 0);
   REQUIRE(f.Stop().ok());

@@ -2,13 +2,14 @@
 // Reference factors: PyTorch's StepLR, ExponentialLR, LinearLR and
 // ChainedScheduler, stepped once per update with base rate 1, computed once by
 // tests/unit/ps/updater_reference.py under /usr/bin/python3 (torch 1.13).
+#include "ps/lr_schedule.h"
+
 #include <doctest/doctest.h>
 
 #include <cmath>
 #include <string>
 #include <vector>
 
-#include "ps/lr_schedule.h"
 #include "ps/updater.h"
 
 namespace shoal {

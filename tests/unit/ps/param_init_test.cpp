@@ -1,7 +1,7 @@
 // Tests for lib/ps/param_init: initial values, the same wherever they are made.
-#include <doctest/doctest.h>
+#include "ps/param_init.h"
 
-#include "test_util.h"
+#include <doctest/doctest.h>
 
 #include <algorithm>
 #include <cmath>
@@ -10,10 +10,10 @@
 #include <vector>
 
 #include "config/job.h"
-#include "plan/partition.h"
 #include "core/hash.h"
+#include "plan/partition.h"
 #include "plan/plan.h"
-#include "ps/param_init.h"
+#include "test_util.h"
 
 namespace shoal {
 namespace {

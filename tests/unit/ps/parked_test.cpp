@@ -1,10 +1,10 @@
 // Tests for lib/ps/parked: requests answered later, in order, and expired at
 // their deadline.
+#include "ps/parked.h"
+
 #include <doctest/doctest.h>
 
 #include <vector>
-
-#include "ps/parked.h"
 
 namespace shoal {
 namespace {

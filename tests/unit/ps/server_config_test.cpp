@@ -1,15 +1,15 @@
 // Tests for lib/ps/server_config: what a server works out of its plan once.
+#include "ps/server_config.h"
+
 #include <doctest/doctest.h>
 
 #include <algorithm>
-
 #include <string>
 #include <vector>
 
 #include "config/job.h"
 #include "plan/partition.h"
 #include "plan/plan.h"
-#include "ps/server_config.h"
 
 namespace shoal {
 namespace {
@@ -23,7 +23,8 @@ std::string Mlp(const std::string& cluster) {
          "    - {name: fc2, type: fully_connected, srclayers: relu1, num_output: 10}\n"
          "    - {name: loss, type: softmax_loss, srclayers: [fc2, data]}\n"
          "train: {steps: 5, learning_rate: 0.05, checkpoint_every: 7}\n"
-         "cluster: " + cluster + "\n";
+         "cluster: " +
+         cluster + "\n";
 }
 
 Plan MakePlanFor(const std::string& cluster, const Partition& partition = Partition()) {
@@ -95,7 +96,8 @@ TEST_CASE("a slice cut from a larger parameter is named by where it starts") {
   CHECK(std::find(names.begin(), names.end(), "fc1.bias") != names.end());
 }
 
-TEST_CASE("server groups: each serves its own worker groups and syncs with all the others, or the next in a ring") {
+TEST_CASE(
+    "server groups: each serves its own worker groups and syncs with all the others, or the next in a ring") {
   const std::string hogwild =
       "{nworker_groups: 3, nserver_groups: 3, consistency: async, sync_freq: 5, sync_topology: ";
   Plan all = MakePlanFor(hogwild + "all}");

@@ -52,10 +52,11 @@ const char* const kTwoLayers =
 // `consistency` follows "consistency:" in the cluster mapping, so it may
 // carry its model's fields too ("ssp, staleness: 1"); `cluster` adds more.
 inline std::string TinyJob(const std::string& consistency, const std::string& train = "updater: momentum",
-                    const std::string& layers = kOneLayer, const std::string& cluster = "") {
+                           const std::string& layers = kOneLayer, const std::string& cluster = "") {
   return "model:\n"
-         "  layers:\n" + layers +
-         "train: {steps: 10, " + train + ", learning_rate: 0.1, momentum: 0.9, seed: 3}\n"
+         "  layers:\n" +
+         layers + "train: {steps: 10, " + train +
+         ", learning_rate: 0.1, momentum: 0.9, seed: 3}\n"
          "cluster: {nworkers_per_group: 2, nservers_per_group: 1, consistency: " +
          consistency + ", timeout_ms: " + std::to_string(kTimeoutMs) + cluster + "}\n";
 }
@@ -71,8 +72,8 @@ inline void JoinWorkers(const std::string& endpoint, const Plan& plan) {
   for (const auto& w : plan.workers) {
     Reply reply;
     const uint32_t id = static_cast<uint32_t>(w.id);
-    Status s = client.Call({MsgType::kJoin, plan.hash_value(), kJoinWhereTheServerIs, id, TestIncarnation(id)}, {},
-                           &reply);
+    Status s = client.Call(
+        {MsgType::kJoin, plan.hash_value(), kJoinWhereTheServerIs, id, TestIncarnation(id)}, {}, &reply);
     INFO(s.ToString());
     REQUIRE(s.ok());
   }
@@ -99,8 +100,8 @@ struct ServerFixture {
   std::string checkpoint_dir;
 
   explicit ServerFixture(const std::string& consistency, const std::string& ckpt_dir = "",
-                         const std::string& train = "updater: momentum", const std::string& layers = kOneLayer,
-                         const std::string& cluster = "") {
+                         const std::string& train = "updater: momentum",
+                         const std::string& layers = kOneLayer, const std::string& cluster = "") {
     checkpoint_dir = ckpt_dir;
     JobConfig job;
     REQUIRE(ParseJob(TinyJob(consistency, train, layers, cluster), "tiny.yaml", &job).ok());
@@ -186,7 +187,8 @@ inline Status JoinAs(const ServerFixture& f, uint32_t worker, uint64_t incarnati
   for (;;) {
     Status s = Connect(f)->Call({MsgType::kJoin, f.plan.hash_value(), step, worker, incarnation}, {}, reply);
     if (!s.ok() || reply->view().header.type != MsgType::kWait) return s;
-    REQUIRE_MESSAGE(std::chrono::steady_clock::now() < deadline, "still told to wait: " << reply->view().text);
+    REQUIRE_MESSAGE(std::chrono::steady_clock::now() < deadline,
+                    "still told to wait: " << reply->view().text);
     std::this_thread::sleep_for(milliseconds(20));
   }
 }
@@ -229,8 +231,8 @@ inline Grads MakeGrads(int worker, int step) {
   return g;
 }
 
-inline Status Update(RpcClient* client, const ServerFixture& f, uint64_t step, uint32_t sender, const Grads& g,
-              Reply* reply) {
+inline Status Update(RpcClient* client, const ServerFixture& f, uint64_t step, uint32_t sender,
+                     const Grads& g, Reply* reply) {
   return client->Call(f.Header(MsgType::kUpdate, step, sender), g.Entries(), reply);
 }
 
@@ -292,7 +294,8 @@ inline std::vector<float> TrainStep(const ServerFixture& f, int step, uint32_t k
 // A worker's gradients of every slice of the two-layer job, distinct per worker, step and element.
 struct LayerGrads {
   std::vector<std::vector<float>> slices;  // by key
-  std::vector<EntryRef> Entries(std::vector<uint32_t> keys, ValueEncoding encoding = ValueEncoding::kF32) const {
+  std::vector<EntryRef> Entries(std::vector<uint32_t> keys,
+                                ValueEncoding encoding = ValueEncoding::kF32) const {
     std::vector<EntryRef> refs;
     for (uint32_t key : keys)
       refs.push_back({key, slices[key].data(), static_cast<uint32_t>(slices[key].size()), encoding});
@@ -304,7 +307,8 @@ inline LayerGrads MakeLayerGrads(int worker, int step) {
   LayerGrads g;
   for (int count : {12, 3, 6, 2}) {
     std::vector<float> v;
-    for (int i = 0; i < count; ++i) v.push_back(0.013f * (i + 1) * (worker + 1) - 0.07f * step + 0.001f * count);
+    for (int i = 0; i < count; ++i)
+      v.push_back(0.013f * (i + 1) * (worker + 1) - 0.07f * step + 0.001f * count);
     g.slices.push_back(v);
   }
   return g;

@@ -2,6 +2,8 @@
 // ParameterServer and several clients in one process over inproc://. Every
 // wait is bounded: clients time out after at most 2 s, and so does the server.
 #include <doctest/doctest.h>
+#include <nng/nng.h>
+#include <nng/protocol/reqrep0/req.h>
 
 #include <chrono>
 #include <cmath>
@@ -18,8 +20,6 @@
 #include "core/hash.h"
 #include "server_fixture.h"
 #include "test_util.h"
-#include <nng/nng.h>
-#include <nng/protocol/reqrep0/req.h>
 
 namespace shoal {
 namespace {
@@ -59,12 +59,14 @@ TEST_CASE("a server stopped by its hosting worker's failure tells what it holds:
   }
 }
 
-TEST_CASE("no peer holds the request slots: a read far ahead is refused at once, and a tool waits with 4 at most") {
+TEST_CASE(
+    "no peer holds the request slots: a read far ahead is refused at once, and a tool waits with 4 at most") {
   ServerFixture f("bsp");
   Reply reply;
   Status s = Connect(f)->Call(f.Header(MsgType::kGet, 1000000, kToolSender), {}, &reply);
-  CHECK(Contains(s.message(), "a read of version 1000000 while the table is at 0: no worker waits for more than "
-                              "the next version"));
+  CHECK(Contains(s.message(),
+                 "a read of version 1000000 while the table is at 0: no worker waits for more than "
+                 "the next version"));
   std::vector<std::unique_ptr<RpcClient>> tools;
   for (int i = 0; i < 4; ++i) {
     tools.push_back(Connect(f));
@@ -98,7 +100,8 @@ TEST_CASE("join answers with the values and the step to train next; a metric goe
   REQUIRE(worker0->Send(f.Header(MsgType::kMetric, 1, 0), {}, "[1, 2]").ok());
   CHECK(Contains(worker0->Receive(&reply).message(), "a metric must be a JSON object"));
   // Only a joined worker's own life reports: a peer that knows the plan cannot plant an evaluation.
-  REQUIRE(worker0->Send({MsgType::kMetric, f.plan.hash_value(), 1, 0, 7}, {}, R"({"test_accuracy": 1.0})").ok());
+  REQUIRE(
+      worker0->Send({MsgType::kMetric, f.plan.hash_value(), 1, 0, 7}, {}, R"({"test_accuracy": 1.0})").ok());
   CHECK(Contains(worker0->Receive(&reply).message(), "an old life of it, or another process"));
   CHECK(f.Stop().ok());
   Checkpoint ckpt;
@@ -124,7 +127,8 @@ TEST_CASE("a request for another plan is refused naming both plan hashes") {
   const uint64_t other = f.plan.hash_value() ^ 0x5a5a;
   Status s = client->Call({MsgType::kGet, other, 0, 0}, {}, &reply);
   CHECK(s.code() == Status::Code::kInvalidArgument);
-  CHECK(Contains(s.message(), "request for plan " + HexU64(other) + ", this server runs plan " + f.plan.hash));
+  CHECK(
+      Contains(s.message(), "request for plan " + HexU64(other) + ", this server runs plan " + f.plan.hash));
   const Grads g = MakeGrads(0, 0);
   s = client->Call({MsgType::kUpdate, other, 0, 0}, g.Entries(), &reply);
   CHECK(Contains(s.message(), HexU64(other)));
@@ -144,15 +148,17 @@ TEST_CASE("updates from a sender that is not a worker, or not matching the table
     INFO("sender " << sender);
     Status s = Update(client.get(), f, 0, sender, g, &reply);
     CHECK(s.code() == Status::Code::kInvalidArgument);
-    CHECK(Contains(s.message(), "sender " + std::to_string(sender) + " is not a worker of the plan (it has 2)"));
+    CHECK(Contains(s.message(),
+                   "sender " + std::to_string(sender) + " is not a worker of the plan (it has 2)"));
   }
   Status s = client->Call(f.Header(MsgType::kDone, 0, 2), {}, &reply);
   CHECK(Contains(s.message(), "sender 2 is not a worker of the plan"));
 
   // One slice missing; a slice of the wrong size; an unknown key.
   s = client->Call(f.Header(MsgType::kUpdate, 0, 0), {g.Entries()[0]}, &reply);
-  CHECK(Contains(s.message(), "update from worker 0 carries 1 slices of layer 'fc'; the plan gives it 2 of them "
-                              "on this server"));
+  CHECK(Contains(s.message(),
+                 "update from worker 0 carries 1 slices of layer 'fc'; the plan gives it 2 of them "
+                 "on this server"));
   s = client->Call(f.Header(MsgType::kUpdate, 0, 0), {}, &reply);
   CHECK(Contains(s.message(), "update from worker 0 carries no slices; the plan gives it 2 on this server"));
   std::vector<EntryRef> wrong = g.Entries();
@@ -207,9 +213,8 @@ TEST_CASE("done: the first worker's done waits for the last; both get the final 
   const std::vector<float> final_w = EntryValues(reply, 0), final_b = EntryValues(reply, 1);
 
   Reply reply0;
-  auto done0 = std::async(std::launch::async, [&] {
-    return worker0->Call(f.Header(MsgType::kDone, ~0ull, 0), {}, &reply0);
-  });
+  auto done0 = std::async(std::launch::async,
+                          [&] { return worker0->Call(f.Header(MsgType::kDone, ~0ull, 0), {}, &reply0); });
   CHECK(done0.wait_for(milliseconds(200)) == std::future_status::timeout);
   CHECK(f.run.wait_for(milliseconds(0)) == std::future_status::timeout);  // still serving
 
@@ -227,7 +232,8 @@ TEST_CASE("done: the first worker's done waits for the last; both get the final 
     CHECK(EntryValues(*r, 1) == final_b);
   }
 
-  // Run returns by itself once the workers hang up (well before its 2 s idle timeout), writing a final checkpoint.
+  // Run returns by itself once the workers hang up (well before its 2 s idle timeout), writing a final
+  // checkpoint.
   worker0.reset();
   worker1.reset();
   REQUIRE(f.run.wait_for(milliseconds(3000)) == std::future_status::ready);
@@ -249,7 +255,8 @@ TEST_CASE("done: the first worker's done waits for the last; both get the final 
   CHECK(ckpt.tensors[3].name == "fc.bias@velocity");
 }
 
-TEST_CASE("done: a worker ending long before another is told 'wait' while the table moves, then gets its values") {
+TEST_CASE(
+    "done: a worker ending long before another is told 'wait' while the table moves, then gets its values") {
   // Async: the other worker trains on for more than the server's timeout.
   ServerFixture f("async");
   auto worker0 = Connect(f), worker1 = Connect(f);
@@ -266,7 +273,8 @@ TEST_CASE("done: a worker ending long before another is told 'wait' while the ta
     Reply r;
     int waits = 0;
     Status s;
-    while ((s = worker0->Call(f.Header(MsgType::kDone, 0, 0), {}, &r)).ok() && r.view().header.type == MsgType::kWait)
+    while ((s = worker0->Call(f.Header(MsgType::kDone, 0, 0), {}, &r)).ok() &&
+           r.view().header.type == MsgType::kWait)
       ++waits;
     return std::make_pair(s, waits);
   });
@@ -301,7 +309,8 @@ TEST_CASE("done: asked again with no worker training, the server still gives up 
   INFO(s.ToString());
   CHECK(!s.ok());
   Status run = f.run.get();
-  CHECK(Contains(run.message(), "no request from any worker for 2000 ms (at version 0, 1 of 2 workers done)"));
+  CHECK(
+      Contains(run.message(), "no request from any worker for 2000 ms (at version 0, 1 of 2 workers done)"));
 }
 
 TEST_CASE("a worker that rejoins replaces what its old life left waiting: its done is taken, not refused") {
@@ -326,7 +335,8 @@ TEST_CASE("a worker that rejoins replaces what its old life left waiting: its do
   CHECK(f.run.get().ok());
 }
 
-TEST_CASE("incarnations: a live worker's id cannot be joined again; once a new one joins, the old one is refused") {
+TEST_CASE(
+    "incarnations: a live worker's id cannot be joined again; once a new one joins, the old one is refused") {
   ServerFixture f("bsp");  // workers 0 and 1 joined as incarnations 100 and 101
   Reply reply;
   {
@@ -334,10 +344,12 @@ TEST_CASE("incarnations: a live worker's id cannot be joined again; once a new o
     // is told to wait (RemoteTable::Join gives up after a few seconds).
     auto old = Connect(f), impostor = Connect(f);
     REQUIRE(Update(old.get(), f, 0, 0, MakeGrads(0, 0), &reply).ok());
-    REQUIRE(impostor->Call({MsgType::kJoin, f.plan.hash_value(), kJoinWhereTheServerIs, 0, 777}, {}, &reply).ok());
+    REQUIRE(impostor->Call({MsgType::kJoin, f.plan.hash_value(), kJoinWhereTheServerIs, 0, 777}, {}, &reply)
+                .ok());
     CHECK(reply.view().header.type == MsgType::kWait);
-    CHECK(reply.view().text == "worker 0 is running already as incarnation 0000000000000064 (still connected); "
-                               "refusing incarnation 0000000000000309: two processes claim to be worker 0");
+    CHECK(reply.view().text ==
+          "worker 0 is running already as incarnation 0000000000000064 (still connected); "
+          "refusing incarnation 0000000000000309: two processes claim to be worker 0");
   }
   // Both connections closed. A join the server cannot answer (a step it
   // does not hold) takes nothing: incarnation 100 is still worker 0.
@@ -357,11 +369,13 @@ TEST_CASE("incarnations: a live worker's id cannot be joined again; once a new o
   CHECK(reply.view().header.type == MsgType::kReply);
   CHECK(reply.view().header.step == 0);
   Status s = Update(Connect(f).get(), f, 0, 0, MakeGrads(0, 0), &reply);
-  CHECK(Contains(s.message(), "a request of incarnation 0000000000000064 of worker 0, which is now incarnation "
-                              "0000000000000309"));
+  CHECK(Contains(s.message(),
+                 "a request of incarnation 0000000000000064 of worker 0, which is now incarnation "
+                 "0000000000000309"));
   // A worker that never joined is refused its first update.
   s = Connect(f)->Call({MsgType::kUpdate, f.plan.hash_value(), 0, 1, 555}, MakeGrads(1, 0).Entries(), &reply);
-  CHECK(Contains(s.message(), "incarnation 000000000000022b of worker 1, which is now incarnation 0000000000000065"));
+  CHECK(Contains(s.message(),
+                 "incarnation 000000000000022b of worker 1, which is now incarnation 0000000000000065"));
   CHECK(f.Stop().ok());
 }
 
@@ -430,7 +444,8 @@ TEST_CASE("fp16 wire: halves are summed in fp32, a worker's slices come back as 
   // The fp32 master: the mean of the gradients' halves, applied in fp32.
   std::vector<float> want(12);
   for (size_t i = 0; i < 12; ++i) {
-    const float h0 = HalfToFloat(FloatToHalf(g0.slices[0][i])), h1 = HalfToFloat(FloatToHalf(g1.slices[0][i]));
+    const float h0 = HalfToFloat(FloatToHalf(g0.slices[0][i])),
+                h1 = HalfToFloat(FloatToHalf(g1.slices[0][i]));
     want[i] = w0_values[i] - kLr * ((0.0f + h0 + h1) * 0.5f);
   }
   CheckValues(EntryValues(get, 0), want);
@@ -444,7 +459,8 @@ TEST_CASE("fp16 wire: halves are summed in fp32, a worker's slices come back as 
   CHECK(f.Stop().ok());
 }
 
-TEST_CASE("clients sharing a connection have requests in flight at once, and it outlives the one that dialled") {
+TEST_CASE(
+    "clients sharing a connection have requests in flight at once, and it outlives the one that dialled") {
   ServerFixture f("bsp");
   RpcClient undialled;
   std::unique_ptr<RpcClient> nothing;

@@ -1,11 +1,14 @@
 // Tests for lib/ps/ssp: the rule for when a read may be answered (a worker's
 // clock within the slack of the slowest), and the model in a ParameterServer.
+#include "ps/ssp.h"
+
 #include <doctest/doctest.h>
 
 #include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <future>
+#include <limits>
 #include <memory>
 #include <string>
 #include <thread>
@@ -16,8 +19,6 @@
 #include "core/hash.h"
 #include "server_fixture.h"
 #include "test_util.h"
-#include <limits>
-#include "ps/ssp.h"
 
 namespace shoal {
 namespace {
@@ -44,7 +45,8 @@ TEST_CASE("a read at clock c is answered exactly when the slowest clock is at le
   CHECK(SspReadable(0, 0, 0));
 }
 
-TEST_CASE("staleness is the clock minus the slowest clock, and at most the slack for every read let through") {
+TEST_CASE(
+    "staleness is the clock minus the slowest clock, and at most the slack for every read let through") {
   CHECK(SspStaleness(7, 5) == 2);
   CHECK(SspStaleness(3, 3) == 0);
   CHECK(SspStaleness(2, 9) == 0);  // the reader is the one behind
@@ -165,7 +167,8 @@ TEST_CASE("ssp, layer by layer: a worker's clock moves once its step's every lay
   CHECK(f.Stop().ok());
 }
 
-TEST_CASE("ssp: a read parked past the timeout is answered timed-out, naming the workers behind and their clocks") {
+TEST_CASE(
+    "ssp: a read parked past the timeout is answered timed-out, naming the workers behind and their clocks") {
   ServerFixture f(Ssp(1));
   auto fast = Connect(f);
   Reply reply;
@@ -173,10 +176,10 @@ TEST_CASE("ssp: a read parked past the timeout is answered timed-out, naming the
   REQUIRE(fast->Call(f.Header(MsgType::kUpdateGet, 0, 0), MakeGrads(0, 0).Entries(), &reply).ok());
   Status s = fast->Call(f.Header(MsgType::kUpdateGet, 1, 0), MakeGrads(0, 1).Entries(), &reply);
   CHECK(s.code() == Status::Code::kTimeout);
-  CHECK(s.message() == "server '" + f.endpoint + "' gave up on 'update-get' (step 1): waited " +
-                           std::to_string(kTimeoutMs) +
-                           " ms for version 2; the table is at 2: a read at clock 2 with staleness 1 needs every "
-                           "worker's clock at 1 or more: worker 1 at 0");
+  CHECK(s.message() ==
+        "server '" + f.endpoint + "' gave up on 'update-get' (step 1): waited " + std::to_string(kTimeoutMs) +
+            " ms for version 2; the table is at 2: a read at clock 2 with staleness 1 needs every "
+            "worker's clock at 1 or more: worker 1 at 0");
 }
 
 }  // namespace

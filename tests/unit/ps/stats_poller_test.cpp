@@ -23,7 +23,8 @@ TEST_CASE("dl-top's view: a live server's counters as it reports them, and rates
 
   auto worker0 = Connect(f), worker1 = Connect(f);
   Reply reply;
-  for (int step = 0; step < 3; ++step) REQUIRE(Update(worker0.get(), f, step, 0, MakeGrads(0, step), &reply).ok());
+  for (int step = 0; step < 3; ++step)
+    REQUIRE(Update(worker0.get(), f, step, 0, MakeGrads(0, step), &reply).ok());
   REQUIRE(Update(worker1.get(), f, 0, 1, MakeGrads(1, 0), &reply).ok());
   const JobSample second = poller.Poll();
   view = JobView(f.plan, first, second);

@@ -1,5 +1,7 @@
 // Tests for lib/ps/table: a server's part of the parameter table, on its own
 // (no requests, no consistency model).
+#include "ps/table.h"
+
 #include <doctest/doctest.h>
 
 #include <vector>
@@ -7,7 +9,6 @@
 #include "comm/message.h"
 #include "ps/param_init.h"
 #include "ps/server_config.h"
-#include "ps/table.h"
 #include "server_fixture.h"
 
 namespace shoal {
@@ -75,7 +76,9 @@ TEST_CASE("layers follow the net, each with its keys; versions and clocks start 
   CHECK(table.LayerAhead().empty());
 }
 
-TEST_CASE("a worker's clock is the least of its layers' steps taken in; the table's version is its slowest layer's") {
+TEST_CASE(
+    "a worker's clock is the least of its layers' steps taken in; the table's version is its slowest "
+    "layer's") {
   TableFixture f;
   ServerTable table(f.config, true);
   table.layers()[0].version = 3;
@@ -112,7 +115,8 @@ TEST_CASE("an update must carry whole layers of the sender's slices, and slices 
                  "slice 0 of 11 floats does not match this server's table"));
   CHECK(Contains(table.MismatchedSlice(Request(0, {{9, 3}}).view), "slice 9 of 3 floats"));
   // Nothing at all, from a worker that holds something here.
-  CHECK(Contains(table.MisheldSlices(Request(0, {}).view, &layers), "carries no slices; the plan gives it 4"));
+  CHECK(
+      Contains(table.MisheldSlices(Request(0, {}).view, &layers), "carries no slices; the plan gives it 4"));
   Request both(0, {{0, 12}, {1, 3}, {2, 6}, {3, 2}});
   CHECK(table.EntriesOf(both.view, 1).size() == 2);
   CHECK(table.EntriesOf(both.view, 1)[0]->key == 2);
@@ -135,7 +139,9 @@ TEST_CASE("gradients add up in fp32, and Apply steps the updater and clears the 
   CHECK(bias.grad_sum == std::vector<float>(3, 0.0f));
 }
 
-TEST_CASE("a layer's lr_mult scales its parameters' steps; a frozen one (0) is held but in no layer, and no update may carry it") {
+TEST_CASE(
+    "a layer's lr_mult scales its parameters' steps; a frozen one (0) is held but in no layer, and no update "
+    "may carry it") {
   const std::string layers =
       "    - {name: data, type: data, shape: [1, 2, 2]}\n"
       "    - {name: fc, type: fully_connected, srclayers: data, num_output: 3, lr_mult: 0}\n"

@@ -6,6 +6,8 @@
 // the same 4 values and 3 gradients, lr 0.1, weight_decay 0.01, PyTorch's
 // default hyper-parameters unless a case says otherwise. Ours must agree to
 // 1e-6 relative (an exact 0 stays exactly 0).
+#include "ps/updater.h"
+
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -14,15 +16,14 @@
 #include <string>
 #include <vector>
 
-#include "ps/updater.h"
-
 namespace shoal {
 namespace {
 
 constexpr size_t kN = 4;
 const std::vector<float> kW0 = {0.5f, -1.5f, 2.0f, 0.0f};
 // The last element's gradient is 0 for two steps, at value 0: 0 / (0 + eps).
-const float kGrads[3][kN] = {{0.1f, -0.2f, 0.3f, 0.0f}, {-0.4f, 0.5f, 0.25f, 0.0f}, {0.2f, 0.2f, -0.6f, 0.05f}};
+const float kGrads[3][kN] = {
+    {0.1f, -0.2f, 0.3f, 0.0f}, {-0.4f, 0.5f, 0.25f, 0.0f}, {0.2f, 0.2f, -0.6f, 0.05f}};
 
 struct Reference {
   float values[3][kN];                              // after each step
@@ -116,7 +117,9 @@ TEST_CASE("rmsprop uses rmsprop_alpha and epsilon: torch.optim.RMSprop(alpha=0.9
                         {{"square_avg", {0.0193558391f, 0.028617911f, 0.0489503555f, 0.000250000012f}}}});
 }
 
-TEST_CASE("adam matches torch.optim.Adam, bias-corrected by the version it makes; its state is 'exp_avg', 'exp_avg_sq'") {
+TEST_CASE(
+    "adam matches torch.optim.Adam, bias-corrected by the version it makes; its state is 'exp_avg', "
+    "'exp_avg_sq'") {
   CheckAgainstTorch(Train("adam"),
                     {{{0.400000006f, -1.39999998f, 1.89999998f, 0.0f},
                       {0.45476529f, -1.44096053f, 1.8008225f, 0.0f},
@@ -231,8 +234,8 @@ TEST_CASE("a sum's last gradient read from its message updates exactly as one ad
           for (size_t i = 0; i < n; ++i) sum_added[i] += last[i];
           ApplySumUpdate(c, step, n, GradientSum{sum_added.data(), false, nullptr, 0.5f}, w_added.data(),
                          w_added.data(), &s_added);
-          ApplySumUpdate(c, step, n, GradientSum{sum_read.data(), alone, message.data() + 1, 0.5f}, w_read.data(),
-                         w_read.data(), &s_read);
+          ApplySumUpdate(c, step, n, GradientSum{sum_read.data(), alone, message.data() + 1, 0.5f},
+                         w_read.data(), w_read.data(), &s_read);
           CHECK(Bits(w_read) == Bits(w_added));
           for (size_t k = 0; k < s_added.size(); ++k) CHECK(Bits(s_read[k]) == Bits(s_added[k]));
           CHECK(Bits(sum_read) == Bits(std::vector<float>(n, 0.0f)));
@@ -241,7 +244,8 @@ TEST_CASE("a sum's last gradient read from its message updates exactly as one ad
       }
 }
 
-TEST_CASE("an update that also writes its values over the gradient it reads leaves the same bits in both places") {
+TEST_CASE(
+    "an update that also writes its values over the gradient it reads leaves the same bits in both places") {
   const std::vector<float> w0 = {0.5f, -0.0f, 0.0f, -1.5f, 2.0f, -0.0f, 3e-8f, -7.0f, 1.0f};
   const std::vector<float> last = {-0.0f, -0.0f, -0.0f, 0.5f, -0.25f, 0.0f, -1e-3f, 1.0f, -0.0f};
   const size_t n = w0.size();
@@ -260,8 +264,8 @@ TEST_CASE("an update that also writes its values over the gradient it reads leav
         std::vector<unsigned char> plain(1 + 4 * n), into(1 + 4 * n);
         std::memcpy(plain.data() + 1, last.data(), 4 * n);
         std::memcpy(into.data() + 1, last.data(), 4 * n);
-        ApplySumUpdate(c, step, n, GradientSum{sum_plain.data(), alone, plain.data() + 1, 0.5f}, w_plain.data(),
-                       w_plain.data(), &s_plain);
+        ApplySumUpdate(c, step, n, GradientSum{sum_plain.data(), alone, plain.data() + 1, 0.5f},
+                       w_plain.data(), w_plain.data(), &s_plain);
         ApplySumUpdate(c, step, n, GradientSum{sum_into.data(), alone, into.data() + 1, 0.5f}, w_into.data(),
                        w_into.data(), &s_into, into.data() + 1);
         CHECK(Bits(w_into) == Bits(w_plain));

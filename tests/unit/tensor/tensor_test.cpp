@@ -1,10 +1,10 @@
 // Tests for lib/tensor/tensor.h: a tensor bound to other memory (a device
 // memory manager's) reads and writes there, and its home is untouched.
+#include "tensor/tensor.h"
+
 #include <doctest/doctest.h>
 
 #include <vector>
-
-#include "tensor/tensor.h"
 
 namespace shoal {
 namespace {

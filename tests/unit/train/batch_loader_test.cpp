@@ -2,6 +2,8 @@
 // lib/data/shard_writer: the first pass in whole dealt batches, in an order
 // of its own seed's, later passes reshuffled by the seed, where a loader begins, a bad record's
 // error, and ShardScanner reading a shard once.
+#include "train/batch_loader.h"
+
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -14,7 +16,6 @@
 #include "data/shard.h"
 #include "data/shard_writer.h"
 #include "test_util.h"
-#include "train/batch_loader.h"
 
 namespace shoal {
 namespace {
@@ -72,7 +73,8 @@ struct Shards {
     const std::vector<uint64_t> order = ShuffledOrder(10, kDealSeed);
     std::vector<int> ids;
     for (size_t k : which)
-      for (uint64_t j = 0; j < manifest.train[k].records; ++j) ids.push_back(static_cast<int>(order[j * 3 + k]));
+      for (uint64_t j = 0; j < manifest.train[k].records; ++j)
+        ids.push_back(static_cast<int>(order[j * 3 + k]));
     return ids;
   }
 };
@@ -187,15 +189,18 @@ TEST_CASE("batch loader: later passes are permutations of the records, drawn fro
   CHECK(passes[1] != passes[2]);
 }
 
-TEST_CASE("batch loader: the same seed repeats the passes; another seed gives another order after the first") {
+TEST_CASE(
+    "batch loader: the same seed repeats the passes; another seed gives another order after the first") {
   Shards shards;
-  BatchLoader a(shards.Open({0, 1, 2}), 5, 11), b(shards.Open({0, 1, 2}), 5, 11), c(shards.Open({0, 1, 2}), 5, 12);
+  BatchLoader a(shards.Open({0, 1, 2}), 5, 11), b(shards.Open({0, 1, 2}), 5, 11),
+      c(shards.Open({0, 1, 2}), 5, 12);
   const std::vector<int> ia = Take(&a, 6), ib = Take(&b, 6), ic = Take(&c, 6);
   CHECK(ia == ib);
   // The first pass's order is its own seed's (here the default), whatever the later passes'.
   CHECK(std::vector<int>(ia.begin(), ia.begin() + 10) == std::vector<int>(ic.begin(), ic.begin() + 10));
   REQUIRE(ShuffledOrder(10, 11 * 1000003 + 1) != ShuffledOrder(10, 12 * 1000003 + 1));
-  CHECK(std::vector<int>(ia.begin() + 10, ia.begin() + 20) != std::vector<int>(ic.begin() + 10, ic.begin() + 20));
+  CHECK(std::vector<int>(ia.begin() + 10, ia.begin() + 20) !=
+        std::vector<int>(ic.begin() + 10, ic.begin() + 20));
 }
 
 TEST_CASE("batch loader: first_record starts exactly there in the sequence over all passes") {
@@ -305,7 +310,8 @@ TEST_CASE("contiguous shards hold stretches of the records in order; the loader 
   BatchLoader four(std::move(uneven), 4, 7, 0, 4, 0, /*streams=*/true);
   Batch b;
   const Status refused = four.Next(&b);
-  CHECK(refused.message().find("a batch of 4 streams does not divide over the 3 shards") != std::string::npos);
+  CHECK(refused.message().find("a batch of 4 streams does not divide over the 3 shards") !=
+        std::string::npos);
 }
 
 TEST_CASE("shard scanner: reads every record of a shard once, in order, in batches of at most its size") {

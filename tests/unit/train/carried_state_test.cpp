@@ -1,6 +1,8 @@
 // Tests for lib/train/carried_state: a worker's carried state saved per step,
 // read back exactly, the files kept that a restart may need and no others,
 // and a file that is not what the worker wrote refused, naming it.
+#include "train/carried_state.h"
+
 #include <doctest/doctest.h>
 
 #include <filesystem>
@@ -10,7 +12,6 @@
 
 #include "core/file_util.h"
 #include "test_util.h"
-#include "train/carried_state.h"
 
 namespace shoal {
 namespace {
@@ -66,7 +67,8 @@ TEST_CASE("carried state: the last two steps are kept, and the last three checkp
   CHECK(StepsKept(checkpointing, 50) == std::vector<uint64_t>{20, 30, 40, 46, 47});
 }
 
-TEST_CASE("carried state: a file that is not the worker's own is refused, naming the file and what is wrong") {
+TEST_CASE(
+    "carried state: a file that is not the worker's own is refused, naming the file and what is wrong") {
   TempDir dir;
   CarriedStateFiles files(dir.path, 0, 0, kPlan);
   States saved = States::For(2.0f);
@@ -79,8 +81,9 @@ TEST_CASE("carried state: a file that is not the worker's own is refused, naming
   SUBCASE("another batch size") {
     Status s = files.Load(5, kBatch + 1, loaded.views(), &found);
     CHECK(s.code() == Status::Code::kCorruption);
-    CHECK(Contains(s.message(), "'" + files.Path(5) + "' is not the state this worker saved for step 5: 124 bytes "
-                                "where the net's state for 4 rows takes 148"));
+    CHECK(Contains(s.message(), "'" + files.Path(5) +
+                                    "' is not the state this worker saved for step 5: 124 bytes "
+                                    "where the net's state for 4 rows takes 148"));
   }
   SUBCASE("a byte changed") {
     bytes[30] ^= 1;

@@ -1,6 +1,8 @@
 // Tests for lib/train/elastic_table (easgd's worker side) against a real
 // ParameterServer in this process: when a worker exchanges (every tau-th
 // step, or by DeepSpark's accumulated loss) and what it does to the replica.
+#include "train/elastic_table.h"
+
 #include <doctest/doctest.h>
 
 #include <memory>
@@ -8,7 +10,6 @@
 #include <vector>
 
 #include "server_fixture.h"
-#include "train/elastic_table.h"
 
 namespace shoal {
 namespace {
@@ -20,7 +21,8 @@ struct Replica {
   std::unique_ptr<ElasticTable> table;
 
   explicit Replica(const ServerFixture& f) {
-    for (const auto& p : f.plan.params) params.push_back({p.name, p.shape, p.init, p.lr_mult, Tensor(p.shape), Tensor(p.shape)});
+    for (const auto& p : f.plan.params)
+      params.push_back({p.name, p.shape, p.init, p.lr_mult, Tensor(p.shape), Tensor(p.shape)});
     std::vector<Param*> held;
     for (Param& p : params) held.push_back(&p);
     auto remote = std::make_unique<RemoteTable>(f.plan, 0, held, kClientTimeoutMs, TestIncarnation(0));
@@ -78,7 +80,8 @@ TEST_CASE("easgd: the replica starts at the centre, steps locally and exchanges 
   CHECK(f.Stop().ok());
 }
 
-TEST_CASE("easgd_adaptive: a worker exchanges when its loss summed since the last exchange passes the threshold") {
+TEST_CASE(
+    "easgd_adaptive: a worker exchanges when its loss summed since the last exchange passes the threshold") {
   ServerFixture f("easgd, easgd_adaptive: true, easgd_loss_threshold: 1.0", "", "updater: sgd");
   Replica r(f);
   uint64_t step = 0;

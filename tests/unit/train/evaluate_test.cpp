@@ -1,7 +1,7 @@
 // Tests for lib/train/evaluate: a checkpoint's values into a net.
-#include <doctest/doctest.h>
+#include "train/evaluate.h"
 
-#include "test_util.h"
+#include <doctest/doctest.h>
 
 #include <cstdint>
 #include <cstdlib>
@@ -15,10 +15,10 @@
 #include "ckpt/checkpoint.h"
 #include "ckpt/checkpoint_set.h"
 #include "ckpt/export.h"
-#include "core/output.h"
 #include "core/file_util.h"
 #include "core/hash.h"
-#include "train/evaluate.h"
+#include "core/output.h"
+#include "test_util.h"
 
 namespace shoal {
 namespace {
@@ -42,7 +42,8 @@ TEST_CASE("FillParamsFromCheckpoint copies values by name and refuses a mismatch
   Param r = p;
   r.name = "fc.bias";
   CHECK(Contains(FillParamsFromCheckpoint(m, "m.ckpt", {&p, &r}).message(), "has no parameter 'fc.bias'"));
-  CHECK(Contains(FillParamsFromCheckpoint(m, "m.ckpt", {}).message(), "has parameter 'fc.weight', which the plan's net lacks"));
+  CHECK(Contains(FillParamsFromCheckpoint(m, "m.ckpt", {}).message(),
+                 "has parameter 'fc.weight', which the plan's net lacks"));
 }
 
 }  // namespace

@@ -1,10 +1,11 @@
 // Tests for lib/train/gradient_clip.cpp, and train.clip_norm's parsing.
+#include "train/gradient_clip.h"
+
 #include <doctest/doctest.h>
 
 #include <cmath>
 
 #include "config/job.h"
-#include "train/gradient_clip.h"
 #include "test_util.h"
 
 namespace shoal {

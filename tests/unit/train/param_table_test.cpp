@@ -2,6 +2,8 @@
 // in this process (tests/unit/ps/server_fixture.h: bsp and async over
 // inproc://) — join, push, fetch, finish, the byte counts, and train.overlap's
 // lanes giving the values a whole push gives — and LocalTable's in-place updates.
+#include "train/param_table.h"
+
 #include <doctest/doctest.h>
 
 #include <chrono>
@@ -11,7 +13,6 @@
 #include <vector>
 
 #include "server_fixture.h"
-#include "train/param_table.h"
 
 namespace shoal {
 namespace {
@@ -22,7 +23,8 @@ struct Replica {
   std::vector<Param> params;
 
   explicit Replica(const Plan& plan) {
-    for (const auto& p : plan.params) params.push_back({p.name, p.shape, p.init, p.lr_mult, Tensor(p.shape), Tensor(p.shape)});
+    for (const auto& p : plan.params)
+      params.push_back({p.name, p.shape, p.init, p.lr_mult, Tensor(p.shape), Tensor(p.shape)});
   }
   std::vector<Param*> Pointers() {
     std::vector<Param*> out;
@@ -67,7 +69,7 @@ std::vector<float> Momentum(std::vector<float> w, const std::vector<std::vector<
 
 std::unique_ptr<RemoteTable> OpenTable(const ServerFixture& f, int worker, Replica& replica) {
   auto table = std::make_unique<RemoteTable>(f.plan, worker, replica.Pointers(), kClientTimeoutMs,
-                                            TestIncarnation(worker));  // the life the fixture joined
+                                             TestIncarnation(worker));  // the life the fixture joined
   Status s = table->Connect();
   INFO(s.ToString());
   REQUIRE(s.ok());
@@ -88,7 +90,8 @@ void BothWorkers(Fn fn) {
   REQUIRE(s1.ok());
 }
 
-TEST_CASE("remote table, bsp: join, two pushes and finish follow the momentum rule, and the bytes are counted") {
+TEST_CASE(
+    "remote table, bsp: join, two pushes and finish follow the momentum rule, and the bytes are counted") {
   ServerFixture f("bsp", "", "updater: momentum, overlap: false");
   Replica r0(f.plan), r1(f.plan);
   Replica* replicas[2] = {&r0, &r1};
@@ -200,7 +203,9 @@ TEST_CASE("remote table: a server that is not there makes join fail within the t
   CHECK(waited < 2.5);
 }
 
-TEST_CASE("remote table: a join waits until the id's old life is heard to have ended; a second live process gives up") {
+TEST_CASE(
+    "remote table: a join waits until the id's old life is heard to have ended; a second live process gives "
+    "up") {
   ServerFixture f("bsp");  // workers 0 and 1 joined as incarnations 100 and 101
   Reply reply;
   // Incarnation 100 of worker 0 is connected; 777 joins as worker 0 and is
@@ -230,9 +235,10 @@ TEST_CASE("remote table: a join waits until the id's old life is heard to have e
   const Status refused = impostor.Join(&step);
   const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   CHECK(refused.code() == Status::Code::kInvalidArgument);
-  CHECK(refused.message() == "server '" + f.endpoint + "' refused 'join' for 5 s: worker 1 is running already as "
-                             "incarnation 0000000000000065 (still connected); refusing incarnation "
-                             "000000000000022b: two processes claim to be worker 1");
+  CHECK(refused.message() == "server '" + f.endpoint +
+                                 "' refused 'join' for 5 s: worker 1 is running already as "
+                                 "incarnation 0000000000000065 (still connected); refusing incarnation "
+                                 "000000000000022b: two processes claim to be worker 1");
   CHECK(waited >= 5.0);
   CHECK(f.Stop().ok());
 }

@@ -3,23 +3,23 @@
 // through its Output — step, eval and done records with their fields — and
 // what SetUp refuses (an id outside the plan, missing or too few shards),
 // each error naming what is wrong.
+#include "train/worker.h"
+
 #include <doctest/doctest.h>
 
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "config/job.h"
 #include "core/output.h"
 #include "data/shard_writer.h"
 #include "plan/plan.h"
 #include "test_util.h"
-#include "train/worker.h"
 
 namespace shoal {
 namespace {
@@ -53,15 +53,20 @@ Manifest WriteTinyShards(const std::string& dir) {
 // data [1,2,3] → fc 4 → softmax_loss; `train` says how often to report,
 // `cluster` how many workers.
 std::string TinyJob(const std::string& train = "display_every: 2, eval_every: 3",
-                    const std::string& cluster = "nworkers_per_group: 1", const std::string& shape = "[1, 2, 3]") {
+                    const std::string& cluster = "nworkers_per_group: 1",
+                    const std::string& shape = "[1, 2, 3]") {
   return "model:\n"
          "  layers:\n"
-         "    - {name: data, type: data, shape: " + shape + "}\n"
+         "    - {name: data, type: data, shape: " +
+         shape +
+         "}\n"
          "    - {name: fc, type: fully_connected, srclayers: data, num_output: 4}\n"
          "    - {name: loss, type: softmax_loss, srclayers: [fc, data]}\n"
          "train: {batch_size: 2, steps: 50, updater: momentum, learning_rate: 0.1, momentum: 0.9, seed: 3, " +
-         train + "}\n"
-         "cluster: {" + cluster + ", consistency: bsp, timeout_ms: 2000}\n";
+         train +
+         "}\n"
+         "cluster: {" +
+         cluster + ", consistency: bsp, timeout_ms: 2000}\n";
 }
 
 Plan MakeTinyPlan(const std::string& text, int group_size = 1) {
@@ -210,7 +215,8 @@ TEST_CASE("worker, standalone: the same plan, shards and seed train the same los
     INFO("record " << i << ": " << a.records[i].dump() << " / " << b.records[i].dump());
     CHECK(a.records[i]["event"] == b.records[i]["event"]);
     if (a.records[i].contains("loss")) CHECK(a.records[i]["loss"] == b.records[i]["loss"]);
-    if (a.records[i].contains("test_accuracy")) CHECK(a.records[i]["test_accuracy"] == b.records[i]["test_accuracy"]);
+    if (a.records[i].contains("test_accuracy"))
+      CHECK(a.records[i]["test_accuracy"] == b.records[i]["test_accuracy"]);
   }
   CHECK(a.result.final_loss == b.result.final_loss);
 }
@@ -298,7 +304,8 @@ TEST_CASE("worker: too few shards for the plan's workers are refused, saying how
   o.shard_dir = dir.path;
   const Run run = RunWorker(four, o);
   CHECK(run.status.code() == Status::Code::kInvalidArgument);
-  CHECK(run.status.message() == "'" + dir.path + "' has 3 shards for 4 workers: shard it again with --shards 4");
+  CHECK(run.status.message() ==
+        "'" + dir.path + "' has 3 shards for 4 workers: shard it again with --shards 4");
 }
 
 TEST_CASE("worker: shards of another record shape, and a grouped plan run standalone, are refused") {
