@@ -28,6 +28,7 @@ run_one() {
 export -f run_one
 export build work seconds
 failed=0
+# shellcheck disable=SC2016  # $(basename ...) runs in the inner shell, for each target
 printf '%s\n' "${targets[@]}" | xargs -P "$jobs" -I{} bash -c 'run_one {} || { echo "fuzz: {} failed; see '"$work"'/logs/$(basename {} _fuzzer).log" >&2; exit 1; }' \
   || failed=1
 
@@ -37,7 +38,7 @@ for target in "${targets[@]}"; do
   log="$work/logs/$name.log"
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
   rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)
-  printf '%-12s %12s %10s %8s\n' "$name" "${execs:-?}" "${rate:-?}" "$(ls "$work/corpus/$name" | wc -l)"
+  printf '%-12s %12s %10s %8s\n' "$name" "${execs:-?}" "${rate:-?}" "$(find "$work/corpus/$name" -type f | wc -l)"
 done
 if ((failed)); then
   echo "fuzz: a target found a bug; its input is in $work/artifacts/" >&2

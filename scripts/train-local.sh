@@ -122,19 +122,15 @@ started=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 events=$run_dir/processes.jsonl  # one line per start and exit: what run.json sums up
 : >>"$events"
 
-# The fields of plan.json (or of a job planned as data parallel) this script needs, as shell variables.
+# The fields of a plan this script needs, as shell variables, from dl-plan check.
 read_plan() {  # read_plan FILE
-  eval "$(python3 - "$1" <<'PY'
-import json, shlex, sys
-p = json.load(open(sys.argv[1]))
-c, d = p["cluster"], p["data"]
-print("workers=%d servers=%d separate=%s" % (c["workers"], c["servers"], "yes" if c["server_worker_separate"] else "no"))
-print("dataset=%s shards=%s shard_seed=%d plan_hash=%s" % (shlex.quote(d["dataset"]), shlex.quote(d["shards"]),
-      p["job"]["data"].get("shard_seed", 1), p["hash"]))
-print("server_endpoints=(%s)" % " ".join(shlex.quote(s["endpoint"]) for s in p["servers"]))
-print("worker_endpoints=(%s)" % " ".join(shlex.quote(w.get("endpoint", "")) for w in p["workers"]))
-PY
-)"
+  local summary
+  summary=$("$bin/dl-plan" check "$1") || exit 1
+  { read -r workers; read -r servers; read -r separate; read -r dataset; read -r shards; read -r shard_seed
+    read -r plan_hash; } < <(jq -r '.workers, .servers, (if .server_worker_separate then "yes" else "no" end),
+                                   .data.dataset, .data.shards, .data.shard_seed, .hash' <<<"$summary")
+  mapfile -t server_endpoints < <(jq -r '.server_endpoints[]' <<<"$summary")
+  mapfile -t worker_endpoints < <(jq -r '.worker_endpoints[]' <<<"$summary")
 }
 
 if [[ -n "$resume_run" ]]; then
@@ -147,7 +143,6 @@ else
   if [[ -n "$given_plan" ]]; then
     # Checked whole (hash, job, net) before anything starts; it is run as it
     # is but for its endpoints, which are this run's (dl-plan relocate).
-    "$bin/dl-plan" check "$given_plan" >/dev/null || exit 1
     read_plan "$given_plan"
     planning=(relocate "$given_plan")
   else
@@ -276,6 +271,7 @@ finish() {  # finish STATUS EXIT_CODE: run.json, then exit
     "$0" "${command_line[@]}" || true
   exit "$2"
 }
+# shellcheck disable=SC2317  # run by the trap below
 interrupted() {
   stop_all
   log "interrupted; go on with: $0 --resume $run_dir"
@@ -406,4 +402,4 @@ if done and "test_accuracy" in done[-1]:
 PY
 )
 log "done: ${accuracy:+test accuracy $accuracy; }checkpoints in $run_dir/ckpt (verified)"
-finish done 0
+finish "done" 0

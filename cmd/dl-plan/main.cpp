@@ -29,6 +29,25 @@ int WriteOut(const std::string& path, const std::string& text) {
   return s.ok() ? kExitOk : ReportFailure(s);
 }
 
+// What `dl-plan check` prints: what the plan runs, for people and scripts.
+nlohmann::json CheckSummary(const std::string& path, const Plan& plan) {
+  nlohmann::json servers = nlohmann::json::array(), workers = nlohmann::json::array();
+  for (const ServerPlan& server : plan.servers) servers.push_back(server.endpoint);
+  for (const WorkerPlan& worker : plan.workers) workers.push_back(worker.endpoint);
+  const DataConfig& data = plan.job.data;
+  return {{"plan", path},
+          {"ok", true},
+          {"hash", plan.hash},
+          {"name", plan.job.name},
+          {"workers", plan.workers.size()},
+          {"servers", plan.servers.size()},
+          {"server_worker_separate", plan.job.cluster.server_worker_separate},
+          {"consistency", plan.job.cluster.consistency},
+          {"server_endpoints", servers},
+          {"worker_endpoints", workers},
+          {"data", {{"dataset", data.dataset}, {"shards", data.shards}, {"shard_seed", data.shard_seed}}}};
+}
+
 int Main(int argc, char** argv) {
   SetLogName("dl-plan");
   CLI::App app{"dl-plan: compute the plan of a training job"};
@@ -117,18 +136,7 @@ int Main(int argc, char** argv) {
     Plan plan;
     Status s = LoadPlan(check_path, &plan);
     if (!s.ok()) return ReportFailure(s);
-    nlohmann::json endpoints = nlohmann::json::array();
-    for (const ServerPlan& server : plan.servers) endpoints.push_back(server.endpoint);
-    return WriteOut("", nlohmann::json{{"plan", check_path},
-                                       {"ok", true},
-                                       {"hash", plan.hash},
-                                       {"name", plan.job.name},
-                                       {"workers", plan.workers.size()},
-                                       {"servers", plan.servers.size()},
-                                       {"consistency", plan.job.cluster.consistency},
-                                       {"server_endpoints", endpoints}}
-                                .dump(2) +
-                            "\n");
+    return WriteOut("", CheckSummary(check_path, plan).dump(2) + "\n");
   }
   if (calibrate->parsed()) {
     if (!job_path.empty()) {
