@@ -6,7 +6,8 @@ set -euo pipefail
 packages=(build-essential cmake pkg-config git libcli11-dev nlohmann-json3-dev libyaml-cpp-dev
           libnng-dev libopenblas-dev libdnnl-dev doctest-dev zlib1g-dev dataset-fashion-mnist
           python3 python3-jsonschema python3-numpy python3-torch python3-matplotlib jq openssl iproute2 slurm-wlm munge
-          clang libclang-rt-14-dev)  # the fuzzers (make fuzz)
+          clang libclang-rt-14-dev  # the fuzzers (make fuzz)
+          clang-format shellcheck)  # tests/integration/style_test.sh
 # The PyTorch peers need python3-torch and python3-numpy, which the tests need
 # too (tests/integration/torch_export_check.py); dl-report draws with matplotlib.
 (( $# == 0 )) || { echo "usage: $0" >&2; exit 2; }
