@@ -6,9 +6,11 @@
 
 #include <CLI/CLI.hpp>
 #include <exception>
+#include <map>
 #include <new>
 #include <string>
 
+#include "config/choices.h"
 #include "core/exit_codes.h"
 #include "core/text.h"
 
@@ -20,6 +22,15 @@
   }
 
 namespace shoal {
+
+// Checks an option's value against an enum's names (config/choices.h) and
+// stores the enum: app.add_option("--strategy", strategy)->transform(ChoiceOf<Strategy>()).
+template <typename E>
+CLI::CheckedTransformer ChoiceOf() {
+  std::map<std::string, E> by_name;
+  for (const auto& row : ChoiceTable<E>::rows) by_name[row.name] = RowValue(row);
+  return CLI::CheckedTransformer(by_name);
+}
 
 template <typename Main>
 int GuardedMain(Main body, int argc, char** argv) {

@@ -51,7 +51,7 @@ nlohmann::json CheckSummary(const std::string& path, const Plan& plan) {
 int Main(int argc, char** argv) {
   SetLogName("dl-plan");
   CLI::App app{"dl-plan: compute the plan of a training job"};
-  std::string job_path, out_path, cluster_path, strategy = "optimal", exchange = "job";
+  std::string job_path, out_path, cluster_path;
   std::vector<std::string> overrides;
   PlanOptions options;
   PlannerOptions planner;
@@ -75,13 +75,14 @@ int Main(int argc, char** argv) {
   app.add_option("--servers", planner.servers,
                  "servers of their own per server group, planned and written (default: the job's)")
       ->check(CLI::PositiveNumber);
-  app.add_option("--strategy", strategy, "optimal (default), data (every layer on the batch) or model")
-      ->check(CLI::IsMember({"optimal", "data", "model"}));
+  app.add_option("--strategy", planner.strategy,
+                 "optimal (default), data (every layer on the batch) or model")
+      ->transform(ChoiceOf<Strategy>());
   app.add_option(
-         "--exchange", exchange,
+         "--exchange", planner.exchange,
          "job (default: as cluster.server_worker_separate says), servers, allreduce (a server with every "
          "worker) or auto (the one predicted faster); the plan's job says which")
-      ->check(CLI::IsMember({"job", "servers", "allreduce", "auto"}));
+      ->transform(ChoiceOf<Exchange>());
   app.add_flag("--explain", explain, "print the plan's costs as a table on standard error");
 
   CLI::App* calibrate =
@@ -156,13 +157,6 @@ int Main(int argc, char** argv) {
     Log("a job file is required (- reads one from standard input)\n" + app.help());
     return kExitUsage;
   }
-  planner.strategy = strategy == "data"    ? Strategy::kData
-                     : strategy == "model" ? Strategy::kModel
-                                           : Strategy::kOptimal;
-  planner.exchange = exchange == "servers"     ? Exchange::kServers
-                     : exchange == "allreduce" ? Exchange::kAllReduce
-                     : exchange == "auto"      ? Exchange::kAuto
-                                               : Exchange::kJob;
   JobConfig job;
   Status s = LoadJobFile(job_path, overrides, &job);
   if (s.ok() && !cluster_path.empty()) s = LoadClusterProfile(cluster_path, &planner.profile);

@@ -71,26 +71,7 @@ bool IsKnownEncoding(uint16_t e) { return e == 0 || e == 1; }
 
 }  // namespace
 
-const char* EncodingName(ValueEncoding encoding) {
-  switch (encoding) {
-    case ValueEncoding::kF32:
-      return "fp32";
-    case ValueEncoding::kF16:
-      return "fp16";
-  }
-  return "unknown";
-}
-
 size_t BytesPerValue(ValueEncoding encoding) { return encoding == ValueEncoding::kF16 ? 2 : 4; }
-
-Status EncodingNamed(const std::string& name, ValueEncoding* encoding) {
-  for (ValueEncoding e : {ValueEncoding::kF32, ValueEncoding::kF16})
-    if (name == EncodingName(e)) {
-      *encoding = e;
-      return Status::Ok();
-    }
-  return Status::InvalidArgument("no value encoding is called '" + name + "' (fp32, fp16)");
-}
 
 void CopyValues(const EntryView& e, float* out) {
   if (e.count == 0) return;  // `out` may be null then, which memcpy must not see

@@ -74,10 +74,11 @@ enum class ValueEncoding : uint16_t {
   kF32 = 0,  // IEEE single, as computed
   kF16 = 1,  // IEEE half (lib/comm/half.h): half the bytes, about 3 significant digits
 };
-const char* EncodingName(ValueEncoding encoding);
+// "fp32", "fp16": as cluster.wire names them (config/choices.h).
+constexpr const char* EncodingName(ValueEncoding encoding) {
+  return encoding == ValueEncoding::kF32 ? "fp32" : encoding == ValueEncoding::kF16 ? "fp16" : "unknown";
+}
 size_t BytesPerValue(ValueEncoding encoding);
-// The encoding EncodingName calls `name` (as cluster.wire names them).
-Status EncodingNamed(const std::string& name, ValueEncoding* encoding);
 
 // A tensor slice to send: the floats stay where they are until encoded,
 // converted to `encoding` then.

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "config/choices.h"
 #include "config/document.h"
 #include "core/status.h"
 
@@ -41,6 +42,14 @@ class Fields {
   // A string that must be one of `choices`.
   Status Choice(const std::string& key, const std::string& default_value,
                 const std::vector<std::string>& choices, std::string* out) const;
+  // One of an enum's names (config/choices.h), as its value.
+  template <typename E>
+  Status Choice(const std::string& key, E default_value, E* out) const {
+    std::string name;
+    SHOAL_RETURN_IF_ERROR(Choice(key, Name(default_value), Names<E>(), &name));
+    ParseName(name, out);
+    return Status::Ok();
+  }
   // The mapping under `key` (which must be one), named `what` in messages.
   Status Section(const std::string& key, const std::string& what, std::unique_ptr<Fields>* out) const;
   // The list under `key`; each item is read with Item.

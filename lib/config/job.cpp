@@ -62,13 +62,13 @@ Status ParseModel(const Fields& top, JobConfig* job) {
 }
 
 Status ParseSchedule(const Fields& f, LrSchedule* s) {
-  SHOAL_RETURN_IF_ERROR(f.Choice("kind", s->kind, {"constant", "step", "exponential"}, &s->kind));
+  SHOAL_RETURN_IF_ERROR(f.Choice("kind", s->kind, &s->kind));
   // An exponential decay by gamma per update unless told otherwise.
-  SHOAL_RETURN_IF_ERROR(f.Int("every", s->kind == "exponential" ? 1 : s->every, &s->every, 0));
+  SHOAL_RETURN_IF_ERROR(f.Int("every", s->kind == LrDecay::kExponential ? 1 : s->every, &s->every, 0));
   SHOAL_RETURN_IF_ERROR(f.Float("gamma", s->gamma, &s->gamma, 0.0, 1.0));
   SHOAL_RETURN_IF_ERROR(f.Int("warmup_steps", s->warmup_steps, &s->warmup_steps, 0));
-  if (s->kind != "constant" && s->every < 1)
-    return f.FieldError("every", "must be at least 1 with kind '" + s->kind + "'");
+  if (s->kind != LrDecay::kConstant && s->every < 1)
+    return f.FieldError("every", std::string("must be at least 1 with kind '") + Name(s->kind) + "'");
   return f.CheckNoUnknown();
 }
 
@@ -85,10 +85,11 @@ Status UpdaterHyperParameters(const Fields& f, TrainConfig* t) {
   SHOAL_RETURN_IF_ERROR(Beta(f, "beta1", t->beta1, &t->beta1));
   SHOAL_RETURN_IF_ERROR(Beta(f, "beta2", t->beta2, &t->beta2));
   SHOAL_RETURN_IF_ERROR(f.Float("rmsprop_alpha", t->rmsprop_alpha, &t->rmsprop_alpha, 0.0, 1.0));
-  SHOAL_RETURN_IF_ERROR(f.Float("epsilon", t->updater == "adagrad" ? 1e-10 : 1e-8, &t->epsilon, 0.0, 1.0));
+  SHOAL_RETURN_IF_ERROR(
+      f.Float("epsilon", t->updater == UpdateRule::kAdagrad ? 1e-10 : 1e-8, &t->epsilon, 0.0, 1.0));
   // Above 0: an element whose gradients were all 0 so far would divide 0 by 0.
   if (t->epsilon <= 0.0) return f.FieldError("epsilon", "must be greater than 0");
-  if (t->updater == "nesterov" && t->momentum <= 0.0)
+  if (t->updater == UpdateRule::kNesterov && t->momentum <= 0.0)
     return f.FieldError("momentum", "must be greater than 0 for updater 'nesterov'");
   return Status::Ok();
 }
@@ -109,12 +110,11 @@ Status ParseDevice(const Fields& f, TrainConfig* t) {
 }
 
 Status ParseTrain(const Fields& f, TrainConfig* t) {
-  SHOAL_RETURN_IF_ERROR(f.Choice("algorithm", t->algorithm, {"bp", "cd"}, &t->algorithm));
+  SHOAL_RETURN_IF_ERROR(f.Choice("algorithm", t->algorithm, &t->algorithm));
   SHOAL_RETURN_IF_ERROR(f.Int("batch_size", t->batch_size, &t->batch_size, 1, 1 << 20));
   SHOAL_RETURN_IF_ERROR(f.Int("steps", t->steps, &t->steps, 0));
   SHOAL_RETURN_IF_ERROR(f.Float("epochs", t->epochs, &t->epochs, 0.0, 1e6));
-  SHOAL_RETURN_IF_ERROR(
-      f.Choice("updater", t->updater, {std::begin(kUpdaterNames), std::end(kUpdaterNames)}, &t->updater));
+  SHOAL_RETURN_IF_ERROR(f.Choice("updater", t->updater, &t->updater));
   SHOAL_RETURN_IF_ERROR(f.Float("learning_rate", t->learning_rate, &t->learning_rate, 0.0, 1e3));
   if (f.Has("lr_schedule")) {
     std::unique_ptr<Fields> schedule;
@@ -122,7 +122,7 @@ Status ParseTrain(const Fields& f, TrainConfig* t) {
     SHOAL_RETURN_IF_ERROR(ParseSchedule(*schedule, &t->lr_schedule));
     f.Keep("lr_schedule", schedule->resolved());
   } else {
-    f.Keep("lr_schedule", {{"kind", t->lr_schedule.kind},
+    f.Keep("lr_schedule", {{"kind", Name(t->lr_schedule.kind)},
                            {"every", t->lr_schedule.every},
                            {"gamma", t->lr_schedule.gamma},
                            {"warmup_steps", t->lr_schedule.warmup_steps}});
@@ -152,7 +152,7 @@ Status ParseTrain(const Fields& f, TrainConfig* t) {
   SHOAL_RETURN_IF_ERROR(
       f.Int("overlap_bucket_floats", t->overlap_bucket_floats, &t->overlap_bucket_floats, 0));
   if (t->steps == 0 && t->epochs <= 0.0) return f.Error("set 'steps' or 'epochs'");
-  if (t->updater == "sgd") t->momentum = 0.0;
+  if (t->updater == UpdateRule::kSgd) t->momentum = 0.0;
   return f.CheckNoUnknown();
 }
 
@@ -168,13 +168,13 @@ Status OpenUnitInterval(const Fields& f, const std::string& key, double default_
 // model is refused, not ignored: a slack or a period written in the job but
 // never used would mislead whoever reads it.
 Status ParseConsistency(const Fields& f, ClusterConfig* c) {
-  SHOAL_RETURN_IF_ERROR(f.Choice("consistency", c->consistency,
-                                 {std::begin(kConsistencyNames), std::end(kConsistencyNames)},
-                                 &c->consistency));
-  const bool ssp = c->consistency == "ssp", easgd = c->consistency == "easgd";
+  SHOAL_RETURN_IF_ERROR(f.Choice("consistency", c->consistency, &c->consistency));
+  const bool ssp = c->consistency == ConsistencyModel::kSsp;
+  const bool easgd = c->consistency == ConsistencyModel::kEasgd;
   auto only_with = [&](const std::string& key, bool applies, const std::string& with) {
     if (applies || !f.Has(key)) return Status::Ok();
-    return f.FieldError(key, "applies only with " + with + ", not with consistency '" + c->consistency + "'");
+    return f.FieldError(
+        key, "applies only with " + with + ", not with consistency '" + Name(c->consistency) + "'");
   };
   SHOAL_RETURN_IF_ERROR(only_with("staleness", ssp, "consistency 'ssp'"));
   for (const char* key : {"easgd_tau", "easgd_alpha", "easgd_adaptive", "easgd_loss_threshold"})
@@ -226,18 +226,18 @@ Status ParseCluster(const Fields& f, ClusterConfig* c) {
   SHOAL_RETURN_IF_ERROR(f.Int("lease_ms", c->lease_ms, &c->lease_ms, 100));
   SHOAL_RETURN_IF_ERROR(f.String("tls_dir", c->tls_dir, &c->tls_dir));
   if (c->tls_dir.size() > 4096) return f.FieldError("tls_dir", "is longer than 4096 bytes");
-  SHOAL_RETURN_IF_ERROR(f.Choice("wire", c->wire, {"fp32", "fp16"}, &c->wire));
+  SHOAL_RETURN_IF_ERROR(f.Choice("wire", c->wire, &c->wire));
   SHOAL_RETURN_IF_ERROR(
       f.Bool("server_worker_separate", c->server_worker_separate, &c->server_worker_separate));
   SHOAL_RETURN_IF_ERROR(f.Int("sync_freq", c->sync_freq, &c->sync_freq, 0));
-  SHOAL_RETURN_IF_ERROR(f.Choice("sync_topology", c->sync_topology, {"all", "ring"}, &c->sync_topology));
+  SHOAL_RETURN_IF_ERROR(f.Choice("sync_topology", c->sync_topology, &c->sync_topology));
   if (!c->server_worker_separate && c->servers() != c->workers())
     return f.FieldError("server_worker_separate",
                         "is false: every worker has its server, so " + std::to_string(c->workers()) +
                             " servers are needed, not " + std::to_string(c->servers()));
   if (c->nserver_groups > 1) {
     // Distributed Hogwild: each server group serves its worker groups on its own.
-    if (c->consistency != "async")
+    if (c->consistency != ConsistencyModel::kAsync)
       return f.FieldError("nserver_groups",
                           "must be 1 unless consistency is 'async' (server groups update on "
                           "their own, each from its worker groups)");
@@ -249,7 +249,7 @@ Status ParseCluster(const Fields& f, ClusterConfig* c) {
       return f.FieldError("sync_freq",
                           "must be at least 1 with several server groups (updates between syncs)");
   }
-  if (c->consistency == "bsp" && c->nworker_groups != 1)
+  if (c->consistency == ConsistencyModel::kBsp && c->nworker_groups != 1)
     return f.FieldError("nworker_groups",
                         "must be 1 with consistency 'bsp' (groups run "
                         "asynchronously to each other: use 'async', 'ssp' or 'easgd')");
@@ -281,16 +281,8 @@ Status ParseSection(const Fields& top, const std::string& key, Status (*parse)(c
 
 }  // namespace
 
-const std::vector<std::string>& UpdaterStateNames(const std::string& updater) {
-  static const std::vector<std::string> kNone, kVelocity{"velocity"}, kSumSq{"sum_sq"},
-      kSquareAvg{"square_avg"}, kAdam{"exp_avg", "exp_avg_sq"};
-  static const std::vector<std::string>* const kByUpdater[] = {&kNone,  &kVelocity,  &kVelocity,
-                                                               &kSumSq, &kSquareAvg, &kAdam};
-  static_assert(std::size(kByUpdater) == std::size(kUpdaterNames),
-                "an updater without its state, or the reverse");
-  for (size_t i = 0; i < std::size(kUpdaterNames); ++i)
-    if (updater == kUpdaterNames[i]) return *kByUpdater[i];
-  return kNone;
+bool ExchangesByLayer(const JobConfig& job) {
+  return job.train.overlap && TraitsOf(job.cluster.consistency).takes_gradients;
 }
 
 Status ParseJob(const Document& doc, JobConfig* job) {

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "config/choices.h"
 #include "config/document.h"
 #include "core/status.h"
 
@@ -25,29 +26,18 @@ struct LayerConfig {
 // formulas): constant; step: × gamma every `every` updates; exponential:
 // × gamma^(t / every); each after a linear warm-up over `warmup_steps`.
 struct LrSchedule {
-  std::string kind = "constant";  // constant | step | exponential
-  int every = 0;                  // step: required; exponential: 1 when left out
+  LrDecay kind = LrDecay::kConstant;
+  int every = 0;  // step: required; exponential: 1 when left out
   double gamma = 0.1;
   int warmup_steps = 0;  // 0: none
 };
 
-// What train.updater may name, in lib/ps/updater.h's UpdateRule order.
-inline constexpr const char* kUpdaterNames[] = {"sgd", "momentum", "nesterov", "adagrad", "rmsprop", "adam"};
-// The state updater `updater` keeps per value, by name: "velocity" (momentum,
-// nesterov), "sum_sq" (adagrad), "square_avg" (rmsprop), "exp_avg" and
-// "exp_avg_sq" (adam); none for sgd (nor for a name not in kUpdaterNames).
-// Checkpoints store each as "<param>@<name>"; the planner counts the arrays.
-const std::vector<std::string>& UpdaterStateNames(const std::string& updater);
-
-// What cluster.consistency may name, in lib/ps/consistency.h's registry order.
-inline constexpr const char* kConsistencyNames[] = {"bsp", "async", "ssp", "easgd"};
-
 struct TrainConfig {
-  std::string algorithm = "bp";  // bp (back-propagation) or cd (contrastive divergence: an rbm loss layer)
-  int batch_size = 64;           // records per worker per step
-  int steps = 0;                 // 0: derive from epochs
+  Algorithm algorithm = Algorithm::kBp;  // cd: contrastive divergence, for an rbm loss layer
+  int batch_size = 64;                   // records per worker per step
+  int steps = 0;                         // 0: derive from epochs
   double epochs = 1.0;
-  std::string updater = "momentum";  // one of kUpdaterNames
+  UpdateRule updater = UpdateRule::kMomentum;
   double learning_rate = 0.05;
   LrSchedule lr_schedule;
   bool scale_lr_with_workers = false;  // learning_rate × workers (Goyal et al.'s linear scaling rule)
@@ -95,23 +85,23 @@ struct ClusterConfig {
   int nworkers_per_group = 1;
   int nserver_groups = 1;
   int nservers_per_group = 1;
-  std::string consistency = "bsp";  // one of kConsistencyNames (docs/job-file.md)
-  int staleness = 0;                // ssp: the slack s (required with ssp)
-  int easgd_tau = 1;                // easgd: steps between a worker's exchanges with the centre
-  double easgd_alpha = 0.1;         // easgd: the moving rate, in (0, 1)
+  ConsistencyModel consistency = ConsistencyModel::kBsp;  // docs/job-file.md
+  int staleness = 0;                                      // ssp: the slack s (required with ssp)
+  int easgd_tau = 1;         // easgd: steps between a worker's exchanges with the centre
+  double easgd_alpha = 0.1;  // easgd: the moving rate, in (0, 1)
   bool easgd_adaptive =
       false;  // easgd: exchange by accumulated loss (DeepSpark's Algorithm 1), not every tau
   double easgd_loss_threshold = 0;  // easgd_adaptive: Algorithm 1's L_cut (required with it)
   // SINGA's topology (journal paper §5.2): false puts server i with worker i
   // (AllReduce: one server per worker, each owning 1/N of every parameter).
   bool server_worker_separate = true;
-  int sync_freq = 0;                  // several server groups: updates between syncs with the neighbours
-  std::string sync_topology = "all";  // which server groups sync: all (all-to-all) | ring
-  int slice_floats = 1 << 20;         // parameters larger than this are cut into slices
-  int timeout_ms = 60000;             // every wait for a peer gives up after this long
-  int lease_ms = 5000;                // a server whose workers have all been gone this long stops
-  std::string tls_dir;        // certificates from scripts/make-certs.sh: TLS with mutual authentication
-  std::string wire = "fp32";  // fp32 | fp16: how gradients and parameter values travel (servers keep fp32)
+  int sync_freq = 0;  // several server groups: updates between syncs with the neighbours
+  SyncTopology sync_topology = SyncTopology::kAll;  // which server groups sync
+  int slice_floats = 1 << 20;                       // parameters larger than this are cut into slices
+  int timeout_ms = 60000;                           // every wait for a peer gives up after this long
+  int lease_ms = 5000;  // a server whose workers have all been gone this long stops
+  std::string tls_dir;  // certificates from scripts/make-certs.sh: TLS with mutual authentication
+  ValueEncoding wire = ValueEncoding::kF32;  // how gradients and values travel (servers keep fp32)
 
   int workers() const { return nworker_groups * nworkers_per_group; }
   int servers() const { return nserver_groups * nservers_per_group; }
@@ -135,6 +125,12 @@ struct JobConfig {
   ClusterConfig cluster;
   DataConfig data;
 };
+
+// Whether a worker sends each layer's gradients as backprop produces them and
+// collects its next values just before its forward pass (train.overlap), as
+// lib/train/param_table.h runs it and the planner prices it: not under a
+// consistency model whose workers exchange values instead of gradients.
+bool ExchangesByLayer(const JobConfig& job);
 
 // Validates a job read as a document: from a YAML file (lib/config/document.h)
 // or from the JSON a plan carries.

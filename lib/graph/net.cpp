@@ -116,9 +116,9 @@ Status Net::Build(const JobConfig& job, std::unique_ptr<Net>* out, bool allocate
   // An RBM has no back-propagated gradient, and contrastive divergence
   // needs one to sample from: the algorithm and the loss layer go together.
   const bool rbm = net->loss_->type() == "rbm";
-  if (rbm != (job.train.algorithm == "cd"))
+  if (rbm != (job.train.algorithm == Algorithm::kCd))
     return Status::InvalidArgument(
-        job.source + ": train.algorithm is '" + job.train.algorithm + "' but the loss layer '" +
+        job.source + ": train.algorithm is '" + Name(job.train.algorithm) + "' but the loss layer '" +
         net->loss_->name() + "' is of type '" + net->loss_->type() + "' (" +
         (rbm ? "an RBM trains by contrastive divergence: set train.algorithm: cd"
              : "contrastive divergence trains an RBM: the loss layer must be of type 'rbm'") +

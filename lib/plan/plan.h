@@ -60,10 +60,10 @@ struct ServerPlan {
 };
 
 struct Plan {
-  std::string hash;               // hex FNV-1a of the content; recomputed and checked on load
-  std::string strategy = "data";  // how the partitioning was chosen: optimal | data | model
-  std::string commit;             // of the build that wrote it
-  nlohmann::json planner;         // the planner's cost report (lib/plan/planner.h); null: none
+  std::string hash;                     // hex FNV-1a of the content; recomputed and checked on load
+  Strategy strategy = Strategy::kData;  // how the partitioning was chosen
+  std::string commit;                   // of the build that wrote it
+  nlohmann::json planner;               // the planner's cost report (lib/plan/planner.h); null: none
   JobConfig job;
   std::vector<LayerPlan> layers;
   std::vector<ParamPlan> params;
@@ -85,11 +85,11 @@ struct PlanOptions {
 
 // How the layers are spread over the workers: the planner's result.
 struct Partition {
-  int group_size = 1;             // M; the job's workers form groups of M
-  std::vector<int> dims;          // per layer, in the net's order: 0, 1 or -1; empty: all 0
-  std::vector<int> locations;     // per layer: the rank holding an unpartitioned layer
-  std::string strategy = "data";  // optimal | data | model
-  nlohmann::json report;          // the planner's cost report; null: none
+  int group_size = 1;          // M; the job's workers form groups of M
+  std::vector<int> dims;       // per layer, in the net's order: 0, 1 or -1; empty: all 0
+  std::vector<int> locations;  // per layer: the rank holding an unpartitioned layer
+  Strategy strategy = Strategy::kData;
+  nlohmann::json report;  // the planner's cost report; null: none
 };
 
 // The most memory a plan may ask of one process (a worker's parameters and

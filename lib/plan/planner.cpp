@@ -150,10 +150,6 @@ int ChooseServers(const std::vector<LayerFacts>& layers, const std::vector<Choic
 
 }  // namespace
 
-const char* StrategyName(Strategy s) {
-  return s == Strategy::kOptimal ? "optimal" : s == Strategy::kData ? "data" : "model";
-}
-
 PlanTotals EvaluateChoices(const std::vector<LayerFacts>& layers, const std::vector<Choice>& choices,
                            const std::vector<int>& ranks, const Grouping& g, const ClusterProfile& p) {
   PlanTotals t;
@@ -354,17 +350,15 @@ Status PlanJob(const JobConfig& given, const PlannerOptions& options, PartitionR
   PlannerOptions o = options;
   o.workers = job.cluster.workers();
   o.job_group = job.cluster.nworkers_per_group;
-  ValueEncoding wire;
-  SHOAL_RETURN_IF_ERROR(EncodingNamed(job.cluster.wire, &wire).Within(job.source));
-  o.param_value_bytes = static_cast<double>(BytesPerValue(wire));
-  const bool easgd = job.cluster.consistency == "easgd";
-  o.overlap = job.train.overlap && !easgd;  // as lib/train/param_table.cpp runs it
-  o.exchanges_per_step = easgd ? 1.0 / job.cluster.easgd_tau : 1.0;
-  const std::string& model = job.cluster.consistency;
-  o.staleness = model == "bsp" ? 0 : model == "ssp" ? job.cluster.staleness : -1;
+  o.param_value_bytes = static_cast<double>(BytesPerValue(job.cluster.wire));
+  const ConsistencyTraits& model = TraitsOf(job.cluster.consistency);
+  o.overlap = ExchangesByLayer(job);
+  o.exchanges_per_step = model.takes_gradients ? 1.0 : 1.0 / job.cluster.easgd_tau;
+  o.staleness = model.one_version_a_step ? 0 : model.bounded_staleness ? job.cluster.staleness : -1;
   o.bound_servers = !job.cluster.server_worker_separate;
-  o.server_work.updater_states = easgd ? 0 : static_cast<int>(UpdaterStateNames(job.train.updater).size());
-  o.server_work.updates_alone = model != "bsp";
+  o.server_work.updater_states =
+      model.takes_gradients ? static_cast<int>(UpdaterStateNames(job.train.updater).size()) : 0;
+  o.server_work.updates_alone = !model.one_version_a_step;
   o.server_work.server_groups = job.cluster.nserver_groups;
   // Each server group holds a copy and serves its share of the worker groups:
   // the load spreads over every server.
@@ -420,7 +414,7 @@ Status BuildPlan(const JobConfig& given, const PlannerOptions& planner, const Pl
     partition.dims.push_back(PartitionDim(report->choices[i]));
     partition.locations.push_back(report->choices[i] == Choice::kNone ? report->ranks[i] : 0);
   }
-  partition.strategy = StrategyName(planner.strategy);
+  partition.strategy = planner.strategy;
   partition.report = ReportToJson(*report);
   return MakePlan(job, options, partition, plan);
 }

@@ -16,14 +16,6 @@
 
 namespace shoal {
 
-enum class Strategy { kOptimal, kData, kModel };
-const char* StrategyName(Strategy s);
-
-// How parameters are exchanged: as the job says (cluster.server_worker_separate),
-// through servers of their own, through a server with every worker (AllReduce:
-// a reduce-scatter and an all-gather), or whichever dl-plan predicts faster.
-enum class Exchange { kJob, kServers, kAllReduce, kAuto };
-
 struct PlannerOptions {
   Strategy strategy = Strategy::kOptimal;
   Exchange exchange = Exchange::kJob;  // BuildPlan writes the choice into the job

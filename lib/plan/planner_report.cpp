@@ -131,8 +131,8 @@ std::string ExplainReport(const PartitionReport& r) {
                 "bytes are per step on the busiest worker's link; ms per step\n\n",
                 r.grouping.workers, r.grouping.groups(), r.grouping.group_size, r.grouping.servers,
                 r.grouping.bound_servers ? " with their workers" : "", r.advised_servers, r.grouping.batch,
-                StrategyName(r.strategy), r.profile.name.c_str(), r.profile.bandwidth_gbps,
-                r.profile.latency_us, r.profile.gflops_per_worker);
+                Name(r.strategy), r.profile.name.c_str(), r.profile.bandwidth_gbps, r.profile.latency_us,
+                r.profile.gflops_per_worker);
   out += buf;
   std::snprintf(buf, sizeof buf, "%-16s %-16s %-7s %10s %9s %9s %9s %9s %9s %9s\n", "layer", "type", "choice",
                 "params", "par out", "par in", "feat in", "feat out", "compute", "total");

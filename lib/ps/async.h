@@ -11,7 +11,6 @@ namespace shoal {
 class AsyncConsistency : public Consistency {
  public:
   AsyncConsistency(const ServerConfig& config, ServerStats* stats) : config_(config), stats_(stats) {}
-  const char* name() const override { return "async"; }
   void TakeUpdate(ServerTable& table, int index, int worker, uint64_t step,
                   const std::vector<const EntryView*>& entries) override;
 

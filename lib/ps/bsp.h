@@ -23,10 +23,9 @@ namespace shoal {
 class BspConsistency : public Consistency {
  public:
   BspConsistency(const ServerConfig& config, ServerStats* stats);
-  const char* name() const override { return "bsp"; }
   // A worker sends a layer's step s once it has version s of the layer.
-  std::string RefuseUpdate(const ServerTable& table, int worker, uint64_t step,
-                           const std::vector<int>& layers) const override;
+  Status CheckUpdate(const ServerTable& table, int worker, uint64_t step,
+                     const std::vector<int>& layers) const override;
   // The step is applied already, or this worker's share of it is in.
   bool Repeated(const ServerTable& table, int index, int worker, uint64_t step) const override;
   void TakeUpdate(ServerTable& table, int index, int worker, uint64_t step,
@@ -37,7 +36,7 @@ class BspConsistency : public Consistency {
   uint64_t TableVersion(const ServerTable& table) const override;
   bool Ready(const ServerTable& table, const Read& read) const override;
   // No worker waits for more than the version after the table's.
-  std::string RefuseRead(const ServerTable& table, const Read& read) const override;
+  Status CheckRead(const ServerTable& table, const Read& read) const override;
   void OnPark(const Read& read) override;
   // The first layer the read needs whose step lacks some workers' gradients
   // (else any layer holding the table back, else a worker holding nothing

@@ -50,7 +50,8 @@ Status RestoreTable(const Checkpoint& ckpt, const std::string& path, ServerTable
     return Status::InvalidArgument("'" + path + "' is server " + std::to_string(ckpt.server) +
                                    "'s checkpoint, not " + std::to_string(config.id) + "'s");
   // A BSP version is a step; under the other models each worker's update (or exchange) makes one.
-  const uint64_t versions_a_step = config.consistency == "bsp" ? 1 : static_cast<uint64_t>(config.served);
+  const uint64_t versions_a_step =
+      TraitsOf(config.consistency).one_version_a_step ? 1 : static_cast<uint64_t>(config.served);
   const uint64_t last = config.steps > 0 ? config.steps * versions_a_step : uint64_t{1} << 53;
   if (ckpt.step > last)
     return Status::InvalidArgument("'" + path + "': version " + std::to_string(ckpt.step) +
@@ -61,9 +62,9 @@ Status RestoreTable(const Checkpoint& ckpt, const std::string& path, ServerTable
                                    std::to_string(config.workers));
   // Every slice's value and each of the updater's buffers, once.
   const std::vector<std::string>& states = table->state_names();
-  const std::string keeper = config.consistency == "easgd"
-                                 ? "an easgd server (it keeps the centre's values only)"
-                                 : "updater '" + std::string(UpdateRuleName(config.updater.rule)) + "'";
+  const std::string keeper = TraitsOf(config.consistency).takes_gradients
+                                 ? "updater '" + std::string(Name(config.updater.rule)) + "'"
+                                 : "an easgd server (it keeps the centre's values only)";
   std::set<std::pair<uint32_t, std::string>> loaded;
   for (const auto& t : ckpt.tensors) {
     auto it = table->slices().find(t.key);
@@ -122,7 +123,7 @@ void Checkpointer::Stop() {
     std::lock_guard<std::mutex> lock(mu_);
     if (!thread_.joinable()) return;
   }
-  Flush();
+  static_cast<void>(Flush());  // what failed was reported to whoever asked Flush
   {
     std::lock_guard<std::mutex> lock(mu_);
     stopping_ = true;

@@ -1,6 +1,5 @@
 #include "ps/consistency.h"
 
-#include <cstring>
 #include <iterator>
 
 #include "ps/async.h"
@@ -16,29 +15,11 @@ std::unique_ptr<Consistency> New(const ServerConfig& config, ServerStats* stats)
   return std::make_unique<Model>(config, stats);
 }
 
-// The models, in kConsistencyNames' order (lib/config/job.h: what a job may name).
-struct Registered {
-  const char* name;
-  std::unique_ptr<Consistency> (*make)(const ServerConfig&, ServerStats*);
-};
-constexpr Registered kConsistencies[] = {
-    {"bsp", New<BspConsistency>},
-    {"async", New<AsyncConsistency>},
-    {"ssp", New<SspConsistency>},
-    {"easgd", New<EasgdConsistency>},
-};
-
-constexpr bool SameNames() {
-  if (std::size(kConsistencies) != std::size(kConsistencyNames)) return false;
-  for (size_t i = 0; i < std::size(kConsistencies); ++i)
-    for (size_t c = 0;; ++c) {
-      if (kConsistencies[i].name[c] != kConsistencyNames[i][c]) return false;
-      if (kConsistencies[i].name[c] == '\0') break;
-    }
-  return true;
-}
-static_assert(SameNames(),
-              "every name a job may give cluster.consistency has its model here, in the same order");
+// The models, in kConsistencyModels' order (config/choices.h).
+using Make = std::unique_ptr<Consistency> (*)(const ServerConfig&, ServerStats*);
+constexpr Make kModels[] = {New<BspConsistency>, New<AsyncConsistency>, New<SspConsistency>,
+                            New<EasgdConsistency>};
+static_assert(std::size(kModels) == std::size(kConsistencyModels), "every consistency model has its class");
 
 }  // namespace
 
@@ -56,14 +37,12 @@ uint64_t Consistency::TableVersion(const ServerTable& table) const {
   return updates;
 }
 
-std::string Consistency::Exchange(ServerTable&, const MessageView&, std::vector<std::vector<float>>*, bool*) {
-  return std::string("an exchange needs consistency 'easgd'; this server runs '") + name() + "'";
+Status Consistency::Exchange(ServerTable&, const MessageView&, std::vector<std::vector<float>>*, bool*) {
+  return Status::InvalidArgument("an exchange needs consistency 'easgd'");
 }
 
 std::unique_ptr<Consistency> MakeConsistency(const ServerConfig& config, ServerStats* stats) {
-  for (const auto& c : kConsistencies)
-    if (config.consistency == c.name) return c.make(config, stats);
-  return nullptr;  // ParseJob refuses every other name
+  return kModels[static_cast<size_t>(config.consistency)](config, stats);
 }
 
 }  // namespace shoal

@@ -19,13 +19,11 @@ void ElasticExchange(float alpha, std::vector<float>* x_then_diff, std::vector<f
 class EasgdConsistency : public Consistency {
  public:
   EasgdConsistency(const ServerConfig& config, ServerStats*) : config_(config) {}
-  const char* name() const override { return "easgd"; }
-  bool TakesGradients() const override { return false; }
   void TakeUpdate(ServerTable&, int, int, uint64_t, const std::vector<const EntryView*>&) override {}
   // A rejoined worker repeating a step whose exchange was taken in gets a
   // difference of 0: it keeps its values and the centre is not pulled twice.
-  std::string Exchange(ServerTable& table, const MessageView& request, std::vector<std::vector<float>>* diffs,
-                       bool* repeated) override;
+  Status Exchange(ServerTable& table, const MessageView& request, std::vector<std::vector<float>>* diffs,
+                  bool* repeated) override;
 
  private:
   const ServerConfig& config_;

@@ -9,8 +9,14 @@ namespace {
 double Decay(const LrSchedule& s, uint64_t t) {
   const int every =
       std::max(1, s.every);  // ParseJob refuses 0; a schedule built in code must not divide by it
-  if (s.kind == "step") return std::pow(s.gamma, static_cast<double>(t / every));
-  if (s.kind == "exponential") return std::pow(s.gamma, static_cast<double>(t) / every);
+  switch (s.kind) {
+    case LrDecay::kConstant:
+      return 1.0;
+    case LrDecay::kStep:
+      return std::pow(s.gamma, static_cast<double>(t / every));
+    case LrDecay::kExponential:
+      return std::pow(s.gamma, static_cast<double>(t) / every);
+  }
   return 1.0;
 }
 

@@ -16,7 +16,7 @@ std::vector<int> SyncNeighbours(const ClusterConfig& c, int server) {
   for (int g = 0; g < groups; ++g) {
     if (g == group) continue;
     // A ring syncs with the next group only (two groups: each other).
-    if (c.sync_topology == "ring" && g != (group + 1) % groups) continue;
+    if (c.sync_topology == SyncTopology::kRing && g != (group + 1) % groups) continue;
     neighbours.push_back(g * per_group + index);
   }
   return neighbours;
@@ -42,7 +42,7 @@ Status MakeServerConfig(const Plan& plan, int id, ServerConfig* out) {
   c.staleness = static_cast<uint64_t>(cluster.staleness);
   c.easgd_alpha = cluster.easgd_alpha;
   c.updater = UpdaterFromTrain(plan.job.train, c.workers);
-  SHOAL_RETURN_IF_ERROR(EncodingNamed(cluster.wire, &c.wire));
+  c.wire = cluster.wire;
   c.timeout_ms = cluster.timeout_ms;
   c.lease_ms = cluster.lease_ms;
   c.checkpoint_every = plan.job.train.checkpoint_every;

@@ -52,9 +52,9 @@ struct ServerConfig {
   std::vector<int> worker_server_group;  // per worker: the server group that serves it
   std::vector<bool> serves;              // per worker: in this server's group
   int served = 0;                        // how many it serves
-  std::string consistency;               // one of kConsistencyNames
-  uint64_t staleness = 0;                // ssp
-  double easgd_alpha = 0.1;              // easgd
+  ConsistencyModel consistency = ConsistencyModel::kBsp;
+  uint64_t staleness = 0;    // ssp
+  double easgd_alpha = 0.1;  // easgd
   UpdaterConfig updater;
   ValueEncoding wire = ValueEncoding::kF32;  // how workers' slices travel
   int timeout_ms = 0;

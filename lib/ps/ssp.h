@@ -31,13 +31,12 @@ uint64_t SspStaleness(uint64_t clock, uint64_t slowest);
 class SspConsistency : public AsyncConsistency {
  public:
   using AsyncConsistency::AsyncConsistency;
-  const char* name() const override { return "ssp"; }
   // A worker's clock counts its updates: one past it would skip a clock.
-  std::string RefuseUpdate(const ServerTable& table, int worker, uint64_t step,
-                           const std::vector<int>& layers) const override;
+  Status CheckUpdate(const ServerTable& table, int worker, uint64_t step,
+                     const std::vector<int>& layers) const override;
   bool Ready(const ServerTable& table, const Read& read) const override;
   // No worker reads at a clock past the fastest one's next.
-  std::string RefuseRead(const ServerTable& table, const Read& read) const override;
+  Status CheckRead(const ServerTable& table, const Read& read) const override;
   void OnPark(const Read& read) override { ++stats_->ssp_waits; }
   void OnAnswer(const ServerTable& table, const Read& read) override;
   // The workers whose clocks are too far behind the read's.

@@ -9,14 +9,6 @@
 namespace shoal {
 namespace {
 
-UpdateRule RuleNamed(const std::string& name) {
-  for (size_t i = 0; i < kUpdateRuleCount; ++i)
-    if (name == kUpdaterNames[i]) return static_cast<UpdateRule>(i);
-  // ParseJob refuses every other name, and every job we run went through it:
-  // reaching this is a bug in the caller, not bad input.
-  Fatal("updater '" + name + "' did not come from ParseJob");
-}
-
 // In double: Adam divides it by its bias correction before rounding to float, as PyTorch does.
 double ScheduledRate(const UpdaterConfig& c, uint64_t step) {
   return c.learning_rate * ScheduleFactor(c.schedule, step);
@@ -140,7 +132,7 @@ void Adam(const UpdaterConfig& c, double lr, uint64_t step, size_t n, Grad grad,
 
 UpdaterConfig UpdaterFromTrain(const TrainConfig& train, int workers) {
   UpdaterConfig c;
-  c.rule = RuleNamed(train.updater);
+  c.rule = train.updater;
   c.learning_rate = train.learning_rate * (train.scale_lr_with_workers ? workers : 1);
   c.schedule = train.lr_schedule;
   c.momentum = train.momentum;
@@ -151,8 +143,6 @@ UpdaterConfig UpdaterFromTrain(const TrainConfig& train, int workers) {
   c.epsilon = train.epsilon;
   return c;
 }
-
-const char* UpdateRuleName(UpdateRule rule) { return kUpdaterNames[static_cast<size_t>(rule)]; }
 
 UpdaterState NewUpdaterState(const UpdaterConfig& config, size_t n) {
   return UpdaterState(UpdaterStateNames(config.rule).size(), std::vector<float>(n, 0.0f));

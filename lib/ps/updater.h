@@ -24,12 +24,6 @@
 
 namespace shoal {
 
-// In kUpdaterNames' order (the job's names for them).
-enum class UpdateRule { kSgd, kMomentum, kNesterov, kAdagrad, kRmsprop, kAdam };
-constexpr size_t kUpdateRuleCount = 6;
-static_assert(std::size(kUpdaterNames) == kUpdateRuleCount,
-              "a rule without a name in the job, or a name without one");
-
 struct UpdaterConfig {
   UpdateRule rule = UpdateRule::kMomentum;  // with momentum 0, plain SGD
   double learning_rate = 0.05;  // at update 0, before the schedule (after scaling for the workers)
@@ -44,14 +38,6 @@ struct UpdaterConfig {
 // The job's updater; with train.scale_lr_with_workers, learning_rate × `workers`
 // (the gradients one update averages).
 UpdaterConfig UpdaterFromTrain(const TrainConfig& train, int workers);
-
-// "adam" for UpdateRule::kAdam.
-const char* UpdateRuleName(UpdateRule rule);
-
-// The state a rule keeps per value, by name (config/job.h's UpdaterStateNames).
-inline const std::vector<std::string>& UpdaterStateNames(UpdateRule rule) {
-  return UpdaterStateNames(std::string(UpdateRuleName(rule)));
-}
 
 // One buffer per state name, in that order, each as long as the values.
 using UpdaterState = std::vector<std::vector<float>>;

@@ -51,7 +51,7 @@ RemoteTable::RemoteTable(const Plan& plan, int worker, std::vector<Param*> param
       servers_(ServersOf(plan, worker)),
       pieces_(servers_.size()),
       exchanged_(servers_.size()),
-      overlap_(plan.job.train.overlap && plan.job.cluster.consistency != "easgd") {
+      overlap_(ExchangesByLayer(plan.job)) {
   std::map<std::string, Param*> by_name;
   for (Param* p : params) by_name[p->name] = p;
   const int rank = plan.workers.at(worker).rank;
@@ -67,7 +67,7 @@ RemoteTable::RemoteTable(const Plan& plan, int worker, std::vector<Param*> param
 }
 
 Status RemoteTable::Connect() {
-  SHOAL_RETURN_IF_ERROR(EncodingNamed(plan_.job.cluster.wire, &wire_));
+  wire_ = plan_.job.cluster.wire;
   for (int id : servers_) {
     const ServerPlan& server = plan_.servers[id];
     TlsIdentity tls = TlsIdentityFor(plan_.job.cluster.tls_dir, "worker", worker_);

@@ -134,7 +134,7 @@ Status Worker::OpenTable() {
   // With train.overlap each layer's parameters travel beside its passes.
   hooks_ = remote->overlaps() ? remote_ : nullptr;
   // easgd trains a local replica that exchanges with the servers' centre.
-  if (plan_.job.cluster.consistency == "easgd")
+  if (plan_.job.cluster.consistency == ConsistencyModel::kEasgd)
     table_ = std::make_unique<ElasticTable>(plan_, options_.id, params_, std::move(remote));
   else
     table_ = std::move(remote);
@@ -307,8 +307,10 @@ std::string Worker::TrainingAdvice() const {
   const ClusterConfig& c = plan_.job.cluster;
   char rate[32];
   std::snprintf(rate, sizeof rate, "%g", plan_.job.train.learning_rate);
-  return std::string(" at learning rate ") + rate + " under consistency '" + c.consistency + "'" +
-         (c.consistency == "bsp" ? "" : " (stale gradients act as extra momentum: they need a lower rate)") +
+  return std::string(" at learning rate ") + rate + " under consistency '" + Name(c.consistency) + "'" +
+         (TraitsOf(c.consistency).one_version_a_step
+              ? ""
+              : " (stale gradients act as extra momentum: they need a lower rate)") +
          "; lower train.learning_rate" +
          (plan_.job.train.divergence_check ? ", or set train.divergence_check: false" : "") +
          " (docs/job-file.md)";

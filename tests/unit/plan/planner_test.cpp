@@ -374,7 +374,7 @@ TEST_CASE("bad input is refused with a message naming what and where") {
     ClusterProfile p;
     Status s = ParseClusterProfile("name: x\nbandwidth_gbps: 0\nlatency_us: 1\ngflops_per_worker: 1\n",
                                    "c.yaml", &p);
-    CHECK(s.code() == Status::Code::kInvalidArgument);
+    CHECK(s.IsInvalidArgument());
     CHECK(Contains(s.message(), "c.yaml:2:"));
     CHECK(Contains(s.message(), "'bandwidth_gbps'"));
     CHECK(Contains(s.message(), "must be positive (1e-6 to 1e9), got 0"));
@@ -389,7 +389,7 @@ TEST_CASE("bad input is refused with a message naming what and where") {
   SUBCASE("more workers than records in a batch") {
     o.workers = 65;  // fashion-mlp: 2 workers x 32 records
     Status s = PlanError("configs/fashion-mlp.yaml", o, {});
-    CHECK(s.code() == Status::Code::kInvalidArgument);
+    CHECK(s.IsInvalidArgument());
     CHECK(Contains(s.message(), "65 workers but a step's mini-batch has 64 records"));
   }
   SUBCASE("more workers than the profile has nodes") {
@@ -449,7 +449,7 @@ TEST_CASE("--workers N writes a plan of N workers sharing the job's step, in the
     PartitionReport r;
     shoal::Plan plan;
     Status s = BuildPlan(job, o, PlanOptions(), &r, &plan);
-    INFO(StrategyName(strategy) << ": " << s.ToString());
+    INFO(Name(strategy) << ": " << s.ToString());
     REQUIRE(s.ok());
     CHECK(plan.workers.size() == 16);
     CHECK(plan.job.train.batch_size == 16);
@@ -460,7 +460,7 @@ TEST_CASE("--workers N writes a plan of N workers sharing the job's step, in the
     if (strategy == Strategy::kModel) CHECK(r.grouping.group_size == 16);
   }
   // Groups that run asynchronously bound the planned group: M divides each.
-  job.cluster.consistency = "async";
+  job.cluster.consistency = ConsistencyModel::kAsync;
   job.cluster.nworker_groups = 4;
   job.cluster.nworkers_per_group = 2;
   o.workers = 0;

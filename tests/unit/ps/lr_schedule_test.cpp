@@ -17,7 +17,7 @@ namespace {
 
 LrSchedule Schedule(const std::string& kind, int every, double gamma, int warmup_steps) {
   LrSchedule s;
-  s.kind = kind;
+  REQUIRE(ParseName(kind, &s.kind));
   s.every = every;
   s.gamma = gamma;
   s.warmup_steps = warmup_steps;

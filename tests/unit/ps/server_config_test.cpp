@@ -53,7 +53,7 @@ TEST_CASE("a server's config lists its slices and layers, who holds what, and wh
   CHECK(c0.plan_hash == plan.hash);
   CHECK(c0.workers == 2);
   CHECK(c0.served == 2);
-  CHECK(c0.consistency == "bsp");
+  CHECK(c0.consistency == ConsistencyModel::kBsp);
   CHECK(c0.checkpoint_every == 7);
   CHECK(c0.servers == 2);
   // Every slice is on exactly one server, each listed once, in key order.
