@@ -14,8 +14,7 @@ constexpr int kExitTimeout = 3;  // a peer did not answer in time or went away
 // Logs "tool: error: message" and returns the exit code for it.
 inline int ReportFailure(const Status& status) {
   Log("error: " + status.ToString());
-  bool peer = status.code() == Status::Code::kTimeout || status.code() == Status::Code::kUnavailable;
-  return peer ? kExitTimeout : kExitFailure;
+  return status.IsPeerFailure() ? kExitTimeout : kExitFailure;
 }
 
 }  // namespace shoal

@@ -1,13 +1,15 @@
 // Errors are values: everything in lib/ that can fail on input from a file,
-// the network or the user returns a Status naming what failed and where.
+// the network or the user returns a Status naming what failed and where, or
+// a StatusOr<T> where a value comes back.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <utility>
 
 namespace shoal {
 
-class Status {
+class [[nodiscard]] Status {
  public:
   enum class Code { kOk, kInvalidArgument, kCorruption, kIOError, kUnavailable, kTimeout };
 
@@ -20,6 +22,15 @@ class Status {
   static Status Timeout(std::string msg) { return {Code::kTimeout, std::move(msg)}; }
 
   bool ok() const { return code_ == Code::kOk; }
+  bool IsInvalidArgument() const { return code_ == Code::kInvalidArgument; }
+  bool IsCorruption() const { return code_ == Code::kCorruption; }
+  bool IsIOError() const { return code_ == Code::kIOError; }
+  bool IsUnavailable() const { return code_ == Code::kUnavailable; }
+  bool IsTimeout() const { return code_ == Code::kTimeout; }
+  // A peer that did not answer in time or went away: the failures a
+  // supervisor may retry (exit 3), not bad input.
+  bool IsPeerFailure() const { return IsTimeout() || IsUnavailable(); }
+
   Code code() const { return code_; }
   const std::string& message() const { return message_; }
   std::string ToString() const;
@@ -33,6 +44,28 @@ class Status {
   Status(Code code, std::string msg) : code_(code), message_(std::move(msg)) {}
   Code code_ = Code::kOk;
   std::string message_;
+};
+
+// A value, or the Status that says why there is none.
+template <typename T>
+class [[nodiscard]] StatusOr {
+ public:
+  StatusOr(T value) : value_(std::move(value)) {}  // NOLINT: implicit, as a return value
+  StatusOr(Status status)                          // NOLINT: implicit, as a return value
+      : status_(status.ok() ? Status::InvalidArgument("no value and no error") : std::move(status)) {}
+
+  bool ok() const { return value_.has_value(); }
+  const Status& status() const { return status_; }
+  // The value; only when ok().
+  T& value() & { return *value_; }
+  const T& value() const& { return *value_; }
+  T&& value() && { return std::move(*value_); }
+  T* operator->() { return &*value_; }
+  const T* operator->() const { return &*value_; }
+
+ private:
+  Status status_;
+  std::optional<T> value_;
 };
 
 // Evaluates an expression yielding Status and returns it from the caller on error.

@@ -2,15 +2,17 @@
 // plan passes before any process acts on it: a plan is untrusted input (its
 // hash proves only that nobody edited it without recomputing the hash).
 #include <algorithm>
+#include <cfloat>
+#include <climits>
 #include <cmath>
 #include <limits>
 #include <map>
 #include <memory>
-#include <stdexcept>
 #include <type_traits>
 
 #include "core/file_util.h"
 #include "core/hash.h"
+#include "core/json_fields.h"
 #include "core/json_text.h"
 #include "core/text.h"
 #include "graph/net.h"
@@ -44,7 +46,7 @@ json ContentToJson(const Plan& plan) {
   json j;
   j["format"] = "shoal-plan";
   j["version"] = kPlanFormatVersion;
-  j["strategy"] = plan.strategy;
+  j["strategy"] = Name(plan.strategy);
   j["commit"] = plan.commit;
   j["job"] = plan.job.resolved;
   // What scripts need without reading the job: the topology and the data.
@@ -99,115 +101,145 @@ json ContentToJson(const Plan& plan) {
 
 std::string HashOf(const json& content) { return HexU64(Fnv1a64(JsonText(content))); }
 
-// A number of the plan as T, or an exception naming it (caught by the
-// caller): nlohmann's own conversion of 1e30 to an int is undefined behaviour.
+// An integer field of the plan, within T's range.
 template <typename T>
-T Number(const json& v, const std::string& what) {
-  using Limits = std::numeric_limits<T>;
-  if constexpr (std::is_integral_v<T>) {
-    bool fits = false;
-    if (v.is_number_unsigned()) {
-      fits = v.get<uint64_t>() <= static_cast<uint64_t>(Limits::max());
-    } else if (v.is_number_integer()) {
-      const int64_t x = v.get<int64_t>();
-      fits = x >= static_cast<int64_t>(Limits::min()) && (x < 0 || static_cast<uint64_t>(x) <= Limits::max());
-    }
-    if (!fits)
-      throw std::invalid_argument(what + " must be an integer from " + std::to_string(Limits::min()) +
-                                  " to " + std::to_string(Limits::max()) + ", got " + v.dump());
-    return v.is_number_unsigned() ? static_cast<T>(v.get<uint64_t>()) : static_cast<T>(v.get<int64_t>());
+Status IntField(const JsonFields& f, const json& obj, const std::string& at, const char* name, T* out) {
+  if constexpr (std::is_unsigned_v<T>) {
+    uint64_t v = 0;
+    SHOAL_RETURN_IF_ERROR(f.Unsigned(obj, at, name, std::numeric_limits<T>::max(), &v));
+    *out = static_cast<T>(v);
   } else {
-    if (!v.is_number() || !(std::fabs(v.get<double>()) <= static_cast<double>(Limits::max())))
-      throw std::invalid_argument(what + " must be a finite number, got " + v.dump());
-    return static_cast<T>(v.get<double>());
+    int64_t v = 0;
+    SHOAL_RETURN_IF_ERROR(
+        f.Int(obj, at, name, std::numeric_limits<T>::min(), std::numeric_limits<T>::max(), &v));
+    *out = static_cast<T>(v);
   }
-}
-std::string PathOf(const std::string& where, const char* key) {
-  return where.empty() ? key : where + "." + key;
+  return Status::Ok();
 }
 
-// Field `key` of object `obj` (at `where`), or an exception naming it.
-const json& Field(const json& obj, const char* key, const std::string& where) {
-  if (!obj.is_object())
-    throw std::invalid_argument((where.empty() ? "the plan" : where) + " must be an object");
-  auto it = obj.find(key);
-  if (it == obj.end()) throw std::invalid_argument(PathOf(where, key) + " is missing");
-  return *it;
-}
-const json& List(const json& obj, const char* key, const std::string& where) {
-  const json& v = Field(obj, key, where);
-  if (!v.is_array())
-    throw std::invalid_argument(PathOf(where, key) + " must be a list, got " + Quoted(v.dump(), 40));
-  return v;
-}
-std::string Text(const json& obj, const char* key, const std::string& where) {
-  const json& v = Field(obj, key, where);
-  if (!v.is_string())
-    throw std::invalid_argument(PathOf(where, key) + " must be a string, got " + Quoted(v.dump(), 40));
-  return v.get<std::string>();
-}
-template <typename T>
-T Number(const json& obj, const char* key, const std::string& where) {
-  return Number<T>(Field(obj, key, where), PathOf(where, key));
+Status ReadLayers(const JsonFields& f, const json& j, Plan* plan) {
+  const json* list;
+  SHOAL_RETURN_IF_ERROR(f.List(j, "", "layers", &list));
+  for (const json& l : *list) {
+    const std::string at = "layers[" + std::to_string(plan->layers.size()) + "].";
+    LayerPlan layer;
+    SHOAL_RETURN_IF_ERROR(f.String(l, at, "name", &layer.name));
+    SHOAL_RETURN_IF_ERROR(f.String(l, at, "type", &layer.type));
+    SHOAL_RETURN_IF_ERROR(IntField(f, l, at, "partition_dim", &layer.partition_dim));
+    if (l.contains("location")) SHOAL_RETURN_IF_ERROR(IntField(f, l, at, "location", &layer.location));
+    SHOAL_RETURN_IF_ERROR(IntField(f, l, at, "params", &layer.params));
+    SHOAL_RETURN_IF_ERROR(IntField(f, l, at, "feature_size", &layer.feature_size));
+    SHOAL_RETURN_IF_ERROR(f.Number(l, at, "forward_flops", 0, 1e300, &layer.forward_flops));
+    plan->layers.push_back(layer);
+  }
+  return Status::Ok();
 }
 
-// Reads the plan's fields; nlohmann's type errors and Number's become the caller's Status.
-void ReadContent(const json& j, Plan* plan) {
-  plan->hash = Text(j, "hash", "");
-  plan->strategy = Text(j, "strategy", "");
-  plan->commit = Text(j, "commit", "");
-  if (j.contains("planner")) plan->planner = j.at("planner");
-  for (const auto& l : List(j, "layers", "")) {
-    const std::string at = "layers[" + std::to_string(plan->layers.size()) + "]";
-    plan->layers.push_back({Text(l, "name", at), Text(l, "type", at), Number<int>(l, "partition_dim", at),
-                            l.contains("location") ? Number<int>(l, "location", at) : 0,
-                            Number<size_t>(l, "params", at), Number<size_t>(l, "feature_size", at),
-                            Number<double>(l, "forward_flops", at)});
-  }
-  for (const auto& p : List(j, "params", "")) {
-    const std::string at = "params[" + std::to_string(plan->params.size()) + "]";
+Status ReadInit(const JsonFields& f, const json& p, const std::string& at, ParamInit* init) {
+  const json* j;
+  SHOAL_RETURN_IF_ERROR(f.Get(p, at, "init", &j));
+  const std::string in = at + "init.";
+  std::string kind;
+  SHOAL_RETURN_IF_ERROR(f.String(*j, in, "kind", &kind));
+  if (kind != "uniform" && kind != "constant" && kind != "checkpoint")
+    return f.Error(in + "kind", "is " + Quoted(kind, 40) + ", not uniform, constant or checkpoint");
+  init->kind = kind == "uniform"    ? ParamInit::Kind::kUniform
+               : kind == "constant" ? ParamInit::Kind::kConstant
+                                    : ParamInit::Kind::kCheckpoint;
+  double value = 0;
+  SHOAL_RETURN_IF_ERROR(f.Number(*j, in, "value", -FLT_MAX, FLT_MAX, &value));
+  init->value = static_cast<float>(value);
+  if (init->kind != ParamInit::Kind::kCheckpoint) return Status::Ok();
+  SHOAL_RETURN_IF_ERROR(f.String(*j, in, "checkpoint", &init->checkpoint));
+  SHOAL_RETURN_IF_ERROR(f.String(*j, in, "param", &init->param));
+  return f.Bool(*j, in, "transpose", &init->transpose);
+}
+
+Status ReadParams(const JsonFields& f, const json& j, Plan* plan) {
+  const json* list;
+  SHOAL_RETURN_IF_ERROR(f.List(j, "", "params", &list));
+  for (const json& p : *list) {
+    const std::string at = "params[" + std::to_string(plan->params.size()) + "].";
     ParamPlan pp;
-    pp.name = Text(p, "name", at);
-    for (const auto& d : List(p, "shape", at)) pp.shape.push_back(Number<int>(d, at + ".shape"));
-    const json& init = Field(p, "init", at);
-    const std::string kind = Text(init, "kind", at + ".init");
-    if (kind != "uniform" && kind != "constant" && kind != "checkpoint")
-      throw std::invalid_argument("init kind " + Quoted(kind, 40));
-    pp.init.kind = kind == "uniform"    ? ParamInit::Kind::kUniform
-                   : kind == "constant" ? ParamInit::Kind::kConstant
-                                        : ParamInit::Kind::kCheckpoint;
-    pp.init.value = Number<float>(init, "value", at + ".init");
-    if (pp.init.kind == ParamInit::Kind::kCheckpoint) {
-      pp.init.checkpoint = Text(init, "checkpoint", at + ".init");
-      pp.init.param = Text(init, "param", at + ".init");
-      const json& transpose = Field(init, "transpose", at + ".init");
-      if (!transpose.is_boolean()) throw std::invalid_argument(at + ".init.transpose must be true or false");
-      pp.init.transpose = transpose.get<bool>();
-      if (pp.init.checkpoint.empty() || pp.init.param.empty())
-        throw std::invalid_argument(at + ".init: an empty checkpoint or param");
+    SHOAL_RETURN_IF_ERROR(f.String(p, at, "name", &pp.name));
+    const json* shape;
+    SHOAL_RETURN_IF_ERROR(f.List(p, at, "shape", &shape));
+    for (const json& d : *shape) {
+      int64_t dim = 0;
+      SHOAL_RETURN_IF_ERROR(
+          f.IntAt(d, at + "shape[" + std::to_string(pp.shape.size()) + "]", 0, INT32_MAX, &dim));
+      pp.shape.push_back(static_cast<int>(dim));
     }
-    pp.lr_mult = p.contains("lr_mult") ? Number<float>(p, "lr_mult", at) : 1.0f;
-    if (!(pp.lr_mult >= 0.0f && pp.lr_mult <= 1e3f))
-      throw std::invalid_argument(at + ".lr_mult is not in [0, 1000]");
-    for (const auto& k : List(p, "slices", at)) pp.slices.push_back(Number<uint32_t>(k, at + ".slices"));
+    SHOAL_RETURN_IF_ERROR(ReadInit(f, p, at, &pp.init));
+    double lr_mult = 1.0;
+    if (p.contains("lr_mult")) SHOAL_RETURN_IF_ERROR(f.Number(p, at, "lr_mult", 0, 1e3, &lr_mult));
+    pp.lr_mult = static_cast<float>(lr_mult);
+    const json* slices;
+    SHOAL_RETURN_IF_ERROR(f.List(p, at, "slices", &slices));
+    for (const json& k : *slices) {
+      uint64_t key = 0;
+      SHOAL_RETURN_IF_ERROR(
+          f.UnsignedAt(k, at + "slices[" + std::to_string(pp.slices.size()) + "]", UINT32_MAX, &key));
+      pp.slices.push_back(static_cast<uint32_t>(key));
+    }
     plan->params.push_back(pp);
   }
-  for (const auto& s : List(j, "slices", "")) {
-    const std::string at = "slices[" + std::to_string(plan->slices.size()) + "]";
-    plan->slices.push_back({Number<uint32_t>(s, "key", at), Text(s, "param", at),
-                            Number<size_t>(s, "offset", at), Number<size_t>(s, "count", at),
-                            Number<int>(s, "server", at)});
+  return Status::Ok();
+}
+
+Status ReadSlices(const JsonFields& f, const json& j, Plan* plan) {
+  const json* list;
+  SHOAL_RETURN_IF_ERROR(f.List(j, "", "slices", &list));
+  plan->slices.reserve(list->size());
+  for (const json& s : *list) {
+    const std::string at = "slices[" + std::to_string(plan->slices.size()) + "].";
+    SlicePlan slice;
+    SHOAL_RETURN_IF_ERROR(IntField(f, s, at, "key", &slice.key));
+    SHOAL_RETURN_IF_ERROR(f.String(s, at, "param", &slice.param));
+    SHOAL_RETURN_IF_ERROR(IntField(f, s, at, "offset", &slice.offset));
+    SHOAL_RETURN_IF_ERROR(IntField(f, s, at, "count", &slice.count));
+    SHOAL_RETURN_IF_ERROR(IntField(f, s, at, "server", &slice.server));
+    plan->slices.push_back(slice);
   }
-  for (const auto& w : List(j, "workers", "")) {
-    const std::string at = "workers[" + std::to_string(plan->workers.size()) + "]";
-    plan->workers.push_back({Number<int>(w, "id", at), Number<int>(w, "group", at),
-                             Number<int>(w, "rank", at),
-                             w.is_object() && w.contains("endpoint") ? Text(w, "endpoint", at) : ""});
+  return Status::Ok();
+}
+
+Status ReadProcesses(const JsonFields& f, const json& j, Plan* plan) {
+  const json* list;
+  SHOAL_RETURN_IF_ERROR(f.List(j, "", "workers", &list));
+  for (const json& w : *list) {
+    const std::string at = "workers[" + std::to_string(plan->workers.size()) + "].";
+    WorkerPlan worker;
+    SHOAL_RETURN_IF_ERROR(IntField(f, w, at, "id", &worker.id));
+    SHOAL_RETURN_IF_ERROR(IntField(f, w, at, "group", &worker.group));
+    SHOAL_RETURN_IF_ERROR(IntField(f, w, at, "rank", &worker.rank));
+    if (w.contains("endpoint")) SHOAL_RETURN_IF_ERROR(f.String(w, at, "endpoint", &worker.endpoint));
+    plan->workers.push_back(worker);
   }
-  for (const auto& s : List(j, "servers", "")) {
-    const std::string at = "servers[" + std::to_string(plan->servers.size()) + "]";
-    plan->servers.push_back({Number<int>(s, "id", at), Text(s, "endpoint", at)});
+  SHOAL_RETURN_IF_ERROR(f.List(j, "", "servers", &list));
+  for (const json& s : *list) {
+    const std::string at = "servers[" + std::to_string(plan->servers.size()) + "].";
+    ServerPlan server;
+    SHOAL_RETURN_IF_ERROR(IntField(f, s, at, "id", &server.id));
+    SHOAL_RETURN_IF_ERROR(f.String(s, at, "endpoint", &server.endpoint));
+    plan->servers.push_back(server);
   }
+  return Status::Ok();
+}
+
+// Reads the plan's fields; an error names the field.
+Status ReadContent(const JsonFields& f, const json& j, Plan* plan) {
+  SHOAL_RETURN_IF_ERROR(f.String(j, "", "hash", &plan->hash, 64));
+  std::string strategy;
+  SHOAL_RETURN_IF_ERROR(f.String(j, "", "strategy", &strategy, 64));
+  if (!ParseName(strategy, &plan->strategy))
+    return f.Error("strategy", "is " + Quoted(strategy, 40) + ", not optimal, data or model");
+  SHOAL_RETURN_IF_ERROR(f.String(j, "", "commit", &plan->commit, 256, 0));
+  if (j.contains("planner")) plan->planner = j.at("planner");
+  SHOAL_RETURN_IF_ERROR(ReadLayers(f, j, plan));
+  SHOAL_RETURN_IF_ERROR(ReadParams(f, j, plan));
+  SHOAL_RETURN_IF_ERROR(ReadSlices(f, j, plan));
+  return ReadProcesses(f, j, plan);
 }
 
 Status Inconsistent(const std::string& source, const std::string& why) {
@@ -341,17 +373,16 @@ json PlanToJson(const Plan& plan) {
 
 Status PlanFromJson(const json& j, const std::string& source, Plan* plan) {
   *plan = Plan();
-  try {
-    if (!j.is_object() || j.value("format", "") != "shoal-plan")
-      return Status::InvalidArgument(source + ": not a shoal plan");
-    if (Field(j, "version", "") != kPlanFormatVersion)
-      return Status::InvalidArgument(source + ": plan format version " + j.at("version").dump() +
-                                     ", this build reads " + std::to_string(kPlanFormatVersion) +
-                                     " (plan the job again with this build's dl-plan)");
-    ReadContent(j, plan);
-  } catch (const std::exception& e) {  // nlohmann's type and range errors
-    return Status::InvalidArgument(source + ": malformed plan: " + e.what());
-  }
+  if (!j.is_object() || !j.contains("format") || j["format"] != "shoal-plan")
+    return Status::InvalidArgument(source + ": not a shoal plan");
+  const JsonFields f(source);
+  int64_t version = 0;
+  SHOAL_RETURN_IF_ERROR(f.Int(j, "", "version", 0, INT32_MAX, &version));
+  if (version != kPlanFormatVersion)
+    return Status::InvalidArgument(source + ": plan format version " + std::to_string(version) +
+                                   ", this build reads " + std::to_string(kPlanFormatVersion) +
+                                   " (plan the job again with this build's dl-plan)");
+  SHOAL_RETURN_IF_ERROR(ReadContent(f, j, plan));
   // Hash the file as written: the summaries scripts read ("cluster", "data")
   // are not read back into the plan, so a rebuilt copy would miss their edits.
   json content = j;

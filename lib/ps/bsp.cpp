@@ -21,15 +21,15 @@ void BspConsistency::NextStep(int index) {
     ++s.next_to_sum;
 }
 
-std::string BspConsistency::RefuseUpdate(const ServerTable& table, int worker, uint64_t step,
-                                         const std::vector<int>& layers) const {
+Status BspConsistency::CheckUpdate(const ServerTable& table, int worker, uint64_t step,
+                                   const std::vector<int>& layers) const {
   const uint64_t version = table.VersionOf(layers);
-  if (step <= version) return "";
+  if (step <= version) return Status::Ok();
   const std::string what = layers.empty()       ? "the table is"
                            : layers.size() == 1 ? "layer '" + table.layers()[layers[0]].spec->name + "' is"
                                                 : "its layers are";
-  return "update for step " + std::to_string(step) + " but " + what + " at version " +
-         std::to_string(version);
+  return Status::InvalidArgument("update for step " + std::to_string(step) + " but " + what + " at version " +
+                                 std::to_string(version));
 }
 
 bool BspConsistency::Repeated(const ServerTable& table, int index, int worker, uint64_t step) const {
@@ -133,11 +133,12 @@ const std::vector<float>* BspConsistency::ValuesAt(const ServerTable& table, uin
   return nullptr;
 }
 
-std::string BspConsistency::RefuseRead(const ServerTable& table, const Read& read) const {
+Status BspConsistency::CheckRead(const ServerTable& table, const Read& read) const {
   const uint64_t version = table.VersionOf(read.layers);
-  if (read.at <= version + 1) return "";
-  return "a read of version " + std::to_string(read.at) + " while the table is at " +
-         std::to_string(version) + ": no worker waits for more than the next version";
+  if (read.at <= version + 1) return Status::Ok();
+  return Status::InvalidArgument("a read of version " + std::to_string(read.at) + " while the table is at " +
+                                 std::to_string(version) +
+                                 ": no worker waits for more than the next version");
 }
 
 bool BspConsistency::Ready(const ServerTable& table, const Read& read) const {

@@ -10,8 +10,9 @@
 //    values with the elastic centre the table holds.
 // The server (lib/ps/server.h) validates requests, keeps the common
 // bookkeeping (each layer's updates_from, repeats, empty updates) and parks
-// reads until Ready; the model decides the rest. A new model is a file pair
-// and a row in kConsistencies (lib/ps/consistency.cpp).
+// reads until Ready; the model decides the rest. A new model is a file pair,
+// a row in config/choices.h's kConsistencyModels (its name and traits) and
+// one in kModels (lib/ps/consistency.cpp).
 #pragma once
 
 #include <functional>
@@ -36,14 +37,11 @@ struct Read {
 class Consistency {
  public:
   virtual ~Consistency() = default;
-  virtual const char* name() const = 0;
-
-  // Whether updates carry gradients to sum and apply (easgd's centre takes none).
-  virtual bool TakesGradients() const { return true; }
-  // Why an update of `layers` at `step` from `worker` cannot be taken; empty if it can.
-  virtual std::string RefuseUpdate(const ServerTable& table, int worker, uint64_t step,
-                                   const std::vector<int>& layers) const {
-    return "";
+  // Ok if an update of `layers` at `step` from `worker` can be taken; else
+  // InvalidArgument saying why not.
+  virtual Status CheckUpdate(const ServerTable& table, int worker, uint64_t step,
+                             const std::vector<int>& layers) const {
+    return Status::Ok();
   }
   // Whether layer `index` has taken in `worker`'s step already (a worker
   // that rejoined after a crash repeats its step; the repeat is dropped).
@@ -62,10 +60,10 @@ class Consistency {
   // sent, each making a version as it would of a layer's.
   virtual uint64_t TableVersion(const ServerTable& table) const;
 
-  // Why a read that cannot be answered now must not wait either (one no
-  // worker could be waiting for, so far ahead it would hold its slot for
-  // nothing); empty if it may wait.
-  virtual std::string RefuseRead(const ServerTable& table, const Read& read) const { return ""; }
+  // Ok if a read that cannot be answered now may wait; InvalidArgument for
+  // one no worker could be waiting for, so far ahead it would hold its slot
+  // for nothing.
+  virtual Status CheckRead(const ServerTable& table, const Read& read) const { return Status::Ok(); }
   // Whether a read can be answered now, and what a read waiting or answered counts.
   virtual bool Ready(const ServerTable& table, const Read& read) const { return true; }
   virtual void OnPark(const Read& read) {}
@@ -83,16 +81,17 @@ class Consistency {
   }
 
   // easgd: takes the exchange `request` in, filling `diffs` with the
-  // difference each of its slices' centre moved by (zeros for a repeat);
-  // returns a refusal, empty if taken. Other models refuse exchanges.
-  virtual std::string Exchange(ServerTable& table, const MessageView& request,
-                               std::vector<std::vector<float>>* diffs, bool* repeated);
+  // difference each of its slices' centre moved by (zeros for a repeat).
+  // InvalidArgument when it does not fit the table; other models refuse
+  // every exchange.
+  virtual Status Exchange(ServerTable& table, const MessageView& request,
+                          std::vector<std::vector<float>>* diffs, bool* repeated);
 };
 
 // "worker 1", "workers 1, 3": for messages.
 std::string WorkersNamed(const std::vector<int>& workers);
 
-// The model cluster.consistency names; ParseJob has checked the name.
+// The model config.consistency names.
 std::unique_ptr<Consistency> MakeConsistency(const ServerConfig& config, ServerStats* stats);
 
 }  // namespace shoal

@@ -13,11 +13,11 @@ void ElasticExchange(float alpha, std::vector<float>* x_then_diff, std::vector<f
   }
 }
 
-std::string EasgdConsistency::Exchange(ServerTable& table, const MessageView& req,
-                                       std::vector<std::vector<float>>* diffs, bool* repeated) {
+Status EasgdConsistency::Exchange(ServerTable& table, const MessageView& req,
+                                  std::vector<std::vector<float>>* diffs, bool* repeated) {
   std::vector<int> layers;
-  const std::string mismatch = table.MisheldSlices(req, &layers);
-  if (!mismatch.empty()) return "exchange " + mismatch;
+  const Status fits = table.CheckHeldSlices(req, &layers);
+  if (!fits.ok()) return Status::InvalidArgument("exchange " + fits.message());
   const int sender = static_cast<int>(req.header.sender);
   const uint64_t step = req.header.step;
   *repeated = step < table.NextStepOf(sender, layers);
@@ -28,13 +28,13 @@ std::string EasgdConsistency::Exchange(ServerTable& table, const MessageView& re
     CopyValues(e, diffs->back().data());
     ElasticExchange(static_cast<float>(config_.easgd_alpha), &diffs->back(), &table.slice(e.key).value);
   }
-  if (*repeated) return "";
+  if (*repeated) return Status::Ok();
   for (int index : layers) {
     table.layers()[index].updates_from[sender] = step + 1;
     ++table.layers()[index].version;
   }
   if (layers.empty()) table.empty_steps()[sender] = step + 1;
-  return "";
+  return Status::Ok();
 }
 
 }  // namespace shoal

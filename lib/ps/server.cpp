@@ -22,8 +22,7 @@ Status ParameterServer::Start() {
   stats_.updates_from.assign(config_.workers, 0);
   lives_.assign(config_.workers, WorkerLife());
   model_ = MakeConsistency(config_, &stats_);
-  if (!model_) return Status::InvalidArgument("no consistency model is called '" + config_.consistency + "'");
-  table_ = std::make_unique<ServerTable>(config_, model_->TakesGradients());
+  table_ = std::make_unique<ServerTable>(config_, TraitsOf(config_.consistency).takes_gradients);
   SHOAL_RETURN_IF_ERROR(table_->init_status());
   if (!config_.sync_neighbours.empty()) {
     sync_ = std::make_unique<ServerSync>(config_, [this](auto* values) {
@@ -71,8 +70,9 @@ Status ParameterServer::Run() {
   // layer a version ahead of the table: no file could name that state, so
   // the newest checkpoint stays the last consistent one. (Otherwise layers
   // are never in step with each other; their versions count updates taken.)
-  const std::string ahead = config_.consistency == "bsp" ? table_->LayerAhead() : "";
-  checkpointer_.Flush();  // a failure mid-run was logged; the final one is what Run reports
+  const std::string ahead = TraitsOf(config_.consistency).one_version_a_step ? table_->LayerAhead() : "";
+  // A failure mid-run was logged; the final one is what Run reports.
+  static_cast<void>(checkpointer_.Flush());
   if (ahead.empty())
     Checkpoint();
   else
@@ -84,8 +84,7 @@ Status ParameterServer::Run() {
   // (its hosting worker's bad input, a checkpoint it could not write) is an
   // error no restart mends.
   const Status why = failure_.ok() ? stop_reason_ : failure_;
-  const bool going_away =
-      why.ok() || why.code() == Status::Code::kTimeout || why.code() == Status::Code::kUnavailable;
+  const bool going_away = why.ok() || why.IsPeerFailure();
   const std::string stopping = "server " + std::to_string(config_.id) + " is stopping (" +
                                (why.ok() ? "shut down" : why.ToString()) + ")";
   parked_.DropAll([&](const ParkedRequests::Parked& p) {
@@ -234,8 +233,8 @@ void ParameterServer::HandleWorkerRequest(int slot, const MessageView& req, uint
                                 std::to_string(config_.worker_server_group[sender]) +
                                 ", this server is in group " + std::to_string(config_.group));
   if (req.header.type == MsgType::kJoin) return HandleJoin(slot, req, pipe);
-  const std::string impostor = Impostor(req, pipe);
-  if (!impostor.empty()) return ReplyError(slot, impostor);
+  const Status incarnation = CheckIncarnation(req, pipe);
+  if (!incarnation.ok()) return ReplyError(slot, incarnation.message());
   switch (req.header.type) {
     case MsgType::kDone:
       return HandleDone(slot, req);
@@ -256,15 +255,15 @@ void ParameterServer::HandleGet(int slot, const MessageView& req) {
 
 void ParameterServer::ReadOrPark(int slot, const Read& read, uint32_t sender) {
   if (model_->Ready(*table_, read)) return Answer(slot, read);
-  std::string refusal = model_->RefuseRead(*table_, read);
+  const Status may_wait = model_->CheckRead(*table_, read);
+  if (!may_wait.ok()) return ReplyError(slot, may_wait.message());
   // A request waiting holds one of the slots: a worker has one per lane and
   // one more, a tool (not a worker) a few at most, so no peer can hold them all.
   const bool worker = sender < static_cast<uint32_t>(config_.workers);
   const size_t allowed = worker ? config_.layers.size() + 1 : kToolRequestsWaiting;
-  if (refusal.empty() && parked_.CountFrom(worker ? sender : kToolSender) >= allowed)
-    refusal =
-        "sender " + std::to_string(sender) + " has " + std::to_string(allowed) + " requests waiting already";
-  if (!refusal.empty()) return ReplyError(slot, refusal);
+  if (parked_.CountFrom(worker ? sender : kToolSender) >= allowed)
+    return ReplyError(slot, "sender " + std::to_string(sender) + " has " + std::to_string(allowed) +
+                                " requests waiting already");
   model_->OnPark(read);
   parked_.Park({slot, read, false,
                 ParkedRequests::Clock::now() + std::chrono::milliseconds(config_.timeout_ms),
@@ -279,14 +278,15 @@ void ParameterServer::Answer(int slot, const Read& read) {
 void ParameterServer::HandleUpdate(int slot, const MessageView& req) {
   const int sender = static_cast<int>(req.header.sender);
   const uint64_t step = req.header.step;
-  if (!model_->TakesGradients())
+  if (!TraitsOf(config_.consistency).takes_gradients)
     return ReplyError(slot, std::string(MsgTypeName(req.header.type)) + " under consistency '" +
-                                model_->name() + "': its workers send their parameters in an exchange");
+                                Name(config_.consistency) +
+                                "': its workers send their parameters in an exchange");
   std::vector<int> layers;
-  std::string refusal = table_->MisheldSlices(req, &layers);
-  if (!refusal.empty()) return ReplyError(slot, "update " + refusal);
-  refusal = model_->RefuseUpdate(*table_, sender, step, layers);
-  if (!refusal.empty()) return ReplyError(slot, refusal);
+  Status fits = table_->CheckHeldSlices(req, &layers);
+  if (!fits.ok()) return ReplyError(slot, "update " + fits.message());
+  fits = model_->CheckUpdate(*table_, sender, step, layers);
+  if (!fits.ok()) return ReplyError(slot, fits.message());
   // Per layer: a step taken in already is a rejoined worker's repeat.
   const uint64_t clock = table_->NextStepOf(sender);
   bool took = false;
@@ -320,10 +320,13 @@ void ParameterServer::HandleUpdate(int slot, const MessageView& req) {
 }
 
 void ParameterServer::HandleExchange(int slot, const MessageView& req) {
+  if (TraitsOf(config_.consistency).takes_gradients)
+    return ReplyError(slot, std::string("an exchange needs consistency 'easgd'; this server runs '") +
+                                Name(config_.consistency) + "'");
   std::vector<std::vector<float>> diffs;
   bool repeated = false;
-  const std::string refusal = model_->Exchange(*table_, req, &diffs, &repeated);
-  if (!refusal.empty()) return ReplyError(slot, refusal);
+  const Status taken = model_->Exchange(*table_, req, &diffs, &repeated);
+  if (!taken.ok()) return ReplyError(slot, taken.message());
   if (repeated) {
     ++stats_.updates_repeated;
   } else {
@@ -342,8 +345,8 @@ void ParameterServer::HandlePut(int slot, const MessageView& req) {
   // Values set from outside the run: before it begins, never under it.
   if (any_joined_)
     return ReplyError(slot, "a put sets values before the first worker joins, not during a run");
-  const std::string mismatch = table_->MismatchedSlice(req);
-  if (!mismatch.empty()) return ReplyError(slot, "put " + mismatch);
+  const Status fits = table_->CheckSlices(req);
+  if (!fits.ok()) return ReplyError(slot, "put " + fits.message());
   for (const auto& e : req.entries) CopyValues(e, table_->slice(e.key).value.data());
   ReplyOk(slot);
 }
@@ -353,11 +356,12 @@ void ParameterServer::HandlePut(int slot, const MessageView& req) {
 // so that repeated syncs bring the copies to their mean.
 void ParameterServer::HandleSync(int slot, const MessageView& req) {
   const uint32_t from = req.header.sender - kServerSenderBase;
-  std::string mismatch = table_->MismatchedSlice(req);
   if (req.header.sender < kServerSenderBase || from >= static_cast<uint32_t>(config_.servers) ||
       static_cast<int>(from) / config_.servers_per_group == config_.group)
-    mismatch = "from sender " + std::to_string(req.header.sender) + ", not a server of another group";
-  if (!mismatch.empty()) return ReplyError(slot, "sync " + mismatch);
+    return ReplyError(
+        slot, "sync from sender " + std::to_string(req.header.sender) + ", not a server of another group");
+  const Status fits = table_->CheckSlices(req);
+  if (!fits.ok()) return ReplyError(slot, "sync " + fits.message());
   std::vector<float> theirs;
   for (const auto& e : req.entries) {
     std::vector<float>& value = table_->slice(e.key).value;
@@ -377,18 +381,19 @@ void ParameterServer::HandleMetric(int slot, const MessageView& req) {
   ReplyOk(slot);
 }
 
-std::string ParameterServer::Impostor(const MessageView& req, uint32_t pipe) {
+Status ParameterServer::CheckIncarnation(const MessageView& req, uint32_t pipe) {
   const uint32_t sender = req.header.sender;
   WorkerLife& life = lives_[sender];
   if (life.incarnation == 0)
-    return "worker " + std::to_string(sender) + " has not joined (its first request is a join)";
+    return Status::InvalidArgument("worker " + std::to_string(sender) +
+                                   " has not joined (its first request is a join)");
   if (req.header.incarnation != life.incarnation)
-    return "a request of incarnation " + HexU64(req.header.incarnation) + " of worker " +
-           std::to_string(sender) + ", which is now incarnation " + HexU64(life.incarnation) +
-           " (an old life of it, or another process)";
+    return Status::InvalidArgument("a request of incarnation " + HexU64(req.header.incarnation) +
+                                   " of worker " + std::to_string(sender) + ", which is now incarnation " +
+                                   HexU64(life.incarnation) + " (an old life of it, or another process)");
   life.pipe = pipe;
   life.connected = !rpc_.Closed(pipe);
-  return "";
+  return Status::Ok();
 }
 
 void ParameterServer::HandleJoin(int slot, const MessageView& req, uint32_t pipe) {
@@ -565,7 +570,7 @@ nlohmann::json ParameterServer::Report() {
 nlohmann::json ParameterServer::StatsJson() {
   nlohmann::json j = StatsToJson(StatsNow());
   j["server"] = config_.id;
-  j["consistency"] = config_.consistency;
+  j["consistency"] = Name(config_.consistency);
   j["syncs_sent"] = sync_ ? sync_->sent() : 0;
   j["syncs_failed"] = sync_ ? sync_->failed() : 0;
   return j;

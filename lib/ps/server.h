@@ -107,8 +107,9 @@ class ParameterServer {
 
   void Handle(int slot, const MessageView& request, uint32_t pipe);
   void HandleWorkerRequest(int slot, const MessageView& request, uint32_t pipe);
-  // Why a worker's request does not come from its current incarnation; empty if it does.
-  std::string Impostor(const MessageView& request, uint32_t pipe);
+  // Ok if a worker's request comes from its current incarnation;
+  // InvalidArgument naming the incarnation it comes from otherwise.
+  Status CheckIncarnation(const MessageView& request, uint32_t pipe);
   void PipeClosed(uint32_t pipe);
   // Whether some worker this server serves is connected now.
   bool AnyWorkerConnected() const;

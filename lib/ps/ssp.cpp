@@ -26,21 +26,22 @@ uint64_t SspConsistency::Slowest(const ServerTable& table) const {
   return SlowestClock(table.NextSteps(), stopped);
 }
 
-std::string SspConsistency::RefuseUpdate(const ServerTable& table, int worker, uint64_t step,
-                                         const std::vector<int>& layers) const {
+Status SspConsistency::CheckUpdate(const ServerTable& table, int worker, uint64_t step,
+                                   const std::vector<int>& layers) const {
   const uint64_t clock = table.NextStepOf(worker, layers);
-  if (step <= clock) return "";
-  return "update for step " + std::to_string(step) + " but worker " + std::to_string(worker) +
-         "'s clock here is " + std::to_string(clock);
+  if (step <= clock) return Status::Ok();
+  return Status::InvalidArgument("update for step " + std::to_string(step) + " but worker " +
+                                 std::to_string(worker) + "'s clock here is " + std::to_string(clock));
 }
 
-std::string SspConsistency::RefuseRead(const ServerTable& table, const Read& read) const {
+Status SspConsistency::CheckRead(const ServerTable& table, const Read& read) const {
   uint64_t fastest = 0;
   for (int w = 0; w < config_.workers; ++w)
     if (config_.serves[w]) fastest = std::max(fastest, table.NextStepOf(w));
-  if (read.at <= fastest + 1) return "";
-  return "a read at clock " + std::to_string(read.at) + " while the fastest worker is at " +
-         std::to_string(fastest) + ": no worker reads past its next clock";
+  if (read.at <= fastest + 1) return Status::Ok();
+  return Status::InvalidArgument("a read at clock " + std::to_string(read.at) +
+                                 " while the fastest worker is at " + std::to_string(fastest) +
+                                 ": no worker reads past its next clock");
 }
 
 bool SspConsistency::Ready(const ServerTable& table, const Read& read) const {

@@ -88,32 +88,33 @@ std::vector<uint64_t> ServerTable::NextSteps() const {
   return steps;
 }
 
-std::string ServerTable::MismatchedSlice(const MessageView& req) const {
+Status ServerTable::CheckSlices(const MessageView& req) const {
   for (const auto& e : req.entries) {
     auto it = slices_.find(e.key);
     if (it == slices_.end() || it->second.value.size() != e.count)
-      return "slice " + std::to_string(e.key) + " of " + std::to_string(e.count) +
-             " floats does not match this server's table";
+      return Status::InvalidArgument("slice " + std::to_string(e.key) + " of " + std::to_string(e.count) +
+                                     " floats does not match this server's table");
   }
-  return "";
+  return Status::Ok();
 }
 
-std::string ServerTable::MisheldSlices(const MessageView& req, std::vector<int>* layers) const {
+Status ServerTable::CheckHeldSlices(const MessageView& req, std::vector<int>* layers) const {
   const uint32_t sender = req.header.sender;
   layers->clear();
-  std::string mismatch = MismatchedSlice(req);  // every key is this server's from here on
-  if (!mismatch.empty()) return mismatch;
+  SHOAL_RETURN_IF_ERROR(CheckSlices(req));  // every key is this server's from here on
   for (const auto& e : req.entries) {
     if (Frozen(e.key))
-      return "from worker " + std::to_string(sender) + " carries slice " + std::to_string(e.key) + " of '" +
-             slices_.at(e.key).spec->param + "', which is frozen (lr_mult 0): nothing is sent of it";
+      return Status::InvalidArgument("from worker " + std::to_string(sender) + " carries slice " +
+                                     std::to_string(e.key) + " of '" + slices_.at(e.key).spec->param +
+                                     "', which is frozen (lr_mult 0): nothing is sent of it");
     const int index = layer_of_.at(e.key);
     if (layers->empty() || layers->back() != index) layers->push_back(index);
   }
   if (layers->empty()) {
-    if (config_.exchanged[sender].empty()) return "";
-    return "from worker " + std::to_string(sender) + " carries no slices; the plan gives it " +
-           std::to_string(config_.exchanged[sender].size()) + " on this server";
+    if (config_.exchanged[sender].empty()) return Status::Ok();
+    return Status::InvalidArgument("from worker " + std::to_string(sender) +
+                                   " carries no slices; the plan gives it " +
+                                   std::to_string(config_.exchanged[sender].size()) + " on this server");
   }
   // Layers' keys follow one another, so the slices expected are each
   // touched layer's in turn.
@@ -126,10 +127,11 @@ std::string ServerTable::MisheldSlices(const MessageView& req, std::vector<int>*
   }
   bool same = req.entries.size() == expected.size();
   for (size_t i = 0; same && i < expected.size(); ++i) same = req.entries[i].key == expected[i];
-  if (same) return "";
-  return "from worker " + std::to_string(sender) + " carries " + std::to_string(req.entries.size()) +
-         " slices of layer " + names + "; the plan gives it " + std::to_string(expected.size()) +
-         " of them on this server (a request carries every slice it holds of each layer it touches)";
+  if (same) return Status::Ok();
+  return Status::InvalidArgument(
+      "from worker " + std::to_string(sender) + " carries " + std::to_string(req.entries.size()) +
+      " slices of layer " + names + "; the plan gives it " + std::to_string(expected.size()) +
+      " of them on this server (a request carries every slice it holds of each layer it touches)");
 }
 
 std::vector<const EntryView*> ServerTable::EntriesOf(const MessageView& req, int index) const {

@@ -88,12 +88,13 @@ class ServerTable {
   // The layers `worker` holds some of here, in the net's order.
   const std::vector<int>& LayersHeldBy(int worker) const { return held_layers_[worker]; }
 
-  // Why a request's slices do not fit this table; empty if they do.
-  std::string MismatchedSlice(const MessageView& request) const;
-  // Why an update (exchange) does not fit this table or does not carry, for
-  // each layer it touches, exactly the slices its sender holds of it here;
-  // empty if it fits, with `layers` the layers it touches in key order.
-  std::string MisheldSlices(const MessageView& request, std::vector<int>* layers) const;
+  // Ok if a request's slices are this table's; InvalidArgument naming one that is not.
+  Status CheckSlices(const MessageView& request) const;
+  // Ok, with `layers` the layers it touches in key order, if an update
+  // (exchange) fits this table and carries, for each layer it touches,
+  // exactly the slices its sender holds of it here; InvalidArgument saying
+  // what does not fit otherwise.
+  Status CheckHeldSlices(const MessageView& request, std::vector<int>* layers) const;
   // The entries of `request` that belong to layer `index`.
   std::vector<const EntryView*> EntriesOf(const MessageView& request, int index) const;
 

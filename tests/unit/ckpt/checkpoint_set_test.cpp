@@ -149,7 +149,7 @@ TEST_CASE("ScanCheckpointDir lists every file and which steps are complete") {
   CHECK(j["steps"][0]["complete"] == true);
   CHECK(j["steps"][1]["why"] == "missing server 0");
   CHECK(Contains(RenderTable(j), "complete"));
-  CHECK(ScanCheckpointDir(dir.path + "/none", &scan).code() == Status::Code::kInvalidArgument);
+  CHECK(ScanCheckpointDir(dir.path + "/none", &scan).IsInvalidArgument());
 }
 
 TEST_CASE("best picks the complete set with the highest test accuracy, ties to the newest") {
@@ -209,7 +209,7 @@ TEST_CASE("prepare-resume takes the newest verified step, falling back past a co
 
   // An asked-for step that does not verify is refused, not replaced.
   s = PrepareResume(dir.path, resume.path, 300, &choice);
-  CHECK(s.code() == Status::Code::kCorruption);
+  CHECK(s.IsCorruption());
   CHECK(Contains(s.message(), "step 300: '" + bad + "': tensor 'b@velocity'"));
   s = PrepareResume(dir.path, dir.path, -1, &choice);
   CHECK(Contains(s.message(), "is the checkpoint directory itself"));

@@ -128,7 +128,7 @@ TEST_CASE("a flipped byte in tensor k's data is refused naming tensor k and its 
     WriteBytes(path, bytes);
     Checkpoint read;
     Status s = ReadCheckpoint(path, &read);
-    CHECK(s.code() == Status::Code::kCorruption);
+    CHECK(s.IsCorruption());
     const size_t end = start + 4 * ckpt.tensors[k].data.size();
     CHECK(s.message() == "'" + path + "': tensor '" + ckpt.tensors[k].name + "' (bytes " +
                              std::to_string(start) + ".." + std::to_string(end) + "): checksum mismatch");
@@ -144,7 +144,7 @@ TEST_CASE("a flipped byte in the header is refused as a header checksum mismatch
   WriteBytes(path, bytes);
   Checkpoint read;
   Status s = ReadCheckpoint(path, &read);
-  CHECK(s.code() == Status::Code::kCorruption);
+  CHECK(s.IsCorruption());
   CHECK(Contains(s.message(), "header checksum mismatch (bytes 20.."));
 }
 
@@ -163,7 +163,7 @@ TEST_CASE("a header that is JSON but not an object is refused, by every reader")
   Checkpoint read;
   nlohmann::json h;
   for (const Status& s : {ReadCheckpoint(path, &read), ReadCheckpointHeader(path, &h)}) {
-    CHECK(s.code() == Status::Code::kCorruption);
+    CHECK(s.IsCorruption());
     CHECK(s.message() == "'" + path + "': its header is not a JSON object");
   }
 }
@@ -177,13 +177,13 @@ TEST_CASE("a truncated checkpoint is refused, naming what is cut") {
 
   WriteBytes(path, whole.substr(0, whole.size() - 1));  // the last tensor loses a byte
   Status s = ReadCheckpoint(path, &read);
-  CHECK(s.code() == Status::Code::kCorruption);
+  CHECK(s.IsCorruption());
   CHECK(Contains(s.message(), "tensor 'fc.bias' (bytes "));
   CHECK(Contains(s.message(), "runs past the end of the file (truncated?)"));
 
   WriteBytes(path, whole.substr(0, 100));  // inside the header
   s = ReadCheckpoint(path, &read);
-  CHECK(s.code() == Status::Code::kCorruption);
+  CHECK(s.IsCorruption());
   CHECK(Contains(s.message(), "': header of "));
   CHECK(Contains(s.message(), "runs past the end of the file (truncated?)"));
 
@@ -192,7 +192,7 @@ TEST_CASE("a truncated checkpoint is refused, naming what is cut") {
   CHECK(s.message() == "'" + path + "' is not a shoal checkpoint (bad magic or too short)");
 
   WriteBytes(path, "");
-  CHECK(ReadCheckpoint(path, &read).code() == Status::Code::kCorruption);
+  CHECK(ReadCheckpoint(path, &read).IsCorruption());
 }
 
 TEST_CASE(
@@ -205,7 +205,7 @@ TEST_CASE(
   std::filesystem::resize_file(path, uint64_t{1} << 40);  // sparse: a terabyte that takes no disk
   Checkpoint back;
   Status s = ReadCheckpoint(path, &back);
-  CHECK(s.code() == Status::Code::kCorruption);
+  CHECK(s.IsCorruption());
   CHECK(Contains(s.message(),
                  std::to_string((uint64_t{1} << 40) - size) + " bytes after the last tensor's data"));
   s = ReadCheckpoint("/dev/zero", &back);  // a stream, read no further than its first bytes
@@ -250,7 +250,7 @@ TEST_CASE("another format version or a foreign file is refused") {
   CHECK(Contains(s.message(), "is not a shoal checkpoint"));
 
   s = ReadCheckpoint(dir.path + "/missing.ckpt", &read);
-  CHECK(s.code() == Status::Code::kIOError);
+  CHECK(s.IsIOError());
   CHECK(Contains(s.message(), "missing.ckpt"));
 }
 
@@ -329,7 +329,7 @@ TEST_CASE(
 TEST_CASE("WriteFileAtomic into a missing directory is an I/O error naming the file") {
   TempDir dir;
   Status s = WriteFileAtomic(dir.path + "/no/such/dir/out.json", "x");
-  CHECK(s.code() == Status::Code::kIOError);
+  CHECK(s.IsIOError());
   CHECK(Contains(s.message(), "/no/such/dir/out.json.tmp."));
   CHECK(FilesIn(dir.path).empty());
 }

@@ -102,7 +102,7 @@ TEST_CASE("an exchange carries parameters as entries, type 11 on the wire, and r
   // It is no text message: text bytes after its entries are refused.
   bytes = EncodeToBytes({MsgType::kExchange, 5, 40, 1}, {{2, kA.data(), 3}}, "x");
   s = DecodeBytes(bytes, &view);
-  CHECK(s.code() == Status::Code::kCorruption);
+  CHECK(s.IsCorruption());
   CHECK(s.message() == "1 trailing bytes after the entries");
 }
 
@@ -157,13 +157,13 @@ TEST_CASE("Decode refuses an unknown value encoding and a non-zero reserved fiel
     PutAt<uint16_t>(&bytes, kHeaderBytes + kEntryEncodingAt, encoding);
     Status s = DecodeBytes(bytes, &view);
     INFO("encoding " << encoding);
-    CHECK(s.code() == Status::Code::kCorruption);
+    CHECK(s.IsCorruption());
     CHECK(s.message() == "entry 0 (key 7) has unknown value encoding " + std::to_string(encoding));
   }
   auto bytes = TwoEntryUpdate();
   PutAt<uint16_t>(&bytes, kHeaderBytes + kEntryZeroAt, 5);
   Status s = DecodeBytes(bytes, &view);
-  CHECK(s.code() == Status::Code::kCorruption);
+  CHECK(s.IsCorruption());
   CHECK(s.message() == "entry 0 (key 7) has 5 where 0 belongs");
 }
 
@@ -242,7 +242,7 @@ TEST_CASE("Decode refuses a buffer shorter than a header") {
   auto bytes = TwoEntryUpdate();
   MessageView view;
   Status s = Decode(bytes.data(), kHeaderBytes - 1, &view);
-  CHECK(s.code() == Status::Code::kCorruption);
+  CHECK(s.IsCorruption());
   CHECK(s.message() == "message of 47 bytes is shorter than a header");
   s = Decode(bytes.data(), 0, &view);
   CHECK(s.message() == "message of 0 bytes is shorter than a header");
@@ -253,7 +253,7 @@ TEST_CASE("Decode refuses a message without shoal's magic") {
   bytes[0] ^= 0x01;
   MessageView view;
   Status s = DecodeBytes(bytes, &view);
-  CHECK(s.code() == Status::Code::kCorruption);
+  CHECK(s.IsCorruption());
   CHECK(s.message() == "message does not start with shoal's magic");
 }
 
@@ -262,7 +262,7 @@ TEST_CASE("Decode refuses another protocol version, naming both") {
   PutAt<uint16_t>(&bytes, kVersionAt, 1);  // 8-byte fp32 entries and a shorter header: garbage as version 6
   MessageView view;
   Status s = DecodeBytes(bytes, &view);
-  CHECK(s.code() == Status::Code::kCorruption);
+  CHECK(s.IsCorruption());
   CHECK(s.message() == "protocol version 1, expected 6");
 }
 
@@ -273,7 +273,7 @@ TEST_CASE("Decode refuses an unknown message type, naming it") {
     PutAt<uint16_t>(&bytes, kTypeAt, type);
     Status s = DecodeBytes(bytes, &view);
     INFO("type " << type);
-    CHECK(s.code() == Status::Code::kCorruption);
+    CHECK(s.IsCorruption());
     CHECK(s.message() == "unknown message type " + std::to_string(type));
   }
 }
@@ -284,7 +284,7 @@ TEST_CASE("Decode refuses a payload length that differs from the bytes received"
   MessageView view;
   PutAt<uint64_t>(&bytes, kPayloadAt, actual + 4);
   Status s = DecodeBytes(bytes, &view);
-  CHECK(s.code() == Status::Code::kCorruption);
+  CHECK(s.IsCorruption());
   CHECK(s.message() == "header announces " + std::to_string(actual + 4) + " payload bytes, message carries " +
                            std::to_string(actual));
   // A message cut short in transit, header intact.
@@ -301,7 +301,7 @@ TEST_CASE("Decode refuses an entry announcing more floats than the message holds
   PutAt<uint32_t>(&bytes, second + kEntryCountAt, 6);  // 5 floats present
   MessageView view;
   Status s = DecodeBytes(bytes, &view);
-  CHECK(s.code() == Status::Code::kCorruption);
+  CHECK(s.IsCorruption());
   CHECK(s.message() == "entry 1 (key 9) announces 6 fp32 values past the end");
 
   // A count large enough to overflow a 32-bit byte count.
@@ -323,7 +323,7 @@ TEST_CASE("Decode refuses more entries than the payload holds") {
   PutAt<uint32_t>(&bytes, kCountAt, 3);
   MessageView view;
   Status s = DecodeBytes(bytes, &view);
-  CHECK(s.code() == Status::Code::kCorruption);
+  CHECK(s.IsCorruption());
   CHECK(s.message() == "entry 2 is cut short");
 }
 
@@ -332,7 +332,7 @@ TEST_CASE("Decode refuses trailing bytes after the entries") {
   PutAt<uint32_t>(&bytes, kCountAt, 1);  // the second entry's 32 bytes become trailing
   MessageView view;
   Status s = DecodeBytes(bytes, &view);
-  CHECK(s.code() == Status::Code::kCorruption);
+  CHECK(s.IsCorruption());
   CHECK(s.message() == "32 trailing bytes after the entries");
 }
 
@@ -341,7 +341,7 @@ TEST_CASE("Decode refuses a text message that claims entries") {
   PutAt<uint32_t>(&bytes, kCountAt, 1);
   MessageView view;
   Status s = DecodeBytes(bytes, &view);
-  CHECK(s.code() == Status::Code::kCorruption);
+  CHECK(s.IsCorruption());
   CHECK(s.message() == "a text message carries no entries");
 }
 

@@ -31,7 +31,7 @@ TEST_CASE("YAML becomes a JSON tree of text, lists and mappings, each value plac
 TEST_CASE("malformed YAML is refused with the parser's place and word") {
   Document doc;
   Status s = Parse("a: [1, 2\n", &doc);
-  CHECK(s.code() == Status::Code::kInvalidArgument);
+  CHECK(s.IsInvalidArgument());
   CHECK(Contains(s.message(), "t.yaml:"));
   CHECK(Contains(s.message(), "malformed YAML"));
 }
@@ -41,7 +41,7 @@ TEST_CASE("a second document or a stray token is refused, not read forever (yaml
   for (std::string text : {",", "a: 1\n---\nb: 2\n"}) {
     Status s = Parse(text, &doc);
     INFO(text);
-    CHECK(s.code() == Status::Code::kInvalidArgument);
+    CHECK(s.IsInvalidArgument());
     CHECK(Contains(s.message(), "t.yaml:"));
     CHECK(Contains(s.message(), "this must be one document"));
   }

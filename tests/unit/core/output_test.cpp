@@ -67,7 +67,7 @@ TEST_CASE("a write that fails makes the status an I/O error") {
   REQUIRE(full != nullptr);
   Output o(false, full);
   o.Record({{"event", "done"}});
-  CHECK(o.status().code() == Status::Code::kIOError);
+  CHECK(o.status().IsIOError());
   CHECK(Contains(o.status().message(), "cannot write to standard output"));
   std::fclose(full);
 }

@@ -82,7 +82,7 @@ TEST_CASE("idx: refuses bad magic, wrong type, short and long data, missing file
   CHECK(s.message().find("trailing") != std::string::npos);
 
   s = ReadIdx(tmp.path + "/missing.gz", &a);
-  CHECK(s.code() == Status::Code::kIOError);
+  CHECK(s.IsIOError());
   CHECK(s.message().find("missing.gz") != std::string::npos);
 }
 

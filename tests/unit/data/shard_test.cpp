@@ -165,7 +165,7 @@ TEST_CASE("shard: a flipped byte fails only that record") {
   float pixels[6];
   int32_t label;
   Status s = reader.Read(2, pixels, &label);
-  CHECK(s.code() == Status::Code::kCorruption);
+  CHECK(s.IsCorruption());
   CHECK(s.message().find("record 2") != std::string::npos);
   CHECK(s.message().find("checksum mismatch") != std::string::npos);
   CHECK(s.message().find(path) != std::string::npos);
@@ -182,7 +182,7 @@ TEST_CASE("shard: Open refuses truncated, padded and damaged files") {
 
   REQUIRE(WriteFileAtomic(path, good.substr(0, good.size() - 1)).ok());
   Status s = reader.Open(path);
-  CHECK(s.code() == Status::Code::kCorruption);
+  CHECK(s.IsCorruption());
   CHECK(s.message().find("truncated") != std::string::npos);
 
   REQUIRE(WriteFileAtomic(path, good + "x").ok());
@@ -198,7 +198,7 @@ TEST_CASE("shard: Open refuses truncated, padded and damaged files") {
   REQUIRE(WriteFileAtomic(path, bad).ok());
   CHECK(reader.Open(path).message().find("header checksum") != std::string::npos);
 
-  CHECK(reader.Open(tmp.path + "/none.shard").code() == Status::Code::kIOError);
+  CHECK(reader.Open(tmp.path + "/none.shard").IsIOError());
 }
 
 TEST_CASE("shard: writer refuses inconsistent input") {

@@ -319,7 +319,7 @@ TEST_CASE("a connection whose peer never sends fails its pass naming the layer, 
   connection.Forward(Phase::kTrain, srcs);
   const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const Status s = connection.status();
-  CHECK(s.code() == Status::Code::kTimeout);
+  CHECK(s.IsTimeout());
   CHECK(Contains(s.message(), "features of layer 'fc1' (step 7)"));
   CHECK(Contains(s.message(), "from worker 1 at '" + endpoints[1] + "'"));
   CHECK(waited >= 0.15);

@@ -309,7 +309,7 @@ TEST_CASE("partitioned net: a plan that puts the loss or the data layer off a ra
   REQUIRE(channel.Open(GroupPeersOf(plan, 0, kTimeoutMs)).ok());
   std::unique_ptr<PartitionedNet> net;
   Status s = PartitionedNet::Build(plan, 0, &channel, &net);
-  CHECK(s.code() == Status::Code::kInvalidArgument);
+  CHECK(s.IsInvalidArgument());
   CHECK(s.message() ==
         "the plan places the data or the loss layer off worker 0 (both are partitioned by records)");
   CHECK(net == nullptr);
@@ -321,7 +321,7 @@ TEST_CASE("partitioned net: a plan that puts the loss or the data layer off a ra
   REQUIRE(channel2.Open(GroupPeersOf(plan, 0, kTimeoutMs)).ok());
   s = PartitionedNet::Build(plan, 0, &channel2, &net);
   INFO(s.ToString());
-  CHECK(s.code() == Status::Code::kInvalidArgument);
+  CHECK(s.IsInvalidArgument());
   // Refused on rank 0 as the loss layer is set up: its data source is not
   // on this rank (the message comes from the loss layer's setup).
   CHECK(Contains(s.message(), "layer 'loss'"));
@@ -338,12 +338,12 @@ TEST_CASE(
   REQUIRE(channel.Open(GroupPeersOf(plan, 0, kTimeoutMs)).ok());
   std::unique_ptr<PartitionedNet> net;
   Status s = PartitionedNet::Build(plan, 0, &channel, &net);
-  CHECK(s.code() == Status::Code::kInvalidArgument);
+  CHECK(s.IsInvalidArgument());
   CHECK(s.message() == "layer 'loss' (softmax_loss) cannot split its features over the workers of a group");
 
   plan = MakeGroupPlan(kHybridDims, kHybridLocations);
   s = PartitionedNet::Build(plan, 0, nullptr, &net);
-  CHECK(s.code() == Status::Code::kInvalidArgument);
+  CHECK(s.IsInvalidArgument());
   CHECK(s.message() == "a group of 2 needs a channel");
 }
 

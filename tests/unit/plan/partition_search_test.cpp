@@ -168,7 +168,7 @@ TEST_CASE("a graph wider than the bound is refused, not searched for ever") {
   for (int i = 0; i < width; ++i) wide.edges.push_back({i, width, {}});
   SearchResult r;
   Status s = SearchPartition(wide, &r);
-  CHECK(s.code() == Status::Code::kInvalidArgument);
+  CHECK(s.IsInvalidArgument());
   CHECK(s.message().find("too wide to plan exactly") != std::string::npos);
 }
 

@@ -151,7 +151,7 @@ TEST_CASE("editing any field of plan.json makes PlanFromJson refuse it, naming t
     Plan back;
     Status s = PlanFromJson(j, "plan.json", &back);
     INFO(s.ToString());
-    CHECK(s.code() == Status::Code::kCorruption);
+    CHECK(s.IsCorruption());
     CHECK(Contains(s.message(), "plan.json: content hash "));
     CHECK(Contains(s.message(), "does not match the recorded"));
   }
@@ -176,9 +176,8 @@ TEST_CASE("PlanFromJson refuses what is not a plan, or a plan of another format 
   j = PlanToJson(plan);
   j.erase("slices");
   Status s = PlanFromJson(j, "x.json", &back);
-  CHECK(s.code() == Status::Code::kInvalidArgument);
-  CHECK(Contains(s.message(), "x.json: malformed plan"));
-  CHECK(Contains(s.message(), "slices"));
+  CHECK(s.IsInvalidArgument());
+  CHECK(s.message() == "'x.json': field 'slices' is missing");
   j = PlanToJson(plan);
   j["slices"][0]["param"] = "nope.weight";
   Rehash(&j);  // as anyone editing a plan can
@@ -200,33 +199,31 @@ TEST_CASE("PlanFromJson refuses what is not a plan, or a plan of another format 
   j["layers"][1]["partition_dim"] = 2.56e27;
   Rehash(&j);
   CHECK(PlanFromJson(j, "x.json", &back).message() ==
-        "x.json: malformed plan: layers[1].partition_dim must be an integer from -2147483648 to 2147483647, "
-        "got 2.56e+27");
+        "'x.json': field 'layers[1].partition_dim' must be an integer in -2147483648..2147483647");
   j = PlanToJson(plan);
   j["slices"][0]["count"] = -1;
   Rehash(&j);
-  CHECK(Contains(PlanFromJson(j, "x.json", &back).message(), "slices[0].count must be an integer from 0 to"));
+  CHECK(Contains(PlanFromJson(j, "x.json", &back).message(), "'slices[0].count' must be an integer in 0.."));
   j = PlanToJson(plan);
   j["params"][0]["init"]["value"] = 1e300;
   Rehash(&j);
   CHECK(PlanFromJson(j, "x.json", &back).message() ==
-        "x.json: malformed plan: params[0].init.value must be a finite number, got 1e+300");
+        "'x.json': field 'params[0].init.value' must be a number from -3.40282e+38 to 3.40282e+38");
   // A field of the wrong type, or a null where an object belongs, is named, not reported as nlohmann's type
   // error.
   j = PlanToJson(plan);
   j["slices"][0]["param"] = 5;
   Rehash(&j);
   CHECK(PlanFromJson(j, "x.json", &back).message() ==
-        "x.json: malformed plan: slices[0].param must be a string, got '5'");
+        "'x.json': field 'slices[0].param' must be a string of 1..4096 bytes");
   j = PlanToJson(plan);
   j["workers"][0] = nullptr;
   Rehash(&j);
-  CHECK(PlanFromJson(j, "x.json", &back).message() == "x.json: malformed plan: workers[0] must be an object");
+  CHECK(PlanFromJson(j, "x.json", &back).message() == "'x.json': field 'workers[0]' must be an object");
   j = PlanToJson(plan);
   j["params"][0]["init"].erase("kind");
   Rehash(&j);
-  CHECK(PlanFromJson(j, "x.json", &back).message() ==
-        "x.json: malformed plan: params[0].init.kind is missing");
+  CHECK(PlanFromJson(j, "x.json", &back).message() == "'x.json': field 'params[0].init.kind' is missing");
 }
 
 TEST_CASE("a server's TCP endpoint needs a port others can dial") {

@@ -162,7 +162,7 @@ TEST_CASE("server endpoints come from base_port, or from the options, which must
   REQUIRE(ParseJob(MlpJob(three), "mlp.yaml", &job).ok());
   options.endpoints = {"inproc://only-one"};
   Status s = MakeDataParallelPlan(job, options, &plan);
-  CHECK(s.code() == Status::Code::kInvalidArgument);
+  CHECK(s.IsInvalidArgument());
   CHECK(s.message() == "the job has 3 servers but 1 endpoints were given");
 }
 

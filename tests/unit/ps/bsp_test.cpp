@@ -45,7 +45,7 @@ TEST_CASE("bsp: a get for the next version waits for every worker's update, then
   // A get for version 1 is parked: a client that waits 200 ms times out.
   auto impatient = Connect(f, 200);
   s = impatient->Call(f.Header(MsgType::kGet, 1, 0), {}, &reply);
-  CHECK(s.code() == Status::Code::kTimeout);
+  CHECK(s.IsTimeout());
   CHECK(s.message() == "server '" + f.endpoint + "' did not answer 'get' (step 1) within 1200 ms");
 
   // Worker 0 asks again and waits; worker 1's update releases it.
@@ -99,7 +99,7 @@ TEST_CASE("bsp: an update-get is answered, once every worker's update is in, wit
 
   // Alone, worker 0's update-get waits: a client giving up after 200 ms times out.
   Status s = impatient->Call(f.Header(MsgType::kUpdateGet, 0, 0), g0.Entries(), &reply0);
-  CHECK(s.code() == Status::Code::kTimeout);
+  CHECK(s.IsTimeout());
   CHECK(f.server->stats().version == 0);
 
   // Worker 1's update-get completes the step; it is answered with version 1,
@@ -133,7 +133,7 @@ TEST_CASE("bsp: a repeated update is dropped and answered; one for a future step
   const Grads doubled = MakeGrads(5, 0);
   REQUIRE(Update(worker0.get(), f, 0, 0, doubled, &reply).ok());
   Status s = Update(worker0.get(), f, 3, 0, g, &reply);
-  CHECK(s.code() == Status::Code::kInvalidArgument);
+  CHECK(s.IsInvalidArgument());
   CHECK(Contains(s.message(), "update for step 3 but layer 'fc' is at version 0"));
   ServerStats stats = f.server->stats();
   CHECK(stats.version == 0);
@@ -294,7 +294,7 @@ TEST_CASE(
   const auto start = std::chrono::steady_clock::now();
   Status s = worker0->Call(f.Header(MsgType::kGet, 1, 0), {}, &reply);
   const auto waited = std::chrono::steady_clock::now() - start;
-  CHECK(s.code() == Status::Code::kTimeout);
+  CHECK(s.IsTimeout());
   CHECK(s.message() ==
         "server '" + f.endpoint + "' gave up on 'get' (step 1): waited " + std::to_string(kTimeoutMs) +
             " ms for version 1; the table is at 0: layer 'fc' has step 0 from 1 of its 2 workers: "

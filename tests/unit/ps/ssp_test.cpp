@@ -175,7 +175,7 @@ TEST_CASE(
   // Steps 0 and 1 read at clocks 1 and 2; worker 1, at clock 0, never moves.
   REQUIRE(fast->Call(f.Header(MsgType::kUpdateGet, 0, 0), MakeGrads(0, 0).Entries(), &reply).ok());
   Status s = fast->Call(f.Header(MsgType::kUpdateGet, 1, 0), MakeGrads(0, 1).Entries(), &reply);
-  CHECK(s.code() == Status::Code::kTimeout);
+  CHECK(s.IsTimeout());
   CHECK(s.message() ==
         "server '" + f.endpoint + "' gave up on 'update-get' (step 1): waited " + std::to_string(kTimeoutMs) +
             " ms for version 2; the table is at 2: a read at clock 2 with staleness 1 needs every "

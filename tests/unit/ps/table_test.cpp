@@ -103,20 +103,20 @@ TEST_CASE("an update must carry whole layers of the sender's slices, and slices 
   TableFixture f;
   ServerTable table(f.config, true);
   std::vector<int> layers;
-  CHECK(table.MisheldSlices(Request(0, {{0, 12}, {1, 3}}).view, &layers).empty());
+  CHECK(table.CheckHeldSlices(Request(0, {{0, 12}, {1, 3}}).view, &layers).ok());
   CHECK(layers == std::vector<int>{0});
-  CHECK(table.MisheldSlices(Request(1, {{0, 12}, {1, 3}, {2, 6}, {3, 2}}).view, &layers).empty());
+  CHECK(table.CheckHeldSlices(Request(1, {{0, 12}, {1, 3}, {2, 6}, {3, 2}}).view, &layers).ok());
   CHECK(layers == std::vector<int>{0, 1});
   // Half a layer.
-  std::string why = table.MisheldSlices(Request(0, {{0, 12}}).view, &layers);
+  std::string why = table.CheckHeldSlices(Request(0, {{0, 12}}).view, &layers).message();
   CHECK(Contains(why, "from worker 0 carries 1 slices of layer 'fc'; the plan gives it 2"));
   // A slice of the wrong size, and one this server does not hold.
-  CHECK(Contains(table.MisheldSlices(Request(0, {{0, 11}, {1, 3}}).view, &layers),
+  CHECK(Contains(table.CheckHeldSlices(Request(0, {{0, 11}, {1, 3}}).view, &layers).message(),
                  "slice 0 of 11 floats does not match this server's table"));
-  CHECK(Contains(table.MismatchedSlice(Request(0, {{9, 3}}).view), "slice 9 of 3 floats"));
+  CHECK(Contains(table.CheckSlices(Request(0, {{9, 3}}).view).message(), "slice 9 of 3 floats"));
   // Nothing at all, from a worker that holds something here.
-  CHECK(
-      Contains(table.MisheldSlices(Request(0, {}).view, &layers), "carries no slices; the plan gives it 4"));
+  CHECK(Contains(table.CheckHeldSlices(Request(0, {}).view, &layers).message(),
+                 "carries no slices; the plan gives it 4"));
   Request both(0, {{0, 12}, {1, 3}, {2, 6}, {3, 2}});
   CHECK(table.EntriesOf(both.view, 1).size() == 2);
   CHECK(table.EntriesOf(both.view, 1)[0]->key == 2);
@@ -162,12 +162,12 @@ TEST_CASE(
 
   std::vector<int> touched;
   Request carrying_frozen(0, {{0, 12}, {1, 3}, {2, 6}, {3, 2}});
-  const std::string refusal = table.MisheldSlices(carrying_frozen.view, &touched);
+  const std::string refusal = table.CheckHeldSlices(carrying_frozen.view, &touched).message();
   INFO(refusal);
   CHECK(refusal.find("slice 0 of 'fc.weight'") != std::string::npos);
   CHECK(refusal.find("frozen (lr_mult 0)") != std::string::npos);
   Request exchanged(0, {{2, 6}, {3, 2}});
-  CHECK(table.MisheldSlices(exchanged.view, &touched).empty());
+  CHECK(table.CheckHeldSlices(exchanged.view, &touched).ok());
   CHECK(touched == std::vector<int>{0});
 
   table.AddGradients(table.EntriesOf(exchanged.view, 0));

@@ -245,13 +245,13 @@ TEST_CASE("batch loader: a bad record's error comes through Next, after the batc
     CHECK(b.size == 5);
   }
   s = loader.Next(&b);  // the batch with the bad record
-  CHECK(s.code() == Status::Code::kCorruption);
+  CHECK(s.IsCorruption());
   CHECK(Contains(s.message(), shards.Path(1)));
   CHECK(Contains(s.message(), "record 2"));
   CHECK(Contains(s.message(), "checksum mismatch"));
   // And again: the loader stops there.
   Status again = loader.Next(&b);
-  CHECK(again.code() == Status::Code::kCorruption);
+  CHECK(again.IsCorruption());
   CHECK(again.message() == s.message());
 }
 
@@ -260,7 +260,7 @@ TEST_CASE("batch loader: no shards, or shards of no records, is an error from Ne
   CHECK(loader.records() == 0);
   Batch b;
   Status s = loader.Next(&b);
-  CHECK(s.code() == Status::Code::kInvalidArgument);
+  CHECK(s.IsInvalidArgument());
   CHECK(s.message() == "the shards hold no records");
 }
 
@@ -358,7 +358,7 @@ TEST_CASE("shard scanner: a bad record's error names the file and the record") {
   ShardScanner scanner(&reader, 4);
   Batch b;
   Status s = scanner.Next(&b);
-  CHECK(s.code() == Status::Code::kCorruption);
+  CHECK(s.IsCorruption());
   CHECK(Contains(s.message(), shards.Path(0)));
   CHECK(Contains(s.message(), "record 1"));
 }

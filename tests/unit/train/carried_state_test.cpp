@@ -80,7 +80,7 @@ TEST_CASE(
 
   SUBCASE("another batch size") {
     Status s = files.Load(5, kBatch + 1, loaded.views(), &found);
-    CHECK(s.code() == Status::Code::kCorruption);
+    CHECK(s.IsCorruption());
     CHECK(Contains(s.message(), "'" + files.Path(5) +
                                     "' is not the state this worker saved for step 5: 124 bytes "
                                     "where the net's state for 4 rows takes 148"));

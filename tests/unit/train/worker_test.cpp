@@ -259,7 +259,7 @@ TEST_CASE("worker: an id outside the plan is refused, naming the id and the plan
   WorkerOptions o = Standalone(dir.path);
   o.id = 1;
   Run run = RunWorker(plan, o);
-  CHECK(run.status.code() == Status::Code::kInvalidArgument);
+  CHECK(run.status.IsInvalidArgument());
   CHECK(run.status.message() == "worker id 1 is not in the plan (it has 1 workers)");
   CHECK(run.records.empty());
   o.id = -1;
@@ -270,7 +270,7 @@ TEST_CASE("worker: an id outside the plan is refused, naming the id and the plan
   o.standalone = false;
   o.id = 4;
   run = RunWorker(four, o);
-  CHECK(run.status.code() == Status::Code::kInvalidArgument);
+  CHECK(run.status.IsInvalidArgument());
   CHECK(run.status.message() == "worker id 4 is not in the plan (it has 4 workers)");
 }
 
@@ -279,7 +279,7 @@ TEST_CASE("worker: missing shards are refused, naming the directory or the file"
   const Plan plan = MakeTinyPlan(TinyJob());
   // No directory at all.
   Run run = RunWorker(plan, Standalone(""));
-  CHECK(run.status.code() == Status::Code::kInvalidArgument);
+  CHECK(run.status.IsInvalidArgument());
   CHECK(run.status.message() == "no shard directory: set data.shards in the job or pass --shards");
   // A directory with no manifest.
   const std::string missing = dir.path + "/nowhere";
@@ -303,7 +303,7 @@ TEST_CASE("worker: too few shards for the plan's workers are refused, saying how
   o.id = 0;
   o.shard_dir = dir.path;
   const Run run = RunWorker(four, o);
-  CHECK(run.status.code() == Status::Code::kInvalidArgument);
+  CHECK(run.status.IsInvalidArgument());
   CHECK(run.status.message() ==
         "'" + dir.path + "' has 3 shards for 4 workers: shard it again with --shards 4");
 }
@@ -313,13 +313,13 @@ TEST_CASE("worker: shards of another record shape, and a grouped plan run standa
   WriteTinyShards(dir.path);
   const Plan other = MakeTinyPlan(TinyJob("display_every: 2", "nworkers_per_group: 1", "[1, 3, 2]"));
   Run run = RunWorker(other, Standalone(dir.path));
-  CHECK(run.status.code() == Status::Code::kInvalidArgument);
+  CHECK(run.status.IsInvalidArgument());
   CHECK(Contains(run.status.message(), dir.path + "/manifest.json"));
   CHECK(Contains(run.status.message(), "data layer 'data' expects"));
 
   const Plan grouped = MakeTinyPlan(TinyJob("display_every: 2", "nworkers_per_group: 2"), 2);
   run = RunWorker(grouped, Standalone(dir.path));
-  CHECK(run.status.code() == Status::Code::kInvalidArgument);
+  CHECK(run.status.IsInvalidArgument());
   CHECK(run.status.message() == "the plan runs groups of 2 workers: it cannot run standalone");
 }
 
