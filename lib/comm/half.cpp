@@ -94,9 +94,8 @@ void HalvesToFloatsScalar(const unsigned char* bytes, size_t count, float* value
 #if defined(__x86_64__)
 // x86-64's F16C instructions convert 8 values at once by the same IEEE rules
 // (rounding to nearest even is asked for; NaNs are quietened keeping the top
-// payload bits, as FloatToHalf does): several times faster than the loop
-// above, which is what a megabyte of gradients per step needs. Chosen at run
-// time: the build does not assume the CPU.
+// payload bits, as FloatToHalf does), several times faster than the loop
+// above. Chosen at run time: the build does not assume the CPU.
 __attribute__((target("avx,f16c"))) void FloatsToHalvesF16c(const float* values, size_t count,
                                                             unsigned char* bytes) {
   size_t i = 0;

@@ -1,7 +1,7 @@
 // Servers and workers allocate and free messages of tens of megabytes every
 // step. By default glibc maps each afresh and unmaps it when freed, so every
-// step pays page faults and zeroing for every byte it moves (a quarter of a
-// server's time, measured with perf). Keeping them on the heap reuses the pages.
+// step pays page faults and zeroing for every byte it moves. Keeping them on
+// the heap reuses the pages.
 #pragma once
 
 namespace shoal {

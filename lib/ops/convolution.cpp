@@ -12,9 +12,8 @@ namespace {
 // Images are convolved in groups: the group's im2col columns sit side by side
 // ([rows, group·cols]), so one sgemm covers the group. Per-image products are
 // too thin (N = Ho·Wo) for sgemm to run near peak; a whole batch's columns
-// would not fit in cache. This keeps the columns near kColumnBudget floats
-// (1 MB: measured a little faster than 4 MB on the Fashion-MNIST CNN, at one
-// thread and at two, where each thread has its own columns).
+// would not fit in cache. This keeps the columns near kColumnBudget floats;
+// each thread has its own columns.
 constexpr size_t kColumnBudget = 1 << 18;
 
 // A power of two: a record's arithmetic (which sgemm column it is) must not

@@ -30,8 +30,7 @@ int ParallelTasks(int n, int max_tasks) {
 // (Debian's libdnnl is built on OpenMP), so that the loops here and a
 // convolution on oneDNN share one set of threads. With a pool of our own
 // beside OpenMP's, OpenMP's threads, spinning after a primitive for the
-// next, took the cores our pool's threads wanted: the Fashion-MNIST CNN's
-// step at 2 threads took 25-34 ms, against 20-22 on OpenMP's alone.
+// next, took the cores our pool's threads wanted.
 void ParallelFor(int n, const std::function<void(int, int, int)>& fn, int max_tasks) {
   if (n <= 0) return;
   const int tasks = ParallelTasks(n, max_tasks);

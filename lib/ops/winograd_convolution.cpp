@@ -243,7 +243,7 @@ struct Tiling {
   // Floats from one point's block of `count` tile rows to the next point's:
   // a cache line more than the block, so that a tile's α² values, a block
   // apart, do not all fall in one cache set, as blocks of a power of two
-  // kilobytes would (the CNN's conv2, forward and backward: 20 ms → 17).
+  // kilobytes would.
   size_t point_stride(int count, int lanes) const { return static_cast<size_t>(count) * tw * lanes + kLanes; }
   // Floats of transformed inputs and of products for one group.
   size_t inputs_size() const { return points * point_stride(rows_per_group, in_lanes); }
@@ -503,14 +503,10 @@ class Winograd final : public FastConvolution {
   std::vector<float> u_, filters_, out_, scratch_;
 };
 
-// The fewest channels in and out Winograd pays at: the transforms' cost
+// The fewest channels in and out Winograd pays at. The transforms' cost
 // grows with the channels where the products' grows with their product, and
-// 6 × 6 tiles save fewer products than 8 × 8 (build/convolution_speed, batch
-// 64, one thread, forward and backward, Winograd against oneDNN's direct
-// kernel: 5 × 5, 32 → 64 channels on 14 × 14, 17 ms against 31; 16 → 32 on
-// 28 × 28, 21 against 35; 8 → 16, 12 against 14, half of each vector idle;
-// 3 × 3 on 28 × 28, 64 → 64, 54 against 105; 32 → 32, 19 against 28; 16 → 16,
-// 7.9 against 7.4).
+// 6 × 6 tiles save fewer products than 8 × 8. build/convolution_speed
+// measures a geometry against oneDNN's direct kernel.
 int MinChannels(int kernel) { return TileFor(kernel) == 8 ? 16 : 32; }
 
 }  // namespace
