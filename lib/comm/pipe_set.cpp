@@ -5,14 +5,14 @@
 namespace shoal {
 
 void PipeSet::Added(uint32_t pipe) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (removed_.count(pipe)) return;  // closed before its addition was reported
   open_.insert(pipe);
   ever_ = true;
 }
 
 void PipeSet::Removed(uint32_t pipe) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (removed_.insert(pipe).second) {
     removed_order_.push_back(pipe);
     if (removed_order_.size() > kRemembered) {
@@ -24,7 +24,7 @@ void PipeSet::Removed(uint32_t pipe) {
 }
 
 bool PipeSet::Empty() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return open_.empty();
 }
 
@@ -38,12 +38,12 @@ bool PipeSet::WaitEmpty(std::chrono::milliseconds limit) const {
 }
 
 bool PipeSet::Closed(uint32_t pipe) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return removed_.count(pipe) > 0;
 }
 
 std::chrono::milliseconds PipeSet::EmptyFor() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (!ever_ || !open_.empty()) return std::chrono::milliseconds(0);
   return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
                                                                empty_since_);

@@ -16,8 +16,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
-#include <mutex>
 #include <set>
+
+#include "core/mutex.h"
 
 namespace shoal {
 
@@ -37,12 +38,12 @@ class PipeSet {
   std::chrono::milliseconds EmptyFor() const;
 
  private:
-  mutable std::mutex mu_;
-  std::set<uint32_t> open_;
-  std::set<uint32_t> removed_;
-  std::deque<uint32_t> removed_order_;  // oldest first, to forget beyond kRemembered
-  bool ever_ = false;
-  std::chrono::steady_clock::time_point empty_since_{};
+  mutable Mutex mu_;
+  std::set<uint32_t> open_ GUARDED_BY(mu_);
+  std::set<uint32_t> removed_ GUARDED_BY(mu_);
+  std::deque<uint32_t> removed_order_ GUARDED_BY(mu_);  // oldest first, to forget beyond kRemembered
+  bool ever_ GUARDED_BY(mu_) = false;
+  std::chrono::steady_clock::time_point empty_since_ GUARDED_BY(mu_){};
 };
 
 }  // namespace shoal

@@ -72,31 +72,34 @@ void RpcClient::OnPipe(nng_pipe pipe, nng_pipe_ev event, void* arg) {
     c->pipes.Removed(id);
 }
 
-std::string RpcClient::Gone() const {
+Status RpcClient::CheckConnected() const {
   const std::chrono::milliseconds down = connection_->pipes.EmptyFor();
-  if (down < kLostAfter) return "";
-  return "server '" + endpoint_ + "' went away (its connection has been closed for " +
-         std::to_string(down.count() / 1000) + " s) while " + label_ + " waited for it to answer " +
-         Pending();
+  if (down < kLostAfter) return Status::Ok();
+  return Status::Unavailable("server '" + endpoint_ + "' went away (its connection has been closed for " +
+                             std::to_string(down.count() / 1000) + " s) while " + label_ +
+                             " waited for it to answer " + Pending());
 }
 
 void RpcClient::OnAio(void* arg) {
   auto* client = static_cast<RpcClient*>(arg);
-  std::lock_guard<std::mutex> lock(client->mu_);
+  MutexLock lock(&client->mu_);
   client->done_ = true;
-  client->done_cv_.notify_all();
+  client->done_cv_.SignalAll();
 }
 
-std::string RpcClient::AwaitDone(const std::string& what, const char* hint) {
-  std::unique_lock<std::mutex> lock(mu_);
+Status RpcClient::AwaitDone(const std::string& what, const char* hint) {
+  MutexLock lock(&mu_);
   const auto start = std::chrono::steady_clock::now();
   auto next_log = start + kWaitLogEvery;
-  while (!done_cv_.wait_for(lock, std::chrono::milliseconds(250), [&] { return done_; })) {
-    const std::string gone = Gone();
-    if (!gone.empty()) {
-      lock.unlock();
+  while (!done_) {
+    done_cv_.WaitUntil(std::chrono::steady_clock::now() + std::chrono::milliseconds(250));
+    if (done_) break;
+    const Status connected = CheckConnected();
+    if (!connected.ok()) {
+      mu_.Unlock();
       nng_aio_cancel(aio_);  // the callback runs; nng_aio_wait then returns at once
-      return gone;
+      mu_.Lock();
+      return connected;
     }
     const auto now = std::chrono::steady_clock::now();
     if (now < next_log) continue;
@@ -105,12 +108,12 @@ std::string RpcClient::AwaitDone(const std::string& what, const char* hint) {
         std::to_string(std::chrono::duration_cast<std::chrono::seconds>(now - start).count()) + " s of " +
         std::to_string(timeout_ms_ / 1000) + hint + ")");
   }
-  return "";
+  return Status::Ok();
 }
 
-std::string RpcClient::Wait(void (*op)(nng_ctx, nng_aio*), const std::string& what) {
+Status RpcClient::Wait(void (*op)(nng_ctx, nng_aio*), const std::string& what) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     done_ = false;
   }
   op(ctx_, aio_);
@@ -141,7 +144,7 @@ Status RpcClient::Send(const MsgHeader& header, const std::vector<EntryRef>& ent
     sending_ = false;
   }
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     done_ = false;
   }
   nng_msg* msg = nullptr;
@@ -169,14 +172,14 @@ Status RpcClient::Receive(Reply* reply) {
     // A request that cannot leave because the server's connection closed
     // (it died between two requests) is given up on as soon as the server
     // counts as gone, as a reply is, not at the end of the timeout.
-    const std::string gone =
+    const Status connected =
         AwaitDone("to reach server '" + endpoint_ + "' with " + Pending(), "; is it running?");
     nng_aio_wait(aio_);
     sending_ = false;
     int rv = nng_aio_result(aio_);
     if (rv != 0) {
       nng_msg_free(nng_aio_get_msg(aio_));
-      if (!gone.empty()) return Status::Unavailable(gone);
+      if (!connected.ok()) return connected;
       if (rv == NNG_ETIMEDOUT)
         return Status::Timeout("server '" + endpoint_ + "' did not take " + Pending() + " within " +
                                std::to_string(timeout_ms_) + " ms (is it running?)");
@@ -186,9 +189,9 @@ Status RpcClient::Receive(Reply* reply) {
   }
   const int reply_ms = timeout_ms_ + static_cast<int>(kServerAnswersFirst.count());
   nng_aio_set_timeout(aio_, reply_ms);
-  const std::string gone = Wait(nng_ctx_recv, "to answer " + Pending());
+  const Status connected = Wait(nng_ctx_recv, "to answer " + Pending());
   nng_aio_wait(aio_);
-  if (!gone.empty()) return Status::Unavailable(gone);
+  if (!connected.ok()) return connected;
   int rv = nng_aio_result(aio_);
   if (rv == NNG_ETIMEDOUT)
     return Status::Timeout("server '" + endpoint_ + "' did not answer " + Pending() + " within " +

@@ -7,10 +7,8 @@
 #include <nng/nng.h>
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -20,6 +18,7 @@
 #include "comm/socket_close.h"
 #include "comm/spare_message.h"
 #include "comm/tls.h"
+#include "core/mutex.h"
 #include "core/status.h"
 
 namespace shoal {
@@ -98,18 +97,19 @@ class RpcClient {
     ~Connection() { CloseSocket(socket, "the connection to server '" + endpoint + "'"); }
   };
   static void OnPipe(nng_pipe pipe, nng_pipe_ev event, void* arg);
-  // Why the connection counts as gone: connected once, down for kLostAfter.
-  std::string Gone() const;
+  // Unavailable, saying so, when the connection counts as gone: connected
+  // once, down for kLostAfter; Ok otherwise.
+  Status CheckConnected() const;
   Status OpenContext();
   // "'update-get' (step 3)": the pending request, for messages.
   std::string Pending() const;
   // Waits for the aio's operation (started) to complete, logging "still
   // waiting WHAT (N s of T HINT)" every kWaitLogEvery that it takes. Returns
-  // why it stopped waiting early, the operation cancelled: the server went
-  // away (Gone); empty otherwise.
-  std::string AwaitDone(const std::string& what, const char* hint);
+  // Unavailable when it stopped waiting early, the operation cancelled
+  // because the server went away (CheckConnected); Ok otherwise.
+  Status AwaitDone(const std::string& what, const char* hint) EXCLUDES(mu_);
   // Starts `op` on the aio and waits for it (AwaitDone): `what` says what for.
-  std::string Wait(void (*op)(nng_ctx, nng_aio*), const std::string& what);
+  Status Wait(void (*op)(nng_ctx, nng_aio*), const std::string& what) EXCLUDES(mu_);
   static void OnAio(void* arg);
 
   std::shared_ptr<Connection> connection_;
@@ -123,9 +123,9 @@ class RpcClient {
   std::string label_ = "this process";
   SpareMessage spare_;  // a recycled reply, for the next request
   // The aio's completions, which its callback signals (a long wait is logged).
-  std::mutex mu_;
-  std::condition_variable done_cv_;
-  bool done_ = true;
+  Mutex mu_;
+  CondVar done_cv_{&mu_};
+  bool done_ GUARDED_BY(mu_) = true;
 };
 
 }  // namespace shoal

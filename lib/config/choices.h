@@ -5,10 +5,9 @@
 
 #include <cstddef>
 #include <iterator>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "comm/message.h"
 
@@ -67,8 +66,9 @@ struct Named {
 
 // Each enum's names, in the enum's order.
 inline constexpr Named<UpdateRule> kUpdateRules[] = {
-    {UpdateRule::kSgd, "sgd"},         {UpdateRule::kMomentum, "momentum"}, {UpdateRule::kNesterov, "nesterov"},
-    {UpdateRule::kAdagrad, "adagrad"}, {UpdateRule::kRmsprop, "rmsprop"},   {UpdateRule::kAdam, "adam"},
+    {UpdateRule::kSgd, "sgd"},           {UpdateRule::kMomentum, "momentum"},
+    {UpdateRule::kNesterov, "nesterov"}, {UpdateRule::kAdagrad, "adagrad"},
+    {UpdateRule::kRmsprop, "rmsprop"},   {UpdateRule::kAdam, "adam"},
 };
 inline constexpr Named<Algorithm> kAlgorithms[] = {{Algorithm::kBp, "bp"}, {Algorithm::kCd, "cd"}};
 inline constexpr Named<LrDecay> kLrDecays[] = {

@@ -57,7 +57,8 @@ Status JsonFields::UnsignedAt(const nlohmann::json& v, const std::string& field,
                               uint64_t* out) const {
   // A tree built in code holds non-negative integers as signed ones.
   const bool whole = v.is_number_unsigned() || (v.is_number_integer() && v.get<int64_t>() >= 0);
-  if (!whole || v.get<uint64_t>() > max) return Error(field, "must be an integer in 0.." + std::to_string(max));
+  if (!whole || v.get<uint64_t>() > max)
+    return Error(field, "must be an integer in 0.." + std::to_string(max));
   *out = v.get<uint64_t>();
   return Status::Ok();
 }

@@ -39,7 +39,7 @@ void Fatal(const std::string& message) {
 void RateLimitedLog::Log(const std::string& message) {
   std::string note;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     const auto now = clock_();
     if (logged_ >= burst_ && now - last_ < interval_) {
       ++suppressed_;
@@ -57,7 +57,7 @@ void RateLimitedLog::Log(const std::string& message) {
 void RateLimitedLog::Flush() {
   uint64_t left_out = 0;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     left_out = suppressed_;
     suppressed_ = 0;
   }
@@ -65,7 +65,7 @@ void RateLimitedLog::Flush() {
 }
 
 uint64_t RateLimitedLog::suppressed() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return suppressed_total_;
 }
 

@@ -5,8 +5,9 @@
 
 #include <chrono>
 #include <cstdint>
-#include <mutex>
 #include <string>
+
+#include "core/mutex.h"
 
 namespace shoal {
 
@@ -37,13 +38,14 @@ class RateLimitedLog {
   uint64_t suppressed() const;
 
  private:
-  mutable std::mutex mu_;
-  int burst_;
-  std::chrono::milliseconds interval_;
-  Clock clock_;
-  int logged_ = 0;
-  uint64_t suppressed_ = 0, suppressed_total_ = 0;
-  std::chrono::steady_clock::time_point last_{};
+  mutable Mutex mu_;
+  const int burst_;
+  const std::chrono::milliseconds interval_;
+  const Clock clock_;
+  int logged_ GUARDED_BY(mu_) = 0;
+  uint64_t suppressed_ GUARDED_BY(mu_) = 0;
+  uint64_t suppressed_total_ GUARDED_BY(mu_) = 0;
+  std::chrono::steady_clock::time_point last_ GUARDED_BY(mu_){};
 };
 
 }  // namespace shoal

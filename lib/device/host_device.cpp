@@ -10,10 +10,10 @@ HostDevice::HostDevice(size_t budget_bytes) : Device(budget_bytes), thread_([thi
 
 HostDevice::~HostDevice() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     stop_ = true;
   }
-  queued_.notify_all();
+  queued_.SignalAll();
   thread_.join();
 }
 
@@ -28,42 +28,44 @@ void HostDevice::DoFree(void* memory) { std::free(memory); }
 
 void HostDevice::Queue(void* dst, const void* src, size_t bytes) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     queue_.push_back({dst, src, bytes});
     ++enqueued_;
   }
-  queued_.notify_one();
+  queued_.Signal();
 }
 
 uint64_t HostDevice::Mark() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return enqueued_;
 }
 
 Status HostDevice::WaitFor(uint64_t mark, int timeout_ms) {
-  std::unique_lock<std::mutex> lock(mu_);
-  if (done_.wait_for(lock, std::chrono::milliseconds(timeout_ms), [&] { return completed_ >= mark; }))
-    return Status::Ok();
+  MutexLock lock(&mu_);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  while (completed_ < mark)
+    if (!done_.WaitUntil(deadline) && completed_ < mark) break;
+  if (completed_ >= mark) return Status::Ok();
   return Status::Timeout(name() + ": copy " + std::to_string(mark) + " not done after " +
                          std::to_string(timeout_ms) + " ms (" + std::to_string(completed_) + " of " +
                          std::to_string(enqueued_) + " done)");
 }
 
 void HostDevice::Run() {
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   for (;;) {
-    queued_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+    while (!stop_ && queue_.empty()) queued_.Wait();
     if (queue_.empty()) return;  // stopping, nothing left
     const Copy c = queue_.front();
     queue_.pop_front();
-    lock.unlock();
+    mu_.Unlock();
     if (c.src)
       std::memcpy(c.dst, c.src, c.bytes);
     else
       std::memset(c.dst, 0, c.bytes);
-    lock.lock();
+    mu_.Lock();
     ++completed_;
-    done_.notify_all();
+    done_.SignalAll();
   }
 }
 

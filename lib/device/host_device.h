@@ -4,11 +4,10 @@
 // background), so all of it but the CUDA calls is tested on a CPU machine.
 #pragma once
 
-#include <condition_variable>
 #include <deque>
-#include <mutex>
 #include <thread>
 
+#include "core/mutex.h"
 #include "device/device.h"
 
 namespace shoal {
@@ -38,12 +37,12 @@ class HostDevice : public Device {
   void Queue(void* dst, const void* src, size_t bytes);
   void Run();
 
-  std::mutex mu_;
-  std::condition_variable queued_, done_;
-  std::deque<Copy> queue_;
-  uint64_t enqueued_ = 0;   // copies queued so far
-  uint64_t completed_ = 0;  // copies done so far (in queue order)
-  bool stop_ = false;
+  Mutex mu_;
+  CondVar queued_{&mu_}, done_{&mu_};
+  std::deque<Copy> queue_ GUARDED_BY(mu_);
+  uint64_t enqueued_ GUARDED_BY(mu_) = 0;   // copies queued so far
+  uint64_t completed_ GUARDED_BY(mu_) = 0;  // copies done so far (in queue order)
+  bool stop_ GUARDED_BY(mu_) = false;
   std::thread thread_;
 };
 

@@ -105,55 +105,55 @@ Status Checkpointer::Start() {
 
 void Checkpointer::Write(Checkpoint snapshot) {
   if (!enabled()) return;
-  std::unique_lock<std::mutex> lock(mu_);
-  changed_.wait(lock, [&] { return !pending_ || stopping_; });
+  MutexLock lock(&mu_);
+  while (pending_ && !stopping_) changed_.Wait();
   if (stopping_) return;
   pending_ = std::move(snapshot);
-  changed_.notify_all();
+  changed_.SignalAll();
 }
 
 Status Checkpointer::Flush() {
-  std::unique_lock<std::mutex> lock(mu_);
-  changed_.wait(lock, [&] { return (!pending_ && !writing_) || !thread_.joinable(); });
+  MutexLock lock(&mu_);
+  while ((pending_ || writing_) && thread_.joinable()) changed_.Wait();
   return std::exchange(failure_, Status::Ok());
 }
 
 void Checkpointer::Stop() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (!thread_.joinable()) return;
   }
   static_cast<void>(Flush());  // what failed was reported to whoever asked Flush
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     stopping_ = true;
-    changed_.notify_all();
+    changed_.SignalAll();
   }
   thread_.join();
 }
 
 uint64_t Checkpointer::written() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return written_;
 }
 
 int64_t Checkpointer::last_step() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return last_step_;
 }
 
 void Checkpointer::Loop() {
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   while (true) {
-    changed_.wait(lock, [&] { return pending_ || stopping_; });
+    while (!pending_ && !stopping_) changed_.Wait();
     if (!pending_) return;  // stopping, nothing left
     Checkpoint ckpt = std::move(*pending_);
     pending_.reset();
     writing_ = true;
-    changed_.notify_all();  // room for the next snapshot while this one is written
-    lock.unlock();
+    changed_.SignalAll();  // room for the next snapshot while this one is written
+    mu_.Unlock();
     Status s = WriteAndPrune(ckpt);
-    lock.lock();
+    mu_.Lock();
     writing_ = false;
     if (s.ok()) {
       ++written_;
@@ -161,7 +161,7 @@ void Checkpointer::Loop() {
     } else if (failure_.ok())
       failure_ = s;
     if (!s.ok()) Log(s.ToString());
-    changed_.notify_all();
+    changed_.SignalAll();
   }
 }
 

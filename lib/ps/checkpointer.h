@@ -4,14 +4,13 @@
 // checkpoint (dl-server --resume). Files: lib/ckpt/checkpoint.h.
 #pragma once
 
-#include <condition_variable>
 #include <cstdint>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
 
 #include "ckpt/checkpoint.h"
+#include "core/mutex.h"
 #include "ps/table.h"
 
 namespace shoal {
@@ -53,13 +52,14 @@ class Checkpointer {
   std::string dir_;
   int server_;
   int keep_;
-  mutable std::mutex mu_;
-  std::condition_variable changed_;
-  std::optional<Checkpoint> pending_;
-  bool writing_ = false, stopping_ = false;
-  uint64_t written_ = 0;
-  int64_t last_step_ = -1;
-  Status failure_;
+  mutable Mutex mu_;
+  CondVar changed_{&mu_};
+  std::optional<Checkpoint> pending_ GUARDED_BY(mu_);
+  bool writing_ GUARDED_BY(mu_) = false;
+  bool stopping_ GUARDED_BY(mu_) = false;
+  uint64_t written_ GUARDED_BY(mu_) = 0;
+  int64_t last_step_ GUARDED_BY(mu_) = -1;
+  Status failure_ GUARDED_BY(mu_);
   std::thread thread_;
 };
 

@@ -17,23 +17,30 @@ ParameterServer::ParameterServer(const Plan& plan, ServerOptions options)
   config_status_ = MakeServerConfig(plan, options_.id, &config_);
 }
 
-Status ParameterServer::Start() {
-  SHOAL_RETURN_IF_ERROR(config_status_);
+Status ParameterServer::Prepare() {
   stats_.updates_from.assign(config_.workers, 0);
   lives_.assign(config_.workers, WorkerLife());
   model_ = MakeConsistency(config_, &stats_);
   table_ = std::make_unique<ServerTable>(config_, TraitsOf(config_.consistency).takes_gradients);
   SHOAL_RETURN_IF_ERROR(table_->init_status());
+  return options_.resume_dir.empty() ? Status::Ok() : Resume();
+}
+
+Status ParameterServer::Start() {
+  SHOAL_RETURN_IF_ERROR(config_status_);
+  {
+    MutexLock lock(&mu_);
+    SHOAL_RETURN_IF_ERROR(Prepare());
+  }
+  SHOAL_RETURN_IF_ERROR(checkpointer_.Start());
   if (!config_.sync_neighbours.empty()) {
     sync_ = std::make_unique<ServerSync>(config_, [this](auto* values) {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       values->clear();
       for (const auto& [key, s] : table_->slices()) values->emplace_back(key, s.value);
     });
     sync_->Start();
   }
-  if (!options_.resume_dir.empty()) SHOAL_RETURN_IF_ERROR(Resume());
-  SHOAL_RETURN_IF_ERROR(checkpointer_.Start());
   // Room for every worker's parked requests (one per layer, and one more for
   // a get, a join or a done) plus a few tools.
   const int slots = config_.workers * (static_cast<int>(config_.layers.size()) + 2) + 8;
@@ -41,7 +48,7 @@ Status ParameterServer::Start() {
       config_.endpoint, slots,
       [this](int slot, const MessageView& req, uint32_t pipe) { Handle(slot, req, pipe); },
       [this](const Status& why) {
-        std::lock_guard<std::mutex> lock(mu_);
+        MutexLock lock(&mu_);
         ++stats_.bad_requests;
         refusals_.Log("refused a request: " + why.ToString());
       },
@@ -50,20 +57,20 @@ Status ParameterServer::Start() {
 }
 
 void ParameterServer::Stop(const Status& why) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   shutdown_ = true;
   stop_reason_ = why;
-  changed_.notify_all();
+  changed_.SignalAll();
 }
 
 Status ParameterServer::Run() {
-  std::unique_lock<std::mutex> lock(mu_);
+  mu_.Lock();
   last_request_ = last_connected_ = std::chrono::steady_clock::now();
   // Watched often enough that a parked done (deadline: half the timeout) is
   // answered well within the worker's own wait.
   const auto watch_every = std::chrono::milliseconds(std::clamp(config_.timeout_ms / 4, 1, 200));
   while (!finished_ && !shutdown_ && failure_.ok()) {
-    changed_.wait_for(lock, watch_every);
+    changed_.WaitUntil(std::chrono::steady_clock::now() + watch_every);
     Watch(std::chrono::steady_clock::now());
   }
   // A BSP server stopped mid-step (shut down, or given up on) may hold a
@@ -88,12 +95,14 @@ Status ParameterServer::Run() {
   const std::string stopping = "server " + std::to_string(config_.id) + " is stopping (" +
                                (why.ok() ? "shut down" : why.ToString()) + ")";
   parked_.DropAll([&](const ParkedRequests::Parked& p) {
+    mu_.AssertHeld();  // DropAll calls back on this thread
     MsgHeader h{going_away ? MsgType::kStopping : MsgType::kError, config_.plan_hash_value, table_->version(),
                 static_cast<uint32_t>(config_.id)};
     rpc_.Reply(p.slot, h, {}, stopping);
   });
   const bool finished = finished_;
-  lock.unlock();
+  const Status failure = failure_;
+  mu_.Unlock();
   Status written = checkpointer_.Flush();
   if (sync_) sync_->Stop();
   if (finished) {
@@ -104,12 +113,11 @@ Status ParameterServer::Run() {
   }
   rpc_.Close();
   refusals_.Flush();
-  if (!failure_.ok()) return failure_;
-  return written;
+  return failure.ok() ? written : failure;
 }
 
 ServerStats ParameterServer::stats() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return StatsNow();
 }
 
@@ -136,6 +144,7 @@ void ParameterServer::Watch(std::chrono::steady_clock::time_point now) {
   // A done parked that long is told to ask again: its worker hears that the
   // server lives while the others train on, however long they take.
   parked_.Expire(now, [&](const ParkedRequests::Parked& p) {
+    mu_.AssertHeld();  // Expire calls back on this thread
     if (p.done)
       return ReplyWait(p.slot, std::to_string(table_->done_count()) + " of " +
                                    std::to_string(config_.served) + " workers done");
@@ -161,9 +170,10 @@ void ParameterServer::Watch(std::chrono::steady_clock::time_point now) {
 }
 
 void ParameterServer::AwaitWorkersHangUp() {
-  std::unique_lock<std::mutex> lock(mu_);
-  changed_.wait_for(lock, std::chrono::milliseconds(config_.timeout_ms),
-                    [&] { return !AnyWorkerConnected(); });
+  MutexLock lock(&mu_);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(config_.timeout_ms);
+  while (AnyWorkerConnected() && changed_.WaitUntil(deadline)) {
+  }
 }
 
 bool ParameterServer::AnyWorkerConnected() const {
@@ -173,19 +183,19 @@ bool ParameterServer::AnyWorkerConnected() const {
 }
 
 void ParameterServer::PipeClosed(uint32_t pipe) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   for (WorkerLife& life : lives_)
     if (life.pipe == pipe) life.connected = false;
-  changed_.notify_all();  // AwaitWorkersHangUp
+  changed_.SignalAll();  // AwaitWorkersHangUp
 }
 
 void ParameterServer::Handle(int slot, const MessageView& req, uint32_t pipe) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   Timed timed(&handling_);
   ++requests_;
   // A done worker asking again is no progress: the watchdog still sees the others stall.
   if (!RepeatedDone(req.header)) last_request_ = std::chrono::steady_clock::now();
-  changed_.notify_all();
+  changed_.SignalAll();
   if (req.header.plan_hash != config_.plan_hash_value) {
     ReplyError(slot, "request for plan " + HexU64(req.header.plan_hash) + ", this server runs plan " +
                          config_.plan_hash);
@@ -209,7 +219,7 @@ void ParameterServer::Handle(int slot, const MessageView& req, uint32_t pipe) {
       if (options_.incarnation != 0 && req.header.incarnation != options_.incarnation)
         return ReplyError(slot, "a shutdown names this server's incarnation (its supervisor knows it)");
       shutdown_ = true;
-      changed_.notify_all();
+      changed_.SignalAll();
       return ReplyOk(slot);
     case MsgType::kUpdate:
     case MsgType::kUpdateGet:
@@ -308,7 +318,10 @@ void ParameterServer::HandleUpdate(int slot, const MessageView& req) {
   else
     ++stats_.updates_repeated;
   stats_.updates_from[sender] += table_->NextStepOf(sender) - clock;
-  model_->AfterUpdate(*table_, [this] { CatchUp(); });
+  model_->AfterUpdate(*table_, [this] {
+    mu_.AssertHeld();  // AfterUpdate calls back on this thread
+    CatchUp();
+  });
   // One round trip per step and lane: the reply carries the next version
   // of the layers updated, once the model lets it be read.
   if (req.header.type == MsgType::kUpdateGet)
@@ -435,6 +448,7 @@ void ParameterServer::HandleJoin(int slot, const MessageView& req, uint32_t pipe
         " rejoins as incarnation " + HexU64(incarnation) + " (was " + HexU64(life.incarnation) + ")");
     // What the old life left waiting has nobody to answer, and would count against the new one's requests.
     parked_.DropFrom(sender, [&](const ParkedRequests::Parked& p) {
+      mu_.AssertHeld();  // DropFrom calls back on this thread
       ReplyError(p.slot,
                  "worker " + std::to_string(sender) + " rejoined as incarnation " + HexU64(incarnation));
     });
@@ -478,8 +492,12 @@ void ParameterServer::ReplyTimedOut(int slot, const std::string& why) {
 void ParameterServer::ServeParked() {
   const bool all_done = table_->done_count() == config_.served;
   const int answered_done = parked_.AnswerReady(
-      [&](const ParkedRequests::Parked& p) { return p.done ? all_done : model_->Ready(*table_, p.read); },
       [&](const ParkedRequests::Parked& p) {
+        mu_.AssertHeld();  // AnswerReady calls back on this thread
+        return p.done ? all_done : model_->Ready(*table_, p.read);
+      },
+      [&](const ParkedRequests::Parked& p) {
+        mu_.AssertHeld();
         if (p.done)
           ReplyParams(p.slot, p.read.worker, {});
         else
@@ -487,7 +505,7 @@ void ParameterServer::ServeParked() {
       });
   if (all_done && answered_done > 0) {
     finished_ = true;
-    changed_.notify_all();
+    changed_.SignalAll();
   }
 }
 
@@ -516,6 +534,7 @@ void ParameterServer::ReplyParams(int slot, int worker, const std::vector<int>& 
   const ValueEncoding encoding = worker < 0 ? ValueEncoding::kF32 : config_.wire;
   std::vector<EntryRef> entries;
   auto add = [&](uint32_t key) {
+    mu_.AssertHeld();
     const ServerTable::Slice& s = table_->slice(key);
     entries.push_back(
         {key, s.value.data(), static_cast<uint32_t>(s.value.size()), encoding, table_->AlsoAt(s)});
@@ -563,7 +582,7 @@ Status ParameterServer::Resume() {
 }
 
 nlohmann::json ParameterServer::Report() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return StatsJson();
 }
 

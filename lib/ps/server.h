@@ -1,54 +1,22 @@
 // dl-server's core: one shard of the parameter table behind an RpcServer.
 // It validates each request, keeps the bookkeeping every consistency model
-// shares, and hands the rest to its parts:
-//   lib/ps/server_config.h  what it knows of the plan, worked out once
-//   lib/ps/table.h          the slices, layers, versions and clocks
-//   lib/ps/consistency.h    when gradients are applied and reads answered
-//                           (bsp, async, ssp, easgd: one file pair each)
-//   lib/ps/parked.h         the reads and dones answered later
-//   lib/ps/checkpointer.h   snapshots written on a thread of their own
-//   lib/ps/server_sync.h    distributed Hogwild's syncs between server groups
-//
-// In a hybrid plan a worker holds only some slices (lib/plan/partition.h):
-// it sends their gradients and receives their values. Gradients are summed
-// per slice and divided by the number of workers: a partitioned layer's
-// gradient is computed over its whole group's records, so this is the
-// average over every record either way.
-// An update carries whole layers: for each layer it touches, every slice of
-// it the sender holds here. A worker that overlaps communication with
-// computation (train.overlap) sends one update-get per lane of layers as
-// backprop produces them, the top lane first; otherwise one for all its
-// layers. An update-get is an update answered like a read of the next
-// version of the layers it carries: one round trip per step and lane.
-// Gradients may arrive as fp16 (cluster.wire) and are summed and applied in
-// fp32; a worker's slices go back in the wire's encoding.
-// A worker that rejoins after a crash asks where to go on (join) and repeats
-// the step it was in: an update of a layer's step already taken in is
-// dropped and answered as the first one was, so nothing is applied twice.
-// Each life of a worker process has an incarnation (every request carries
-// it): a join of a new one while the old one is still connected is told to
-// wait (the old connection's close may not have been heard yet; the joiner
-// gives up after a few seconds: two processes claim one worker id), and once
-// it has joined, requests of the old one are refused. A server whose workers have all been gone for
-// cluster.lease_ms stops: their supervisor has died, and nobody is coming.
-// A worker's `done` waits until every worker is done and is answered with
-// the final parameters; then the server checkpoints and exits. Meanwhile it
-// is answered `wait` every half cluster.timeout_ms and asked again, so a
-// worker that ends early waits as long as the others train (the server's
-// watchdog, which a done asked again does not feed, still bounds it).
+// shares, and hands the rest to its parts: server_config.h (the plan, worked
+// out once), table.h (slices, layers, versions), consistency.h (when
+// gradients apply and reads are answered), parked.h (requests answered
+// later), checkpointer.h and server_sync.h. The protocol it serves (requests,
+// joins, incarnations, leases, done) is in docs/design.md.
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "comm/rpc_server.h"
 #include "core/log.h"
+#include "core/mutex.h"
 #include "core/time_sum.h"
 #include "plan/plan.h"
 #include "ps/checkpointer.h"
@@ -76,26 +44,33 @@ struct ServerOptions {
 
 class ParameterServer {
  public:
-  // Works out what it needs of `plan` (which it does not keep).
+  // Works out what it needs of `plan` (which it does not keep); a plan this
+  // server cannot serve makes Start fail.
   ParameterServer(const Plan& plan, ServerOptions options);
   // Stops the NNG callbacks before the state they use goes away.
   ~ParameterServer() { rpc_.Close(); }
 
-  // Initialises this server's slices and listens on its endpoint.
-  Status Start();
-  // Serves until every worker is done or a shutdown request comes; gives up
-  // when no request arrives for the plan's timeout. Writes a final checkpoint
-  // unless it stops mid-step under BSP.
-  Status Run();
+  // Initialises this server's slices (from --resume's checkpoint where
+  // given) and listens on its endpoint. InvalidArgument for a plan or
+  // checkpoint that does not fit, IOError for one that cannot be read or an
+  // endpoint it cannot listen on.
+  Status Start() EXCLUDES(mu_);
+  // Serves until every worker is done or a shutdown request comes, then
+  // writes a final checkpoint (unless it stops mid-step under BSP). Returns
+  // Timeout when no request came for the plan's timeout, Unavailable when no
+  // worker was connected for its lease, the Status Stop was given, or
+  // IOError when a checkpoint could not be written.
+  Status Run() EXCLUDES(mu_);
   // Stops Run as a shutdown request would (from another thread: the worker
   // hosting this server failed, and `why` says how). The requests it still
   // holds hear `why`: a peer's failure (timeout, unavailable) or none as the
   // server going away (`stopping`: a supervisor restarts them), any other
   // as an error no restart mends (exit 1, as their host's).
-  void Stop(const Status& why = Status::Ok());
-  ServerStats stats();
+  void Stop(const Status& why = Status::Ok()) EXCLUDES(mu_);
+  // The counters now; never fails.
+  ServerStats stats() EXCLUDES(mu_);
   // The counters as dl-server prints them and kStats answers them.
-  nlohmann::json Report();
+  nlohmann::json Report() EXCLUDES(mu_);
 
  private:
   // One life of a worker as this server knows it.
@@ -105,79 +80,80 @@ class ParameterServer {
     bool connected = false;    // that connection is open
   };
 
-  void Handle(int slot, const MessageView& request, uint32_t pipe);
-  void HandleWorkerRequest(int slot, const MessageView& request, uint32_t pipe);
+  void Handle(int slot, const MessageView& request, uint32_t pipe) EXCLUDES(mu_);
+  void HandleWorkerRequest(int slot, const MessageView& request, uint32_t pipe) REQUIRES(mu_);
   // Ok if a worker's request comes from its current incarnation;
   // InvalidArgument naming the incarnation it comes from otherwise.
-  Status CheckIncarnation(const MessageView& request, uint32_t pipe);
-  void PipeClosed(uint32_t pipe);
+  Status CheckIncarnation(const MessageView& request, uint32_t pipe) REQUIRES(mu_);
+  void PipeClosed(uint32_t pipe) EXCLUDES(mu_);
   // Whether some worker this server serves is connected now.
-  bool AnyWorkerConnected() const;
-  // A finished server's last wait before its socket closes: a worker hangs
-  // up once it has read its done's reply, which carries its whole share of
-  // the parameters, seconds on a slow or shared link (a data-parallel
-  // worker's 119 MB of configs/models/fc-heavy.yaml, two workers to a
-  // 1 Gbit/s NIC: bench/hybrid_netns.sh). Up to cluster.timeout_ms.
-  void AwaitWorkersHangUp();
+  bool AnyWorkerConnected() const REQUIRES(mu_);
+  // A finished server's last wait before its socket closes, up to
+  // cluster.timeout_ms. A worker hangs up once it has read its done's reply,
+  // which carries its whole share of the parameters: seconds on a slow or
+  // shared link.
+  void AwaitWorkersHangUp() EXCLUDES(mu_);
   // Run's watch, every fraction of a second: parked reads past their
   // deadline, no request for the timeout, no worker for the lease.
-  void Watch(std::chrono::steady_clock::time_point now);
-  void HandleGet(int slot, const MessageView& request);
-  void HandleUpdate(int slot, const MessageView& request);
-  void HandleExchange(int slot, const MessageView& request);
-  void HandlePut(int slot, const MessageView& request);
-  void HandleSync(int slot, const MessageView& request);
-  void HandleMetric(int slot, const MessageView& request);
-  void HandleJoin(int slot, const MessageView& request, uint32_t pipe);
-  void HandleDone(int slot, const MessageView& request);
+  void Watch(std::chrono::steady_clock::time_point now) REQUIRES(mu_);
+  void HandleGet(int slot, const MessageView& request) REQUIRES(mu_);
+  void HandleUpdate(int slot, const MessageView& request) REQUIRES(mu_);
+  void HandleExchange(int slot, const MessageView& request) REQUIRES(mu_);
+  void HandlePut(int slot, const MessageView& request) REQUIRES(mu_);
+  void HandleSync(int slot, const MessageView& request) REQUIRES(mu_);
+  void HandleMetric(int slot, const MessageView& request) REQUIRES(mu_);
+  void HandleJoin(int slot, const MessageView& request, uint32_t pipe) REQUIRES(mu_);
+  void HandleDone(int slot, const MessageView& request) REQUIRES(mu_);
   // Answers `read` now if the model allows, else parks it.
-  void ReadOrPark(int slot, const Read& read, uint32_t sender);
+  void ReadOrPark(int slot, const Read& read, uint32_t sender) REQUIRES(mu_);
   static constexpr size_t kToolRequestsWaiting = 4;
-  void Answer(int slot, const Read& read);
-  void ServeParked();
+  void Answer(int slot, const Read& read) REQUIRES(mu_);
+  void ServeParked() REQUIRES(mu_);
   // Advances the table to the version the model says it has reached, with
   // what each new version brings (a sync due, a checkpoint due).
-  void CatchUp();
-  void Checkpoint();
+  void CatchUp() REQUIRES(mu_);
+  void Checkpoint() REQUIRES(mu_);
   // Answers with worker `worker`'s slices of `layers` (none: of every layer;
   // worker -1: every slice); `step` defaults to their version.
-  void ReplyParams(int slot, int worker, const std::vector<int>& layers, uint64_t step = ~0ull);
-  void ReplyOk(int slot);
-  void ReplyError(int slot, const std::string& why);
+  void ReplyParams(int slot, int worker, const std::vector<int>& layers, uint64_t step = ~0ull) REQUIRES(mu_);
+  void ReplyOk(int slot) REQUIRES(mu_);
+  void ReplyError(int slot, const std::string& why) REQUIRES(mu_);
   // Not yet, and why: a parked done (not every worker is done), or a join
   // while the worker's previous life still counts as connected.
-  void ReplyWait(int slot, const std::string& why);
-  void ReplyTimedOut(int slot, const std::string& why);  // a parked read past its deadline
-  bool RepeatedDone(const MsgHeader& header) const;
-  Status Resume();
-  // What the counters say now, and the same as the JSON a stats request gets (mu_ held).
-  ServerStats StatsNow() const;
-  nlohmann::json StatsJson();
+  void ReplyWait(int slot, const std::string& why) REQUIRES(mu_);
+  void ReplyTimedOut(int slot, const std::string& why) REQUIRES(mu_);  // a parked read past its deadline
+  bool RepeatedDone(const MsgHeader& header) const REQUIRES(mu_);
+  // The table, its model and its bookkeeping, resumed from a checkpoint where asked.
+  Status Prepare() REQUIRES(mu_);
+  Status Resume() REQUIRES(mu_);
+  // What the counters say now, and the same as the JSON a stats request gets.
+  ServerStats StatsNow() const REQUIRES(mu_);
+  nlohmann::json StatsJson() REQUIRES(mu_);
 
   Status config_status_;
   ServerConfig config_;
   ServerOptions options_;
   RpcServer rpc_;
 
-  std::mutex mu_;
-  std::condition_variable changed_;
-  ServerStats stats_;
+  Mutex mu_;
+  CondVar changed_{&mu_};
+  ServerStats stats_ GUARDED_BY(mu_);
   TimeSum handling_;  // in Handle
-  std::unique_ptr<Consistency> model_;
-  std::unique_ptr<ServerTable> table_;
-  ParkedRequests parked_;
+  std::unique_ptr<Consistency> model_ GUARDED_BY(mu_);
+  std::unique_ptr<ServerTable> table_ GUARDED_BY(mu_);
+  ParkedRequests parked_ GUARDED_BY(mu_);
   Checkpointer checkpointer_;
   std::unique_ptr<ServerSync> sync_;  // several server groups
   RateLimitedLog refusals_;
-  nlohmann::json metric_;          // the last evaluation a worker reported
-  std::vector<WorkerLife> lives_;  // per worker of the plan
-  bool any_joined_ = false;
-  std::chrono::steady_clock::time_point last_request_, last_connected_;
-  bool finished_ = false;
-  bool shutdown_ = false;
-  Status stop_reason_;  // Stop's `why`
-  uint64_t requests_ = 0;
-  Status failure_;
+  nlohmann::json metric_ GUARDED_BY(mu_);          // the last evaluation a worker reported
+  std::vector<WorkerLife> lives_ GUARDED_BY(mu_);  // per worker of the plan
+  bool any_joined_ GUARDED_BY(mu_) = false;
+  std::chrono::steady_clock::time_point last_request_ GUARDED_BY(mu_), last_connected_ GUARDED_BY(mu_);
+  bool finished_ GUARDED_BY(mu_) = false;
+  bool shutdown_ GUARDED_BY(mu_) = false;
+  Status stop_reason_ GUARDED_BY(mu_);  // Stop's `why`
+  uint64_t requests_ GUARDED_BY(mu_) = 0;
+  Status failure_ GUARDED_BY(mu_);
 };
 
 }  // namespace shoal

@@ -17,16 +17,16 @@ void ServerSync::Start() {
 }
 
 void ServerSync::Trigger() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   pending_ = true;
-  due_.notify_all();
+  due_.SignalAll();
 }
 
 void ServerSync::Stop() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     stopping_ = true;
-    due_.notify_all();
+    due_.SignalAll();
   }
   if (thread_.joinable()) thread_.join();
 }
@@ -49,8 +49,8 @@ void ServerSync::Loop() {
   std::vector<std::pair<uint32_t, std::vector<float>>> values;
   while (true) {
     {
-      std::unique_lock<std::mutex> lock(mu_);
-      due_.wait(lock, [&] { return pending_ || stopping_; });
+      MutexLock lock(&mu_);
+      while (!pending_ && !stopping_) due_.Wait();
       if (stopping_) return;
       pending_ = false;
     }

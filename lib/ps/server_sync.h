@@ -8,14 +8,13 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
-#include <mutex>
 #include <thread>
 #include <vector>
 
 #include "comm/message.h"
+#include "core/mutex.h"
 #include "ps/server_config.h"
 
 namespace shoal {
@@ -41,9 +40,10 @@ class ServerSync {
 
   const ServerConfig& config_;
   Snapshot snapshot_;
-  std::mutex mu_;
-  std::condition_variable due_;
-  bool pending_ = false, stopping_ = false;
+  Mutex mu_;
+  CondVar due_{&mu_};
+  bool pending_ GUARDED_BY(mu_) = false;
+  bool stopping_ GUARDED_BY(mu_) = false;
   std::thread thread_;
   std::atomic<uint64_t> sent_{0}, failed_{0};
 };

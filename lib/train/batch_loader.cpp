@@ -34,10 +34,10 @@ BatchLoader::BatchLoader(std::vector<std::unique_ptr<ShardReader>> shards, int b
 
 BatchLoader::~BatchLoader() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     stop_ = true;
   }
-  cv_.notify_all();
+  cv_.SignalAll();
   thread_.join();
 }
 
@@ -87,30 +87,30 @@ Status BatchLoader::ReadStreams(Batch* b) {
 void BatchLoader::Produce() {
   for (;;) {
     {
-      std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [&] { return stop_ || ready_.size() < depth_; });
+      MutexLock lock(&mu_);
+      while (!stop_ && ready_.size() >= depth_) cv_.Wait();
       if (stop_) return;
     }
     Batch b;
     Status s = total_ == 0 ? Status::InvalidArgument("the shards hold no records") : ReadBatch(&b);
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (!s.ok()) {
       error_ = s;
-      cv_.notify_all();
+      cv_.SignalAll();
       return;
     }
     ready_.push_back(std::move(b));
-    cv_.notify_all();
+    cv_.SignalAll();
   }
 }
 
 Status BatchLoader::Next(Batch* out) {
-  std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait(lock, [&] { return !ready_.empty() || !error_.ok(); });
+  MutexLock lock(&mu_);
+  while (ready_.empty() && error_.ok()) cv_.Wait();
   if (ready_.empty()) return error_;
   *out = std::move(ready_.front());
   ready_.pop_front();
-  cv_.notify_all();
+  cv_.SignalAll();
   return Status::Ok();
 }
 

@@ -2,14 +2,13 @@
 // reading and checking records overlaps computation.
 #pragma once
 
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <memory>
-#include <mutex>
 #include <thread>
 #include <vector>
 
+#include "core/mutex.h"
 #include "core/status.h"
 #include "data/shard.h"
 
@@ -68,11 +67,11 @@ class BatchLoader {
   std::vector<uint64_t> first_batches_;  // the first pass's order of whole batches
   size_t record_floats_ = 0;
 
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<Batch> ready_;
-  Status error_;
-  bool stop_ = false;
+  Mutex mu_;
+  CondVar cv_{&mu_};
+  std::deque<Batch> ready_ GUARDED_BY(mu_);
+  Status error_ GUARDED_BY(mu_);
+  bool stop_ GUARDED_BY(mu_) = false;
   std::thread thread_;
 };
 
