@@ -168,13 +168,17 @@ double StepComputeSeconds(const std::vector<LayerFacts>& layers, const Grouping&
   return seconds;
 }
 
-LayerCost NodeCost(const LayerFacts& layer, Choice choice, const Grouping& g, const ClusterProfile& p) {
-  LayerCost cost;
+namespace {
+
+// The share of a layer's work the busiest worker of a group does under `choice`.
+double ShareOf(const LayerFacts& layer, Choice choice, int m) {
+  return choice == Choice::kNone ? 1.0 : choice == Choice::kModel ? SplitShares(layer.units, m).max : 1.0 / m;
+}
+
+// The busiest worker's forward seconds for the layer.
+double ComputeSeconds(const LayerFacts& layer, Choice choice, const Grouping& g, const ClusterProfile& p) {
   const int m = g.group_size;
   const double records = g.records_per_group();
-  const double share = choice == Choice::kNone    ? 1.0
-                       : choice == Choice::kModel ? SplitShares(layer.units, m).max
-                                                  : 1.0 / m;
   // A worker computes its records (data parallel) or its share of the group's;
   // a recurrence's chained products have only the batch's rows, the others
   // every step's at once.
@@ -194,20 +198,19 @@ LayerCost NodeCost(const LayerFacts& layer, Choice choice, const Grouping& g, co
   const Shares parts = choice == Choice::kModel ? SplitShares(layer.units, m) : Shares{1.0, 1.0};
   const double per_record = std::max(part_seconds(parts.max), part_seconds(parts.min));
   // A data-parallel worker computes 1/m of the group's records, the others all of them.
-  cost.compute_s = per_record * records * (choice == Choice::kData ? share : 1.0) * StragglerFactor(g, p);
-  if (layer.flops > 0.0) cost.backward_s = cost.compute_s * layer.backward_flops / layer.flops;
-  cost.overlapped = g.overlap;
-  if (layer.params == 0.0 || layer.frozen) return cost;
-  // Replicas of the parameters that the servers keep consistent; every
-  // replica's gradients go to the servers (one leg), its values come back
-  // (the other), and each leg takes as long as its busiest link.
-  const int replicas = choice == Choice::kData ? g.workers : g.groups();
-  const double per_worker = choice == Choice::kModel ? layer.params * share : layer.params;
-  const double total = layer.params * replicas;  // each leg
+  const double share = choice == Choice::kData ? ShareOf(layer, choice, m) : 1.0;
+  return per_record * records * share * StragglerFactor(g, p);
+}
+
+// The seconds of one leg of the parameter exchange (gradients out, or values
+// back) for `per_worker` values of each of `total` replicas' values: as long as
+// its busiest link.
+double LegSeconds(Choice choice, double per_worker, double total, const Grouping& g,
+                  const ClusterProfile& p) {
   // The workers of a node holding the layer share its NIC: all of them, or
   // for an unpartitioned layer the one rank of each group on it.
   const double node_workers = std::min(p.workers_per_node, g.workers);
-  const double holders = choice == Choice::kNone ? std::ceil(node_workers / m) : node_workers;
+  const double holders = choice == Choice::kNone ? std::ceil(node_workers / g.group_size) : node_workers;
   const double b = g.param_value_bytes, nic = p.bytes_per_second();
   // Servers with their workers (AllReduce, server_worker_separate: false): a
   // server beside every worker owns 1/N of every parameter, so a leg is a
@@ -233,7 +236,11 @@ LayerCost NodeCost(const LayerFacts& layer, Choice choice, const Grouping& g, co
     const double staging = per_worker * b / (p.host_device_gbps * 1e9 / 8.0);
     leg = g.overlap ? std::max(leg, staging) : leg + staging;
   }
-  const double rate = g.exchanges_per_step;
+  return leg;
+}
+
+// A server's seconds updating its share of the layer's values for `replicas` replicas.
+double ServerSeconds(const LayerFacts& layer, int replicas, const Grouping& g, const ClusterProfile& p) {
   // Between the legs a server updates its share of the values, reading the
   // gradient from the message (b a value) and reading and writing the value
   // and the updater's arrays, and copies each replica's values into its
@@ -242,19 +249,37 @@ LayerCost NodeCost(const LayerFacts& layer, Choice choice, const Grouping& g, co
   // replica's update is applied on its own. Every server group updates a
   // whole copy for its share of the replicas.
   const int servers = g.bound_servers ? g.workers : g.servers;
-  if (p.server_memory_gb_per_s > 0.0 && servers > 0) {
-    const ServerWork& w = g.server_work;
-    const double update = b + 8.0 + 8.0 * w.updater_states, reply = 4.0 + b;
-    const double per_server = layer.params / servers;
-    const double bytes =
-        w.updates_alone ? replicas * (update + reply) : w.server_groups * (update + 4.0) + replicas * reply;
-    cost.server_s = rate * per_server * bytes / (p.server_memory_gb_per_s * 1e9);
-  }
+  if (p.server_memory_gb_per_s <= 0.0 || servers <= 0) return 0.0;
+  const ServerWork& w = g.server_work;
+  const double b = g.param_value_bytes;
+  const double update = b + 8.0 + 8.0 * w.updater_states, reply = 4.0 + b;
+  const double bytes =
+      w.updates_alone ? replicas * (update + reply) : w.server_groups * (update + 4.0) + replicas * reply;
+  return g.exchanges_per_step * layer.params / servers * bytes / (p.server_memory_gb_per_s * 1e9);
+}
+
+}  // namespace
+
+LayerCost NodeCost(const LayerFacts& layer, Choice choice, const Grouping& g, const ClusterProfile& p) {
+  LayerCost cost;
+  cost.compute_s = ComputeSeconds(layer, choice, g, p);
+  if (layer.flops > 0.0) cost.backward_s = cost.compute_s * layer.backward_flops / layer.flops;
+  cost.overlapped = g.overlap;
+  if (layer.params == 0.0 || layer.frozen) return cost;
+  // Replicas of the parameters that the servers keep consistent; every
+  // replica's gradients go to the servers (one leg), its values come back
+  // (the other).
+  const int replicas = choice == Choice::kData ? g.workers : g.groups();
+  const double per_worker =
+      choice == Choice::kModel ? layer.params * ShareOf(layer, choice, g.group_size) : layer.params;
+  const double total = layer.params * replicas;  // each leg
+  const double rate = g.exchanges_per_step;
+  cost.server_s = ServerSeconds(layer, replicas, g, p);
   cost.param_floats = per_worker;
-  cost.param_bytes_out = cost.param_bytes_in = rate * per_worker * b;
+  cost.param_bytes_out = cost.param_bytes_in = rate * per_worker * g.param_value_bytes;
   cost.param_floats_total = rate * 2.0 * total;
   cost.param_latency_s = rate * p.latency_seconds();
-  cost.param_s = rate * 2.0 * leg + 2.0 * cost.param_latency_s;
+  cost.param_s = rate * 2.0 * LegSeconds(choice, per_worker, total, g, p) + 2.0 * cost.param_latency_s;
   return cost;
 }
 

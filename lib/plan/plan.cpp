@@ -171,26 +171,17 @@ Status PlaceEndpoints(const PlanOptions& options, bool grouped, Plan* plan) {
   return Status::Ok();
 }
 
-Status MakePlan(const JobConfig& job, const PlanOptions& options, const Partition& partition, Plan* plan) {
-  std::unique_ptr<Net> net;
-  SHOAL_RETURN_IF_ERROR(Net::Build(job, &net, /*allocate_params=*/false));
-  *plan = Plan();
-  plan->job = job;
-  plan->strategy = partition.strategy;
-  plan->commit = BuildCommit();
-  plan->planner = partition.report;
-  const ClusterConfig& c = job.cluster;
-  const int m = partition.group_size;
-  if (m < 1 || c.workers() % m != 0)
-    return Status::InvalidArgument("groups of " + std::to_string(m) + " do not divide the job's " +
-                                   std::to_string(c.workers()) + " workers");
-  const size_t n_layers = net->layers().size();
+namespace {
+
+// The plan's layers, as the partition places them on groups of `m`.
+Status AddLayers(const Net& net, const Partition& partition, int m, Plan* plan) {
+  const size_t n_layers = net.layers().size();
   if ((!partition.dims.empty() && partition.dims.size() != n_layers) ||
       (!partition.locations.empty() && partition.locations.size() != n_layers))
     return Status::InvalidArgument("a partition of " + std::to_string(partition.dims.size()) +
                                    " layers for a net of " + std::to_string(n_layers));
   for (size_t i = 0; i < n_layers; ++i) {
-    const Layer& layer = *net->layers()[i];
+    const Layer& layer = *net.layers()[i];
     LayerPlan l;
     l.name = layer.name();
     l.type = layer.type();
@@ -208,14 +199,13 @@ Status MakePlan(const JobConfig& job, const PlanOptions& options, const Partitio
     l.forward_flops = layer.ForwardFlopsPerRecord();
     plan->layers.push_back(l);
   }
-  for (int w = 0; w < c.workers(); ++w) plan->workers.push_back({w, w / m, w % m, ""});
-  for (Param* p : net->params()) {
-    SHOAL_RETURN_IF_ERROR(CheckInitFrom(*p));
-    plan->params.push_back({p->name, p->shape, p->init, {}, p->lr_mult});
-  }
-  SHOAL_RETURN_IF_ERROR(IndexPlan(plan));
-  // Each server group holds a whole copy; the first group's slices are the
-  // ones a parameter lists (and the ones checkpoints hold).
+  return Status::Ok();
+}
+
+// Cuts every parameter into slices and deals them to the servers. Each
+// server group holds a whole copy; the first group's slices are the ones a
+// parameter lists (and the ones checkpoints hold).
+void AddSlices(const ClusterConfig& c, int m, Plan* plan) {
   const int per_group = c.nservers_per_group;
   for (int group = 0; group < c.nserver_groups; ++group) {
     int next_server = 0;
@@ -245,6 +235,31 @@ Status MakePlan(const JobConfig& job, const PlanOptions& options, const Partitio
       }
     }
   }
+}
+
+}  // namespace
+
+Status MakePlan(const JobConfig& job, const PlanOptions& options, const Partition& partition, Plan* plan) {
+  std::unique_ptr<Net> net;
+  SHOAL_RETURN_IF_ERROR(Net::Build(job, &net, /*allocate_params=*/false));
+  *plan = Plan();
+  plan->job = job;
+  plan->strategy = partition.strategy;
+  plan->commit = BuildCommit();
+  plan->planner = partition.report;
+  const ClusterConfig& c = job.cluster;
+  const int m = partition.group_size;
+  if (m < 1 || c.workers() % m != 0)
+    return Status::InvalidArgument("groups of " + std::to_string(m) + " do not divide the job's " +
+                                   std::to_string(c.workers()) + " workers");
+  SHOAL_RETURN_IF_ERROR(AddLayers(*net, partition, m, plan));
+  for (int w = 0; w < c.workers(); ++w) plan->workers.push_back({w, w / m, w % m, ""});
+  for (Param* p : net->params()) {
+    SHOAL_RETURN_IF_ERROR(CheckInitFrom(*p));
+    plan->params.push_back({p->name, p->shape, p->init, {}, p->lr_mult});
+  }
+  SHOAL_RETURN_IF_ERROR(IndexPlan(plan));
+  AddSlices(c, m, plan);
   for (int i = 0; i < c.servers(); ++i) plan->servers.push_back({i, ""});
   SHOAL_RETURN_IF_ERROR(PlaceEndpoints(options, m > 1, plan));
   SHOAL_RETURN_IF_ERROR(CheckPlanMemory(*plan));
