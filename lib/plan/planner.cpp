@@ -161,10 +161,12 @@ PlanTotals EvaluateChoices(const std::vector<LayerFacts>& layers, const std::vec
   return t;
 }
 
-Status PlanLayers(const std::vector<LayerFacts>& layers, const std::vector<LayerOverride>& overrides,
-                  int batch, const PlannerOptions& options, const std::string& where,
-                  PartitionReport* report) {
-  *report = PartitionReport();
+namespace {
+
+// The checks PlanLayers makes before it prices anything; sets the job's
+// group of workers (the planned groups lie within one).
+Status CheckPlanInputs(const std::vector<LayerFacts>& layers, const std::vector<LayerOverride>& overrides,
+                       int batch, const PlannerOptions& options, const std::string& where, int* job_group) {
   const ClusterProfile& p = options.profile;
   const int n = options.workers;
   if (n < 1) return Status::InvalidArgument(where + ": the number of workers must be at least 1");
@@ -176,23 +178,23 @@ Status PlanLayers(const std::vector<LayerFacts>& layers, const std::vector<Layer
   SHOAL_RETURN_IF_ERROR(CheckRecordsPerWorker(n, batch, where));
   if (options.servers < 1) return Status::InvalidArgument(where + ": the number of servers must be positive");
   SHOAL_RETURN_IF_ERROR(CheckOverrides(layers, overrides, options, n, where));
+  *job_group = options.job_group > 0 ? options.job_group : n;
+  if (n % *job_group != 0)
+    return Status::InvalidArgument(where + ": groups of " + std::to_string(*job_group) +
+                                   " workers do not divide " + std::to_string(n));
+  if (options.group_size < 0 || (options.group_size > 0 && *job_group % options.group_size != 0))
+    return Status::InvalidArgument(where + ": groups of " + std::to_string(options.group_size) +
+                                   " do not divide " +
+                                   (*job_group == n ? std::to_string(n) + " workers"
+                                                    : "the job's groups of " + std::to_string(*job_group) +
+                                                          " workers (cluster.nworkers_per_group)"));
+  return Status::Ok();
+}
 
-  report->strategy = options.strategy;
-  report->profile = p;
-  report->layers = layers;
-  report->overrides = overrides;
-  std::vector<uint8_t> free_mask, honoured_mask;
-  std::vector<int> ranks;
-  for (size_t i = 0; i < layers.size(); ++i) {
-    free_mask.push_back(Allowed(layers[i]));
-    honoured_mask.push_back(overrides[i].has_partition ? Only(overrides[i].choice) : free_mask.back());
-    ranks.push_back(std::max(overrides[i].rank, 0));
-    report->has_overrides |= overrides[i].has_partition;
-  }
-  report->ranks = ranks;
-
+// What every grouping the planner prices shares (its group size is 1).
+Grouping BaseGrouping(const std::vector<LayerFacts>& layers, int batch, const PlannerOptions& options) {
   Grouping base;
-  base.workers = n;
+  base.workers = options.workers;
   base.batch = batch;
   base.servers = options.servers;
   base.param_value_bytes = options.param_value_bytes;
@@ -202,85 +204,130 @@ Status PlanLayers(const std::vector<LayerFacts>& layers, const std::vector<Layer
   base.staleness = options.staleness;
   base.bound_servers = options.bound_servers;
   base.server_work = options.server_work;
-  base.step_compute_s = StepComputeSeconds(layers, base, p);
-  // Every layer that can take `c` takes it; the others are data parallel.
-  auto fixed = [&](Choice c) {
-    std::vector<Choice> v;
-    for (const auto& l : layers) v.push_back(Allowed(l) & Only(c) ? c : Choice::kData);
-    return v;
-  };
-  const int job_group = options.job_group > 0 ? options.job_group : n;
-  if (n % job_group != 0)
-    return Status::InvalidArgument(where + ": groups of " + std::to_string(job_group) +
-                                   " workers do not divide " + std::to_string(n));
-  if (options.group_size < 0 || (options.group_size > 0 && job_group % options.group_size != 0))
-    return Status::InvalidArgument(
-        where + ": groups of " + std::to_string(options.group_size) + " do not divide " +
-        (job_group == n
-             ? std::to_string(n) + " workers"
-             : "the job's groups of " + std::to_string(job_group) + " workers (cluster.nworkers_per_group)"));
-  Grouping one_group = base, singletons = base;
-  one_group.group_size = job_group;
-  report->all_data = EvaluateChoices(layers, fixed(Choice::kData), ranks, singletons, p);
-  report->all_model = EvaluateChoices(layers, fixed(Choice::kModel), ranks, one_group, p);
+  base.step_compute_s = StepComputeSeconds(layers, base, options.profile);
+  return base;
+}
 
-  Grouping chosen = base;
-  if (options.strategy == Strategy::kData) {
-    chosen.group_size = std::max(options.group_size, 1);
-    report->choices = fixed(Choice::kData);
-    report->optimum = EvaluateChoices(layers, report->choices, ranks, chosen, p);
-  } else if (options.strategy == Strategy::kModel) {
-    chosen.group_size = options.group_size > 0 ? options.group_size : job_group;
-    report->choices = fixed(Choice::kModel);
-    report->optimum = EvaluateChoices(layers, report->choices, ranks, chosen, p);
-  } else {
-    // Each group size's search minimises its graph; the group sizes are then
-    // ranked by the step as run (StepSeconds), which is what is reported.
-    double best_free = INFINITY, best_honoured = INFINITY;
-    const std::vector<int> sizes =
-        options.group_size > 0 ? std::vector<int>{options.group_size} : Divisors(job_group);
-    for (int m : sizes) {
-      Grouping g = base;
-      g.group_size = m;
-      bool ranks_fit = true;
-      for (const auto& o : overrides) ranks_fit &= o.rank < m;
-      SearchResult free_result, honoured_result;
+// Every layer that can take `c` takes it; the others are data parallel.
+std::vector<Choice> Everywhere(const std::vector<LayerFacts>& layers, Choice c) {
+  std::vector<Choice> v;
+  for (const auto& l : layers) v.push_back(Allowed(l) & Only(c) ? c : Choice::kData);
+  return v;
+}
+
+// A plan priced as run, and the grouping it runs on.
+struct Candidate {
+  std::vector<Choice> choices;
+  Grouping grouping;
+  PlanTotals totals;
+};
+
+// The optimal strategy: for each group size, the search's partition (free,
+// and with the overrides honoured), ranked by the step as run (StepSeconds),
+// which is what is reported. Each search minimises its graph, which prices
+// overlap and the servers only approximately: the plans every layer of one
+// kind are candidates too, so that the optimum is never slower than a plan
+// the report shows beside it.
+Status SearchGroupSizes(const std::vector<LayerFacts>& layers, const std::vector<LayerOverride>& overrides,
+                        const Grouping& base, int job_group, const PlannerOptions& options,
+                        const std::string& where, PartitionReport* report, Candidate* best) {
+  const ClusterProfile& p = options.profile;
+  std::vector<uint8_t> free_mask, honoured_mask;
+  for (size_t i = 0; i < layers.size(); ++i) {
+    free_mask.push_back(Allowed(layers[i]));
+    honoured_mask.push_back(overrides[i].has_partition ? Only(overrides[i].choice) : free_mask.back());
+  }
+  const std::vector<int>& ranks = report->ranks;
+  Candidate best_free;
+  best_free.totals.seconds = best->totals.seconds = INFINITY;
+  auto consider = [](Candidate c, Candidate* into) {
+    if (c.totals.seconds < into->totals.seconds * (1 - 1e-12)) *into = std::move(c);
+  };
+  const std::vector<int> sizes =
+      options.group_size > 0 ? std::vector<int>{options.group_size} : Divisors(job_group);
+  for (int m : sizes) {
+    Grouping g = base;
+    g.group_size = m;
+    SearchResult free_result, honoured_result;
+    SHOAL_RETURN_IF_ERROR(
+        SearchPartition(BuildCostGraph(layers, free_mask, ranks, g, p), &free_result).Within(where));
+    report->max_states = std::max(report->max_states, free_result.max_states);
+    const Candidate free{free_result.choices, g, EvaluateChoices(layers, free_result.choices, ranks, g, p)};
+    consider(free, &best_free);
+    bool ranks_fit = true;
+    for (const auto& o : overrides) ranks_fit &= o.rank < m;
+    if (!ranks_fit) continue;
+    Candidate honoured = free;  // without overrides the honoured plan is the free one
+    if (report->has_overrides) {
       SHOAL_RETURN_IF_ERROR(
-          SearchPartition(BuildCostGraph(layers, free_mask, ranks, g, p), &free_result).Within(where));
-      report->max_states = std::max(report->max_states, free_result.max_states);
-      const PlanTotals free_totals = EvaluateChoices(layers, free_result.choices, ranks, g, p);
-      if (free_totals.seconds < best_free * (1 - 1e-12)) {
-        best_free = free_totals.seconds;
-        report->optimum = free_totals;
-      }
-      if (!ranks_fit) continue;
-      if (report->has_overrides)
-        SHOAL_RETURN_IF_ERROR(
-            SearchPartition(BuildCostGraph(layers, honoured_mask, ranks, g, p), &honoured_result)
-                .Within(where));
-      else
-        honoured_result = free_result;
-      // Without overrides the honoured plan is the free one, already timed.
-      report->by_group_size.push_back(report->has_overrides
-                                          ? EvaluateChoices(layers, honoured_result.choices, ranks, g, p)
-                                          : free_totals);
-      if (report->by_group_size.back().seconds < best_honoured * (1 - 1e-12)) {
-        best_honoured = report->by_group_size.back().seconds;
-        report->choices = honoured_result.choices;
-        chosen = g;
-      }
+          SearchPartition(BuildCostGraph(layers, honoured_mask, ranks, g, p), &honoured_result)
+              .Within(where));
+      honoured = {honoured_result.choices, g, EvaluateChoices(layers, honoured_result.choices, ranks, g, p)};
+    }
+    report->by_group_size.push_back(honoured.totals);
+    consider(honoured, best);
+  }
+  if (options.group_size == 0) {
+    Grouping singletons = base, one_group = base;
+    one_group.group_size = job_group;
+    for (const Candidate& c : {Candidate{Everywhere(layers, Choice::kData), singletons, report->all_data},
+                               Candidate{Everywhere(layers, Choice::kModel), one_group, report->all_model}}) {
+      consider(c, &best_free);
+      if (!report->has_overrides) consider(c, best);
     }
   }
+  report->optimum = best_free.totals;
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status PlanLayers(const std::vector<LayerFacts>& layers, const std::vector<LayerOverride>& overrides,
+                  int batch, const PlannerOptions& options, const std::string& where,
+                  PartitionReport* report) {
+  *report = PartitionReport();
+  int job_group = 0;
+  SHOAL_RETURN_IF_ERROR(CheckPlanInputs(layers, overrides, batch, options, where, &job_group));
+  const ClusterProfile& p = options.profile;
+  report->strategy = options.strategy;
+  report->profile = p;
+  report->layers = layers;
+  report->overrides = overrides;
+  for (const LayerOverride& o : overrides) {
+    report->ranks.push_back(std::max(o.rank, 0));
+    report->has_overrides |= o.has_partition;
+  }
+  const std::vector<int>& ranks = report->ranks;
+  const Grouping base = BaseGrouping(layers, batch, options);
+  Grouping one_group = base;
+  one_group.group_size = job_group;
+  report->all_data = EvaluateChoices(layers, Everywhere(layers, Choice::kData), ranks, base, p);
+  report->all_model = EvaluateChoices(layers, Everywhere(layers, Choice::kModel), ranks, one_group, p);
+
+  Candidate chosen{{}, base, {}};
+  if (options.strategy == Strategy::kData) {
+    chosen.grouping.group_size = std::max(options.group_size, 1);
+    chosen.choices = Everywhere(layers, Choice::kData);
+    report->optimum = EvaluateChoices(layers, chosen.choices, ranks, chosen.grouping, p);
+  } else if (options.strategy == Strategy::kModel) {
+    chosen.grouping.group_size = options.group_size > 0 ? options.group_size : job_group;
+    chosen.choices = Everywhere(layers, Choice::kModel);
+    report->optimum = EvaluateChoices(layers, chosen.choices, ranks, chosen.grouping, p);
+  } else {
+    SHOAL_RETURN_IF_ERROR(
+        SearchGroupSizes(layers, overrides, base, job_group, options, where, report, &chosen));
+  }
+  report->choices = chosen.choices;
   if (options.bound_servers) {
-    chosen.servers = report->advised_servers = n;  // one with every worker
+    chosen.grouping.servers = report->advised_servers = options.workers;  // one with every worker
   } else {
     // Advice: servers live inside the node budget, one a node (beside workers or on their own).
-    report->advised_servers =
-        ChooseServers(layers, report->choices, ranks, chosen, p.nodes > 0 ? p.nodes : n, p);
+    report->advised_servers = ChooseServers(layers, report->choices, ranks, chosen.grouping,
+                                            p.nodes > 0 ? p.nodes : options.workers, p);
   }
-  report->grouping = chosen;
-  report->costs = CostBreakdown(layers, report->choices, ranks, chosen, p);
-  report->chosen = EvaluateChoices(layers, report->choices, ranks, chosen, p);
+  report->grouping = chosen.grouping;
+  report->costs = CostBreakdown(layers, report->choices, ranks, chosen.grouping, p);
+  report->chosen = EvaluateChoices(layers, report->choices, ranks, chosen.grouping, p);
   if (!std::isfinite(report->chosen.seconds))
     return Status::InvalidArgument(where + ": the cluster profile '" + p.name +
                                    "' makes a step take forever");
