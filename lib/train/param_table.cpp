@@ -170,61 +170,63 @@ Status RemoteTable::AfterBackward(const Layer& layer, uint64_t step) {
   return Status::Ok();
 }
 
-Status RemoteTable::RoundTrip(MsgType type, uint64_t step, const std::vector<std::vector<Piece>>& pieces,
-                              Send send, Take take, const std::string& text, std::vector<uint64_t>* steps) {
-  const MsgHeader h{type, plan_hash_, step, static_cast<uint32_t>(worker_), incarnation_};
-  auto send_to = [&](size_t s) {
-    std::vector<EntryRef> entries;
-    if (send != Send::kNothing)
-      for (const auto& p : pieces[s]) {
-        const Tensor& from = send == Send::kGrads ? p.param->grad : p.param->value;
-        entries.push_back({p.key, from.data() + p.offset, static_cast<uint32_t>(p.count), wire_});
-        bytes_sent_ += p.count * BytesPerValue(wire_);
-      }
-    if (send == Send::kGrads) CrashBetweenSends();
-    return TimedSend(clients_[s].get(), h, entries, text);
-  };
-  for (size_t s = 0; s < clients_.size(); ++s) SHOAL_RETURN_IF_ERROR(send_to(s));
-  // A join is told to wait while a server still counts this worker's previous
-  // life as connected: its news of that life's end may lag, but not past
-  // kLostAfter (then another process has the id).
+Status RemoteTable::SendTo(size_t server, const Request& r) {
+  const MsgHeader h{r.type, plan_hash_, r.step, static_cast<uint32_t>(worker_), incarnation_};
+  std::vector<EntryRef> entries;
+  if (r.send != Send::kNothing)
+    for (const auto& p : r.pieces[server]) {
+      const Tensor& from = r.send == Send::kGrads ? p.param->grad : p.param->value;
+      entries.push_back({p.key, from.data() + p.offset, static_cast<uint32_t>(p.count), wire_});
+      bytes_sent_ += p.count * BytesPerValue(wire_);
+    }
+  if (r.send == Send::kGrads) CrashBetweenSends();
+  return TimedSend(clients_[server].get(), h, entries, r.text);
+}
+
+Status RemoteTable::ReceiveAnswer(size_t s, const Request& r,
+                                  std::chrono::steady_clock::time_point join_deadline, Reply* reply) {
+  SHOAL_RETURN_IF_ERROR(TimedReceive(clients_[s].get(), reply));
+  const std::string& endpoint = plan_.servers[servers_[s]].endpoint;
+  uint64_t version = reply->view().header.step;
+  auto moved = std::chrono::steady_clock::now();
+  bool logged = false;
+  while (reply->view().header.type == MsgType::kWait) {
+    const auto now = std::chrono::steady_clock::now();
+    if (r.type == MsgType::kJoin) {
+      if (now > join_deadline)
+        return Status::InvalidArgument("server '" + endpoint + "' refused 'join' for " +
+                                       std::to_string(RpcClient::kLostAfter.count()) +
+                                       " s: " + reply->view().text);
+      if (!std::exchange(logged, true))
+        Log("worker " + std::to_string(worker_) + ": server '" + endpoint + "' says '" + reply->view().text +
+            "'; asking again for up to " + std::to_string(RpcClient::kLostAfter.count()) +
+            " s (the server may not have heard yet that the previous life ended)");
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    } else if (reply->view().header.step != version) {
+      version = reply->view().header.step;
+      moved = now;
+    } else if (now - moved > std::chrono::milliseconds(timeout_ms_)) {
+      return Status::Timeout("server '" + endpoint + "' has stayed at version " + std::to_string(version) +
+                             " for " + std::to_string(timeout_ms_) + " ms answering " + MsgTypeName(r.type) +
+                             " with 'wait' (" + reply->view().text + ")");
+    }
+    clients_[s]->Recycle(reply);
+    SHOAL_RETURN_IF_ERROR(SendTo(s, r));
+    SHOAL_RETURN_IF_ERROR(TimedReceive(clients_[s].get(), reply));
+  }
+  return Status::Ok();
+}
+
+Status RemoteTable::RoundTrip(const Request& r, std::vector<uint64_t>* steps) {
+  for (size_t s = 0; s < clients_.size(); ++s) SHOAL_RETURN_IF_ERROR(SendTo(s, r));
+  // A server's news of a previous life's end may lag, but not past kLostAfter
+  // (then another process has the id).
   const auto join_deadline = std::chrono::steady_clock::now() + RpcClient::kLostAfter;
-  bool join_waited = false;
   for (size_t s = 0; s < clients_.size(); ++s) {
     Reply reply;
-    SHOAL_RETURN_IF_ERROR(TimedReceive(clients_[s].get(), &reply));
-    // A server that answers `wait` lives but cannot answer yet: ask again —
-    // a done while its table moves (the other workers train) within
-    // timeout_ms, a join until join_deadline.
-    uint64_t version = reply.view().header.step;
-    auto moved = std::chrono::steady_clock::now();
-    while (reply.view().header.type == MsgType::kWait) {
-      const auto now = std::chrono::steady_clock::now();
-      const std::string& endpoint = plan_.servers[servers_[s]].endpoint;
-      if (type == MsgType::kJoin) {
-        if (now > join_deadline)
-          return Status::InvalidArgument("server '" + endpoint + "' refused 'join' for " +
-                                         std::to_string(RpcClient::kLostAfter.count()) +
-                                         " s: " + reply.view().text);
-        if (!std::exchange(join_waited, true))
-          Log("worker " + std::to_string(worker_) + ": server '" + endpoint + "' says '" + reply.view().text +
-              "'; asking again for up to " + std::to_string(RpcClient::kLostAfter.count()) +
-              " s (the server may not have heard yet that the previous life ended)");
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
-      } else if (reply.view().header.step != version) {
-        version = reply.view().header.step;
-        moved = now;
-      } else if (now - moved > std::chrono::milliseconds(timeout_ms_)) {
-        return Status::Timeout("server '" + endpoint + "' has stayed at version " + std::to_string(version) +
-                               " for " + std::to_string(timeout_ms_) + " ms answering " + MsgTypeName(type) +
-                               " with 'wait' (" + reply.view().text + ")");
-      }
-      clients_[s]->Recycle(&reply);
-      SHOAL_RETURN_IF_ERROR(send_to(s));
-      SHOAL_RETURN_IF_ERROR(TimedReceive(clients_[s].get(), &reply));
-    }
-    if (take != Take::kNothing) {
-      SHOAL_RETURN_IF_ERROR(Absorb(static_cast<int>(s), reply.view(), pieces[s], take));
+    SHOAL_RETURN_IF_ERROR(ReceiveAnswer(s, r, join_deadline, &reply));
+    if (r.take != Take::kNothing) {
+      SHOAL_RETURN_IF_ERROR(Absorb(static_cast<int>(s), reply.view(), r.pieces[s], r.take));
       for (const auto& e : reply.view().entries) bytes_received_ += e.value_bytes();
     }
     if (steps) steps->push_back(reply.view().header.step);
@@ -274,7 +276,7 @@ Status RemoteTable::Absorb(int server, const MessageView& reply, const std::vect
 Status RemoteTable::Join(uint64_t* step) {
   std::vector<uint64_t> steps;
   SHOAL_RETURN_IF_ERROR(
-      RoundTrip(MsgType::kJoin, kJoinWhereTheServerIs, pieces_, Send::kNothing, Take::kValues, "", &steps));
+      RoundTrip({MsgType::kJoin, kJoinWhereTheServerIs, pieces_, Send::kNothing, Take::kValues, ""}, &steps));
   // Servers agree unless this worker died between its sends to them; then
   // the earliest step is repeated (the servers past it drop the repeat), on
   // the values every server had at that step: the ones past it are asked again.
@@ -294,7 +296,7 @@ Status RemoteTable::Join(uint64_t* step) {
 }
 
 Status RemoteTable::Report(const std::string& metric) {
-  return RoundTrip(MsgType::kMetric, 0, pieces_, Send::kNothing, Take::kNothing, metric);
+  return RoundTrip({MsgType::kMetric, 0, pieces_, Send::kNothing, Take::kNothing, metric});
 }
 
 Status RemoteTable::FetchAll(const std::vector<Param*>& whole, uint64_t version) {
@@ -318,7 +320,8 @@ Status RemoteTable::FetchAll(const std::vector<Param*>& whole, uint64_t version)
 
 Status RemoteTable::Push(uint64_t step, double) {
   if (!overlap_)
-    SHOAL_RETURN_IF_ERROR(RoundTrip(MsgType::kUpdateGet, step, exchanged_, Send::kGrads, Take::kValues));
+    SHOAL_RETURN_IF_ERROR(
+        RoundTrip({MsgType::kUpdateGet, step, exchanged_, Send::kGrads, Take::kValues, ""}));
   // Every layer went as backprop finished it (AfterBackward), unless one was
   // left out; the servers where this worker holds nothing hear of the step
   // now, their answer to the previous one taken first (one request at a time).
@@ -332,14 +335,15 @@ Status RemoteTable::Push(uint64_t step, double) {
 }
 
 Status RemoteTable::Exchange(uint64_t step) {
-  SHOAL_RETURN_IF_ERROR(RoundTrip(MsgType::kExchange, step, exchanged_, Send::kValues, Take::kDifference));
+  SHOAL_RETURN_IF_ERROR(
+      RoundTrip({MsgType::kExchange, step, exchanged_, Send::kValues, Take::kDifference, ""}));
   ++updates_sent_;
   return Status::Ok();
 }
 
 Status RemoteTable::Finish() {
   SHOAL_RETURN_IF_ERROR(Settle());
-  SHOAL_RETURN_IF_ERROR(RoundTrip(MsgType::kDone, 0, exchanged_, Send::kNothing, Take::kValues));
+  SHOAL_RETURN_IF_ERROR(RoundTrip({MsgType::kDone, 0, exchanged_, Send::kNothing, Take::kValues, ""}));
   lanes_.clear();  // hang up now: the servers wait for it before they exit
   clients_.clear();
   return Status::Ok();

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <map>
+#include <chrono>
 #include <memory>
 #include <string>
 #include <vector>
@@ -120,11 +121,26 @@ class RemoteTable : public ParamTable, public LayerHooks {
   };
   enum class Send { kNothing, kGrads, kValues };       // what a request carries of the params
   enum class Take { kNothing, kValues, kDifference };  // what a reply's entries do to them
-  // One request to every server at once, carrying `pieces` (per server) as
-  // `send` says, then every reply, matched to them. `steps` (if given)
-  // receives each reply's step.
-  Status RoundTrip(MsgType type, uint64_t step, const std::vector<std::vector<Piece>>& pieces, Send send,
-                   Take take, const std::string& text = "", std::vector<uint64_t>* steps = nullptr);
+  // A request to every server: what it carries of `pieces` (per server), and
+  // what its replies' entries do to them.
+  struct Request {
+    MsgType type;
+    uint64_t step;
+    const std::vector<std::vector<Piece>>& pieces;
+    Send send = Send::kNothing;
+    Take take = Take::kNothing;
+    std::string text;
+  };
+  // Sends `request` to every server at once, then takes every reply, matched
+  // to its pieces. `steps` (if given) receives each reply's step.
+  Status RoundTrip(const Request& request, std::vector<uint64_t>* steps = nullptr);
+  Status SendTo(size_t server, const Request& request);
+  // Server `server`'s reply to `request`, asked again while it answers
+  // `wait`: a join until `join_deadline` (the server may not have heard yet
+  // that this worker's previous life ended), anything else while the
+  // server's table moves (a done, while the other workers train).
+  Status ReceiveAnswer(size_t server, const Request& request,
+                       std::chrono::steady_clock::time_point join_deadline, Reply* reply);
   // A client's Send and Receive, timed (busy()).
   Status TimedSend(RpcClient* client, const MsgHeader& header, const std::vector<EntryRef>& entries,
                    const std::string& text = "");
