@@ -48,20 +48,6 @@ TEST_CASE("async: an update-get is applied and answered at once with the new val
   CHECK(f.Stop().ok());
 }
 
-TEST_CASE("async: an update a worker repeats after rejoining is dropped, not applied twice") {
-  ServerFixture f("async");
-  auto worker0 = Connect(f);
-  Reply reply;
-  REQUIRE(Update(worker0.get(), f, 0, 0, MakeGrads(0, 0), &reply).ok());
-  REQUIRE(worker0->Call(f.Header(MsgType::kJoin, kJoinWhereTheServerIs, 0), {}, &reply).ok());
-  CHECK(reply.view().header.step == 1);  // its next step
-  REQUIRE(Update(worker0.get(), f, 0, 0, MakeGrads(0, 0), &reply).ok());
-  ServerStats stats = f.server->stats();
-  CHECK(stats.version == 1);
-  CHECK(stats.updates_repeated == 1);
-  CHECK(f.Stop().ok());
-}
-
 TEST_CASE("async: each update is applied as it arrives and gets answer at once") {
   ServerFixture f("async");
   auto worker0 = Connect(f), worker1 = Connect(f);

@@ -396,25 +396,6 @@ TEST_CASE("a stats request is answered with JSON and a shutdown ends Run") {
   CHECK(f.run.get().ok());
 }
 
-TEST_CASE("a server that hears from nobody gives up after the plan's timeout") {
-  // A short timeout of its own so the test stays quick.
-  JobConfig job;
-  std::string text = TinyJob("bsp");
-  text.replace(text.find("timeout_ms: 2000"), 16, "timeout_ms: 150");
-  REQUIRE(ParseJob(text, "tiny.yaml", &job).ok());
-  PlanOptions options;
-  options.endpoints = {UniqueEndpoint()};
-  Plan plan;
-  REQUIRE(MakeDataParallelPlan(job, options, &plan).ok());
-  ParameterServer server(plan, ServerOptions());
-  REQUIRE(server.Start().ok());
-  auto run = std::async(std::launch::async, [&] { return server.Run(); });
-  REQUIRE(run.wait_for(milliseconds(kTimeoutMs)) == std::future_status::ready);
-  Status s = run.get();
-  CHECK(s.IsTimeout());
-  CHECK(s.message() == "no request from any worker for 150 ms (at version 0, 0 of 2 workers done)");
-}
-
 TEST_CASE("a server id outside the plan is refused at Start") {
   JobConfig job;
   REQUIRE(ParseJob(TinyJob("bsp"), "tiny.yaml", &job).ok());
