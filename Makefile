@@ -2,13 +2,21 @@
 BUILD ?= build
 JOBS ?= 2
 
-.PHONY: all deps test test-sanitize fuzz demo bench bench-gpu autoencoder char-rnn slurm clean
+.PHONY: all tools deps deps-run test test-sanitize fuzz demo bench bench-gpu autoencoder char-rnn slurm clean
 all:
 	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release >/dev/null
 	@cmake --build $(BUILD) -j$(JOBS)
 
+# The dl-* tools alone: what make demo runs.
+tools:
+	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release >/dev/null
+	@cmake --build $(BUILD) -j$(JOBS) --target tools
+
 deps:
 	scripts/install-deps.sh
+
+deps-run:
+	scripts/install-deps.sh run
 
 test: deps all
 	scripts/run-tests.sh $(BUILD) -j$(JOBS) --timeout 300
@@ -30,7 +38,7 @@ fuzz: deps
 	@cmake --build $(FUZZ_BUILD) -j$(JOBS) --target fuzzers
 	scripts/fuzz.sh $(FUZZ_BUILD) $(FUZZ_SECONDS) $(JOBS)
 
-demo: deps all
+demo: deps-run tools
 	scripts/demo.sh
 
 bench: all

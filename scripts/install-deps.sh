@@ -1,16 +1,22 @@
 #!/usr/bin/env bash
 # Installs the Debian packages shoal needs. Idempotent: installs only what is missing.
-#   scripts/install-deps.sh   build, run, test, report and benchmark
+#   scripts/install-deps.sh run   what building the tools and running a job needs (make demo)
+#   scripts/install-deps.sh       that and what the tests, fuzzers, reports and benchmarks need
 set -euo pipefail
 
-packages=(build-essential cmake pkg-config git libcli11-dev nlohmann-json3-dev libyaml-cpp-dev
-          libnng-dev libopenblas-dev libdnnl-dev doctest-dev zlib1g-dev dataset-fashion-mnist
-          python3 python3-jsonschema python3-numpy python3-torch python3-matplotlib jq openssl iproute2 slurm-wlm munge
-          clang libclang-rt-14-dev  # the fuzzers (make fuzz)
-          clang-format shellcheck)  # tests/integration/style_test.sh
+run=(build-essential cmake pkg-config git libcli11-dev nlohmann-json3-dev libyaml-cpp-dev
+     libnng-dev libopenblas-dev libdnnl-dev doctest-dev zlib1g-dev dataset-fashion-mnist
+     python3 jq)
 # The PyTorch peers need python3-torch and python3-numpy, which the tests need
 # too (tests/integration/torch_export_check.py); dl-report draws with matplotlib.
-(( $# == 0 )) || { echo "usage: $0" >&2; exit 2; }
+rest=(python3-jsonschema python3-numpy python3-torch python3-matplotlib openssl iproute2 slurm-wlm munge
+      clang libclang-rt-14-dev  # the fuzzers (make fuzz)
+      clang-format shellcheck)  # tests/integration/style_test.sh
+case "${1:-all}" in
+  run) packages=("${run[@]}") ;;
+  all) packages=("${run[@]}" "${rest[@]}") ;;
+  *) echo "usage: $0 [run|all]" >&2; exit 2 ;;
+esac
 
 missing=()
 for p in "${packages[@]}"; do
