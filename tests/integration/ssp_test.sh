@@ -17,7 +17,7 @@ staleness=2
 bound=0.78
 dir=$tmp/run
 mkdir -p "$dir"
-"$bin/dl-plan" "$root/configs/fashion-mlp.yaml" --base-port "$(fresh_port)" -o "$dir/plan.json" \
+"$bin/dl-plan" "$root/configs/fashion-mlp.yaml" --strategy data --base-port "$(fresh_port)" -o "$dir/plan.json" \
   --set cluster.consistency=ssp --set cluster.staleness=$staleness --set train.steps=$steps --set train.learning_rate=$learning_rate \
   >/dev/null || fail "dl-plan failed"
 shards=$(shards_for 2)

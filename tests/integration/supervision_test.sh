@@ -106,7 +106,7 @@ ok "a port in use fails the run at once (exit 1, 'address already in use'), neve
 
 # Impostors and leases, with the tools by hand.
 port=$(fresh_port)
-"$bin/dl-plan" "$mlp" --base-port "$port" --set train.steps=100000 --set cluster.lease_ms=1000 \
+"$bin/dl-plan" "$mlp" --strategy data --base-port "$port" --set train.steps=100000 --set cluster.lease_ms=1000 \
   --set cluster.timeout_ms=30000 -o "$tmp/plan.json"
 "$bin/dl-server" --plan "$tmp/plan.json" >"$tmp/server.jsonl" 2>"$tmp/server.log" &
 server=$!
@@ -157,7 +157,7 @@ grep -qE "server 'tcp://127.0.0.1:$port' (went away|.*Connection reset)" "$tmp/w
 ok "workers whose server died stop within seconds, saying it went away"
 
 # A worker with no server says so every few seconds before it gives up.
-"$bin/dl-plan" "$mlp" --base-port "$(fresh_port)" --set cluster.timeout_ms=7000 -o "$tmp/lonely.json"
+"$bin/dl-plan" "$mlp" --strategy data --base-port "$(fresh_port)" --set cluster.timeout_ms=7000 -o "$tmp/lonely.json"
 rc=0
 "$bin/dl-worker" --plan "$tmp/lonely.json" --id 0 --shards "$shards" 2>"$tmp/lonely.err" >/dev/null || rc=$?
 ((rc == 3)) || fail "a worker without a server exited $rc, want 3"
