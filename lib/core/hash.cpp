@@ -7,9 +7,11 @@
 
 namespace shoal {
 
-uint32_t Crc32(const void* data, size_t size) {
+uint32_t Crc32(const void* data, size_t size) { return Crc32(0, data, size); }
+
+uint32_t Crc32(uint32_t start, const void* data, size_t size) {
   // zlib takes a uInt length: feed large buffers in pieces.
-  uLong crc = crc32(0L, Z_NULL, 0);
+  uLong crc = start;
   const auto* p = static_cast<const Bytef*>(data);
   while (size > 0) {
     uInt n = size > (1u << 30) ? (1u << 30) : static_cast<uInt>(size);

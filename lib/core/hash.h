@@ -9,6 +9,8 @@ namespace shoal {
 
 // CRC-32 (zlib's polynomial) of a byte range: per-record and per-tensor checksums.
 uint32_t Crc32(const void* data, size_t size);
+// The same over several pieces: `crc` is the CRC of the pieces before (0 for none).
+uint32_t Crc32(uint32_t crc, const void* data, size_t size);
 
 // FNV-1a 64-bit hash: identifies a plan's content, a shard file's.
 uint64_t Fnv1a64(const std::string& bytes);

@@ -1,24 +1,17 @@
 #include "data/shard_writer.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <random>
 
-#include "core/build_info.h"
 #include "core/file_util.h"
 #include "core/hash.h"
+#include "data/shard_file.h"
 
 namespace shoal {
 namespace {
-
-void PutU32(std::string* out, uint32_t v) {
-  for (int i = 0; i < 4; ++i) out->push_back(static_cast<char>((v >> (8 * i)) & 0xff));
-}
-void PutU64(std::string* out, uint64_t v) {
-  PutU32(out, static_cast<uint32_t>(v));
-  PutU32(out, static_cast<uint32_t>(v >> 32));
-}
 
 // Uniform in [0, bound) without modulo bias; std::uniform_int_distribution
 // is implementation-defined, so it would break reproducibility across builds.
@@ -30,37 +23,17 @@ uint64_t UniformBelow(std::mt19937_64& rng, uint64_t bound) {
   }
 }
 
-// Encodes one shard file in memory: header, then `ids` records in order.
-std::string EncodeShard(const Shape& record_shape, const IdxArray& images, const IdxArray& labels,
-                        const std::vector<uint64_t>& ids) {
-  const uint32_t record_bytes = static_cast<uint32_t>(NumElements(record_shape));
-  std::string out;
-  out.reserve(8 + 24 + 4 * record_shape.size() + ids.size() * (record_bytes + 8));
-  out.append(kShardMagic, sizeof kShardMagic);
-  PutU32(&out, kShardVersion);
-  PutU32(&out, record_bytes);
-  PutU64(&out, ids.size());
-  PutU32(&out, static_cast<uint32_t>(record_shape.size()));
-  for (int d : record_shape) PutU32(&out, static_cast<uint32_t>(d));
-  PutU32(&out, Crc32(out.data(), out.size()));
-  for (uint64_t id : ids) {
-    const size_t start = out.size();
-    out.append(reinterpret_cast<const char*>(images.bytes.data()) + id * record_bytes, record_bytes);
-    PutU32(&out, labels.bytes[id]);
-    PutU32(&out, Crc32(out.data() + start, record_bytes + 4));
-  }
-  return out;
-}
-
+// Writes `ids`' records of `images` (and their labels) as shard file `name`.
 Status WriteShardFile(const ShardSpec& spec, const std::string& name, const Shape& record_shape,
                       const IdxArray& images, const IdxArray& labels, const std::vector<uint64_t>& ids,
                       ShardInfo* info) {
-  std::string bytes = EncodeShard(record_shape, images, labels, ids);
-  SHOAL_RETURN_IF_ERROR(WriteFileAtomic(spec.out_dir + "/" + name, bytes));
-  info->file = name;
-  info->records = ids.size();
-  info->fnv1a64 = HexU64(Fnv1a64(bytes));
-  return Status::Ok();
+  const size_t record_bytes = static_cast<size_t>(NumElements(record_shape));
+  ShardFileWriter writer;
+  SHOAL_RETURN_IF_ERROR(writer.Open(spec.out_dir + "/" + name, record_shape, StoredForm::kRaw));
+  for (uint64_t id : ids)
+    SHOAL_RETURN_IF_ERROR(
+        writer.Append(images.bytes.data() + id * record_bytes, record_bytes, labels.bytes[id]));
+  return writer.Finish(info);
 }
 
 // Records are [n, rows, cols] images or [n, symbols] windows of a text, with
@@ -84,6 +57,15 @@ Status CheckPair(const char* which, const IdxArray& images, const IdxArray& labe
 
 }  // namespace
 
+void LimitRecords(IdxArray* records, IdxArray* labels, uint64_t limit) {
+  if (records->dims.empty() || static_cast<uint64_t>(records->dims[0]) <= limit) return;
+  const size_t each = records->bytes.size() / static_cast<size_t>(records->dims[0]);
+  records->dims[0] = static_cast<int>(limit);
+  records->bytes.resize(each * limit);
+  labels->dims[0] = static_cast<int>(limit);
+  labels->bytes.resize(limit);
+}
+
 std::vector<uint64_t> ShuffledOrder(uint64_t n, uint64_t seed) {
   std::vector<uint64_t> order(n);
   for (uint64_t i = 0; i < n; ++i) order[i] = i;
@@ -91,6 +73,31 @@ std::vector<uint64_t> ShuffledOrder(uint64_t n, uint64_t seed) {
   for (uint64_t i = n; i > 1; --i) std::swap(order[i - 1], order[UniformBelow(rng, i)]);
   return order;
 }
+
+namespace {
+
+// Deals the train records to the shards, and the held-out ones to `val`.
+// Dealt like cards: shuffled record i goes to shard i mod N. Contiguous:
+// shard k takes records k·m up to (k + 1)·m, m = n ÷ N, in order (the last
+// n mod N are left out: equal shards cut into equal streams, so that
+// workers and one worker over the same shards read the same streams).
+std::vector<std::vector<uint64_t>> Deal(const ShardSpec& spec, uint64_t n, std::vector<uint64_t>* val) {
+  const uint64_t shards = static_cast<uint64_t>(spec.shards);
+  const uint64_t held = static_cast<uint64_t>(std::ceil(spec.val_fraction * static_cast<double>(n)));
+  const uint64_t kept = n - std::min(held, n);
+  std::vector<std::vector<uint64_t>> dealt(shards);
+  if (spec.contiguous) {
+    for (uint64_t i = 0; i < kept / shards * shards; ++i) dealt[i / (kept / shards)].push_back(i);
+    for (uint64_t i = kept; i < n; ++i) val->push_back(i);
+    return dealt;
+  }
+  const std::vector<uint64_t> order = ShuffledOrder(n, spec.seed);
+  for (uint64_t i = 0; i < kept; ++i) dealt[i % shards].push_back(order[i]);
+  val->assign(order.begin() + static_cast<std::ptrdiff_t>(kept), order.end());
+  return dealt;
+}
+
+}  // namespace
 
 Status WriteShards(const ShardSpec& spec, Manifest* manifest) {
   SHOAL_RETURN_IF_ERROR(CheckPair("train", spec.train_images, spec.train_labels));
@@ -101,8 +108,12 @@ Status WriteShards(const ShardSpec& spec, Manifest* manifest) {
         "train records are " + ShapeToString(Shape(record.begin(), record.end())) + " but test records are " +
         ShapeToString(Shape(spec.test_images.dims.begin() + 1, spec.test_images.dims.end())));
   const uint64_t n = static_cast<uint64_t>(spec.train_images.dims[0]);
-  if (spec.shards < 1 || static_cast<uint64_t>(spec.shards) > n)
-    return Status::InvalidArgument("shards must be in 1.." + std::to_string(n) +
+  if (!(spec.val_fraction >= 0.0 && spec.val_fraction < 1.0))
+    return Status::InvalidArgument("the validation fraction must be in [0, 1), not " +
+                                   std::to_string(spec.val_fraction));
+  const uint64_t kept = n - std::min<uint64_t>(n, static_cast<uint64_t>(std::ceil(spec.val_fraction * n)));
+  if (spec.shards < 1 || static_cast<uint64_t>(spec.shards) > kept)
+    return Status::InvalidArgument("shards must be in 1.." + std::to_string(kept) +
                                    " (one record per shard at least), got " + std::to_string(spec.shards));
   if (spec.dataset.empty()) return Status::InvalidArgument("dataset name is empty");
 
@@ -112,26 +123,24 @@ Status WriteShards(const ShardSpec& spec, Manifest* manifest) {
   m.record_shape = record.size() == 2 ? Shape{1, record[0], record[1]} : Shape{record[0]};
   m.seed = spec.seed;
   m.vocabulary = spec.vocabulary;
+  m.contiguous = spec.contiguous;
   int max_label = 0;
   for (uint8_t l : spec.train_labels.bytes) max_label = std::max<int>(max_label, l);
   for (uint8_t l : spec.test_labels.bytes) max_label = std::max<int>(max_label, l);
   // Labels are u8, so classes <= 256; a text's records are its labels: one class a symbol.
   m.classes = m.vocabulary.empty() ? max_label + 1 : static_cast<int>(m.vocabulary.size());
-
-  // Deal like cards: shuffled record i goes to shard i mod N. Contiguous:
-  // shard k takes records k·m up to (k + 1)·m, m = n ÷ N, in order (the last
-  // n mod N are left out: equal shards cut into equal streams, so that
-  // workers and one worker over the same shards read the same streams).
-  const uint64_t shards = static_cast<uint64_t>(spec.shards);
-  m.contiguous = spec.contiguous;
-  std::vector<std::vector<uint64_t>> dealt(shards);
-  if (spec.contiguous) {
-    for (uint64_t i = 0; i < n / shards * shards; ++i) dealt[i / (n / shards)].push_back(i);
-  } else {
-    const std::vector<uint64_t> order = ShuffledOrder(n, spec.seed);
-    for (uint64_t i = 0; i < n; ++i) dealt[i % shards].push_back(order[i]);
+  if (spec.class_names.size() == static_cast<size_t>(m.classes)) m.class_names = spec.class_names;
+  if (m.vocabulary.empty()) {  // an image's pixels, scaled to [0, 1]: one channel
+    double sum = 0.0, squares = 0.0;
+    for (uint8_t p : spec.train_images.bytes) sum += p, squares += static_cast<double>(p) * p;
+    const double count = static_cast<double>(std::max<size_t>(spec.train_images.bytes.size(), 1));
+    const double mean = sum / count / 255.0;
+    m.mean = {mean};
+    m.std = {std::sqrt(std::max(0.0, squares / count / (255.0 * 255.0) - mean * mean))};
   }
-  for (uint64_t k = 0; k < shards; ++k) {
+  std::vector<uint64_t> val;
+  const std::vector<std::vector<uint64_t>> dealt = Deal(spec, n, &val);
+  for (size_t k = 0; k < dealt.size(); ++k) {
     char name[40];  // room for any 64-bit shard number
     std::snprintf(name, sizeof name, "train-%05llu.shard", static_cast<unsigned long long>(k));
     ShardInfo info;
@@ -139,32 +148,18 @@ Status WriteShards(const ShardSpec& spec, Manifest* manifest) {
         WriteShardFile(spec, name, m.record_shape, spec.train_images, spec.train_labels, dealt[k], &info));
     m.train.push_back(info);
   }
+  if (!val.empty()) {
+    m.val.emplace();
+    SHOAL_RETURN_IF_ERROR(WriteShardFile(spec, "val.shard", m.record_shape, spec.train_images,
+                                         spec.train_labels, val, &*m.val));
+  }
   // The test set stays in its published order so evaluations compare across runs.
   std::vector<uint64_t> test_ids(static_cast<uint64_t>(spec.test_images.dims[0]));
   for (uint64_t i = 0; i < test_ids.size(); ++i) test_ids[i] = i;
   SHOAL_RETURN_IF_ERROR(WriteShardFile(spec, "test.shard", m.record_shape, spec.test_images, spec.test_labels,
                                        test_ids, &m.test));
-
-  nlohmann::ordered_json j;
-  j["format"] = kManifestFormat;
-  j["version"] = kManifestVersion;
-  j["dataset"] = m.dataset;
-  j["record_shape"] = m.record_shape;
-  j["classes"] = m.classes;
-  if (!m.vocabulary.empty()) j["vocabulary"] = m.vocabulary;
-  j["seed"] = m.seed;
-  if (m.contiguous) j["order"] = "contiguous";
-  j["shards"] = m.train.size();
-  uint64_t dealt_records = 0;
-  for (const auto& d : dealt) dealt_records += d.size();
-  j["train_records"] = dealt_records;
-  j["train"] = nlohmann::ordered_json::array();
-  for (const ShardInfo& s : m.train)
-    j["train"].push_back({{"file", s.file}, {"records", s.records}, {"fnv1a64", s.fnv1a64}});
-  j["test"] = {{"file", m.test.file}, {"records", m.test.records}, {"fnv1a64", m.test.fnv1a64}};
-  j["created_by"] = BuildCommit();
   // Last, so a directory with a manifest holds every shard it names.
-  SHOAL_RETURN_IF_ERROR(WriteFileAtomic(spec.out_dir + "/manifest.json", j.dump(2) + "\n"));
+  SHOAL_RETURN_IF_ERROR(WriteManifest(spec.out_dir, m));
   *manifest = std::move(m);
   return Status::Ok();
 }

@@ -13,12 +13,6 @@
 
 namespace shoal {
 
-// The shard file encoding, shared with ShardReader.
-inline constexpr char kShardMagic[8] = {'S', 'H', 'O', 'A', 'L', 'S', 'H', 'D'};
-inline constexpr uint32_t kShardVersion = 1;
-inline constexpr int kManifestVersion = 1;
-inline constexpr const char* kManifestFormat = "shoal-shards";
-
 struct ShardSpec {
   std::string dataset;          // recorded in the manifest, e.g. "fashion-mnist"
   IdxArray train_images;        // [n, rows, cols] images, or [n, symbols] a text's windows
@@ -34,15 +28,24 @@ struct ShardSpec {
   // the last n mod N left out), for training that carries a recurrent state
   // from batch to batch.
   bool contiguous = false;
+  // This share of the train records (the shuffled order's last, or a text's
+  // last stretch before the test set) is held out as val.shard.
+  double val_fraction = 0.0;
+  std::vector<std::string> class_names;  // label i's name, for the manifest; may be empty
 };
+
+// Keeps the first `limit` records of an idx pair (records and labels).
+void LimitRecords(IdxArray* records, IdxArray* labels, uint64_t limit);
 
 // The order the train records are dealt in: a Fisher–Yates shuffle of 0..n-1
 // driven by mt19937_64(seed). Written out (not std::shuffle, whose algorithm
 // is up to the standard library) so every build deals the same records.
 std::vector<uint64_t> ShuffledOrder(uint64_t n, uint64_t seed);
 
-// Writes out_dir/train-NNNNN.shard × shards, test.shard, then manifest.json
-// last, each atomically, so a directory with a manifest is complete.
+// Writes out_dir/train-NNNNN.shard × shards, test.shard (and val.shard),
+// then manifest.json last, each atomically, so a directory with a manifest
+// is complete. InvalidArgument for arrays that do not fit together, IOError
+// for a failed write.
 Status WriteShards(const ShardSpec& spec, Manifest* manifest);
 
 }  // namespace shoal
