@@ -45,6 +45,9 @@ enum class Algorithm { kBp, kCd };
 // train.lr_schedule.kind (lib/ps/lr_schedule.h has the formulas).
 enum class LrDecay { kConstant, kStep, kExponential };
 
+// train.eval_on: the set evaluations during training use.
+enum class EvalSet { kVal, kTest };
+
 // cluster.sync_topology: which server groups sync with which.
 enum class SyncTopology { kAll, kRing };
 
@@ -76,6 +79,7 @@ inline constexpr Named<LrDecay> kLrDecays[] = {
 // cluster.wire: how gradients and parameter values travel (comm/message.h).
 inline constexpr Named<ValueEncoding> kWires[] = {{ValueEncoding::kF32, EncodingName(ValueEncoding::kF32)},
                                                   {ValueEncoding::kF16, EncodingName(ValueEncoding::kF16)}};
+inline constexpr Named<EvalSet> kEvalSets[] = {{EvalSet::kVal, "val"}, {EvalSet::kTest, "test"}};
 inline constexpr Named<SyncTopology> kSyncTopologies[] = {{SyncTopology::kAll, "all"},
                                                           {SyncTopology::kRing, "ring"}};
 inline constexpr Named<Strategy> kStrategies[] = {
@@ -103,6 +107,10 @@ struct ChoiceTable<LrDecay> {
 template <>
 struct ChoiceTable<ValueEncoding> {
   static constexpr const auto& rows = kWires;
+};
+template <>
+struct ChoiceTable<EvalSet> {
+  static constexpr const auto& rows = kEvalSets;
 };
 template <>
 struct ChoiceTable<SyncTopology> {
@@ -167,6 +175,7 @@ inline void to_json(nlohmann::json& j, UpdateRule v) { j = Name(v); }
 inline void to_json(nlohmann::json& j, Algorithm v) { j = Name(v); }
 inline void to_json(nlohmann::json& j, LrDecay v) { j = Name(v); }
 inline void to_json(nlohmann::json& j, SyncTopology v) { j = Name(v); }
+inline void to_json(nlohmann::json& j, EvalSet v) { j = Name(v); }
 inline void to_json(nlohmann::json& j, Strategy v) { j = Name(v); }
 inline void to_json(nlohmann::json& j, Exchange v) { j = Name(v); }
 inline void to_json(nlohmann::json& j, ValueEncoding v) { j = Name(v); }

@@ -1,6 +1,7 @@
 #include "config/job.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <iterator>
 #include <set>
 
@@ -8,6 +9,7 @@
 #include "core/file_util.h"
 #include "core/text.h"
 #include "data/datasets.h"
+#include "data/image.h"
 
 namespace shoal {
 namespace {
@@ -132,6 +134,7 @@ Status ParseTrain(const Fields& f, TrainConfig* t) {
   SHOAL_RETURN_IF_ERROR(f.Float("weight_decay", t->weight_decay, &t->weight_decay, 0.0, 1.0));
   SHOAL_RETURN_IF_ERROR(UpdaterHyperParameters(f, t));
   SHOAL_RETURN_IF_ERROR(f.Int("eval_every", t->eval_every, &t->eval_every, 0));
+  SHOAL_RETURN_IF_ERROR(f.Choice("eval_on", t->eval_on, &t->eval_on));
   SHOAL_RETURN_IF_ERROR(f.Int("checkpoint_every", t->checkpoint_every, &t->checkpoint_every, 0));
   SHOAL_RETURN_IF_ERROR(f.Int("display_every", t->display_every, &t->display_every, 1));
   SHOAL_RETURN_IF_ERROR(f.Int("seed", t->seed, &t->seed, 0));
@@ -256,10 +259,85 @@ Status ParseCluster(const Fields& f, ClusterConfig* c) {
   return f.CheckNoUnknown();
 }
 
+std::string Short(double x) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", x);
+  return text;
+}
+
+// A list of `count` numbers within [lo, hi], or nothing (left empty).
+Status Numbers(const Fields& f, const std::string& key, size_t min_count, size_t max_count, double lo,
+               double hi, std::vector<double>* out) {
+  if (!f.Has(key)) return Status::Ok();
+  const nlohmann::json& v = f.node().at(key);
+  bool ok = v.is_array() && v.size() >= min_count && v.size() <= max_count;
+  for (size_t i = 0; ok && i < v.size(); ++i)
+    ok = v[i].is_number() && v[i].get<double>() >= lo && v[i].get<double>() <= hi;
+  if (!ok)
+    return f.FieldError(key, "must be a list of " + std::to_string(min_count) + ".." +
+                                 std::to_string(max_count) + " numbers in [" + Short(lo) + ", " + Short(hi) +
+                                 "]");
+  for (const auto& x : v) out->push_back(x.get<double>());
+  f.Keep(key, v);
+  return Status::Ok();
+}
+
+// data.random_crop: {size, pad}; data.random_resized_crop: {size, scale: [lo, hi], ratio: [lo, hi]}.
+Status ParseCrops(const Fields& f, AugmentConfig* a) {
+  if (f.Has("random_crop")) {
+    std::unique_ptr<Fields> c;
+    SHOAL_RETURN_IF_ERROR(f.Section("random_crop", "data.random_crop", &c));
+    SHOAL_RETURN_IF_ERROR(c->RequiredInt("size", &a->random_crop, 1, kMaxImageSide));
+    SHOAL_RETURN_IF_ERROR(c->Int("pad", 0, &a->crop_pad, 0, 1024));
+    SHOAL_RETURN_IF_ERROR(c->CheckNoUnknown());
+    f.Keep("random_crop", c->resolved());
+  }
+  if (f.Has("random_resized_crop")) {
+    std::unique_ptr<Fields> c;
+    SHOAL_RETURN_IF_ERROR(f.Section("random_resized_crop", "data.random_resized_crop", &c));
+    SHOAL_RETURN_IF_ERROR(c->RequiredInt("size", &a->resized_crop, 1, kMaxImageSide));
+    std::vector<double> scale, ratio;
+    SHOAL_RETURN_IF_ERROR(Numbers(*c, "scale", 2, 2, 1e-6, 1.0, &scale));
+    SHOAL_RETURN_IF_ERROR(Numbers(*c, "ratio", 2, 2, 1e-3, 1e3, &ratio));
+    if (!scale.empty()) a->scale_min = scale[0], a->scale_max = scale[1];
+    if (!ratio.empty()) a->ratio_min = ratio[0], a->ratio_max = ratio[1];
+    if (a->scale_min > a->scale_max || a->ratio_min > a->ratio_max)
+      return c->Error("scale and ratio are [low, high] ranges");
+    SHOAL_RETURN_IF_ERROR(c->CheckNoUnknown());
+    f.Keep("random_resized_crop", c->resolved());
+  }
+  if (a->random_crop > 0 && a->resized_crop > 0)
+    return f.Error("random_crop and random_resized_crop are two ways to crop: give one");
+  return Status::Ok();
+}
+
+// data.normalize: true (the manifest's mean and std), false, or {mean: [...], std: [...]}.
+Status ParseNormalize(const Fields& f, AugmentConfig* a) {
+  if (!f.Has("normalize")) return Status::Ok();
+  if (!f.node().at("normalize").is_object()) return f.Bool("normalize", false, &a->normalize);
+  std::unique_ptr<Fields> n;
+  SHOAL_RETURN_IF_ERROR(f.Section("normalize", "data.normalize (true, false, or {mean, std})", &n));
+  SHOAL_RETURN_IF_ERROR(Numbers(*n, "mean", 1, 3, 0.0, 1.0, &a->mean));
+  SHOAL_RETURN_IF_ERROR(Numbers(*n, "std", 1, 3, 1e-6, 1.0, &a->std));
+  if (a->mean.empty() || a->mean.size() != a->std.size())
+    return n->Error("give a mean and a std for each channel, as many of one as of the other");
+  a->normalize = true;
+  SHOAL_RETURN_IF_ERROR(n->CheckNoUnknown());
+  f.Keep("normalize", n->resolved());
+  return Status::Ok();
+}
+
 Status ParseData(const Fields& f, DataConfig* d) {
   SHOAL_RETURN_IF_ERROR(f.Choice("dataset", d->dataset, DatasetNames(), &d->dataset));
   SHOAL_RETURN_IF_ERROR(f.String("shards", "", &d->shards));
   SHOAL_RETURN_IF_ERROR(f.Int("shard_seed", d->shard_seed, &d->shard_seed, 0));
+  AugmentConfig& a = d->augment;
+  SHOAL_RETURN_IF_ERROR(ParseCrops(f, &a));
+  SHOAL_RETURN_IF_ERROR(f.Bool("mirror", false, &a.mirror));
+  SHOAL_RETURN_IF_ERROR(f.Int("resize", 0, &a.resize, 0, kMaxImageSide));
+  SHOAL_RETURN_IF_ERROR(f.Int("center_crop", 0, &a.center_crop, 0, kMaxImageSide));
+  SHOAL_RETURN_IF_ERROR(ParseNormalize(f, &a));
+  SHOAL_RETURN_IF_ERROR(f.Int("loader_threads", 0, &d->loader_threads, 0, 256));
   return f.CheckNoUnknown();
 }
 

@@ -9,6 +9,7 @@
 #include "config/choices.h"
 #include "config/document.h"
 #include "core/status.h"
+#include "data/augment.h"
 
 namespace shoal {
 
@@ -48,8 +49,11 @@ struct TrainConfig {
   double rmsprop_alpha = 0.99;  // rmsprop: the decay of its average of squared gradients
   double epsilon = 1e-8;        // adagrad, rmsprop, adam; ParseJob's default is 1e-10 for adagrad (PyTorch's)
   int eval_every = 0;           // steps between evaluations; 0: only at the end
-  int checkpoint_every = 0;     // server updates between checkpoints; 0: only at the end
-  int display_every = 50;       // steps between progress records
+  // What worker 0 evaluates on during training: the held-out validation set
+  // where the shards have one (dl-shard --val-fraction), or the test set.
+  EvalSet eval_on = EvalSet::kVal;
+  int checkpoint_every = 0;  // server updates between checkpoints; 0: only at the end
+  int display_every = 50;    // steps between progress records
   int seed = 1;
   // Each layer's gradients go to the servers as soon as backprop has them and
   // its next values are collected just before its forward pass (SINGA §5.3);
@@ -111,6 +115,8 @@ struct DataConfig {
   std::string dataset = "fashion-mnist";  // what dl-shard reads when the shards are missing
   std::string shards;                     // directory written by dl-shard
   int shard_seed = 1;                     // dl-shard's --seed when train-local deals the shards
+  AugmentConfig augment;                  // what the loader does to image records
+  int loader_threads = 0;                 // 0: the cores the compute threads leave, at least 1
 };
 
 struct JobConfig {

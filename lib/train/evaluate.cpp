@@ -15,12 +15,36 @@ void FeedBatch(const Batch& batch, Net* net) {
   net->data_layer().labels() = batch.labels;
 }
 
-Status CheckShardsFitNet(const Manifest& m, const std::string& dir, Net* net) {
+size_t InputFeeds::floats() const { return static_cast<size_t>(NumElements(shape)); }
+
+Status MakeInputFeeds(const JobConfig& job, const Manifest& m, InputFeeds* out) {
+  out->train.reset();
+  out->eval.reset();
+  out->shape = m.record_shape;
+  const bool images = m.vocabulary.empty() && m.record_shape.size() == 3;
+  if (!images) {
+    if (job.data.augment.any())
+      return Status::InvalidArgument(
+          "the job's data section augments images, and these records are a text's");
+    return Status::Ok();
+  }
+  out->train = std::make_unique<Augmenter>();
+  out->eval = std::make_unique<Augmenter>();
+  const uint64_t seed = static_cast<uint64_t>(job.train.seed);
+  SHOAL_RETURN_IF_ERROR(
+      Augmenter::Make(job.data.augment, m, /*training=*/true, seed, out->train.get()).Within(job.source));
+  SHOAL_RETURN_IF_ERROR(
+      Augmenter::Make(job.data.augment, m, /*training=*/false, seed, out->eval.get()).Within(job.source));
+  out->shape = out->train->output_shape();
+  return Status::Ok();
+}
+
+Status CheckShardsFitNet(const Shape& input, const Manifest& m, const std::string& dir, Net* net) {
   const Shape& want = net->data_layer().out_shape();
-  if (m.record_shape != want)
-    return Status::InvalidArgument("'" + dir + "/manifest.json': records are " +
-                                   ShapeToString(m.record_shape) + " but data layer '" +
-                                   net->data_layer().name() + "' expects " + ShapeToString(want));
+  if (input != want)
+    return Status::InvalidArgument("'" + dir + "/manifest.json': records become " + ShapeToString(input) +
+                                   " but data layer '" + net->data_layer().name() + "' expects " +
+                                   ShapeToString(want));
   const int classes = net->loss_layer().classes();
   if (classes > 0 && m.classes > classes)
     return Status::InvalidArgument("'" + dir + "/manifest.json': " + std::to_string(m.classes) +
@@ -36,7 +60,7 @@ namespace {
 // of each at a time, as training reads its shards.
 constexpr uint64_t kEvalStreams = 32;
 
-Status NextStreamBatch(ShardReader* test, uint64_t step, Batch* b) {
+Status NextStreamBatch(const ShardReader* test, uint64_t step, Batch* b) {
   const uint64_t streams = std::min<uint64_t>(kEvalStreams, test->records());
   const uint64_t length = streams == 0 ? 0 : test->records() / streams;
   b->size = step < length ? static_cast<int>(streams) : 0;
@@ -50,8 +74,9 @@ Status NextStreamBatch(ShardReader* test, uint64_t step, Batch* b) {
 
 }  // namespace
 
-Status EvaluateOnShard(Net* net, ShardReader* test, int restore_batch, EvalResult* result) {
-  ShardScanner scanner(test, 500);
+Status EvaluateOnShard(Net* net, const ShardReader* test, const RecordFeed& feed, int restore_batch,
+                       EvalResult* result) {
+  ShardScanner scanner(test, 500, feed);
   const bool streams = net->CarriesState();  // then the test records are read as streams, the state carried
   net->ResetState();
   long long correct = 0, seen = 0;
@@ -74,9 +99,9 @@ Status EvaluateOnShard(Net* net, ShardReader* test, int restore_batch, EvalResul
   return Status::Ok();
 }
 
-nlohmann::json EvalResult::Metric() const {
-  nlohmann::json metric = {{"test_loss", loss}};
-  if (classifies) metric["test_accuracy"] = accuracy;
+nlohmann::json EvalResult::Metric(const std::string& set) const {
+  nlohmann::json metric = {{set + "_loss", loss}};
+  if (classifies) metric[set + "_accuracy"] = accuracy;
   return metric;
 }
 
@@ -120,7 +145,8 @@ Status OpenCheckpointNet(const Plan& plan, const std::vector<std::string>& check
   if (out->shard_dir.empty())
     return Status::InvalidArgument("no shard directory: set data.shards in the job or pass --shards");
   SHOAL_RETURN_IF_ERROR(LoadManifest(out->shard_dir, &out->manifest));
-  return CheckShardsFitNet(out->manifest, out->shard_dir, out->net.get());
+  SHOAL_RETURN_IF_ERROR(MakeInputFeeds(plan.job, out->manifest, &out->feeds));
+  return CheckShardsFitNet(out->feeds.shape, out->manifest, out->shard_dir, out->net.get());
 }
 
 Status EvaluateCheckpoint(const Plan& plan, const EvalOptions& options, nlohmann::json* record) {
@@ -130,7 +156,7 @@ Status EvaluateCheckpoint(const Plan& plan, const EvalOptions& options, nlohmann
   ShardReader test;
   SHOAL_RETURN_IF_ERROR(test.Open(c.shard_dir, c.manifest.test, c.manifest));
   EvalResult eval;
-  SHOAL_RETURN_IF_ERROR(EvaluateOnShard(c.net.get(), &test, 0, &eval));
+  SHOAL_RETURN_IF_ERROR(EvaluateOnShard(c.net.get(), &test, c.feeds.Evaluation(), 0, &eval));
   *record = {{"event", "eval"}};
   record->update(eval.Metric());
   record->update({{"records", eval.records}, {"step", c.step}, {"checkpoint", c.source}, {"files", c.files}});

@@ -19,24 +19,39 @@ namespace shoal {
 // Shapes the net for the batch and puts its records and labels in the data layer.
 void FeedBatch(const Batch& batch, Net* net);
 
-// The checks that tie a plan's net to the data it will read: the records'
-// shape and the number of classes (a classifier's).
-Status CheckShardsFitNet(const Manifest& manifest, const std::string& dir, Net* net);
+// How a job's records become its net's input: an image's through the job's
+// data section (lib/data/augment.h), for training and for evaluation; a
+// text's as they are.
+struct InputFeeds {
+  std::unique_ptr<Augmenter> train, eval;  // null for a text
+  Shape shape;                             // what a record becomes
+  size_t floats() const;
+  RecordFeed Training() const { return RecordFeed(train.get(), floats()); }
+  RecordFeed Evaluation() const { return RecordFeed(eval.get(), floats()); }
+};
+// The feeds of `job` over records as `manifest` describes them;
+// InvalidArgument where the data section does not fit the records.
+Status MakeInputFeeds(const JobConfig& job, const Manifest& manifest, InputFeeds* out);
+
+// The checks that tie a plan's net to the data it will read: the input's
+// shape (InputFeeds::shape) and the number of classes (a classifier's).
+Status CheckShardsFitNet(const Shape& input, const Manifest& manifest, const std::string& dir, Net* net);
 
 struct EvalResult {
   bool classifies = true;  // false for a loss without classes (an RBM's): no accuracy
   double accuracy = 0.0;
   double loss = 0.0;
   long long records = 0;
-  // {"test_loss"}, with "test_accuracy" where the net classifies.
-  nlohmann::json Metric() const;
+  // {"<set>_loss"}, with "<set>_accuracy" where the net classifies ("test" or "val").
+  nlohmann::json Metric(const std::string& set = "test") const;
 };
 // Runs the net over every record of `test` (test phase) and leaves it shaped
 // for batches of `restore_batch` records again (0: as evaluation left it).
 // A net that carries state (a GRU with carry_state) reads the test records as
 // 32 streams, its state carried from batch to batch as in training (the last
 // records mod 32 left out), and forgets it before and after.
-Status EvaluateOnShard(Net* net, ShardReader* test, int restore_batch, EvalResult* result);
+Status EvaluateOnShard(Net* net, const ShardReader* test, const RecordFeed& feed, int restore_batch,
+                       EvalResult* result);
 
 // Fills each of `params` from the merged checkpoint's value of the same name.
 // Refuses a parameter the checkpoint lacks, one of another shape, and a
@@ -53,6 +68,7 @@ struct CheckpointNet {
   std::vector<std::string> files;
   std::string shard_dir;
   Manifest manifest;
+  InputFeeds feeds;
 };
 // Loads `checkpoint` (a merged file, one step's server files, or a directory:
 // its newest complete step, or `step` when not -1) into the plan's net, with

@@ -4,9 +4,9 @@
 // then exchanges with the servers' centre (ElasticTable, train/elastic_table.h).
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <map>
-#include <chrono>
 #include <memory>
 #include <string>
 #include <vector>

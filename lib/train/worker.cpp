@@ -92,7 +92,8 @@ Status Worker::OpenShards() {
     return Status::InvalidArgument("no shard directory: set data.shards in the job or pass --shards");
   Manifest manifest;
   SHOAL_RETURN_IF_ERROR(LoadManifest(dir, &manifest));
-  SHOAL_RETURN_IF_ERROR(CheckShardsFitNet(manifest, dir, whole_.get()));
+  SHOAL_RETURN_IF_ERROR(MakeInputFeeds(plan_.job, manifest, &feeds_));
+  SHOAL_RETURN_IF_ERROR(CheckShardsFitNet(feeds_.shape, manifest, dir, whole_.get()));
   if (static_cast<int>(manifest.train.size()) < workers_)
     return Status::InvalidArgument("'" + dir + "' has " + std::to_string(manifest.train.size()) +
                                    " shards for " + std::to_string(workers_) +
@@ -111,10 +112,15 @@ Status Worker::OpenShards() {
     if (static_cast<int>(s % workers_) != options_.id) continue;
     shards_.push_back(std::make_unique<ShardReader>());
     SHOAL_RETURN_IF_ERROR(shards_.back()->Open(dir, manifest.train[s], manifest));
+    shard_numbers_.push_back(s);
   }
   if (evaluates_) {
     test_ = std::make_unique<ShardReader>();
     SHOAL_RETURN_IF_ERROR(test_->Open(dir, manifest.test, manifest));
+  }
+  if (evaluates_ && manifest.val && plan_.job.train.eval_on == EvalSet::kVal) {
+    val_ = std::make_unique<ShardReader>();
+    SHOAL_RETURN_IF_ERROR(val_->Open(dir, *manifest.val, manifest));
   }
   return Status::Ok();
 }
@@ -193,9 +199,17 @@ Status Worker::Train(WorkerResult* result) {
   // see one worker × W·B's records, where one shard holds a record more);
   // later passes shuffle each worker's records anew.
   // A layer that carries state reads the records as streams instead (in order).
-  BatchLoader loader(std::move(shards_), batch_, train.seed * 7919 + options_.id, first_step_ * batch_, 4,
-                     static_cast<uint64_t>(train.seed), /*streams=*/!state_carrier_.empty(),
-                     total_records_ / (static_cast<uint64_t>(workers_) * batch_));
+  LoaderOptions loading;
+  loading.batch = batch_;
+  loading.seed = train.seed * 7919 + options_.id;
+  loading.first_record = first_step_ * batch_;
+  loading.first_pass_seed = static_cast<uint64_t>(train.seed);
+  loading.first_pass_batches = total_records_ / (static_cast<uint64_t>(workers_) * batch_);
+  loading.streams = !state_carrier_.empty();
+  loading.threads = LoaderThreads();
+  loading.depth = std::max(4, loading.threads + 2);
+  loading.shard_numbers = shard_numbers_;
+  BatchLoader loader(std::move(shards_), feeds_.Training(), loading);
   step_ms_.reserve(steps_);
   start_ = last_display_ = Clock::now();
   last_display_step_ = static_cast<long long>(first_step_);
@@ -210,7 +224,7 @@ Status Worker::Train(WorkerResult* result) {
     if ((step + 1) % train.display_every == 0 || last) SHOAL_RETURN_IF_ERROR(Display(step, result));
     if (evaluates_ && train.eval_every > 0 && (step + 1) % train.eval_every == 0 && !last) {
       nlohmann::json record = {{"event", "eval"}, {"worker", options_.id}};
-      SHOAL_RETURN_IF_ERROR(Evaluate(step + 1, &record, result));
+      SHOAL_RETURN_IF_ERROR(Evaluate(step + 1, /*final=*/false, &record, result));
       output_->Record(record);
     }
   }
@@ -339,18 +353,26 @@ Status Worker::CheckLearning(long long step, double window_loss) {
                                  TrainingAdvice());
 }
 
-Status Worker::Evaluate(long long step, nlohmann::json* record, WorkerResult* result) {
+int Worker::LoaderThreads() const {
+  if (plan_.job.data.loader_threads > 0) return plan_.job.data.loader_threads;
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  return std::max(1, cores - options_.threads);
+}
+
+Status Worker::Evaluate(long long step, bool final, nlohmann::json* record, WorkerResult* result) {
   const auto t0 = Clock::now();
   const double trained = SecondsSince(start_) - eval_seconds_;
   EvalResult eval;
   SHOAL_RETURN_IF_ERROR(table_->FetchAll(whole_->params(), static_cast<uint64_t>(step)));
-  SHOAL_RETURN_IF_ERROR(EvaluateOnShard(whole_.get(), test_.get(), 0, &eval));
+  const bool on_val = val_ && !final;
+  SHOAL_RETURN_IF_ERROR(
+      EvaluateOnShard(whole_.get(), on_val ? val_.get() : test_.get(), feeds_.Evaluation(), 0, &eval));
   eval_seconds_ += SecondsSince(t0);
-  nlohmann::json metric = eval.Metric();
+  nlohmann::json metric = eval.Metric(on_val ? "val" : "test");
   metric.update({{"step", step}, {"train_seconds", trained}});
   SHOAL_RETURN_IF_ERROR(table_->Report(metric.dump()));
   record->update(metric);
-  if (eval.classifies) result->test_accuracy = eval.accuracy;
+  if (eval.classifies && !on_val) result->test_accuracy = eval.accuracy;
   return Status::Ok();
 }
 
@@ -398,7 +420,7 @@ Status Worker::Finish(WorkerResult* result) {
   // Worker 0 evaluates the parameters its last step produced (under BSP, the
   // final ones) before it says it is done, so the servers' final checkpoints
   // record the result.
-  if (evaluates_) SHOAL_RETURN_IF_ERROR(Evaluate(steps_, &done, result));
+  if (evaluates_) SHOAL_RETURN_IF_ERROR(Evaluate(steps_, /*final=*/true, &done, result));
   // How long this worker waited for the others to be done: under async, what
   // the slowest worker costs the run.
   const Clock::time_point finishing = Clock::now();

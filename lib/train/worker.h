@@ -17,6 +17,7 @@
 #include "plan/plan.h"
 #include "train/batch_loader.h"
 #include "train/carried_state.h"
+#include "train/evaluate.h"
 #include "train/param_table.h"
 
 namespace shoal {
@@ -71,7 +72,11 @@ class Worker {
   // Stops a run whose loss stays at a uniform guess's (train.divergence_check).
   Status CheckLearning(long long step, double window_loss);
   // Worker 0's evaluation of the parameters after `step` steps on the test shard.
-  Status Evaluate(long long step, nlohmann::json* record, WorkerResult* result);
+  // Evaluates the parameters of `step` on the validation set during training
+  // (train.eval_on: val, where the shards have one), on the test set at the end (`final`).
+  // data.loader_threads, or the cores the compute threads leave (at least 1).
+  int LoaderThreads() const;
+  Status Evaluate(long long step, bool final, nlohmann::json* record, WorkerResult* result);
   Status Finish(WorkerResult* result);
   ByteCounts Counts() const;
   double SecondsSince(Clock::time_point t) const;
@@ -94,8 +99,11 @@ class Worker {
   std::vector<Param*> params_;                      // net_'s, in its order: what the table exchanges
   std::unique_ptr<Net> whole_;                      // the whole net, for evaluation
   std::vector<std::unique_ptr<ShardReader>> shards_;  // its training shards until the loader takes them
+  std::vector<uint64_t> shard_numbers_;               // their numbers in the manifest
   uint64_t total_records_ = 0;
+  InputFeeds feeds_;  // how records become the net's input
   std::unique_ptr<ShardReader> test_;
+  std::unique_ptr<ShardReader> val_;  // evaluated on during training (train.eval_on: val), where there is one
   std::unique_ptr<ParamTable> table_;
   RemoteTable* remote_ = nullptr;  // the servers, when there are any
   LayerHooks* hooks_ = nullptr;    // with train.overlap: the table, beside every layer's passes

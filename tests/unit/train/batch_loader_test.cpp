@@ -95,6 +95,29 @@ std::vector<int> Ids(const Batch& b) {
 }
 
 // The next `n` batches' record ids, one after the other.
+// A loader of raw records as these tests build it, its options given in order.
+std::unique_ptr<BatchLoader> Loader(std::vector<std::unique_ptr<ShardReader>> shards, int batch,
+                                    uint64_t seed, uint64_t first_record = 0, int depth = 4,
+                                    uint64_t first_pass_seed = 0, bool streams = false,
+                                    uint64_t first_pass_batches = UINT64_MAX, int threads = 1) {
+  const RecordFeed feed(nullptr, shards.empty() ? 0 : NumElements(shards[0]->record_shape()));
+  LoaderOptions o;
+  o.batch = batch;
+  o.seed = seed;
+  o.first_record = first_record;
+  o.depth = depth;
+  o.first_pass_seed = first_pass_seed;
+  o.streams = streams;
+  o.first_pass_batches = first_pass_batches;
+  o.threads = threads;
+  return std::make_unique<BatchLoader>(std::move(shards), feed, o);
+}
+
+// A raw shard's records as floats, as evaluation reads them.
+RecordFeed Floats(const ShardReader& reader) {
+  return RecordFeed(nullptr, NumElements(reader.record_shape()));
+}
+
 std::vector<int> Take(BatchLoader* loader, int n) {
   std::vector<int> ids;
   for (int i = 0; i < n; ++i) {
@@ -129,15 +152,15 @@ TEST_CASE("batch loader: the first pass takes whole dealt batches in an order of
   const std::vector<int> sequence = shards.Sequence({0, 1, 2});
   for (uint64_t first_pass_seed : {0ull, 1ull, 2ull}) {
     INFO("first pass seed " << first_pass_seed);
-    BatchLoader loader(shards.Open({0, 1, 2}), 3, 7, 0, 4, first_pass_seed);
-    CHECK(loader.records() == 10);
-    const std::vector<int> ids = Take(&loader, 3);
+    auto loader = Loader(shards.Open({0, 1, 2}), 3, 7, 0, 4, first_pass_seed);
+    CHECK(loader->records() == 10);
+    const std::vector<int> ids = Take(loader.get(), 3);
     for (uint64_t at = 0; at < 9; ++at) CHECK(ids[at] == Expected(sequence, 7, at, 3, first_pass_seed));
   }
   // The batch order is the seed's: 5 batches of 2 come in another order for another seed.
-  BatchLoader a(shards.Open({0, 1, 2}), 2, 7, 0, 4, 1), b(shards.Open({0, 1, 2}), 2, 7, 0, 4, 2);
+  auto a = Loader(shards.Open({0, 1, 2}), 2, 7, 0, 4, 1), b = Loader(shards.Open({0, 1, 2}), 2, 7, 0, 4, 2);
   REQUIRE(ShuffledOrder(5, 1 * 1000003 + 17) != ShuffledOrder(5, 2 * 1000003 + 17));
-  CHECK(Take(&a, 5) != Take(&b, 5));
+  CHECK(Take(a.get(), 5) != Take(b.get(), 5));
 }
 
 TEST_CASE("batch loader: the first pass shuffles the job's count of whole batches, the rest in order") {
@@ -148,30 +171,30 @@ TEST_CASE("batch loader: the first pass shuffles the job's count of whole batche
   const std::vector<int> sequence = shards.Sequence({0, 1, 2});  // 10 records
   for (uint64_t count : {1ull, 2ull, 4ull, 100ull}) {
     INFO("first-pass batches " << count);
-    BatchLoader loader(shards.Open({0, 1, 2}), 3, 7, 0, 4, 5, false, count);
-    const std::vector<int> ids = Take(&loader, 3);
+    auto loader = Loader(shards.Open({0, 1, 2}), 3, 7, 0, 4, 5, false, count);
+    const std::vector<int> ids = Take(loader.get(), 3);
     for (uint64_t at = 0; at < 9; ++at) CHECK(ids[at] == Expected(sequence, 7, at, 3, 5, count));
   }
   // Fewer batches shuffled than it holds: the others come in dealt order after them.
-  BatchLoader one(shards.Open({0, 1, 2}), 3, 7, 0, 4, 5, false, 1);
-  const std::vector<int> ids = Take(&one, 3);
+  auto one = Loader(shards.Open({0, 1, 2}), 3, 7, 0, 4, 5, false, 1);
+  const std::vector<int> ids = Take(one.get(), 3);
   CHECK(std::vector<int>(ids.begin() + 3, ids.begin() + 9) ==
         std::vector<int>(sequence.begin() + 3, sequence.begin() + 9));
 }
 
 TEST_CASE("batch loader: the shards are read in the order given, a batch as large as the pass as dealt") {
   Shards shards;
-  BatchLoader loader(shards.Open({2, 0}), 7, 7);
-  CHECK(loader.records() == 7);
-  CHECK(Take(&loader, 1) == shards.Sequence({2, 0}));
+  auto loader = Loader(shards.Open({2, 0}), 7, 7);
+  CHECK(loader->records() == 7);
+  CHECK(Take(loader.get(), 1) == shards.Sequence({2, 0}));
 }
 
 TEST_CASE("batch loader: later passes are permutations of the records, drawn from the seed and the pass") {
   Shards shards;
   const std::vector<int> sequence = shards.Sequence({0, 1, 2});
   // Batches of 4 straddle the passes: 10 records per pass, 40 records = 4 passes.
-  BatchLoader loader(shards.Open({0, 1, 2}), 4, 7);
-  const std::vector<int> ids = Take(&loader, 10);
+  auto loader = Loader(shards.Open({0, 1, 2}), 4, 7);
+  const std::vector<int> ids = Take(loader.get(), 10);
   REQUIRE(ids.size() == 40);
   for (uint64_t at = 0; at < 40; ++at) {
     INFO("record " << at);
@@ -192,9 +215,9 @@ TEST_CASE("batch loader: later passes are permutations of the records, drawn fro
 TEST_CASE(
     "batch loader: the same seed repeats the passes; another seed gives another order after the first") {
   Shards shards;
-  BatchLoader a(shards.Open({0, 1, 2}), 5, 11), b(shards.Open({0, 1, 2}), 5, 11),
-      c(shards.Open({0, 1, 2}), 5, 12);
-  const std::vector<int> ia = Take(&a, 6), ib = Take(&b, 6), ic = Take(&c, 6);
+  auto a = Loader(shards.Open({0, 1, 2}), 5, 11), b = Loader(shards.Open({0, 1, 2}), 5, 11),
+       c = Loader(shards.Open({0, 1, 2}), 5, 12);
+  const std::vector<int> ia = Take(a.get(), 6), ib = Take(b.get(), 6), ic = Take(c.get(), 6);
   CHECK(ia == ib);
   // The first pass's order is its own seed's (here the default), whatever the later passes'.
   CHECK(std::vector<int>(ia.begin(), ia.begin() + 10) == std::vector<int>(ic.begin(), ic.begin() + 10));
@@ -208,18 +231,18 @@ TEST_CASE("batch loader: first_record starts exactly there in the sequence over 
   const std::vector<int> sequence = shards.Sequence({0, 1, 2});
   for (uint64_t first : {0ull, 3ull, 10ull, 13ull, 27ull}) {
     INFO("first_record " << first);
-    BatchLoader loader(shards.Open({0, 1, 2}), 3, 5, first);
-    const std::vector<int> ids = Take(&loader, 4);
+    auto loader = Loader(shards.Open({0, 1, 2}), 3, 5, first);
+    const std::vector<int> ids = Take(loader.get(), 4);
     for (uint64_t i = 0; i < ids.size(); ++i) {
       INFO("record " << first + i);
       CHECK(ids[i] == Expected(sequence, 5, first + i, 3));
     }
   }
   // Beginning at 13 gives what an uninterrupted loader gives from its 14th record.
-  BatchLoader whole(shards.Open({0, 1, 2}), 1, 5), resumed(shards.Open({0, 1, 2}), 1, 5, 13);
+  auto whole = Loader(shards.Open({0, 1, 2}), 1, 5), resumed = Loader(shards.Open({0, 1, 2}), 1, 5, 13);
   // (with batches of one, the first pass's order is a shuffle of the records themselves)
-  const std::vector<int> all = Take(&whole, 25);
-  CHECK(Take(&resumed, 12) == std::vector<int>(all.begin() + 13, all.end()));
+  const std::vector<int> all = Take(whole.get(), 25);
+  CHECK(Take(resumed.get(), 12) == std::vector<int>(all.begin() + 13, all.end()));
 }
 
 TEST_CASE("batch loader: a bad record's error comes through Next, after the batches before it") {
@@ -235,31 +258,31 @@ TEST_CASE("batch loader: a bad record's error comes through Next, after the batc
   // Batches of 5: the first pass takes the dealt batches [0, 5) and [5, 10)
   // in its seed's order; the bad record is in the second.
   const std::vector<uint64_t> batches = ShuffledOrder(2, 0 * 1000003 + 17);
-  BatchLoader loader(shards.Open({0, 1, 2}), 5, 7);
+  auto loader = Loader(shards.Open({0, 1, 2}), 5, 7);
   Batch b;
   Status s;
   if (batches[0] == 0) {
-    s = loader.Next(&b);  // the good batch first
+    s = loader->Next(&b);  // the good batch first
     INFO(s.ToString());
     REQUIRE(s.ok());
     CHECK(b.size == 5);
   }
-  s = loader.Next(&b);  // the batch with the bad record
+  s = loader->Next(&b);  // the batch with the bad record
   CHECK(s.IsCorruption());
   CHECK(Contains(s.message(), shards.Path(1)));
   CHECK(Contains(s.message(), "record 2"));
   CHECK(Contains(s.message(), "checksum mismatch"));
   // And again: the loader stops there.
-  Status again = loader.Next(&b);
+  Status again = loader->Next(&b);
   CHECK(again.IsCorruption());
   CHECK(again.message() == s.message());
 }
 
 TEST_CASE("batch loader: no shards, or shards of no records, is an error from Next, not a hang") {
-  BatchLoader loader({}, 4, 1);
-  CHECK(loader.records() == 0);
+  auto loader = Loader({}, 4, 1);
+  CHECK(loader->records() == 0);
   Batch b;
-  Status s = loader.Next(&b);
+  Status s = loader->Next(&b);
   CHECK(s.IsInvalidArgument());
   CHECK(s.message() == "the shards hold no records");
 }
@@ -281,12 +304,12 @@ TEST_CASE("contiguous shards hold stretches of the records in order; the loader 
   }
   CHECK(sizes == std::vector<uint64_t>{3, 3, 3});  // records 0-2, 3-5, 6-8 (record 9 left out)
   // 3 streams of 3 records, one a shard: batch t holds t, 3 + t, 6 + t.
-  BatchLoader loader(std::move(readers), 3, 7, 0, 4, 0, /*streams=*/true);
+  auto loader = Loader(std::move(readers), 3, 7, 0, 4, 0, /*streams=*/true);
   std::vector<bool> starts;
   std::vector<int> ids;
   for (int t = 0; t < 5; ++t) {
     Batch b;
-    REQUIRE(loader.Next(&b).ok());
+    REQUIRE(loader->Next(&b).ok());
     starts.push_back(b.stream_start);
     const std::vector<int> got = Ids(b);
     ids.insert(ids.end(), got.begin(), got.end());
@@ -299,17 +322,17 @@ TEST_CASE("contiguous shards hold stretches of the records in order; the loader 
     again.push_back(std::make_unique<ShardReader>());
     REQUIRE(again.back()->Open(dir.path + "/" + info.file).ok());
   }
-  BatchLoader resumed(std::move(again), 3, 7, 12, 4, 0, /*streams=*/true);
-  CHECK(Take(&resumed, 1) == std::vector<int>{1, 4, 7});
+  auto resumed = Loader(std::move(again), 3, 7, 12, 4, 0, /*streams=*/true);
+  CHECK(Take(resumed.get(), 1) == std::vector<int>{1, 4, 7});
   // Streams are spread evenly over the shards: 4 do not divide over 3.
   std::vector<std::unique_ptr<ShardReader>> uneven;
   for (const ShardInfo& info : read.train) {
     uneven.push_back(std::make_unique<ShardReader>());
     REQUIRE(uneven.back()->Open(dir.path + "/" + info.file).ok());
   }
-  BatchLoader four(std::move(uneven), 4, 7, 0, 4, 0, /*streams=*/true);
+  auto four = Loader(std::move(uneven), 4, 7, 0, 4, 0, /*streams=*/true);
   Batch b;
-  const Status refused = four.Next(&b);
+  const Status refused = four->Next(&b);
   CHECK(refused.message().find("a batch of 4 streams does not divide over the 3 shards") !=
         std::string::npos);
 }
@@ -318,7 +341,7 @@ TEST_CASE("shard scanner: reads every record of a shard once, in order, in batch
   Shards shards;
   ShardReader test;
   REQUIRE(test.Open(shards.dir.path + "/test.shard").ok());
-  ShardScanner scanner(&test, 3);
+  ShardScanner scanner(&test, 3, Floats(test));
   std::vector<int> sizes, ids;
   for (int i = 0; i < 5; ++i) {
     Batch b;
@@ -335,7 +358,7 @@ TEST_CASE("shard scanner: reads every record of a shard once, in order, in batch
 
   ShardReader train;
   REQUIRE(train.Open(shards.Path(0)).ok());
-  ShardScanner whole(&train, 100);
+  ShardScanner whole(&train, 100, Floats(train));
   Batch b;
   REQUIRE(whole.Next(&b).ok());
   CHECK(b.size == 4);
@@ -355,7 +378,7 @@ TEST_CASE("shard scanner: a bad record's error names the file and the record") {
   REQUIRE(WriteFileAtomic(shards.Path(0), bytes).ok());
   ShardReader reader;
   REQUIRE(reader.Open(shards.Path(0)).ok());
-  ShardScanner scanner(&reader, 4);
+  ShardScanner scanner(&reader, 4, Floats(reader));
   Batch b;
   Status s = scanner.Next(&b);
   CHECK(s.IsCorruption());
