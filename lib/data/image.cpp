@@ -20,8 +20,14 @@ struct TjHandle {
   tjhandle handle;
 };
 
-tjhandle Decompressor() {
+// A thread's decompressor; `fresh` replaces it (after a failed decode, which
+// can leave a handle's state half-way).
+tjhandle Decompressor(bool fresh = false) {
   thread_local TjHandle h(tjInitDecompress());
+  if (fresh) {
+    if (h.handle) tjDestroy(h.handle);
+    h.handle = tjInitDecompress();
+  }
   return h.handle;
 }
 
@@ -44,16 +50,22 @@ Status JpegHeader(const uint8_t* data, size_t size, int* width, int* height, int
   if (!tj) return Status::IOError("cannot start libjpeg-turbo");
   int subsampling = 0;
   if (tjDecompressHeader3(tj, data, static_cast<unsigned long>(size), width, height, &subsampling,
-                          colorspace) != 0)
-    return Status::Corruption(std::string("not a readable JPEG: ") + tjGetErrorStr2(tj));
+                          colorspace) != 0) {
+    const Status s = Status::Corruption(std::string("not a readable JPEG: ") + tjGetErrorStr2(tj));
+    Decompressor(/*fresh=*/true);
+    return s;
+  }
+  // A header cut short reads as an image of no pixels.
+  if (*width == 0 || *height == 0) return Status::Corruption("not a readable JPEG: its header ends early");
   return CheckSize(*width, *height);
 }
 
 // The smallest DCT scale that keeps the image at least min_width × min_height.
 tjscalingfactor JpegScale(int width, int height, int min_width, int min_height) {
+  tjscalingfactor best{1, 1};
+  if (min_width <= 0 && min_height <= 0) return best;
   int count = 0;
   const tjscalingfactor* factors = tjGetScalingFactors(&count);
-  tjscalingfactor best{1, 1};
   for (int i = 0; i < count; ++i) {
     const tjscalingfactor f = factors[i];
     if (f.num > f.denom) continue;  // only shrinking
@@ -76,8 +88,11 @@ Status DecodeJpeg(const uint8_t* data, size_t size, int channels, Image* out, in
   // A warning (a truncated file, a corrupt segment) fails the decode: a
   // record of half an image is worse than none.
   if (tjDecompress2(tj, data, static_cast<unsigned long>(size), out->pixels.data(), out->width, 0,
-                    out->height, channels == 1 ? TJPF_GRAY : TJPF_RGB, TJFLAG_STOPONWARNING) != 0)
-    return Status::Corruption(std::string("a JPEG that does not decode: ") + tjGetErrorStr2(tj));
+                    out->height, channels == 1 ? TJPF_GRAY : TJPF_RGB, TJFLAG_STOPONWARNING) != 0) {
+    const Status s = Status::Corruption(std::string("a JPEG that does not decode: ") + tjGetErrorStr2(tj));
+    Decompressor(/*fresh=*/true);
+    return s;
+  }
   return Status::Ok();
 }
 

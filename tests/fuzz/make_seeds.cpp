@@ -4,6 +4,7 @@
 // manifests from WriteShards, checkpoints a live ParameterServer wrote,
 // messages as Encode puts them on the wire. Small on purpose: libFuzzer grows
 // inputs from them, and a seed's size bounds how far it grows at first.
+#include <png.h>
 #include <zlib.h>
 
 #include <cstdio>
@@ -20,6 +21,8 @@
 #include "config/job.h"
 #include "core/file_util.h"
 #include "core/json_text.h"
+#include "data/image.h"
+#include "data/shard_file.h"
 #include "data/shard_writer.h"
 #include "plan/plan.h"
 #include "plan/planner.h"
@@ -215,6 +218,71 @@ void Messages(const fs::path& out) {
 
 }  // namespace
 
+// Images and image datasets: a JPEG (colour and gray) and a PNG from the
+// library's encoders, numpy arrays, CIFAR records, a list file, and a shard
+// of encoded records.
+void Images(const fs::path& out, const fs::path& scratch) {
+  Corpus images(out, "image"), npy(out, "npy"), cifar(out, "cifar"), lists(out, "image_list"),
+      shards(out, "shard");
+  std::mt19937 rng(11);
+  Image colour{8, 6, 3, {}}, gray{5, 5, 1, {}};
+  for (Image* image : {&colour, &gray})
+    for (size_t i = 0; i < image->bytes(); ++i) image->pixels.push_back(static_cast<uint8_t>(rng()));
+  std::string jpeg, gray_jpeg;
+  Check(EncodeJpeg(colour, 80, &jpeg), "encoding a JPEG");
+  Check(EncodeJpeg(gray, 80, &gray_jpeg), "encoding a gray JPEG");
+  images.Add(jpeg);
+  images.Add(gray_jpeg);
+  png_image png{};
+  png.version = PNG_IMAGE_VERSION;
+  png.width = 8;
+  png.height = 6;
+  png.format = PNG_FORMAT_RGB;
+  png_alloc_size_t png_size = 0;
+  png_image_write_to_memory(&png, nullptr, &png_size, 0, colour.pixels.data(), 0, nullptr);
+  std::string png_bytes(png_size, '\0');
+  Check(png_image_write_to_memory(&png, png_bytes.data(), &png_size, 0, colour.pixels.data(), 0, nullptr)
+            ? Status::Ok()
+            : Status::IOError("libpng"),
+        "encoding a PNG");
+  images.Add(png_bytes.substr(0, png_size));
+  // Four 2 × 2 RGB images, as numpy.save writes them (the header padded to 64 bytes).
+  auto npy_file = [](const std::string& descr, const std::string& shape, const std::string& data) {
+    std::string header = "{'descr': '" + descr + "', 'fortran_order': False, 'shape': " + shape + ", }";
+    header.resize(128 - 10 - 1, ' ');
+    header += '\n';
+    return std::string("\x93NUMPY\x01\x00", 8) + static_cast<char>(header.size()) + '\0' + header + data;
+  };
+  std::string pixels(4 * 2 * 2 * 3, '\0');
+  for (char& c : pixels) c = static_cast<char>(rng());
+  npy.Add(npy_file("|u1", "(4, 2, 2, 3)", pixels));
+  std::string floats(4 * 2 * 2 * 4, '\0');
+  for (size_t i = 0; i < floats.size(); i += 4) {
+    const float x = static_cast<float>(rng() % 256) / 255.0f;
+    std::memcpy(&floats[i], &x, 4);
+  }
+  npy.Add(npy_file("<f4", "(4, 2, 2)", floats));
+  // CIFAR: a CIFAR-10 record (label 3), then two CIFAR-100 records.
+  std::string record(3073, '\0');
+  for (char& c : record) c = static_cast<char>(rng());
+  record[0] = 3;
+  cifar.Add(record);
+  std::string records(2 * 3074, '\0');
+  for (size_t i = 0; i < records.size(); ++i) records[i] = static_cast<char>(rng());
+  records[0] = 4, records[1] = 21, records[3074] = 0, records[3075] = 99;
+  cifar.Add(records);
+  lists.Add("a.jpg 0\nb/c.png 1\n\n/abs/d.jpeg 7\n");
+  lists.Add("list.txt 0\n");
+  ShardFileWriter writer;
+  const std::string shard = (scratch / "encoded.shard").string();
+  Check(writer.Open(shard, {3, 0, 0}, StoredForm::kJpeg), "starting an encoded shard");
+  Check(writer.Append(reinterpret_cast<const uint8_t*>(jpeg.data()), jpeg.size(), 1), "an encoded record");
+  Check(writer.Append(reinterpret_cast<const uint8_t*>(png_bytes.data()), png_size, 0), "an encoded record");
+  ShardInfo info;
+  Check(writer.Finish(&info), "finishing an encoded shard");
+  shards.Add(Read(shard));
+}
+
 int main(int argc, char** argv) {
   if (argc != 2) {
     std::fprintf(stderr, "usage: %s OUT_DIR\n", argv[0]);
@@ -228,6 +296,7 @@ int main(int argc, char** argv) {
   ShardsAndIdx(out, scratch);
   Checkpoints(out, scratch);
   Messages(out);
+  Images(out, scratch);
   fs::remove_all(scratch);
   return 0;
 }
