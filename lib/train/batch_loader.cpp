@@ -76,8 +76,8 @@ Status BatchLoader::Fill(uint64_t n, Batch* b) {
     uint64_t index = 0, pass = 0;
     Locate(first + static_cast<uint64_t>(i), &shard, &index, &pass);
     const uint64_t number = shard < options_.shard_numbers.size() ? options_.shard_numbers[shard] : shard;
-    SHOAL_RETURN_IF_ERROR(feed_.Fill(*shards_[shard], index, RecordKey(number, index), pass,
-                                     b->pixels.data() + static_cast<size_t>(i) * feed_.floats(),
+    SHOAL_RETURN_IF_ERROR(feed_.Fill(*shards_[shard], index, RecordKey(number, index, options_.dealt_shards),
+                                     pass, b->pixels.data() + static_cast<size_t>(i) * feed_.floats(),
                                      &b->labels[i]));
   }
   return Status::Ok();
@@ -101,8 +101,9 @@ Status BatchLoader::FillStreams(uint64_t n, Batch* b) const {
   b->stream_start = t == 0;
   for (uint64_t i = 0; i < batch; ++i) {
     const uint64_t shard = i / per_shard, index = (i % per_shard) * length + t;
-    SHOAL_RETURN_IF_ERROR(feed_.Fill(*shards_[shard], index, RecordKey(shard, index), cursor / batch / length,
-                                     b->pixels.data() + i * feed_.floats(), &b->labels[i]));
+    SHOAL_RETURN_IF_ERROR(feed_.Fill(*shards_[shard], index, RecordKey(shard, index, shards),
+                                     cursor / batch / length, b->pixels.data() + i * feed_.floats(),
+                                     &b->labels[i]));
   }
   return Status::Ok();
 }
@@ -145,7 +146,7 @@ Status ShardScanner::Next(Batch* out) {
   out->pixels.resize(static_cast<size_t>(n) * feed_.floats());
   out->labels.resize(n);
   for (int i = 0; i < n; ++i)
-    SHOAL_RETURN_IF_ERROR(feed_.Fill(*reader_, cursor_ + i, RecordKey(0, cursor_ + i), 0,
+    SHOAL_RETURN_IF_ERROR(feed_.Fill(*reader_, cursor_ + i, cursor_ + i, 0,
                                      out->pixels.data() + static_cast<size_t>(i) * feed_.floats(),
                                      &out->labels[i]));
   cursor_ += n;

@@ -40,8 +40,10 @@ class RecordFeed {
   size_t floats_;
 };
 
-// A record's key for its draws: its shard's number in the manifest and its index there.
-inline uint64_t RecordKey(uint64_t shard, uint64_t index) { return (shard << 40) ^ index; }
+// A record's key for its draws: its place in the order dl-shard dealt the
+// records in (record `index` of shard `shard` of `shards` was dealt i =
+// index · shards + shard), which is the same whatever the number of shards.
+inline uint64_t RecordKey(uint64_t shard, uint64_t index, uint64_t shards) { return index * shards + shard; }
 
 struct LoaderOptions {
   int batch = 1;
@@ -67,6 +69,7 @@ struct LoaderOptions {
   int depth = 4;                        // batches kept ready ahead
   int threads = 1;                      // each fills whole batches
   std::vector<uint64_t> shard_numbers;  // each shard's number in the manifest (the records' keys)
+  uint64_t dealt_shards = 1;            // how many shards the manifest has
 };
 
 class BatchLoader {

@@ -114,6 +114,7 @@ Status Worker::OpenShards() {
     SHOAL_RETURN_IF_ERROR(shards_.back()->Open(dir, manifest.train[s], manifest));
     shard_numbers_.push_back(s);
   }
+  dealt_shards_ = manifest.train.size();
   if (evaluates_) {
     test_ = std::make_unique<ShardReader>();
     SHOAL_RETURN_IF_ERROR(test_->Open(dir, manifest.test, manifest));
@@ -209,6 +210,7 @@ Status Worker::Train(WorkerResult* result) {
   loading.threads = LoaderThreads();
   loading.depth = std::max(4, loading.threads + 2);
   loading.shard_numbers = shard_numbers_;
+  loading.dealt_shards = dealt_shards_;
   BatchLoader loader(std::move(shards_), feeds_.Training(), loading);
   step_ms_.reserve(steps_);
   start_ = last_display_ = Clock::now();

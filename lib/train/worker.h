@@ -100,6 +100,7 @@ class Worker {
   std::unique_ptr<Net> whole_;                      // the whole net, for evaluation
   std::vector<std::unique_ptr<ShardReader>> shards_;  // its training shards until the loader takes them
   std::vector<uint64_t> shard_numbers_;               // their numbers in the manifest
+  uint64_t dealt_shards_ = 1;                         // the manifest's train shards
   uint64_t total_records_ = 0;
   InputFeeds feeds_;  // how records become the net's input
   std::unique_ptr<ShardReader> test_;
