@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 
 #include "core/text.h"
@@ -32,6 +33,20 @@ bool ParseNumber(const std::string& text, double* out) {
   if (end != text.c_str() + text.size() || errno == ERANGE || !std::isfinite(v)) return false;
   *out = v;
   return true;
+}
+
+// A bound as a message shows it: integers whole, others in a few digits.
+std::string Short(double x) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.10g", x);
+  return text;
+}
+
+// How many items a list takes, for a message.
+std::string ItemCount(size_t min_items, size_t max_items) {
+  if (min_items == 0) return "at most " + std::to_string(max_items);
+  if (min_items == max_items) return "it takes " + std::to_string(min_items);
+  return "it takes " + std::to_string(min_items) + " to " + std::to_string(max_items);
 }
 
 }  // namespace
@@ -159,28 +174,44 @@ Status Fields::Bool(const std::string& key, bool default_value, bool* out) const
 
 Status Fields::IntList(const std::string& key, std::vector<int>* out, int min_value, int max_value,
                        size_t max_items) const {
+  std::vector<double> values;
+  SHOAL_RETURN_IF_ERROR(NumberList(key, "integers", true, min_value, max_value, 0, max_items, &values));
+  out->assign(values.begin(), values.end());
+  if (Has(key)) Keep(key, *out);
+  return Status::Ok();
+}
+
+Status Fields::FloatList(const std::string& key, std::vector<double>* out, double min_value, double max_value,
+                         size_t min_items, size_t max_items) const {
+  SHOAL_RETURN_IF_ERROR(NumberList(key, "numbers", false, min_value, max_value, min_items, max_items, out));
+  if (Has(key)) Keep(key, *out);
+  return Status::Ok();
+}
+
+Status Fields::NumberList(const std::string& key, const std::string& kind, bool whole, double min_value,
+                          double max_value, size_t min_items, size_t max_items,
+                          std::vector<double>* out) const {
   out->clear();
   if (!Has(key)) return Status::Ok();
   const json& list = *Value(key);
-  if (!list.is_array()) return FieldError(key, "must be a list of integers");
-  if (list.size() > max_items)
+  if (!list.is_array()) return FieldError(key, "must be a list of " + kind);
+  if (list.size() < min_items || list.size() > max_items)
     return FieldError(key,
-                      "has " + std::to_string(list.size()) + " items, at most " + std::to_string(max_items));
-  const std::string item_error = what_ + ": field '" + key + "' must be a list of integers";
+                      "has " + std::to_string(list.size()) + " items, " + ItemCount(min_items, max_items));
+  const std::string item_error = what_ + ": field '" + key + "' must be a list of " + kind;
   for (size_t i = 0; i < list.size(); ++i) {
     const std::string where = origin_->Where(PointerOf(key) + "/" + std::to_string(i));
     double v = 0;
     std::string text;
     const bool number = list[i].is_number() ? (v = list[i].get<double>(), true)
                                             : ScalarText(list[i], &text) && ParseNumber(text, &v);
-    if (!number || v != std::floor(v)) return Status::InvalidArgument(where + ": " + item_error);
+    if (!number || (whole && v != std::floor(v))) return Status::InvalidArgument(where + ": " + item_error);
     if (v < min_value || v > max_value)
-      return Status::InvalidArgument(where + ": " + what_ + ": field '" + key + "' holds " + list[i].dump() +
-                                     ", outside [" + std::to_string(min_value) + ", " +
-                                     std::to_string(max_value) + "]");
-    out->push_back(static_cast<int>(v));
+      return Status::InvalidArgument(where + ": " + what_ + ": field '" + key + "' holds " +
+                                     (text.empty() ? list[i].dump() : text) + ", outside [" +
+                                     Short(min_value) + ", " + Short(max_value) + "]");
+    out->push_back(v);
   }
-  Keep(key, *out);
   return Status::Ok();
 }
 

@@ -37,6 +37,9 @@ class Fields {
   // At most `max_items` integers, each within [min_value, max_value].
   Status IntList(const std::string& key, std::vector<int>* out, int min_value = INT_MIN,
                  int max_value = INT_MAX, size_t max_items = 64) const;
+  // Between `min_items` and `max_items` numbers, each within [min_value, max_value].
+  Status FloatList(const std::string& key, std::vector<double>* out, double min_value, double max_value,
+                   size_t min_items, size_t max_items) const;
   // A name or a list of names.
   Status StringList(const std::string& key, std::vector<std::string>* out) const;
   // A string that must be one of `choices`.
@@ -79,6 +82,10 @@ class Fields {
   std::string PointerOf(const std::string& key) const;
   // The value as a number, or an error naming the field as not one.
   Status Number(const std::string& key, double* out) const;
+  // IntList's and FloatList's reader: `kind` names the items in messages;
+  // `whole` refuses a fraction.
+  Status NumberList(const std::string& key, const std::string& kind, bool whole, double min_value,
+                    double max_value, size_t min_items, size_t max_items, std::vector<double>* out) const;
 
   const nlohmann::json& node_;
   std::shared_ptr<const Origin> origin_;

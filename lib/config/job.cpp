@@ -259,29 +259,6 @@ Status ParseCluster(const Fields& f, ClusterConfig* c) {
   return f.CheckNoUnknown();
 }
 
-std::string Short(double x) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%g", x);
-  return text;
-}
-
-// A list of `count` numbers within [lo, hi], or nothing (left empty).
-Status Numbers(const Fields& f, const std::string& key, size_t min_count, size_t max_count, double lo,
-               double hi, std::vector<double>* out) {
-  if (!f.Has(key)) return Status::Ok();
-  const nlohmann::json& v = f.node().at(key);
-  bool ok = v.is_array() && v.size() >= min_count && v.size() <= max_count;
-  for (size_t i = 0; ok && i < v.size(); ++i)
-    ok = v[i].is_number() && v[i].get<double>() >= lo && v[i].get<double>() <= hi;
-  if (!ok)
-    return f.FieldError(key, "must be a list of " + std::to_string(min_count) + ".." +
-                                 std::to_string(max_count) + " numbers in [" + Short(lo) + ", " + Short(hi) +
-                                 "]");
-  for (const auto& x : v) out->push_back(x.get<double>());
-  f.Keep(key, v);
-  return Status::Ok();
-}
-
 // data.random_crop: {size, pad}; data.random_resized_crop: {size, scale: [lo, hi], ratio: [lo, hi]}.
 Status ParseCrops(const Fields& f, AugmentConfig* a) {
   if (f.Has("random_crop")) {
@@ -297,8 +274,8 @@ Status ParseCrops(const Fields& f, AugmentConfig* a) {
     SHOAL_RETURN_IF_ERROR(f.Section("random_resized_crop", "data.random_resized_crop", &c));
     SHOAL_RETURN_IF_ERROR(c->RequiredInt("size", &a->resized_crop, 1, kMaxImageSide));
     std::vector<double> scale, ratio;
-    SHOAL_RETURN_IF_ERROR(Numbers(*c, "scale", 2, 2, 1e-6, 1.0, &scale));
-    SHOAL_RETURN_IF_ERROR(Numbers(*c, "ratio", 2, 2, 1e-3, 1e3, &ratio));
+    SHOAL_RETURN_IF_ERROR(c->FloatList("scale", &scale, 1e-6, 1.0, 2, 2));
+    SHOAL_RETURN_IF_ERROR(c->FloatList("ratio", &ratio, 1e-3, 1e3, 2, 2));
     if (!scale.empty()) a->scale_min = scale[0], a->scale_max = scale[1];
     if (!ratio.empty()) a->ratio_min = ratio[0], a->ratio_max = ratio[1];
     if (a->scale_min > a->scale_max || a->ratio_min > a->ratio_max)
@@ -317,8 +294,8 @@ Status ParseNormalize(const Fields& f, AugmentConfig* a) {
   if (!f.node().at("normalize").is_object()) return f.Bool("normalize", false, &a->normalize);
   std::unique_ptr<Fields> n;
   SHOAL_RETURN_IF_ERROR(f.Section("normalize", "data.normalize (true, false, or {mean, std})", &n));
-  SHOAL_RETURN_IF_ERROR(Numbers(*n, "mean", 1, 3, 0.0, 1.0, &a->mean));
-  SHOAL_RETURN_IF_ERROR(Numbers(*n, "std", 1, 3, 1e-6, 1.0, &a->std));
+  SHOAL_RETURN_IF_ERROR(n->FloatList("mean", &a->mean, 0.0, 1.0, 1, 3));
+  SHOAL_RETURN_IF_ERROR(n->FloatList("std", &a->std, 1e-6, 1.0, 1, 3));
   if (a->mean.empty() || a->mean.size() != a->std.size())
     return n->Error("give a mean and a std for each channel, as many of one as of the other");
   a->normalize = true;

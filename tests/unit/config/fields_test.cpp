@@ -31,8 +31,10 @@ TEST_CASE("integers: whole numbers in range, 1e3 included; others refused naming
 }
 
 TEST_CASE("numbers, strings, booleans and lists are read as YAML writes them") {
-  YamlFields y("{f: 0.25, s: hello, n: 12, t: yes, u: false, l: [1, 2], names: [a, b], one: x, w: [1, x]}",
-               "m");
+  YamlFields y(
+      "{f: 0.25, s: hello, n: 12, t: yes, u: false, l: [1, 2], r: [0.3, 1.0], names: [a, b], one: x, w: [1, "
+      "x]}",
+      "m");
   double f = 0;
   CHECK(y->Float("f", 0, &f, 0, 1).ok());
   CHECK(f == 0.25);
@@ -52,6 +54,14 @@ TEST_CASE("numbers, strings, booleans and lists are read as YAML writes them") {
   CHECK(ints == std::vector<int>{1, 2});
   CHECK(Contains(y->IntList("w", &ints).message(), "field 'w' must be a list of integers"));
   CHECK(Contains(y->IntList("l", &ints, 0, 10, 1).message(), "field 'l' has 2 items, at most 1"));
+  std::vector<double> floats;
+  CHECK(y->FloatList("r", &floats, 0, 1, 2, 2).ok());
+  CHECK(floats == std::vector<double>{0.3, 1.0});
+  CHECK(Contains(y->IntList("r", &ints).message(), "field 'r' must be a list of integers"));
+  CHECK(
+      Contains(y->FloatList("r", &floats, 0, 0.5, 2, 2).message(), "field 'r' holds 1.0, outside [0, 0.5]"));
+  CHECK(Contains(y->FloatList("r", &floats, 0, 1, 3, 3).message(), "field 'r' has 2 items, it takes 3"));
+  CHECK(Contains(y->FloatList("w", &floats, 0, 1, 1, 3).message(), "field 'w' must be a list of numbers"));
   std::vector<std::string> names;
   CHECK(y->StringList("names", &names).ok());
   CHECK(names == std::vector<std::string>{"a", "b"});
