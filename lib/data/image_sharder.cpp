@@ -302,7 +302,7 @@ Status ShardImages(const RecordSource& train, const RecordSource* test, const Im
       // A raw record of another size is the options' fault, not the record's.
       if (!r.status.ok() && (o.strict || (r.status.IsInvalidArgument() && o.store == StoredForm::kRaw &&
                                           r.status.message().rfind("raw records", 0) == 0)))
-        return r.status.Within(slot.source->Name(slot.index));
+        return r.status;  // the source named the record
       if (!r.status.ok()) {
         if (report->first_skipped.size() < kNamedSkips) report->first_skipped.push_back(r.status.ToString());
         ++report->skipped;

@@ -14,15 +14,6 @@ refused() {
   lines=$(grep -c "error:" "$tmp/err" || true)
   ((lines == 1)) || fail "$3: $lines error lines: $(head -c 600 "$tmp/err")"
 }
-# peak_mb CMD...: runs CMD, prints its exit status and its peak resident memory in MB.
-peak_mb() {
-  python3 - "$@" <<'PY'
-import resource, subprocess, sys
-rc = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode
-print(rc, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024)
-PY
-}
-
 # ---- job files and overrides (dl-plan) ----
 refused 1 "--set 'train.batch_size=\['.*malformed YAML" "$bin/dl-plan" "$mlp" --set 'train.batch_size=['
 refused 1 "--set 'cluster=,':1:1: malformed YAML: a second document or a stray token" "$bin/dl-plan" "$mlp" --set 'cluster=,'

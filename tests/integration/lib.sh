@@ -1,6 +1,6 @@
 # Shared by the integration tests: sourced as `. lib.sh BUILD_DIR REPO_ROOT`.
 # Gives: $bin, $root, $tmp (removed at exit, with every process we started),
-# fail, ok, expect_failure, fresh_port, shards_for, run_logs, deep_mlp_job, field.
+# fail, ok, expect_failure, peak_mb, fresh_port, shards_for, run_logs, deep_mlp_job, field.
 set -euo pipefail
 
 bin=$(cd "${1:?usage: TEST BUILD_DIR REPO_ROOT}" && pwd)
@@ -27,6 +27,17 @@ expect_failure() {
   "$@" >"$tmp/out" 2>"$tmp/err" || rc=$?
   [[ $rc -eq $want ]] || fail "$* exited $rc, want $want; stderr: $(cat "$tmp/err")"
   grep -qE -- "$pattern" "$tmp/err" || fail "$*: stderr lacks /$pattern/: $(cat "$tmp/err")"
+}
+
+# peak_mb CMD...: runs CMD, its stdout and stderr to $tmp/out and $tmp/err;
+# prints its exit status and its peak resident memory in MB.
+peak_mb() {
+  python3 - "$tmp/out" "$tmp/err" "$@" <<'PY'
+import resource, subprocess, sys
+with open(sys.argv[1], "w") as out, open(sys.argv[2], "w") as err:
+    rc = subprocess.run(sys.argv[3:], stdout=out, stderr=err).returncode
+print(rc, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024)
+PY
 }
 
 # A loopback port range nobody else in this test run is likely to use: below
