@@ -178,8 +178,15 @@ else
   "$bin/dl-plan" "${planning[@]}" -o "$plan"
   read_plan "$plan"
 fi
-[[ -n "$shards" ]] || shards=runs/shards/$dataset-$workers-$shard_seed
-
+# A job that names its shards brings them (images: dl-shard --images, --cifar, ...).
+if [[ -n "$shards" ]]; then
+  [[ -f "$shards/manifest.json" ]] || {
+    log "no shards at '$shards' (data.shards): make them with dl-shard (--images, --cifar, --npy, --dataset)"
+    exit 1
+  }
+else
+  shards=runs/shards/$dataset-$workers-$shard_seed
+fi
 if [[ ! -f "$shards/manifest.json" ]]; then
   log "sharding $dataset into $shards ($workers shards, seed $shard_seed)"
   "$bin/dl-shard" --dataset "$dataset" --out "$shards" --shards "$workers" --seed "$shard_seed" >"$run_dir/shard.json"
