@@ -207,6 +207,7 @@ record() { printf '%s\n' "$1" >>"$events"; }
 on_host() {  # on_host ENDPOINT CMD...
   local address=${1#*://} host=""
   shift
+  exec {lock}>&-  # the run directory's lock is the supervisor's alone
   address=${address%:*}
   [[ -z "$cluster" || -z "$address" ]] ||
     host=$("$root/scripts/netns-cluster.sh" hosts "$cluster" | awk -v a="$address" '$2 == a && $1 != "head" {print $1}')
@@ -262,9 +263,25 @@ reaped() {  # reaped PID STATUS
   record "{\"event\": \"exit\", \"name\": \"${name_of[$1]}\", \"pid\": $1, \"status\": $2, \"time\": \"$(now)\"}"
   unset "name_of[$1]"
 }
+# Whether PID has not ended (a zombie has, though kill -0 still finds it).
+alive() { [[ "$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null)" =~ ^[^ZX]$ ]]; }
+# SIGTERM to every process, and SIGKILL to those still there after
+# $stop_grace seconds (a stopped process never acts on SIGTERM).
+stop_grace=10
 stop_all() {
-  local pid status
+  local pid status deadline=$((SECONDS + stop_grace)) left
   for pid in "${!name_of[@]}"; do kill "$pid" 2>/dev/null || true; done
+  while :; do
+    left=()
+    for pid in "${!name_of[@]}"; do alive "$pid" && left+=("$pid"); done
+    ((${#left[@]} > 0)) || break
+    if ((SECONDS >= deadline)); then
+      log "${#left[@]} process(es) still running ${stop_grace} s after SIGTERM; killing them"
+      kill -KILL "${left[@]}" 2>/dev/null || true
+      break
+    fi
+    sleep 0.1
+  done
   for pid in "${!name_of[@]}"; do
     status=0
     wait "$pid" 2>/dev/null || status=$?

@@ -11,7 +11,7 @@
 namespace shoal {
 
 Status DieWithParent(int parent) {
-  if (prctl(PR_SET_PDEATHSIG, SIGTERM) != 0)
+  if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0)
     return Status::IOError("cannot ask to end with the parent process");
   // Set after the fork: a parent that died in between is not our parent now.
   if (getppid() != parent)

@@ -8,9 +8,10 @@
 
 namespace shoal {
 
-// Makes this process end (SIGTERM) the moment process `parent` does, by
-// any signal, SIGKILL included (Linux's parent-death signal); an error if
-// `parent` is not this process's parent any more (it died first).
+// Makes this process end (SIGKILL, which a stopped process cannot ignore)
+// the moment process `parent` does, by any signal (Linux's parent-death
+// signal); an error if `parent` is not this process's parent any more (it
+// died first). Checkpoints are written atomically, so nothing written is lost.
 Status DieWithParent(int parent);
 
 // The 64-bit incarnation a supervisor's token names (never 0); a fresh

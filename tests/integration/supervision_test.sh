@@ -35,10 +35,26 @@ alive "$tmp/orphans/plan.json" || fail "the run did not start: $(cat "$tmp/orpha
 expect_failure 1 "run directory '$tmp/orphans' is in use by train-local PID $supervisor" \
   "$root/scripts/train-local.sh" --resume "$tmp/orphans"
 ok "--resume on a live run is refused with the PID that holds it"
+pkill -STOP -f "dl-server --plan $tmp/orphans/plan.json" || fail "no server to stop"
 kill -9 "$supervisor"
 wait "$supervisor" 2>/dev/null || true
 gone_within 5 "$tmp/orphans/plan.json" || fail "processes outlived their supervisor: $(pgrep -af "$tmp/orphans/plan.json")"
-ok "kill -9 of train-local: its servers and workers ended within 5 s"
+flock -n "$tmp/orphans/.lock" true || fail "the run directory's lock outlived its supervisor"
+ok "kill -9 of train-local: its servers and workers ended within 5 s, a stopped server too; the lock with them"
+
+# A stalled worker (SIGSTOP) does not hang the supervisor's stop: SIGKILL follows SIGTERM.
+SHOAL_BIN=$bin RUN_DIR=$tmp/stalled "$root/scripts/train-local.sh" "$mlp" train.steps=100000 \
+  data.shards="$shards" >/dev/null 2>"$tmp/stalled.err" &
+supervisor=$!
+for _ in $(seq 100); do grep -q '"step":' "$tmp/stalled/worker-0.jsonl" 2>/dev/null && break; sleep 0.1; done
+pkill -STOP -f "dl-worker --plan $tmp/stalled/plan.json --id 1 " || fail "no worker 1 to stop"
+kill -TERM "$supervisor"
+for _ in $(seq 150); do kill -0 "$supervisor" 2>/dev/null || break; sleep 0.1; done
+! kill -0 "$supervisor" 2>/dev/null || fail "train-local still stopping its run 15 s after SIGTERM: $(cat "$tmp/stalled.err")"
+wait "$supervisor" 2>/dev/null || true
+gone_within 2 "$tmp/stalled/plan.json" || fail "processes outlived their supervisor: $(pgrep -af "$tmp/stalled/plan.json")"
+grep -q "still running 10 s after SIGTERM; killing them" "$tmp/stalled.err" || fail "no word of the kill: $(cat "$tmp/stalled.err")"
+ok "SIGTERM of train-local with a stopped worker: it kills what SIGTERM could not within 10 s, and ends"
 
 # Ctrl-C: the run stops, says how to go on, and --resume then finishes it with one done record.
 # (A background job of a script ignores SIGINT; the wrapper gives it back, as a terminal's job has it.)
