@@ -25,6 +25,13 @@ Rows (--rows, any of):
 - gpu (make bench-gpu; not among the default rows): one process, batch 64, on GPU 0:
   dl-worker --standalone with train.device=cuda against peers/torch_single.py --device cuda.
 
+- images: an ImageNet-shaped folder of JPEGs (scripts/make-image-data.py synthetic, 20
+  classes x 40, sides 256-400): dl-shard --images (shorter side to 256, centre 224, stored
+  as JPEG) against peers/pil_shard.py (PIL in processes), and the training loader
+  (bench/loader_speed.cpp: random resized crop to 224, flip, normalise) against
+  peers/torch_loader.py (torchvision's DataLoader, one process a worker), at 1 and 2
+  threads; images a second, higher is better.
+
 - exchange: a 4 MB and a 64 MB tensor's update-get round trip through a parameter
   server against a raw NNG req/rep echo of the same bytes (bench/exchange_throughput.cpp);
   here the ratio is of throughputs, higher is better.
@@ -45,7 +52,7 @@ each shoal row of single and bsp, where its time went (the median run's), per st
 worker 0's compute, input, encode, waiting on servers and decode, and the servers'
 update, encode and decode, from the processes' own counters (`time_s`, `handle_s`,
 ...); under each time-to-accuracy row, each pair's steps to the target.
-Usage: bench/run.sh [--rows single,bsp,tta,rbm,char-rnn,exchange,gpu] [--models mlp,cnn] [--repeats N] [--steps N]
+Usage: bench/run.sh [--rows single,bsp,tta,rbm,char-rnn,images,exchange,gpu] [--models mlp,cnn] [--repeats N] [--steps N]
 """
 import argparse, itertools, json, math, os, signal, statistics, subprocess, sys, tempfile, time
 
@@ -388,6 +395,41 @@ def rows(b, a):
                lambda seed: b.peer_tta("torch_single.py", seed, "--threads", 1, "--batch", 64), {"": b.shoal_tta_single})
 
 
+def image_rows(b, a):
+    """Sharding a JPEG folder and loading its shards for training, against PIL and
+    torchvision, alternating sides at 1 and 2 threads: images a second, higher is better."""
+    folder = os.path.join(b.tmp, "images")
+    run(["/usr/bin/python3", os.path.join(a.root, "scripts", "make-image-data.py"), "synthetic", folder,
+         "--classes", "20", "--per-class", "40", "--test-per-class", "2", "--min-side", "256", "--max-side", "400"])
+    train = os.path.join(folder, "train")
+    prepare = ["--resize", "256", "--center-crop", "224", "--store", "jpeg", "--quality", "90"]
+    kept = os.path.join(b.tmp, "kept-jpegs")  # the originals' bytes, for the loaders
+    run([b.tool("dl-shard"), "--images", train, "--out", kept, "--shards", "1", "--store", "jpeg"])
+
+    def shoal_shard(t):
+        out = os.path.join(b.tmp, f"shard-{t}")
+        r = run([b.tool("dl-shard"), "--images", train, "--out", out, "--shards", "1", "--threads", str(t), *prepare])[-1]
+        return r["records_per_s"]
+
+    def pil_shard(t):
+        r = run(b.peer_command("pil_shard.py", [train, "--out", os.path.join(b.tmp, f"pil-{t}"), "--threads", t,
+                                                *prepare]))[-1]
+        return r["records_per_s"]
+
+    def shoal_loader(t):
+        return run([b.tool("loader_speed"), kept, str(t), "64", "224", "30"])[-1]["images_per_s"]
+
+    def torch_loader(t):
+        return run(b.peer_command("torch_loader.py", [train, "--workers", t, "--batch", 64, "--batches", 30]))[-1]["images_per_s"]
+
+    for case, shoal, peer in (("images: shard JPEGs (resize 256, crop 224, JPEG)", shoal_shard, pil_shard),
+                              ("images: load for training (crop 224, flip, normalise)", shoal_loader, torch_loader)):
+        for t in (1, 2):
+            pairs = [pair(shoal(t), peer(t)) for _ in range(a.repeats)]
+            yield summarise(f"{case}, {t} thread(s)", {"threads": t, "unit": "img/s", "target": 1.5,
+                                                       "higher_is_better": True}, pairs)
+
+
 def exchange_rows(a):
     """A 4 MB and a 64 MB tensor's update-get round trip through a parameter server
     against a raw NNG echo of the same bytes (bench/exchange_throughput.cpp, which
@@ -487,7 +529,7 @@ def main():
     ap.add_argument("--root", required=True)
     ap.add_argument("--bin", required=True)
     ap.add_argument("--out", required=True)
-    ap.add_argument("--rows", default="single,bsp,tta,rbm,char-rnn,exchange", type=lambda s: s.split(","))
+    ap.add_argument("--rows", default="single,bsp,tta,rbm,char-rnn,images,exchange", type=lambda s: s.split(","))
     ap.add_argument("--models", default="mlp,cnn", type=lambda s: s.split(","))
     ap.add_argument("--repeats", type=int, default=3, help="shoal/peer pairs per row (at least 3 for a range)")
     ap.add_argument("--steps", type=int, default=200, help="timed steps of a ms/step row")
@@ -505,6 +547,7 @@ def main():
         measured = (r for row in rows(b, a) for r in measure(b, *row, a.repeats))
         for r in itertools.chain(measured, rbm_rows(b, a) if "rbm" in a.rows else (),
                                  char_rnn_rows(b, a) if "char-rnn" in a.rows else (),
+                                 image_rows(b, a) if "images" in a.rows else (),
                                  exchange_rows(a) if "exchange" in a.rows else ()):
             result["rows"].append(r)
             bound = (f"±{100 * r['within']:.0f}%" if "within" in r else
