@@ -26,6 +26,8 @@ saying what ran and how it ended.
 Options (each also read from the environment variable named):
   --plan PLAN.json      run this plan of dl-plan's instead of a job, on this run's ports (or hosts)
   --resume RUN_DIR      go on with a stopped run: its plan, from its newest checkpoints
+  --start-over          START_OVER=yes: --resume may train from step 0 where no checkpoint is
+                        good (refused otherwise)
   --run-dir DIR         RUN_DIR: where the run's files go (default runs/<job>-<time>-<pid>)
   --base-port N         BASE_PORT: the first server port (default: free ports below 32000)
   --retries N           RETRIES: restarts allowed in all (default 3)
@@ -58,6 +60,7 @@ group_size=${GROUP_SIZE:-}
 profile=${PROFILE:-}
 cluster=${CLUSTER:-}
 evaluate=${EVALUATE:-yes}
+start_over=${START_OVER:-no}
 resume_run=""
 given_plan=""
 args=()
@@ -65,6 +68,7 @@ while (($# > 0)); do
   case $1 in
     -h | --help) usage; exit 0 ;;
     --no-eval) evaluate=no; shift ;;
+    --start-over) start_over=yes; shift ;;
     --resume | --plan | --run-dir | --base-port | --retries | --strategy | --group-size | --profile | --cluster)
       (($# >= 2)) || die_usage "$1 needs a value"
       case $1 in
@@ -312,16 +316,20 @@ prepare_resume() {
   local ok=yes
   "$bin/dl-ckpt" prepare-resume "$run_dir/ckpt" -o "$dir" >"$dir.json" 2>"$dir.log" || ok=""
   sed 's/^/train-local: /' "$dir.log" >&2  # e.g. a corrupt newest checkpoint passed over, and why
-  if [[ -n "$ok" ]]; then
-    log "resuming at step $(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["step"])' "$dir.json")"
-    echo "$dir"
-  else
-    log "no checkpoint to resume from; starting over"
-  fi
+  [[ -n "$ok" ]] || return 0
+  log "resuming at step $(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["step"])' "$dir.json")"
+  echo "$dir"
 }
 
 if [[ -n "$resume_run" ]]; then
-  start_all "$(prepare_resume "r$$")"
+  from=$(prepare_resume "r$$")
+  if [[ -z "$from" && "$start_over" != yes ]]; then
+    log "--resume would start '$run_dir' over from step 0: none of its checkpoints is good" \
+      "(train.checkpoint_every may be 0); --start-over to do so"
+    finish refused 1
+  fi
+  [[ -n "$from" ]] || log "no checkpoint to resume from; starting over (--start-over)"
+  start_all "$from"
 else
   start_all
 fi
@@ -401,7 +409,9 @@ while ((${#name_of[@]} > 0)); do
     if [[ "$name" == server* ]]; then
       log "$name died ($why); restarting every server from the newest checkpoint they all have, and the workers (retry $restarts of $retries)"
       stop_all
-      start_all "$(prepare_resume "$restarts")"
+      from=$(prepare_resume "$restarts")
+      [[ -n "$from" ]] || log "no checkpoint to resume from; starting over"
+      start_all "$from"
     else
       log "$name died (exit $status); restarting it: it rejoins at the servers' step (retry $restarts of $retries)"
       start_worker "${name#worker }"

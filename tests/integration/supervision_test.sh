@@ -17,7 +17,7 @@ gone_within() {  # gone_within SECONDS PATTERN: no process matches PATTERN withi
 
 # train-local's own interface.
 "$root/scripts/train-local.sh" --help >"$tmp/help" || fail "--help failed"
-for option in --resume --run-dir --base-port --retries --strategy --group-size --profile --cluster --no-eval; do
+for option in --resume --start-over --run-dir --base-port --retries --strategy --group-size --profile --cluster --no-eval; do
   grep -q -- "$option" "$tmp/help" || fail "--help does not list $option"
 done
 expect_failure 2 "no job file 'nope.yaml'" "$root/scripts/train-local.sh" nope.yaml
@@ -55,6 +55,15 @@ wait "$supervisor" 2>/dev/null || true
 gone_within 2 "$tmp/stalled/plan.json" || fail "processes outlived their supervisor: $(pgrep -af "$tmp/stalled/plan.json")"
 grep -q "still running 10 s after SIGTERM; killing them" "$tmp/stalled.err" || fail "no word of the kill: $(cat "$tmp/stalled.err")"
 ok "SIGTERM of train-local with a stopped worker: it kills what SIGTERM could not within 10 s, and ends"
+
+# That run never checkpointed (checkpoint_every 0), save perhaps at its stop: with no good
+# checkpoint, --resume refuses to start it over from step 0 unless told to.
+for f in "$tmp"/stalled/ckpt/*.ckpt; do [[ ! -f "$f" ]] || truncate -s 100 "$f"; done
+expect_failure 1 "--resume would start '$tmp/stalled' over from step 0: none of its checkpoints is good" \
+  "$root/scripts/train-local.sh" --resume "$tmp/stalled"
+[[ $(jq -r '.attempts[-1].status' "$tmp/stalled/run.json") == refused ]] ||
+  fail "run.json does not record the refusal: $(cat "$tmp/stalled/run.json")"
+ok "--resume with no good checkpoint is refused (exit 1, --start-over named), and run.json says so"
 
 # Ctrl-C: the run stops, says how to go on, and --resume then finishes it with one done record.
 # (A background job of a script ignores SIGINT; the wrapper gives it back, as a terminal's job has it.)
