@@ -56,6 +56,42 @@ int InspectOrVerify(const std::vector<std::string>& paths, bool inspect) {
   return Print(out);
 }
 
+// verify DIR: every file of every step read whole. A step's set is complete
+// (every server's file there and sound), incomplete (servers missing) or
+// corrupt (a file that does not verify, or files of several plans); exit 1
+// unless the newest set is complete.
+int VerifyDir(const std::string& dir) {
+  CheckpointDir scan;
+  if (Status s = ScanCheckpointDir(dir, &scan); !s.ok()) return Fail(s);
+  Status newest =
+      scan.steps.empty() ? Status::InvalidArgument("no checkpoint in '" + dir + "'") : Status::Ok();
+  nlohmann::json sets = nlohmann::json::array();
+  for (auto set = scan.steps.rbegin(); set != scan.steps.rend(); ++set) {
+    nlohmann::json files = nlohmann::json::array();
+    Status bad;
+    for (const CheckpointInfo& f : set->files) {
+      Checkpoint ckpt;
+      const Status s = ReadCheckpoint(f.path, &ckpt);
+      files.push_back({{"path", f.path}, {"server", f.server}, {"ok", s.ok()}});
+      if (!s.ok()) files.back()["error"] = s.message();
+      if (!s.ok() && bad.ok()) bad = s;
+    }
+    const char* state = !bad.ok() || !set->problems.empty() ? "corrupt"
+                        : set->missing.empty()              ? "complete"
+                                                            : "incomplete";
+    sets.push_back({{"step", set->step}, {"state", state}, {"files", files}});
+    if (!set->missing.empty()) sets.back()["missing_servers"] = set->missing;
+    if (!set->problems.empty()) sets.back()["problems"] = set->problems;
+    if (set == scan.steps.rbegin() && std::string(state) != "complete")
+      newest =
+          Status::Corruption("the newest step, " + std::to_string(set->step) +
+                             ", is not a complete set: " + (bad.ok() ? set->WhyIncomplete() : bad.message()));
+  }
+  const int printed =
+      Print({{"dir", dir}, {"servers", scan.servers}, {"sets", sets}, {"temporary", scan.temporary}});
+  return newest.ok() ? printed : Fail(newest);
+}
+
 // Everything the command line sets, and which subcommand it chose.
 struct Flags {
   bool table = false, json = false;
@@ -81,7 +117,9 @@ void AddOptions(CLI::App& app, Flags* f) {
   f->ls->add_option("dir", f->dir, "checkpoint directory")->required();
   f->inspect = app.add_subcommand("inspect", "tensors, shapes, norms, step, metric");
   f->inspect->add_option("paths", f->paths, "checkpoint files or directories")->required();
-  f->verify = app.add_subcommand("verify", "check every checksum; exit 1 naming the bad tensor and bytes");
+  f->verify = app.add_subcommand("verify",
+                                 "check every checksum; exit 1 naming the bad tensor and bytes (a directory: "
+                                 "every step's set, exit 1 unless the newest is complete)");
   f->verify->add_option("paths", f->paths, "checkpoint files or directories")->required();
   f->diff = app.add_subcommand("diff", "per-tensor max absolute and relative difference");
   f->diff->add_option("a", f->a, "checkpoint file")->required();
@@ -179,6 +217,9 @@ int Main(int argc, char** argv) {
   AddOptions(app, &f);
   SHOAL_PARSE_COMMAND_LINE(app, argc, argv);
   g_table = f.table || (!f.json && StdoutIsTerminal());
+  std::error_code ec;
+  if (*f.verify && f.paths.size() == 1 && std::filesystem::is_directory(f.paths[0], ec))
+    return VerifyDir(f.paths[0]);
   if (*f.inspect || *f.verify) return InspectOrVerify(f.paths, static_cast<bool>(*f.inspect));
   if (*f.diff) return Diff(f);
   if (*f.ls) return List(f);

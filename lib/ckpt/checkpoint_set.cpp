@@ -82,7 +82,10 @@ Status ScanCheckpointDir(const std::string& dir, CheckpointDir* out) {
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
     int server;
     unsigned long long step;
-    if (!ParseName(entry.path().filename().string(), &server, &step)) continue;
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("server-", 0) == 0 && name.find(".ckpt.tmp.") != std::string::npos)
+      out->temporary.push_back(entry.path().string());
+    if (!ParseName(name, &server, &step)) continue;
     CheckpointInfo info = ReadInfo(entry.path().string(), server, step);
     ids.insert(server);
     out->servers = std::max(out->servers, info.servers);
@@ -95,6 +98,7 @@ Status ScanCheckpointDir(const std::string& dir, CheckpointDir* out) {
     set.files.push_back(std::move(info));
   }
   if (ec) return Status::IOError("cannot list '" + dir + "': " + ec.message());
+  std::sort(out->temporary.begin(), out->temporary.end());
   out->servers_known = out->servers > 0;
   if (!out->servers_known) out->servers = ids.empty() ? 0 : *ids.rbegin() + 1;
   for (auto& [step, set] : steps) {
@@ -134,7 +138,8 @@ json CheckpointDirToJson(const CheckpointDir& scan) {
           {"servers", scan.servers},
           {"servers_known", scan.servers_known},
           {"checkpoints", checkpoints},
-          {"steps", steps}};
+          {"steps", steps},
+          {"temporary", scan.temporary}};
 }
 
 Status ResolveCheckpointSet(const std::vector<std::string>& paths, int64_t step,

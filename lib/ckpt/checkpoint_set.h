@@ -44,6 +44,8 @@ struct CheckpointDir {
   int servers = 0;             // from the headers, else the distinct server ids seen
   bool servers_known = false;  // whether a header recorded the count
   std::vector<StepSet> steps;  // oldest first
+  // Temporary files of writes that never finished ("<name>.ckpt.tmp.*").
+  std::vector<std::string> temporary;
 };
 
 // Reads the header of every "server-<id>-step-<step>.ckpt" in `dir`. A file

@@ -5,6 +5,7 @@
 #include <set>
 #include <utility>
 
+#include "ckpt/checkpoint_set.h"
 #include "core/log.h"
 
 namespace shoal {
@@ -99,6 +100,16 @@ Status Checkpointer::Start() {
   std::error_code ec;
   std::filesystem::create_directories(dir_, ec);
   if (ec) return Status::IOError("cannot create '" + dir_ + "': " + ec.message());
+  // A write of this server's that never finished (it was killed) left its
+  // temporary file; no one else writes this server's names.
+  const std::string prefix = "server-" + std::to_string(server_) + "-step-";
+  for (const auto& entry : std::filesystem::directory_iterator(dir_, ec)) {
+    const std::string name = entry.path().filename().string();
+    std::error_code gone;
+    if (name.rfind(prefix, 0) == 0 && name.find(".ckpt.tmp.") != std::string::npos &&
+        std::filesystem::remove(entry.path(), gone))
+      Log("removed '" + entry.path().string() + "', a checkpoint write that never finished");
+  }
   thread_ = std::thread([this] { Loop(); });
   return Status::Ok();
 }
@@ -165,34 +176,44 @@ void Checkpointer::Loop() {
   }
 }
 
+namespace {
+
+// The newest step at which every server of `plan_hash` has a file in `dir`
+// (-1: none), so that pruning never takes the last whole model.
+int64_t NewestCompleteStep(const std::string& dir, const std::string& plan_hash) {
+  CheckpointDir scan;
+  if (!ScanCheckpointDir(dir, &scan).ok()) return -1;
+  for (auto it = scan.steps.rbegin(); it != scan.steps.rend(); ++it)
+    if (it->complete() && it->files.front().plan_hash == plan_hash) return static_cast<int64_t>(it->step);
+  return -1;
+}
+
+}  // namespace
+
 Status Checkpointer::WriteAndPrune(const Checkpoint& ckpt) {
   const std::string written = CheckpointPath(dir_, server_, ckpt.step);
   SHOAL_RETURN_IF_ERROR(WriteCheckpoint(written, ckpt));
   // The rotation is this plan's: a file of another plan (another run given
   // the same directory) or one whose header cannot be read is not ours to
-  // remove. Of ours, the most recently written stay, this one always.
-  struct Ours {
-    std::filesystem::file_time_type written;
-    std::string path;
-  };
-  std::vector<Ours> ours;
+  // remove. Of ours, the newest by step stay, this one always, and so does
+  // our part of the newest set every server has written. Steps, not file
+  // times: a clock that moves does not change which are newest.
+  const int64_t complete = NewestCompleteStep(dir_, ckpt.plan_hash);
+  const std::string whole =
+      complete >= 0 ? CheckpointPath(dir_, server_, static_cast<uint64_t>(complete)) : "";
+  std::vector<std::string> ours;
   for (const std::string& path : ListCheckpoints(dir_, server_)) {
-    if (path == written) continue;
     nlohmann::json header;
-    std::error_code ec;
-    const auto when = std::filesystem::last_write_time(path, ec);
-    if (ec || !ReadCheckpointHeader(path, &header).ok()) continue;
+    if (path == written || path == whole || !ReadCheckpointHeader(path, &header).ok()) continue;
     const auto hash = header.find("plan_hash");
     if (hash == header.end() || !hash->is_string() || *hash != ckpt.plan_hash) continue;
-    ours.push_back({when, path});
+    ours.push_back(path);
   }
-  std::sort(ours.begin(), ours.end(), [](const Ours& a, const Ours& b) {
-    return a.written != b.written ? a.written > b.written : a.path > b.path;
-  });
+  // The names carry the step zero-padded: their order is the steps'.
+  std::sort(ours.rbegin(), ours.rend());
   for (size_t i = static_cast<size_t>(std::max(keep_ - 1, 0)); i < ours.size(); ++i) {
     std::error_code ec;  // report, never throw
-    if (!std::filesystem::remove(ours[i].path, ec) && ec)
-      Log("cannot prune '" + ours[i].path + "': " + ec.message());
+    if (!std::filesystem::remove(ours[i], ec) && ec) Log("cannot prune '" + ours[i] + "': " + ec.message());
   }
   return Status::Ok();
 }

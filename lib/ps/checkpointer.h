@@ -25,15 +25,17 @@ Status RestoreTable(const Checkpoint& ckpt, const std::string& path, ServerTable
 
 class Checkpointer {
  public:
-  // `dir` empty: no checkpoints. Keeps the `keep` this server wrote last of
-  // its plan's (never touching another plan's files in `dir`).
+  // `dir` empty: no checkpoints. Keeps the `keep` newest by step of this
+  // server's files of its plan, and its file of the newest step every server
+  // has written (never touching another plan's files in `dir`).
   Checkpointer(std::string dir, int server, int keep) : dir_(std::move(dir)), server_(server), keep_(keep) {}
   ~Checkpointer() { Stop(); }
   Checkpointer(const Checkpointer&) = delete;
   Checkpointer& operator=(const Checkpointer&) = delete;
 
   bool enabled() const { return !dir_.empty(); }
-  // Creates the directory and starts the writing thread.
+  // Creates the directory, removes this server's temporary files that a
+  // killed write left, and starts the writing thread.
   Status Start();
   // Hands a snapshot to the thread; waits only while the one before it has
   // not been taken up yet (at most one waits, so memory stays bounded).

@@ -21,7 +21,9 @@ ok "fc1.weight is cut into 5 slices over 2 servers"
 python3 - "$tmp/verify.json" <<'PY' || fail "checkpoints: $(cat "$tmp/verify.json")"
 import json, sys
 v = json.load(open(sys.argv[1]))
-assert len(v) == 2 and all(c["ok"] and c["step"] == 300 for c in v), v
+newest = v["sets"][0]
+assert newest["step"] == 300 and newest["state"] == "complete" and len(newest["files"]) == 2, newest
+assert all(s["state"] == "complete" for s in v["sets"]) and v["temporary"] == [], v
 PY
 ok "both servers wrote a final checkpoint at step 300 that verifies"
 [[ $(ls "$run"/ckpt/server-0-*.ckpt | wc -l) -eq 3 ]] || fail "expected 3 kept checkpoints of server 0: $(ls "$run/ckpt")"

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Checkpoints as sets of every server's file at a step: pruning keeps the
+# newest by step whatever the files' times say, a killed write's temporary
+# file is swept when its server starts again, and dl-ckpt verify of a
+# directory reads every file and says which sets are complete, exit 1 when
+# the newest is not.
+. "$(dirname "$0")/lib.sh"
+
+run=$tmp/run
+mkdir -p "$run/ckpt"
+# What a server killed in the middle of a write leaves behind.
+head -c 4096 /dev/urandom >"$run/ckpt/server-1-step-0000000999.ckpt.tmp.Ab12Cd"
+SHOAL_BIN=$bin RUN_DIR=$run "$root/scripts/train-local.sh" --no-eval "$root/configs/fashion-mlp.yaml" \
+  cluster.nservers_per_group=2 train.steps=600 train.checkpoint_every=50 train.display_every=10 \
+  data.shards="$(shards_for 2)" >/dev/null 2>"$tmp/train.err" &
+runner=$!
+# Once both servers have written step 150, the clock "steps" an hour ahead for those files.
+for _ in $(seq 300); do
+  [[ -f "$run/ckpt/server-0-step-0000000150.ckpt" && -f "$run/ckpt/server-1-step-0000000150.ckpt" ]] && break
+  sleep 0.05
+done
+touch -d '+1 hour' "$run"/ckpt/server-*-step-*.ckpt
+wait "$runner" || fail "the run failed: $(tail -n 5 "$tmp/train.err")"
+for s in 0 1; do
+  got=$(cd "$run/ckpt" && ls server-$s-step-*.ckpt | tr '\n' ' ')
+  want="server-$s-step-0000000500.ckpt server-$s-step-0000000550.ckpt server-$s-step-0000000600.ckpt "
+  [[ "$got" == "$want" ]] || fail "server $s kept $got, want the newest three by step"
+done
+ok "pruning keeps the newest three steps although older files were stamped an hour ahead"
+
+[[ ! -e "$run/ckpt/server-1-step-0000000999.ckpt.tmp.Ab12Cd" ]] || fail "the dead write's temporary file is still there"
+grep -q "removed '.*server-1-step-0000000999.ckpt.tmp.Ab12Cd', a checkpoint write that never finished" \
+  "$run/server-1.log" || fail "server 1 did not say it removed it: $(cat "$run/server-1.log")"
+ok "server 1 swept the temporary file a killed write had left, and said so"
+
+# A set missing a server, and a temporary file: verify reads every file and names both.
+ckpt=$run/ckpt
+: >"$ckpt/server-0-step-0000000650.ckpt.tmp.Xy34Zw"
+cp "$ckpt/server-0-step-0000000600.ckpt" "$tmp/keep.ckpt"
+rm "$ckpt/server-1-step-0000000600.ckpt"
+expect_failure 1 "the newest step, 600, is not a complete set: missing server 1" "$bin/dl-ckpt" verify "$ckpt"
+python3 - "$tmp/out" "$ckpt" <<'PY' || fail "verify's sets: $(cat "$tmp/out")"
+import json, sys
+v = json.load(open(sys.argv[1]))
+states = [(s["step"], s["state"]) for s in v["sets"]]
+assert states == [(600, "incomplete"), (550, "complete"), (500, "complete")], states
+assert v["sets"][0]["missing_servers"] == [1], v["sets"][0]
+assert v["temporary"] == [f"{sys.argv[2]}/server-0-step-0000000650.ckpt.tmp.Xy34Zw"], v["temporary"]
+PY
+"$bin/dl-ckpt" ls "$ckpt" | jq -e '.temporary | length == 1' >/dev/null || fail "dl-ckpt ls does not list the temporary file"
+rm "$ckpt/server-0-step-0000000600.ckpt"
+"$bin/dl-ckpt" verify "$ckpt" >/dev/null || fail "verify of a directory whose newest set is complete failed"
+ok "verify of a directory: sets complete and incomplete, the temporary file listed; exit 1 only for an incomplete newest"
