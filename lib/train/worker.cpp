@@ -212,6 +212,10 @@ Status Worker::Train(WorkerResult* result) {
   loading.shard_numbers = shard_numbers_;
   loading.dealt_shards = dealt_shards_;
   BatchLoader loader(std::move(shards_), feeds_.Training(), loading);
+  if (train.divergence_check && options_.id == 0 && steps_ < kShortestJudged &&
+      net_->loss_layer().classes() > 0)
+    Log("worker 0: " + std::to_string(steps_) + " steps are too few for train.divergence_check to judge " +
+        "whether the run learns (it takes " + std::to_string(kShortestJudged) + " or more)");
   step_ms_.reserve(steps_);
   start_ = last_display_ = Clock::now();
   last_display_step_ = static_cast<long long>(first_step_);
@@ -337,6 +341,7 @@ Status Worker::CheckLearning(long long step, double window_loss) {
   constexpr long long kSteps = 150;
   // Without classes (an RBM's reconstruction error) there is no uniform guess.
   if (!plan_.job.train.divergence_check || net_->loss_layer().classes() == 0) return Status::Ok();
+  if (steps_ < kShortestJudged) return Status::Ok();
   // A uniform guess over C classes loses ln C a record; a collapsed net sits
   // there (to within noise), a learning one falls below it within a few displays.
   const double uniform = std::log(static_cast<double>(net_->loss_layer().classes()));
@@ -345,7 +350,10 @@ Status Worker::CheckLearning(long long step, double window_loss) {
     return Status::Ok();
   }
   if (stuck_displays_++ == 0) stuck_since_ = last_display_step_;
-  if (stuck_displays_ < kDisplays || step + 1 - stuck_since_ < kSteps) return Status::Ok();
+  // A short run is judged over its last third, and at its end on what it has shown.
+  const bool last = step + 1 >= steps_;
+  const long long needed = std::min(kSteps, steps_ / 3);
+  if ((stuck_displays_ < kDisplays && !last) || step + 1 - stuck_since_ < needed) return Status::Ok();
   char detail[96];
   std::snprintf(detail, sizeof detail, "at or above a uniform guess's (ln %d = %.3f; the last display %.3f)",
                 net_->loss_layer().classes(), uniform, window_loss);

@@ -131,6 +131,8 @@ class Worker {
   double input_seconds_ = 0.0, step_seconds_ = 0.0;
   RemoteTable::Busy step_busy_;
   // train.divergence_check: displays in a row at a uniform guess's loss, since which step.
+  // Runs shorter than this are too short for CheckLearning to judge.
+  static constexpr long long kShortestJudged = 30;
   int stuck_displays_ = 0;
   long long stuck_since_ = 0;
 };

@@ -202,3 +202,19 @@ SHOAL_BIN=$bin RUN_DIR=$tmp/collapse "$root/scripts/train-local.sh" "$root/confi
 grep -qE "(the run is not learning|the loss diverged at step [0-9]+) at learning rate 0.2 under consistency 'async'" \
   "$tmp/collapse.err" || fail "the reason is not named: $(cat "$tmp/collapse.err")"
 ok "the async CNN at lr 0.2, collapsed to a uniform guess (or diverged), stops with exit 1 naming the rate and the model"
+
+# A short run is judged too: 90 steps at a uniform guess (learning rate 0) stop
+# with exit 1; 20 are too few to judge, and worker 0 says so.
+short() {  # short STEPS: dl-worker's exit status, its stderr in $tmp/short.err
+  "$bin/dl-plan" "$mlp" --strategy data --set cluster.nworkers_per_group=1 --set train.steps="$1" \
+    --set train.display_every=30 --set train.learning_rate=0 -o "$tmp/short.json" >/dev/null
+  local rc=0
+  "$bin/dl-worker" --plan "$tmp/short.json" --standalone --shards "$shards" --no-eval >/dev/null 2>"$tmp/short.err" ||
+    rc=$?
+  echo "$rc"
+}
+[[ $(short 90) == 1 ]] && grep -q "the run is not learning" "$tmp/short.err" ||
+  fail "a 90-step run at a uniform guess: $(cat "$tmp/short.err")"
+[[ $(short 20) == 0 ]] && grep -q "20 steps are too few for train.divergence_check to judge" "$tmp/short.err" ||
+  fail "a 20-step run: $(cat "$tmp/short.err")"
+ok "a 90-step run that does not learn stops (exit 1); a 20-step one is too short to judge, and says so"
