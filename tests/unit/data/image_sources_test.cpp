@@ -144,7 +144,8 @@ TEST_CASE("numpy arrays: uint8 and float32 images in either layout; a header tha
   WriteBytes(dir.path + "/labels.npy", Npy("<i8", "(2,)", labels));
   WriteBytes(dir.path + "/nhwc.npy", Npy("|u1", "(2, 2, 2, 3)", pixels));
   std::unique_ptr<RecordSource> source;
-  const Status opened = OpenNpy(dir.path + "/nhwc.npy", dir.path + "/labels.npy", ArrayLayout::kNhwc, &source);
+  const Status opened =
+      OpenNpy(dir.path + "/nhwc.npy", dir.path + "/labels.npy", ArrayLayout::kNhwc, &source);
   INFO(opened.ToString());
   REQUIRE(opened.ok());
   Image image;
