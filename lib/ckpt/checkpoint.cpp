@@ -46,6 +46,46 @@ bool IsTensorName(const CheckpointTensor& t) {
   return rest.empty() || rest == "@" + t.role;
 }
 
+// One entry of the header's tensor list: names, key, slice, shape, and
+// where its data lies (`count` floats at `at`, checksum `crc`).
+Status ReadTensorEntry(const JsonFields& f, const json& t, const std::string& in, CheckpointTensor* tensor,
+                       uint64_t* count, uint64_t* at, uint64_t* crc) {
+  SHOAL_RETURN_IF_ERROR(f.String(t, in, "name", &tensor->name, 1024));
+  SHOAL_RETURN_IF_ERROR(f.String(t, in, "param", &tensor->param, 1024));
+  SHOAL_RETURN_IF_ERROR(f.String(t, in, "role", &tensor->role, 64));
+  // Names become archive members and file names (dl-ckpt export): a parameter's, as a job's layers make
+  // them.
+  const std::string plain = "must be 1 to " + std::to_string(kMaxParamNameBytes) + " of " + kPlainNameChars;
+  if (!IsPlainName(tensor->param, kMaxParamNameBytes)) return f.Error(in + "param", plain);
+  if (!IsPlainName(tensor->role, kMaxParamNameBytes)) return f.Error(in + "role", plain);
+  if (!IsTensorName(*tensor))
+    return f.Error(in + "name", "must be its param's, with [offset] and @state where they apply");
+  uint64_t key = 0;
+  SHOAL_RETURN_IF_ERROR(f.Unsigned(t, in, "key", UINT32_MAX, &key));
+  tensor->key = static_cast<uint32_t>(key);
+  SHOAL_RETURN_IF_ERROR(f.Unsigned(t, in, "offset", UINT64_MAX, &tensor->offset));
+  const json* shape;
+  SHOAL_RETURN_IF_ERROR(f.Get(t, in, "shape", &shape));
+  uint64_t size = 1;
+  if (!shape->is_array() || shape->size() > 8)
+    return f.Error(in + "shape", "must be a list of at most 8 dims");
+  for (const json& d : *shape) {
+    if (!d.is_number_unsigned() || d.get<uint64_t>() == 0 || d.get<uint64_t>() > INT32_MAX ||
+        size > (uint64_t{1} << 40) / d.get<uint64_t>())
+      return f.Error(in + "shape", "must hold positive dims of at most 2^40 floats in all");
+    size *= d.get<uint64_t>();
+    tensor->shape.push_back(static_cast<int>(d.get<uint64_t>()));
+  }
+  SHOAL_RETURN_IF_ERROR(f.Unsigned(t, in, "count", size, count));
+  if (tensor->offset > size - *count)
+    return f.Error(in + "offset", "puts floats " + std::to_string(tensor->offset) + "+" +
+                                      std::to_string(*count) + " past its parameter's " +
+                                      std::to_string(size));
+  SHOAL_RETURN_IF_ERROR(f.Unsigned(t, in, "data_offset", UINT64_MAX, at));
+  SHOAL_RETURN_IF_ERROR(f.Unsigned(t, in, "crc32", UINT32_MAX, crc));
+  return Status::Ok();
+}
+
 // The header's fields and the tensors' bytes, each checked against the
 // `data_bytes` that follow the header: every tensor within its parameter and
 // within the file, one after another from the data's start to the file's
@@ -86,39 +126,8 @@ Status ReadHeader(const std::string& path, const json& h, const char* data_or_nu
     const json& t = (*tensors)[k];
     const std::string in = "tensors[" + std::to_string(k) + "].";
     CheckpointTensor tensor;
-    SHOAL_RETURN_IF_ERROR(f.String(t, in, "name", &tensor.name, 1024));
-    SHOAL_RETURN_IF_ERROR(f.String(t, in, "param", &tensor.param, 1024));
-    SHOAL_RETURN_IF_ERROR(f.String(t, in, "role", &tensor.role, 64));
-    // Names become archive members and file names (dl-ckpt export): a parameter's, as a job's layers make
-    // them.
-    const std::string plain = "must be 1 to " + std::to_string(kMaxParamNameBytes) + " of " + kPlainNameChars;
-    if (!IsPlainName(tensor.param, kMaxParamNameBytes)) return f.Error(in + "param", plain);
-    if (!IsPlainName(tensor.role, kMaxParamNameBytes)) return f.Error(in + "role", plain);
-    if (!IsTensorName(tensor))
-      return f.Error(in + "name", "must be its param's, with [offset] and @state where they apply");
-    SHOAL_RETURN_IF_ERROR(f.Unsigned(t, in, "key", UINT32_MAX, &u));
-    tensor.key = static_cast<uint32_t>(u);
-    SHOAL_RETURN_IF_ERROR(f.Unsigned(t, in, "offset", UINT64_MAX, &tensor.offset));
-    const json* shape;
-    SHOAL_RETURN_IF_ERROR(f.Get(t, in, "shape", &shape));
-    uint64_t size = 1;
-    if (!shape->is_array() || shape->size() > 8)
-      return f.Error(in + "shape", "must be a list of at most 8 dims");
-    for (const json& d : *shape) {
-      if (!d.is_number_unsigned() || d.get<uint64_t>() == 0 || d.get<uint64_t>() > INT32_MAX ||
-          size > (uint64_t{1} << 40) / d.get<uint64_t>())
-        return f.Error(in + "shape", "must hold positive dims of at most 2^40 floats in all");
-      size *= d.get<uint64_t>();
-      tensor.shape.push_back(static_cast<int>(d.get<uint64_t>()));
-    }
     uint64_t count = 0, at = 0, crc = 0;
-    SHOAL_RETURN_IF_ERROR(f.Unsigned(t, in, "count", size, &count));
-    if (tensor.offset > size - count)
-      return f.Error(in + "offset", "puts floats " + std::to_string(tensor.offset) + "+" +
-                                        std::to_string(count) + " past its parameter's " +
-                                        std::to_string(size));
-    SHOAL_RETURN_IF_ERROR(f.Unsigned(t, in, "data_offset", UINT64_MAX, &at));
-    SHOAL_RETURN_IF_ERROR(f.Unsigned(t, in, "crc32", UINT32_MAX, &crc));
+    SHOAL_RETURN_IF_ERROR(ReadTensorEntry(f, t, in, &tensor, &count, &at, &crc));
     const std::string where = "'" + path + "': tensor " + Quoted(tensor.name) + " (bytes " +
                               std::to_string(data_start + at) + ".." +
                               std::to_string(data_start + at + 4 * count) + ")";

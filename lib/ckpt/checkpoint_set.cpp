@@ -181,17 +181,15 @@ Status ResolveCheckpointSet(const std::vector<std::string>& paths, int64_t step,
   return Status::Ok();
 }
 
-Status MergeCheckpoints(const std::vector<std::string>& files, Checkpoint* merged) {
-  if (files.empty()) return Status::InvalidArgument("no checkpoint files to merge");
-  std::vector<Checkpoint> parts(files.size());
-  for (size_t i = 0; i < files.size(); ++i) SHOAL_RETURN_IF_ERROR(ReadCheckpoint(files[i], &parts[i]));
-  if (parts.size() == 1 && parts[0].server == -1) {
-    *merged = std::move(parts[0]);
-    return Status::Ok();
-  }
+namespace {
+
+// The parts must be one step of one plan, each server once, none missing;
+// `servers` gets the plan's count.
+Status CheckOneSet(const std::vector<std::string>& files, const std::vector<Checkpoint>& parts,
+                   int* servers) {
   const Checkpoint& first = parts[0];
   std::map<int, std::string> by_server;
-  int servers = 0;
+  *servers = 0;
   for (size_t i = 0; i < parts.size(); ++i) {
     const Checkpoint& c = parts[i];
     if (c.server < 0)
@@ -207,29 +205,34 @@ Status MergeCheckpoints(const std::vector<std::string>& files, Checkpoint* merge
     if (!fresh)
       return Status::InvalidArgument("server " + std::to_string(c.server) + " twice: '" + it->second +
                                      "' and '" + files[i] + "'");
-    servers = std::max(servers, c.servers);
+    *servers = std::max(*servers, c.servers);
   }
   std::vector<int> missing;
-  for (int id = 0; id < servers; ++id)
+  for (int id = 0; id < *servers; ++id)
     if (!by_server.count(id)) missing.push_back(id);
   if (!missing.empty())
     return Status::InvalidArgument("step " + std::to_string(first.step) + " is incomplete: missing server" +
                                    (missing.size() > 1 ? "s " : " ") + Join(missing) + " (of " +
-                                   std::to_string(servers) + ")");
+                                   std::to_string(*servers) + ")");
+  return Status::Ok();
+}
 
-  // Whole tensors by (param, role), in the plan's order (slice keys follow it).
-  // The pieces must cover each exactly once before a float of it is
-  // allocated: a whole is paid for by the pieces' own data.
-  struct Whole {
-    const CheckpointTensor* first = nullptr;
-    uint64_t size = 0;
-    uint32_t key = UINT32_MAX;
-    std::vector<const CheckpointTensor*> pieces;
-  };
-  std::map<std::pair<std::string, std::string>, Whole> wholes;
+// A whole tensor, (param, role), and the slices of it the files hold.
+struct Whole {
+  const CheckpointTensor* first = nullptr;
+  uint64_t size = 0;
+  uint32_t key = UINT32_MAX;
+  std::vector<const CheckpointTensor*> pieces;
+};
+using Wholes = std::map<std::pair<std::string, std::string>, Whole>;
+
+// Groups the parts' tensors by (param, role); Corruption where one
+// parameter has two shapes.
+Status GatherWholes(const std::vector<std::string>& files, const std::vector<Checkpoint>& parts,
+                    Wholes* wholes) {
   for (size_t i = 0; i < parts.size(); ++i) {
     for (const auto& t : parts[i].tensors) {
-      Whole& w = wholes[{t.param, t.role}];
+      Whole& w = (*wholes)[{t.param, t.role}];
       if (!w.first) {
         w.first = &t;
         w.size = 1;
@@ -242,7 +245,13 @@ Status MergeCheckpoints(const std::vector<std::string>& files, Checkpoint* merge
       w.pieces.push_back(&t);
     }
   }
-  for (auto& [id, w] : wholes) {
+  return Status::Ok();
+}
+
+// The pieces must cover each whole exactly once before a float of it is
+// allocated: a whole is paid for by the pieces' own data.
+Status CheckCoverage(Wholes* wholes) {
+  for (auto& [id, w] : *wholes) {
     std::sort(w.pieces.begin(), w.pieces.end(), [](auto* a, auto* b) { return a->offset < b->offset; });
     const std::string what = "parameter '" + id.first + "' (" + id.second + ")";
     uint64_t covered = 0;
@@ -261,16 +270,13 @@ Status MergeCheckpoints(const std::vector<std::string>& files, Checkpoint* merge
                                      std::to_string(w.size) +
                                      " are in none of the files (a server missing?)");
   }
-  *merged = Checkpoint();
-  merged->plan_hash = first.plan_hash;
-  merged->server = -1;
-  merged->servers = servers;
-  merged->step = first.step;
-  for (const auto& c : parts) {
-    merged->updates = std::max(merged->updates, c.updates);
-    if (merged->metric.is_null()) merged->metric = c.metric;
-  }
-  for (auto& [id, w] : wholes) {
+  return Status::Ok();
+}
+
+// The whole tensors, in the plan's order (slice keys follow it), each value before its state.
+std::vector<CheckpointTensor> Assemble(const Wholes& wholes) {
+  std::vector<CheckpointTensor> out;
+  for (const auto& [id, w] : wholes) {
     CheckpointTensor whole{id.second == "value" ? id.first : id.first + "@" + id.second,
                            id.first,
                            id.second,
@@ -280,12 +286,39 @@ Status MergeCheckpoints(const std::vector<std::string>& files, Checkpoint* merge
                            std::vector<float>(w.size)};
     for (const CheckpointTensor* t : w.pieces)
       std::copy(t->data.begin(), t->data.end(), whole.data.begin() + t->offset);
-    merged->tensors.push_back(std::move(whole));
+    out.push_back(std::move(whole));
   }
-  std::stable_sort(merged->tensors.begin(), merged->tensors.end(),
-                   [](const CheckpointTensor& a, const CheckpointTensor& b) {
-                     return a.key != b.key ? a.key < b.key : a.role == "value" && b.role != "value";
-                   });
+  std::stable_sort(out.begin(), out.end(), [](const CheckpointTensor& a, const CheckpointTensor& b) {
+    return a.key != b.key ? a.key < b.key : a.role == "value" && b.role != "value";
+  });
+  return out;
+}
+
+}  // namespace
+
+Status MergeCheckpoints(const std::vector<std::string>& files, Checkpoint* merged) {
+  if (files.empty()) return Status::InvalidArgument("no checkpoint files to merge");
+  std::vector<Checkpoint> parts(files.size());
+  for (size_t i = 0; i < files.size(); ++i) SHOAL_RETURN_IF_ERROR(ReadCheckpoint(files[i], &parts[i]));
+  if (parts.size() == 1 && parts[0].server == -1) {
+    *merged = std::move(parts[0]);
+    return Status::Ok();
+  }
+  int servers = 0;
+  SHOAL_RETURN_IF_ERROR(CheckOneSet(files, parts, &servers));
+  Wholes wholes;
+  SHOAL_RETURN_IF_ERROR(GatherWholes(files, parts, &wholes));
+  SHOAL_RETURN_IF_ERROR(CheckCoverage(&wholes));
+  *merged = Checkpoint();
+  merged->plan_hash = parts[0].plan_hash;
+  merged->server = -1;
+  merged->servers = servers;
+  merged->step = parts[0].step;
+  for (const auto& c : parts) {
+    merged->updates = std::max(merged->updates, c.updates);
+    if (merged->metric.is_null()) merged->metric = c.metric;
+  }
+  merged->tensors = Assemble(wholes);
   return Status::Ok();
 }
 
