@@ -1,6 +1,7 @@
 #include "data/shard_file.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -47,15 +48,18 @@ ShardFileWriter::~ShardFileWriter() {
 
 Status ShardFileWriter::Open(const std::string& path, const Shape& shape, StoredForm form) {
   path_ = path;
-  temp_ = path + ".tmp";
+  // A name of its own: dl-shard runs writing the same directory at once (tests
+  // sharing shards) each rename a whole file into place.
+  temp_ = path + ".tmp.XXXXXX";
   form_ = form;
   records_ = written_ = 0;
   offsets_.clear();
   uint64_t elements = 1;
   for (int d : shape) elements *= static_cast<uint64_t>(std::max(d, 1));
   record_bytes_ = form == StoredForm::kRaw ? static_cast<uint32_t>(elements) : 0;
-  fd_ = open(temp_.c_str(), O_CREAT | O_TRUNC | O_RDWR | O_CLOEXEC, 0644);
-  if (fd_ < 0) return Status::IOError("cannot create '" + temp_ + "': " + std::strerror(errno));
+  fd_ = mkostemp(&temp_[0], O_CLOEXEC);
+  if (fd_ < 0 || fchmod(fd_, 0644) != 0)
+    return Status::IOError("cannot create '" + temp_ + "': " + std::strerror(errno));
   std::string header;
   header.append(kShardMagic, sizeof kShardMagic);
   PutU32(&header, form == StoredForm::kRaw ? kShardVersionRaw : kShardVersionEncoded);
