@@ -54,7 +54,7 @@ class Corpus {
   int n_ = 0;
 };
 
-std::string Read(const fs::path& path) {
+std::string FileBytes(const fs::path& path) {
   std::string text;
   Check(ReadFile(path.string(), &text), "reading " + path.string());
   return text;
@@ -72,7 +72,7 @@ std::vector<fs::path> ShippedJobs() {
 void JobsAndPlans(const fs::path& out) {
   Corpus jobs(out, "job"), plans(out, "plan");
   for (const fs::path& path : ShippedJobs()) {
-    const std::string text = path == "tiny" ? TinyJob(2) : Read(path);
+    const std::string text = path == "tiny" ? TinyJob(2) : FileBytes(path);
     jobs.Add(text);
     JobConfig job;
     if (!ParseJob(text, path.string(), &job).ok()) continue;  // a model file without a cluster, say
@@ -112,7 +112,7 @@ std::string Gzipped(const std::string& bytes, const fs::path& scratch) {
   gzFile f = gzopen(path.c_str(), "wb");
   gzwrite(f, bytes.data(), static_cast<unsigned>(bytes.size()));
   gzclose(f);
-  return Read(path);
+  return FileBytes(path);
 }
 
 void ShardsAndIdx(const fs::path& out, const fs::path& scratch) {
@@ -129,9 +129,9 @@ void ShardsAndIdx(const fs::path& out, const fs::path& scratch) {
   Manifest manifest;
   Check(WriteShards(spec, &manifest), "writing shards");
   Corpus shards(out, "shard"), manifests(out, "manifest"), idx(out, "idx");
-  manifests.Add(Read(fs::path(spec.out_dir) / "manifest.json"));
-  for (const auto& info : manifest.train) shards.Add(Read(fs::path(spec.out_dir) / info.file));
-  shards.Add(Read(fs::path(spec.out_dir) / manifest.test.file));
+  manifests.Add(FileBytes(fs::path(spec.out_dir) / "manifest.json"));
+  for (const auto& info : manifest.train) shards.Add(FileBytes(fs::path(spec.out_dir) / info.file));
+  shards.Add(FileBytes(fs::path(spec.out_dir) / manifest.test.file));
   for (const IdxArray* a : {&spec.train_images, &spec.train_labels}) {
     idx.Add(IdxBytes(*a));
     idx.Add(Gzipped(IdxBytes(*a), scratch));
@@ -147,8 +147,8 @@ void ShardsAndIdx(const fs::path& out, const fs::path& scratch) {
   text.out_dir = (scratch / "text").string();
   fs::create_directories(text.out_dir);
   Check(WriteShards(text, &manifest), "writing text shards");
-  manifests.Add(Read(fs::path(text.out_dir) / "manifest.json"));
-  shards.Add(Read(fs::path(text.out_dir) / manifest.train[0].file));
+  manifests.Add(FileBytes(fs::path(text.out_dir) / "manifest.json"));
+  shards.Add(FileBytes(fs::path(text.out_dir) / manifest.train[0].file));
 }
 
 // Checkpoints as servers write them: the tiny job's two servers, each told an
@@ -181,7 +181,7 @@ void Checkpoints(const fs::path& out, const fs::path& scratch) {
     Check(run.get(), "the server's run");
   }
   for (const std::string& path : LatestCheckpoints((scratch / "ckpt").string())) {
-    const std::string file = Read(path);
+    const std::string file = FileBytes(path);
     ckpts.Add(file);
     // checkpoint_fuzzer's second form: the header's JSON, a zero, the tensors' bytes.
     uint64_t header_bytes = 0;
@@ -280,7 +280,7 @@ void Images(const fs::path& out, const fs::path& scratch) {
   Check(writer.Append(reinterpret_cast<const uint8_t*>(png_bytes.data()), png_size, 0), "an encoded record");
   ShardInfo info;
   Check(writer.Finish(&info), "finishing an encoded shard");
-  shards.Add(Read(shard));
+  shards.Add(FileBytes(shard));
 }
 
 int main(int argc, char** argv) {
