@@ -44,6 +44,17 @@ def main():
     host = sys.argv[3] if len(sys.argv) == 4 else "127.0.0.1"
     if not 1 <= count <= 1000:
         sys.exit("free-ports.py: COUNT must be 1..1000")
+    try:
+        base = claim(count, owner, host)
+    except OSError as e:  # a registry that cannot be read or written: a full or missing directory
+        sys.exit(f"free-ports.py: cannot use the port registry '{REGISTRY}': {e.strerror or e}")
+    if base is None:
+        sys.exit(f"free-ports.py: found no {count} free ports in {LOW}-{HIGH}")
+    print(base)
+
+
+def claim(count, owner, host):
+    """The first of COUNT ports now recorded as OWNER's, or None where none were found."""
     fd = os.open(REGISTRY, os.O_RDWR | os.O_CREAT, 0o666)
     with os.fdopen(fd, "r+") as registry:
         fcntl.flock(registry, fcntl.LOCK_EX)
@@ -65,9 +76,9 @@ def main():
                 registry.seek(0)
                 registry.truncate()
                 registry.write("".join(f"{p} {b} {n}\n" for p, b, n in held))
-                print(base)
-                return
-        sys.exit(f"free-ports.py: found no {count} free ports in {LOW}-{HIGH}")
+                registry.flush()
+                return base
+    return None
 
 
 if __name__ == "__main__":

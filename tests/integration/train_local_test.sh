@@ -29,3 +29,9 @@ grep -q "record 3: checksum mismatch" "$tmp/err" || fail "the worker's reason is
 $(cat "$tmp/err"; cat "$tmp/bad/processes.jsonl"; tail -n 3 "$tmp"/bad/*.log)"
 ! pgrep -f "$tmp/bad/plan.json" >/dev/null || fail "processes of the failed run are still running"
 ok "a failing worker stops the whole run, named with its reason"
+
+# A port registry that cannot be used (its directory missing, or full) is named, not a traceback.
+SHOAL_BIN=$bin XDG_RUNTIME_DIR=$tmp/nowhere expect_failure 1 "cannot use the port registry '$tmp/nowhere/shoal-ports': No such file" \
+  "$root/scripts/train-local.sh" --run-dir "$tmp/noports" "$root/configs/fashion-mlp.yaml" train.steps=10
+! grep -q Traceback "$tmp/err" || fail "a traceback: $(cat "$tmp/err")"
+ok "an unusable port registry stops the run with its path and reason"
