@@ -203,6 +203,11 @@ std::vector<std::string> ListCheckpoints(const std::string& dir, int server) {
   return found;
 }
 
+bool IsUnfinishedCheckpoint(const std::string& name, int server) {
+  const std::string prefix = server < 0 ? "server-" : "server-" + std::to_string(server) + "-step-";
+  return name.rfind(prefix, 0) == 0 && name.find(".ckpt.tmp.") != std::string::npos;
+}
+
 std::vector<std::string> LatestCheckpoints(const std::string& dir) {
   // Every server named in the directory: a server without checkpoints (yet)
   // must not hide the ones after it.

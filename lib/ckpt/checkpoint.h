@@ -56,6 +56,10 @@ Status ReadCheckpointHeader(const std::string& path, nlohmann::json* header);
 std::string CheckpointPath(const std::string& dir, int server, uint64_t step);
 // The checkpoints of `server` in `dir`, oldest first.
 std::vector<std::string> ListCheckpoints(const std::string& dir, int server);
+// Whether file `name` is the temporary file of a checkpoint write that never
+// finished (WriteCheckpoint's "<name>.ckpt.tmp.*"); of server `server`'s
+// writes only when it is not -1.
+bool IsUnfinishedCheckpoint(const std::string& name, int server = -1);
 // The newest checkpoint of every server that has one in `dir`.
 std::vector<std::string> LatestCheckpoints(const std::string& dir);
 

@@ -83,8 +83,7 @@ Status ScanCheckpointDir(const std::string& dir, CheckpointDir* out) {
     int server;
     unsigned long long step;
     const std::string name = entry.path().filename().string();
-    if (name.rfind("server-", 0) == 0 && name.find(".ckpt.tmp.") != std::string::npos)
-      out->temporary.push_back(entry.path().string());
+    if (IsUnfinishedCheckpoint(name)) out->temporary.push_back(entry.path().string());
     if (!ParseName(name, &server, &step)) continue;
     CheckpointInfo info = ReadInfo(entry.path().string(), server, step);
     ids.insert(server);

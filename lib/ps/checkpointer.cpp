@@ -102,11 +102,9 @@ Status Checkpointer::Start() {
   if (ec) return Status::IOError("cannot create '" + dir_ + "': " + ec.message());
   // A write of this server's that never finished (it was killed) left its
   // temporary file; no one else writes this server's names.
-  const std::string prefix = "server-" + std::to_string(server_) + "-step-";
   for (const auto& entry : std::filesystem::directory_iterator(dir_, ec)) {
-    const std::string name = entry.path().filename().string();
     std::error_code gone;
-    if (name.rfind(prefix, 0) == 0 && name.find(".ckpt.tmp.") != std::string::npos &&
+    if (IsUnfinishedCheckpoint(entry.path().filename().string(), server_) &&
         std::filesystem::remove(entry.path(), gone))
       Log("removed '" + entry.path().string() + "', a checkpoint write that never finished");
   }
@@ -176,41 +174,27 @@ void Checkpointer::Loop() {
   }
 }
 
-namespace {
-
-// The newest step at which every server of `plan_hash` has a file in `dir`
-// (-1: none), so that pruning never takes the last whole model.
-int64_t NewestCompleteStep(const std::string& dir, const std::string& plan_hash) {
-  CheckpointDir scan;
-  if (!ScanCheckpointDir(dir, &scan).ok()) return -1;
-  for (auto it = scan.steps.rbegin(); it != scan.steps.rend(); ++it)
-    if (it->complete() && it->files.front().plan_hash == plan_hash) return static_cast<int64_t>(it->step);
-  return -1;
-}
-
-}  // namespace
-
 Status Checkpointer::WriteAndPrune(const Checkpoint& ckpt) {
   const std::string written = CheckpointPath(dir_, server_, ckpt.step);
   SHOAL_RETURN_IF_ERROR(WriteCheckpoint(written, ckpt));
   // The rotation is this plan's: a file of another plan (another run given
   // the same directory) or one whose header cannot be read is not ours to
   // remove. Of ours, the newest by step stay, this one always, and so does
-  // our part of the newest set every server has written. Steps, not file
-  // times: a clock that moves does not change which are newest.
-  const int64_t complete = NewestCompleteStep(dir_, ckpt.plan_hash);
-  const std::string whole =
-      complete >= 0 ? CheckpointPath(dir_, server_, static_cast<uint64_t>(complete)) : "";
-  std::vector<std::string> ours;
-  for (const std::string& path : ListCheckpoints(dir_, server_)) {
-    nlohmann::json header;
-    if (path == written || path == whole || !ReadCheckpointHeader(path, &header).ok()) continue;
-    const auto hash = header.find("plan_hash");
-    if (hash == header.end() || !hash->is_string() || *hash != ckpt.plan_hash) continue;
-    ours.push_back(path);
+  // our part of the newest set every server has written, so that pruning
+  // never takes the last whole model. Steps, not file times: a clock that
+  // moves does not change which are newest.
+  CheckpointDir scan;
+  if (!ScanCheckpointDir(dir_, &scan).ok()) return Status::Ok();  // nothing to prune by
+  std::vector<std::string> ours;                                  // newest first
+  bool whole_seen = false;
+  for (auto set = scan.steps.rbegin(); set != scan.steps.rend(); ++set) {
+    const bool whole = !whole_seen && set->complete() && set->files.front().plan_hash == ckpt.plan_hash;
+    whole_seen = whole_seen || whole;
+    for (const CheckpointInfo& f : set->files)
+      if (f.server == server_ && f.error.empty() && f.plan_hash == ckpt.plan_hash && f.path != written &&
+          !whole)
+        ours.push_back(f.path);
   }
-  // The names carry the step zero-padded: their order is the steps'.
-  std::sort(ours.rbegin(), ours.rend());
   for (size_t i = static_cast<size_t>(std::max(keep_ - 1, 0)); i < ours.size(); ++i) {
     std::error_code ec;  // report, never throw
     if (!std::filesystem::remove(ours[i], ec) && ec) Log("cannot prune '" + ours[i] + "': " + ec.message());
