@@ -212,8 +212,7 @@ Status Worker::Train(WorkerResult* result) {
   loading.shard_numbers = shard_numbers_;
   loading.dealt_shards = dealt_shards_;
   BatchLoader loader(std::move(shards_), feeds_.Training(), loading);
-  if (train.divergence_check && options_.id == 0 && steps_ < kShortestJudged &&
-      net_->loss_layer().classes() > 0)
+  if (options_.id == 0 && ChecksLearning() && steps_ < kShortestJudged)
     Log("worker 0: " + std::to_string(steps_) + " steps are too few for train.divergence_check to judge " +
         "whether the run learns (it takes " + std::to_string(kShortestJudged) + " or more)");
   step_ms_.reserve(steps_);
@@ -336,12 +335,15 @@ std::string Worker::TrainingAdvice() const {
          " (docs/job-file.md)";
 }
 
+bool Worker::ChecksLearning() const {
+  // Without classes (an RBM's reconstruction error) there is no uniform guess.
+  return plan_.job.train.divergence_check && net_->loss_layer().classes() > 0;
+}
+
 Status Worker::CheckLearning(long long step, double window_loss) {
   constexpr int kDisplays = 3;
   constexpr long long kSteps = 150;
-  // Without classes (an RBM's reconstruction error) there is no uniform guess.
-  if (!plan_.job.train.divergence_check || net_->loss_layer().classes() == 0) return Status::Ok();
-  if (steps_ < kShortestJudged) return Status::Ok();
+  if (!ChecksLearning() || steps_ < kShortestJudged) return Status::Ok();
   // A uniform guess over C classes loses ln C a record; a collapsed net sits
   // there (to within noise), a learning one falls below it within a few displays.
   const double uniform = std::log(static_cast<double>(net_->loss_layer().classes()));

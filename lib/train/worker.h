@@ -71,6 +71,8 @@ class Worker {
   std::string TrainingAdvice() const;
   // Stops a run whose loss stays at a uniform guess's (train.divergence_check).
   Status CheckLearning(long long step, double window_loss);
+  // Whether CheckLearning judges this net: train.divergence_check on, and classes to guess among.
+  bool ChecksLearning() const;
   // Worker 0's evaluation of the parameters after `step` steps on the test shard.
   // Evaluates the parameters of `step` on the validation set during training
   // (train.eval_on: val, where the shards have one), on the test set at the end (`final`).
