@@ -78,7 +78,7 @@ ok "a worker whose server never answers exits naming the endpoint"
 # A port already in use: the second server is refused (exit 3); the first keeps serving.
 "$bin/dl-server" --plan "$tmp/plan.json" >"$tmp/first.jsonl" 2>"$tmp/first.log" &
 first=$!
-for _ in $(seq 50); do grep -q serving "$tmp/first.log" && break; sleep 0.1; done
+wait_serving "$tmp/first.log"
 expect_failure 1 "cannot listen on 'tcp://127.0.0.1:$port': address already in use" \
   "$bin/dl-server" --plan "$tmp/plan.json"
 ok "a second server on a port in use is refused (exit 1: not a peer's fault, never retried)"

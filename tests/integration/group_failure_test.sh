@@ -9,6 +9,7 @@ port=$(fresh_port)
   --set cluster.nworkers_per_group=3 --set train.steps=100000 --set train.display_every=10 \
   --set cluster.timeout_ms=3000 -o "$tmp/plan.json"
 "$bin/dl-server" --plan "$tmp/plan.json" >"$tmp/server.jsonl" 2>"$tmp/server.log" &
+wait_serving "$tmp/server.log"
 for w in 0 1 2; do
   "$bin/dl-worker" --plan "$tmp/plan.json" --id "$w" --shards "$(shards_for 3)" --no-eval \
     >"$tmp/w$w.jsonl" 2>"$tmp/w$w.log" &

@@ -1,6 +1,7 @@
 # Shared by the integration tests: sourced as `. lib.sh BUILD_DIR REPO_ROOT`.
 # Gives: $bin, $root, $tmp (removed at exit, with every process we started),
-# fail, ok, expect_failure, peak_mb, fresh_port, shards_for, run_logs, deep_mlp_job, field.
+# fail, ok, expect_failure, peak_mb, fresh_port, wait_serving, shards_for, run_logs,
+# deep_mlp_job, field.
 set -euo pipefail
 
 bin=$(cd "${1:?usage: TEST BUILD_DIR REPO_ROOT}" && pwd)
@@ -43,6 +44,18 @@ PY
 # A loopback port range nobody else in this test run is likely to use: below
 # Linux's ephemeral ports (32768-60999), which outgoing connections take.
 fresh_port() { echo $((10000 + (RANDOM * 32768 + RANDOM + $$) % 22000)); }
+
+# wait_serving LOG: until the dl-server logging to LOG says it is serving (up to
+# a minute: a sanitized build on a loaded machine starts slowly), so that a test
+# with a short timeout does not count the server's start against its workers.
+wait_serving() {
+  local i
+  for ((i = 0; i < 600; i++)); do
+    grep -q serving "$1" 2>/dev/null && return 0
+    sleep 0.1
+  done
+  fail "the server did not start serving within a minute: $(cat "$1")"
+}
 
 # shards_for N: a shard directory of Fashion-MNIST dealt N ways, shared by the
 # tests of one build (dl-shard writes atomically, so concurrent tests agree).

@@ -22,7 +22,7 @@ cp -r "$tmp/certs" "$tmp/live"
   --set cluster.nworkers_per_group=1 --set train.steps=5 --set cluster.timeout_ms=30000 -o "$tmp/plan.json"
 "$bin/dl-server" --plan "$tmp/plan.json" >"$tmp/server.jsonl" 2>"$tmp/server.log" &
 server=$!
-for _ in $(seq 50); do grep -q serving "$tmp/server.log" && break; sleep 0.1; done
+wait_serving "$tmp/server.log"
 "$bin/dl-top" "$tmp/plan.json" --once --json --interval 0.1 | jq -e '.reachable == 1' >/dev/null ||
   fail "dl-top did not read the TLS server's stats with the job's tool-0 certificate"
 ok "dl-top reads a TLS server's stats with the job's tool certificate"
