@@ -22,5 +22,7 @@ std::unique_ptr<Layer> NewEuclideanLossLayer();
 std::unique_ptr<Layer> NewSigmoidCrossEntropyLossLayer();
 std::unique_ptr<Layer> NewGruLayer();
 std::unique_ptr<Layer> NewEmbeddingLayer();
+std::unique_ptr<Layer> NewAddLayer();
+std::unique_ptr<Layer> NewLrnLayer();
 
 }  // namespace shoal

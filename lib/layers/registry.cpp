@@ -29,9 +29,11 @@ const LayerType kLayerTypes[] = {
     {"sigmoid_cross_entropy_loss", NewSigmoidCrossEntropyLossLayer},
     {"gru", NewGruLayer},
     {"embedding", NewEmbeddingLayer},
+    {"add", NewAddLayer},
+    {"lrn", NewLrnLayer},
 };
 static_assert(
-    sizeof(kLayerTypes) / sizeof(kLayerTypes[0]) == 15,
+    sizeof(kLayerTypes) / sizeof(kLayerTypes[0]) == 17,
     "every layer type has a row; add its gradient check to tests/unit/layers/registry_test.cpp too");
 
 }  // namespace

@@ -176,20 +176,20 @@ class CudaOps : public GpuOps {
             "convolution input gradient");
   }
 
-  void MaxPoolForward(const PoolGeometry& g, int batch, const float* x, float* y) override {
+  void PoolForward(const PoolGeometry& g, int batch, const float* x, float* y) override {
     const PoolPlan* p = Plan(g, batch);
     if (!p) return;
     const float one = 1.0f, zero = 0.0f;
-    Check(cudnnPoolingForward(dnn_, p->pool, &one, p->x, x, &zero, p->y, y), "max pooling forward");
+    Check(cudnnPoolingForward(dnn_, p->pool, &one, p->x, x, &zero, p->y, y), "pooling forward");
   }
 
-  void MaxPoolBackward(const PoolGeometry& g, int batch, const float* x, const float* y, const float* dy,
-                       float* dx, GradWrite write) override {
+  void PoolBackward(const PoolGeometry& g, int batch, const float* x, const float* y, const float* dy,
+                    float* dx, GradWrite write) override {
     const PoolPlan* p = Plan(g, batch);
     if (!p) return;
     const float one = 1.0f, beta = write == GradWrite::kAdd ? 1.0f : 0.0f;
     Check(cudnnPoolingBackward(dnn_, p->pool, &one, p->y, y, p->y, dy, p->x, x, &beta, p->x, dx),
-          "max pooling backward");
+          "pooling backward");
   }
 
   void ReluForward(size_t n, const float* x, float* y) override { cuda::Relu(n, x, y); }
@@ -375,7 +375,9 @@ class CudaOps : public GpuOps {
   }
 
   const PoolPlan* Plan(const PoolGeometry& g, int batch) {
-    const auto key = std::make_tuple(g.channels, g.height, g.width, g.kernel, g.stride, batch);
+    // A window past the padded input (ceil_mode) has no cuDNN form: the layer runs on the host then.
+    const auto key = std::make_tuple(g.channels, g.height, g.width, g.kernel_h, g.kernel_w, g.stride, g.pad,
+                                     static_cast<int>(g.kind), batch);
     if (auto it = pool_plans_.find(key); it != pool_plans_.end()) return &it->second;
     PoolPlan p;
     const char* what = "pooling descriptors";
@@ -387,8 +389,11 @@ class CudaOps : public GpuOps {
         !Check(cudnnSetTensor4dDescriptor(p.y, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, batch, g.channels,
                                           g.out_height(), g.out_width()),
                what) ||
-        !Check(cudnnSetPooling2dDescriptor(p.pool, CUDNN_POOLING_MAX_DETERMINISTIC, CUDNN_NOT_PROPAGATE_NAN,
-                                           g.kernel, g.kernel, 0, 0, g.stride, g.stride),
+        !Check(cudnnSetPooling2dDescriptor(
+                   p.pool,
+                   g.kind == PoolKind::kMax ? CUDNN_POOLING_MAX_DETERMINISTIC
+                                            : CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING,
+                   CUDNN_NOT_PROPAGATE_NAN, g.kernel_h, g.kernel_w, g.pad, g.pad, g.stride, g.stride),
                what))
       return Discard(p);
     return &pool_plans_.emplace(key, p).first->second;
@@ -410,7 +415,7 @@ class CudaOps : public GpuOps {
   cudnnHandle_t dnn_;
   Status status_;
   std::map<std::tuple<int, int, int, int, int, int, int, int>, ConvPlan> conv_plans_;
-  std::map<std::tuple<int, int, int, int, int, int>, PoolPlan> pool_plans_;
+  std::map<std::tuple<int, int, int, int, int, int, int, int, int>, PoolPlan> pool_plans_;
   Device* device_ = nullptr;  // the workspace's
   void* workspace_ = nullptr;
   size_t workspace_bytes_ = 0;

@@ -20,6 +20,8 @@ void SigmoidBackward(size_t n, const float* y, const float* dy, float* dx, GradW
 // y = x, and dx = dy or dx += dy: a layer that only reshapes (flatten).
 void IdentityForward(size_t n, const float* x, float* y);
 void IdentityBackward(size_t n, const float* dy, float* dx, GradWrite write);
+// y += x, on the current device: a sum of features (the add layer).
+inline void AddInto(size_t n, const float* x, float* y) { IdentityBackward(n, x, y, GradWrite::kAdd); }
 
 // Inverted dropout: kept units are scaled by 1/(1-ratio) so evaluation is a copy.
 void DropoutForward(size_t n, float ratio, const float* x, float* y, std::vector<float>* mask,

@@ -48,9 +48,9 @@ class GpuOps {
                                   const float* b, float* y) = 0;
   virtual void ConvolutionBackward(const ConvGeometry& g, int batch, const float* x, const float* w,
                                    const float* dy, float* dx, float* dw, float* db, GradWrite dx_write) = 0;
-  virtual void MaxPoolForward(const PoolGeometry& g, int batch, const float* x, float* y) = 0;
-  virtual void MaxPoolBackward(const PoolGeometry& g, int batch, const float* x, const float* y,
-                               const float* dy, float* dx, GradWrite write) = 0;
+  virtual void PoolForward(const PoolGeometry& g, int batch, const float* x, float* y) = 0;
+  virtual void PoolBackward(const PoolGeometry& g, int batch, const float* x, const float* y, const float* dy,
+                            float* dx, GradWrite write) = 0;
   virtual void ReluForward(size_t n, const float* x, float* y) = 0;
   virtual void ReluBackward(size_t n, const float* y, const float* dy, float* dx, GradWrite write) = 0;
   virtual void SigmoidForward(size_t n, const float* x, float* y) = 0;

@@ -33,10 +33,27 @@ void MaxPool2x2(const PoolGeometry& g, const float* __restrict in, float* __rest
   }
 }
 
+// A window's rows or columns [begin, end) within the input, and the count
+// the average divides by (the window within the padded input).
+struct Span {
+  int begin, end, padded;
+};
+Span WindowSpan(int out_index, int stride, int pad, int kernel, int in) {
+  const int start = out_index * stride - pad;
+  const int stop = std::min(start + kernel, in + pad);
+  return {std::max(start, 0), std::min(stop, in), stop - start};
+}
+
+// Whether the unrolled 2×2 path computes every window.
+bool Plain2x2(const PoolGeometry& g) {
+  return g.kind == PoolKind::kMax && g.kernel_h == 2 && g.kernel_w == 2 && g.stride == 2 && g.pad == 0 &&
+         !g.Overhangs();
+}
+
 // Planes [begin, end) of the general case.
-void MaxPoolPlanes(const PoolGeometry& g, int begin, int end, const float* x, float* y, int32_t* argmax) {
+void PoolPlanes(const PoolGeometry& g, int begin, int end, const float* x, float* y, int32_t* argmax) {
   const int oh = g.out_height(), ow = g.out_width();
-  if (g.kernel == 2 && g.stride == 2) {
+  if (Plain2x2(g)) {
     for (int p = begin; p < end; ++p)
       MaxPool2x2(g, x + static_cast<size_t>(p) * g.height * g.width, y + static_cast<size_t>(p) * oh * ow,
                  argmax + static_cast<size_t>(p) * oh * ow);
@@ -45,22 +62,44 @@ void MaxPoolPlanes(const PoolGeometry& g, int begin, int end, const float* x, fl
   for (int p = begin; p < end; ++p) {
     const float* in = x + static_cast<size_t>(p) * g.height * g.width;
     float* out = y + static_cast<size_t>(p) * oh * ow;
-    int32_t* arg = argmax + static_cast<size_t>(p) * oh * ow;
-    for (int i = 0; i < oh; ++i)
+    int32_t* arg = g.kind == PoolKind::kMax ? argmax + static_cast<size_t>(p) * oh * ow : nullptr;
+    for (int i = 0; i < oh; ++i) {
+      const Span rows = WindowSpan(i, g.stride, g.pad, g.kernel_h, g.height);
       for (int j = 0; j < ow; ++j) {
+        const Span cols = WindowSpan(j, g.stride, g.pad, g.kernel_w, g.width);
+        if (g.kind == PoolKind::kAvg) {
+          float sum = 0.0f;
+          for (int h = rows.begin; h < rows.end; ++h)
+            for (int w = cols.begin; w < cols.end; ++w) sum += in[h * g.width + w];
+          out[i * ow + j] = sum / static_cast<float>(rows.padded * cols.padded);
+          continue;
+        }
         float best = -std::numeric_limits<float>::infinity();
-        int32_t where = 0;
-        for (int ki = 0; ki < g.kernel; ++ki)
-          for (int kj = 0; kj < g.kernel; ++kj) {
-            int idx = (i * g.stride + ki) * g.width + j * g.stride + kj;
-            if (in[idx] > best) {
-              best = in[idx];
-              where = idx;
+        int32_t where = rows.begin * g.width + cols.begin;
+        for (int h = rows.begin; h < rows.end; ++h)
+          for (int w = cols.begin; w < cols.end; ++w)
+            if (in[h * g.width + w] > best) {
+              best = in[h * g.width + w];
+              where = h * g.width + w;
             }
-          }
         out[i * ow + j] = best;
         arg[i * ow + j] = where;
       }
+    }
+  }
+}
+
+// Plane p's input gradient from its output gradient d.
+void AvgPoolPlaneBackward(const PoolGeometry& g, const float* d, float* out) {
+  const int oh = g.out_height(), ow = g.out_width();
+  for (int i = 0; i < oh; ++i) {
+    const Span rows = WindowSpan(i, g.stride, g.pad, g.kernel_h, g.height);
+    for (int j = 0; j < ow; ++j) {
+      const Span cols = WindowSpan(j, g.stride, g.pad, g.kernel_w, g.width);
+      const float share = d[i * ow + j] / static_cast<float>(rows.padded * cols.padded);
+      for (int h = rows.begin; h < rows.end; ++h)
+        for (int w = cols.begin; w < cols.end; ++w) out[h * g.width + w] += share;
+    }
   }
 }
 
@@ -74,28 +113,31 @@ int MaxTasks(const PoolGeometry& g, int batch) {
 }  // namespace
 
 // Planes are split over the compute threads; each writes only its own planes.
-void MaxPoolForward(const PoolGeometry& g, int batch, const float* x, float* y,
-                    std::vector<int32_t>* argmax) {
-  if (GpuOps* gpu = CurrentGpuOps()) return gpu->MaxPoolForward(g, batch, x, y);
+void PoolForward(const PoolGeometry& g, int batch, const float* x, float* y, std::vector<int32_t>* argmax) {
+  if (GpuOps* gpu = CurrentGpuOps()) return gpu->PoolForward(g, batch, x, y);
   const int planes = batch * g.channels;
-  argmax->resize(static_cast<size_t>(planes) * g.out_height() * g.out_width());
+  argmax->resize(g.kind == PoolKind::kMax ? static_cast<size_t>(planes) * g.out_height() * g.out_width() : 0);
   int32_t* arg = argmax->data();
   ParallelFor(
-      planes, [&](int, int begin, int end) { MaxPoolPlanes(g, begin, end, x, y, arg); }, MaxTasks(g, batch));
+      planes, [&](int, int begin, int end) { PoolPlanes(g, begin, end, x, y, arg); }, MaxTasks(g, batch));
 }
 
-void MaxPoolBackward(const PoolGeometry& g, int batch, const float* x, const float* y, const float* dy,
-                     const std::vector<int32_t>& argmax, float* dx, GradWrite write) {
-  if (GpuOps* gpu = CurrentGpuOps()) return gpu->MaxPoolBackward(g, batch, x, y, dy, dx, write);
+void PoolBackward(const PoolGeometry& g, int batch, const float* x, const float* y, const float* dy,
+                  const std::vector<int32_t>& argmax, float* dx, GradWrite write) {
+  if (GpuOps* gpu = CurrentGpuOps()) return gpu->PoolBackward(g, batch, x, y, dy, dx, write);
   const int plane_out = g.out_height() * g.out_width();
   const int plane_in = g.height * g.width;
   const int planes = batch * g.channels;
   auto planes_range = [&](int, int begin, int end) {
     for (int p = begin; p < end; ++p) {
       const float* d = dy + static_cast<size_t>(p) * plane_out;
-      const int32_t* arg = argmax.data() + static_cast<size_t>(p) * plane_out;
       float* out = dx + static_cast<size_t>(p) * plane_in;
       if (write == GradWrite::kSet) std::fill(out, out + plane_in, 0.0f);
+      if (g.kind == PoolKind::kAvg) {
+        AvgPoolPlaneBackward(g, d, out);
+        continue;
+      }
+      const int32_t* arg = argmax.data() + static_cast<size_t>(p) * plane_out;
       for (int i = 0; i < plane_out; ++i) out[arg[i]] += d[i];
     }
   };

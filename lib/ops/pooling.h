@@ -1,5 +1,8 @@
-// Max pooling over square windows; remembers the winner of each window so
-// the gradient flows back to it alone.
+// Max and average pooling over rectangular windows, zero-padded, with the
+// output size rounded down or (Caffe's and ceil_mode's) up. Max pooling
+// remembers each window's winner so the gradient flows back to it alone;
+// average pooling divides by the window's size within the padded input, as
+// torch.nn.AvgPool2d with count_include_pad does.
 #pragma once
 
 #include <cstdint>
@@ -9,19 +12,40 @@
 
 namespace shoal {
 
+enum class PoolKind { kMax, kAvg };
+
 struct PoolGeometry {
-  int channels, height, width;  // input, per record
-  int kernel, stride;
-  int out_height() const { return (height - kernel) / stride + 1; }
-  int out_width() const { return (width - kernel) / stride + 1; }
+  int channels = 0, height = 0, width = 0;  // input, per record
+  int kernel_h = 0, kernel_w = 0, stride = 1, pad = 0;
+  PoolKind kind = PoolKind::kMax;
+  // Rounds the output size up: a last window may start in the input or its
+  // leading pad and run past the trailing one (it covers what it can).
+  bool ceil_mode = false;
+
+  int out_height() const { return OutSize(height, kernel_h); }
+  int out_width() const { return OutSize(width, kernel_w); }
+  // Whether some window runs past the padded input (ceil_mode's extra one).
+  bool Overhangs() const {
+    return (out_height() - 1) * stride + kernel_h > height + 2 * pad ||
+           (out_width() - 1) * stride + kernel_w > width + 2 * pad;
+  }
+
+ private:
+  int OutSize(int in, int kernel) const {
+    const int span = in + 2 * pad - kernel;
+    int out = (ceil_mode ? (span + stride - 1) / stride : span / stride) + 1;
+    if (ceil_mode && (out - 1) * stride >= in + pad) --out;  // the last window starts in the input
+    return out;
+  }
 };
 
-void MaxPoolForward(const PoolGeometry& g, int batch, const float* x, float* y, std::vector<int32_t>* argmax);
-// Each window's winner gets its output's gradient, added into dx or, with
-// kSet, into a dx cleared plane by plane here (while the plane is in cache).
-// The host finds the winners in `argmax`; a GPU (gpu_ops.h), which keeps
-// none, from the forward pass's x and y.
-void MaxPoolBackward(const PoolGeometry& g, int batch, const float* x, const float* y, const float* dy,
-                     const std::vector<int32_t>& argmax, float* dx, GradWrite write);
+// `argmax` (max pooling's winners) is resized and filled by the host; a GPU
+// (gpu_ops.h) keeps none and finds the winners from the forward pass's x and y.
+void PoolForward(const PoolGeometry& g, int batch, const float* x, float* y, std::vector<int32_t>* argmax);
+// The output gradient goes to each window's winner (max) or spreads over its
+// window (avg), added into dx or, with kSet, into a dx cleared plane by plane
+// here (while the plane is in cache).
+void PoolBackward(const PoolGeometry& g, int batch, const float* x, const float* y, const float* dy,
+                  const std::vector<int32_t>& argmax, float* dx, GradWrite write);
 
 }  // namespace shoal

@@ -154,8 +154,9 @@ TEST_CASE("convolution, forward and backward, as im2col + sgemm computes it") {
   }
 }
 
-TEST_CASE("max pooling, forward and backward") {
-  for (const PoolGeometry& g : {PoolGeometry{32, 28, 28, 2, 2}, PoolGeometry{5, 9, 7, 3, 2}}) {
+TEST_CASE("max and average pooling, forward and backward") {
+  for (const PoolGeometry& g : {PoolGeometry{32, 28, 28, 2, 2, 2}, PoolGeometry{5, 9, 7, 3, 3, 2},
+                                PoolGeometry{4, 9, 7, 3, 3, 1, 1, PoolKind::kAvg}}) {
     const int batch = 3;
     const size_t in = size_t(batch) * g.channels * g.height * g.width;
     const size_t out = size_t(batch) * g.channels * g.out_height() * g.out_width();
@@ -164,12 +165,12 @@ TEST_CASE("max pooling, forward and backward") {
     for (GradWrite write : {GradWrite::kSet, GradWrite::kAdd}) {
       std::vector<float> y(out), dx = dx0;
       std::vector<int32_t> argmax;
-      MaxPoolForward(g, batch, x.data(), y.data(), &argmax);
-      MaxPoolBackward(g, batch, x.data(), y.data(), dy.data(), argmax, dx.data(), write);
+      PoolForward(g, batch, x.data(), y.data(), &argmax);
+      PoolBackward(g, batch, x.data(), y.data(), dy.data(), argmax, dx.data(), write);
       OnGpu gx(x), gy(Unwritten(y.size())), gdy(dy), gdx(dx0);
       OnDevice([&] {
-        MaxPoolForward(g, batch, gx.get(), gy.get(), &argmax);
-        MaxPoolBackward(g, batch, gx.get(), gy.get(), gdy.get(), argmax, gdx.get(), write);
+        PoolForward(g, batch, gx.get(), gy.get(), &argmax);
+        PoolBackward(g, batch, gx.get(), gy.get(), gdy.get(), argmax, gdx.get(), write);
       });
       CheckClose(y, gy.Host(), "y");
       CheckClose(dx, gdx.Host(), "dx");

@@ -31,6 +31,8 @@ const std::map<std::string, std::string> kGradientChecked = {
     {"sigmoid_cross_entropy_loss", "layers/reconstruction_loss_layers_test.cpp"},
     {"gru", "layers/gru_layer_test.cpp"},
     {"embedding", "layers/embedding_layer_test.cpp"},
+    {"add", "layers/add_layer_test.cpp"},
+    {"lrn", "layers/lrn_layer_test.cpp"},
 };
 
 std::string TestSource(const std::string& file) {

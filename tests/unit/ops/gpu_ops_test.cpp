@@ -61,12 +61,12 @@ class HostAsGpu : public GpuOps {
     Host("conv backward",
          [&] { shoal::ConvolutionBackward(g, batch, x, w, dy, dx, dw, db, dx_write, &scratch); });
   }
-  void MaxPoolForward(const PoolGeometry& g, int batch, const float* x, float* y) override {
-    Host("pool forward", [&] { shoal::MaxPoolForward(g, batch, x, y, &argmax); });
+  void PoolForward(const PoolGeometry& g, int batch, const float* x, float* y) override {
+    Host("pool forward", [&] { shoal::PoolForward(g, batch, x, y, &argmax); });
   }
-  void MaxPoolBackward(const PoolGeometry& g, int batch, const float* x, const float* y, const float* dy,
-                       float* dx, GradWrite write) override {
-    Host("pool backward", [&] { shoal::MaxPoolBackward(g, batch, x, y, dy, argmax, dx, write); });
+  void PoolBackward(const PoolGeometry& g, int batch, const float* x, const float* y, const float* dy,
+                    float* dx, GradWrite write) override {
+    Host("pool backward", [&] { shoal::PoolBackward(g, batch, x, y, dy, argmax, dx, write); });
   }
   void ReluForward(size_t n, const float* x, float* y) override {
     Host("relu forward", [&] { shoal::ReluForward(n, x, y); });

@@ -80,7 +80,7 @@ TEST_CASE("threaded fully connected, relu and max pooling equal the single-threa
   const int batch = 37, in = 300, out = 70;
   const auto x = Random(batch * in, 11), w = Random(out * in, 12), b = Random(out, 13);
   const auto dy = Random(batch * out, 14);
-  const PoolGeometry pg{5, 16, 16, 2, 2};
+  const PoolGeometry pg{5, 16, 16, 2, 2, 2};  // 2×2 windows, stride 2
   const size_t pool_in = static_cast<size_t>(batch) * 5 * 16 * 16;
   const auto px = Random(pool_in, 15), pdy = Random(pool_in / 4, 16);
   auto run = [&](int threads) {
@@ -95,8 +95,8 @@ TEST_CASE("threaded fully connected, relu and max pooling equal the single-threa
       ReluBackward(pool_in, ry.data(), px.data(), rdx.data(), GradWrite::kAdd);
       std::vector<float> py(pool_in / 4), pdx = Random(pool_in, 19);
       std::vector<int32_t> argmax;
-      MaxPoolForward(pg, batch, px.data(), py.data(), &argmax);
-      MaxPoolBackward(pg, batch, px.data(), py.data(), pdy.data(), argmax, pdx.data(), GradWrite::kAdd);
+      PoolForward(pg, batch, px.data(), py.data(), &argmax);
+      PoolBackward(pg, batch, px.data(), py.data(), pdy.data(), argmax, pdx.data(), GradWrite::kAdd);
       r = {y, dx, dw, db, ry, rdx, py, pdx};
     });
     return r;
@@ -117,8 +117,8 @@ TEST_CASE("threaded fully connected, relu and max pooling equal the single-threa
     std::vector<float> pdx(pool_in, std::nanf(""));
     std::vector<float> py(pool_in / 4);
     std::vector<int32_t> argmax;
-    MaxPoolForward(pg, batch, px.data(), py.data(), &argmax);
-    MaxPoolBackward(pg, batch, px.data(), py.data(), pdy.data(), argmax, pdx.data(), GradWrite::kSet);
+    PoolForward(pg, batch, px.data(), py.data(), &argmax);
+    PoolBackward(pg, batch, px.data(), py.data(), pdy.data(), argmax, pdx.data(), GradWrite::kSet);
     CheckClose(Minus(one[7], Random(pool_in, 19)), pdx, "pool dx set");
   });
 }

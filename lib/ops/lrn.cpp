@@ -1,0 +1,73 @@
+#include "ops/lrn.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "ops/parallel.h"
+
+namespace shoal {
+namespace {
+
+// Channel c's window is [c − before, c + after].
+int Before(const LrnGeometry& g) { return g.size / 2; }
+int After(const LrnGeometry& g) { return (g.size - 1) / 2; }
+
+// out[p] = Σ in[j][p] over the window of each channel, a running sum down the channels.
+void WindowSums(const LrnGeometry& g, int before, int after, const float* in, float* out) {
+  const size_t plane = static_cast<size_t>(g.plane);
+  std::vector<float> running(plane, 0.0f);
+  for (int j = 0; j < std::min(after, g.channels); ++j)
+    for (size_t p = 0; p < plane; ++p) running[p] += in[j * plane + p];
+  for (int c = 0; c < g.channels; ++c) {
+    const int enters = c + after, leaves = c - before - 1;
+    if (enters < g.channels)
+      for (size_t p = 0; p < plane; ++p) running[p] += in[enters * plane + p];
+    if (leaves >= 0)
+      for (size_t p = 0; p < plane; ++p) running[p] -= in[leaves * plane + p];
+    std::copy(running.begin(), running.end(), out + c * plane);
+  }
+}
+
+}  // namespace
+
+// Records are split over the compute threads.
+void LrnForward(const LrnGeometry& g, int batch, const float* x, float* y, std::vector<float>* scale) {
+  const size_t record = static_cast<size_t>(g.channels) * g.plane;
+  scale->resize(record * batch);
+  float* s = scale->data();
+  ParallelFor(batch, [&](int, int begin, int end) {
+    std::vector<float> squares(record);
+    for (int r = begin; r < end; ++r) {
+      const float* xr = x + r * record;
+      for (size_t i = 0; i < record; ++i) squares[i] = xr[i] * xr[i];
+      float* sr = s + r * record;
+      WindowSums(g, Before(g), After(g), squares.data(), sr);
+      float* yr = y + r * record;
+      for (size_t i = 0; i < record; ++i) {
+        sr[i] = g.k + g.alpha / static_cast<float>(g.size) * sr[i];
+        yr[i] = xr[i] * std::pow(sr[i], -g.beta);
+      }
+    }
+  });
+}
+
+void LrnBackward(const LrnGeometry& g, int batch, const float* x, const float* y, const float* dy,
+                 const std::vector<float>& scale, float* dx, GradWrite write) {
+  const size_t record = static_cast<size_t>(g.channels) * g.plane;
+  const float factor = 2.0f * g.alpha * g.beta / static_cast<float>(g.size);
+  ParallelFor(batch, [&](int, int begin, int end) {
+    std::vector<float> ratio(record), sums(record);
+    for (int r = begin; r < end; ++r) {
+      const size_t at = r * record;
+      for (size_t i = 0; i < record; ++i) ratio[i] = dy[at + i] * y[at + i] / scale[at + i];
+      // Channel i is in channel c's window when c is in [i − after, i + before].
+      WindowSums(g, After(g), Before(g), ratio.data(), sums.data());
+      for (size_t i = 0; i < record; ++i) {
+        const float grad = dy[at + i] * std::pow(scale[at + i], -g.beta) - factor * x[at + i] * sums[i];
+        dx[at + i] = write == GradWrite::kAdd ? dx[at + i] + grad : grad;
+      }
+    }
+  });
+}
+
+}  // namespace shoal
