@@ -43,7 +43,7 @@ enum class UpdateRule { kSgd, kMomentum, kNesterov, kAdagrad, kRmsprop, kAdam };
 enum class Algorithm { kBp, kCd };
 
 // train.lr_schedule.kind (lib/ps/lr_schedule.h has the formulas).
-enum class LrDecay { kConstant, kStep, kExponential };
+enum class LrDecay { kConstant, kStep, kExponential, kCosine };
 
 // train.eval_on: the set evaluations during training use.
 enum class EvalSet { kVal, kTest };
@@ -74,8 +74,10 @@ inline constexpr Named<UpdateRule> kUpdateRules[] = {
     {UpdateRule::kRmsprop, "rmsprop"},   {UpdateRule::kAdam, "adam"},
 };
 inline constexpr Named<Algorithm> kAlgorithms[] = {{Algorithm::kBp, "bp"}, {Algorithm::kCd, "cd"}};
-inline constexpr Named<LrDecay> kLrDecays[] = {
-    {LrDecay::kConstant, "constant"}, {LrDecay::kStep, "step"}, {LrDecay::kExponential, "exponential"}};
+inline constexpr Named<LrDecay> kLrDecays[] = {{LrDecay::kConstant, "constant"},
+                                               {LrDecay::kStep, "step"},
+                                               {LrDecay::kExponential, "exponential"},
+                                               {LrDecay::kCosine, "cosine"}};
 // cluster.wire: how gradients and parameter values travel (comm/message.h).
 inline constexpr Named<ValueEncoding> kWires[] = {{ValueEncoding::kF32, EncodingName(ValueEncoding::kF32)},
                                                   {ValueEncoding::kF16, EncodingName(ValueEncoding::kF16)}};

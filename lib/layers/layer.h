@@ -52,6 +52,15 @@ struct DrawKey {
   uint64_t step = 0;
 };
 
+// What a parameter's "gradient" is and how the updater takes it.
+enum class ParamRole {
+  kTrained,  // a gradient, taken by the job's updater
+  // A running average the layer keeps (batch norm's statistics): the
+  // gradient is the step's change, old − new, which the updater subtracts
+  // at rate 1 with no decay; over W workers, their new averages' mean.
+  kRunningAverage,
+};
+
 struct Param {
   std::string name;  // "<layer>.weight", "<layer>.bias"
   Shape shape;
@@ -59,6 +68,7 @@ struct Param {
   float lr_mult = 1.0f;  // its learning rate is train.learning_rate × this (a layer's lr_mult; 0 freezes it)
   Tensor value;
   Tensor grad;
+  ParamRole role = ParamRole::kTrained;
 };
 
 // A layer's state carried from one pass to the next (Layer::carried_state).

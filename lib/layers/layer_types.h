@@ -24,5 +24,6 @@ std::unique_ptr<Layer> NewGruLayer();
 std::unique_ptr<Layer> NewEmbeddingLayer();
 std::unique_ptr<Layer> NewAddLayer();
 std::unique_ptr<Layer> NewLrnLayer();
+std::unique_ptr<Layer> NewBatchNormLayer();
 
 }  // namespace shoal

@@ -31,9 +31,10 @@ const LayerType kLayerTypes[] = {
     {"embedding", NewEmbeddingLayer},
     {"add", NewAddLayer},
     {"lrn", NewLrnLayer},
+    {"batch_norm", NewBatchNormLayer},
 };
 static_assert(
-    sizeof(kLayerTypes) / sizeof(kLayerTypes[0]) == 17,
+    sizeof(kLayerTypes) / sizeof(kLayerTypes[0]) == 18,
     "every layer type has a row; add its gradient check to tests/unit/layers/registry_test.cpp too");
 
 }  // namespace

@@ -256,7 +256,7 @@ Status MakePlan(const JobConfig& job, const PlanOptions& options, const Partitio
   for (int w = 0; w < c.workers(); ++w) plan->workers.push_back({w, w / m, w % m, ""});
   for (Param* p : net->params()) {
     SHOAL_RETURN_IF_ERROR(CheckInitFrom(*p));
-    plan->params.push_back({p->name, p->shape, p->init, {}, p->lr_mult});
+    plan->params.push_back({p->name, p->shape, p->init, {}, p->lr_mult, p->role});
   }
   SHOAL_RETURN_IF_ERROR(IndexPlan(plan));
   AddSlices(c, m, plan);

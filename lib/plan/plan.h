@@ -41,6 +41,7 @@ struct ParamPlan {
   ParamInit init;
   std::vector<uint32_t> slices;  // keys, in offset order
   float lr_mult = 1.0f;          // Param::lr_mult
+  ParamRole role = ParamRole::kTrained;
   bool frozen() const {
     return lr_mult == 0.0f;
   }                  // never updated, so never exchanged (lib/train/param_table.h)

@@ -69,12 +69,15 @@ json ContentToJson(const Plan& plan) {
     j["layers"].push_back(layer);
   }
   j["params"] = json::array();
-  for (const auto& p : plan.params)
-    j["params"].push_back({{"name", p.name},
-                           {"shape", p.shape},
-                           {"init", InitToJson(p.init)},
-                           {"slices", p.slices},
-                           {"lr_mult", p.lr_mult}});
+  for (const auto& p : plan.params) {
+    json param = {{"name", p.name},
+                  {"shape", p.shape},
+                  {"init", InitToJson(p.init)},
+                  {"slices", p.slices},
+                  {"lr_mult", p.lr_mult}};
+    if (p.role == ParamRole::kRunningAverage) param["role"] = "running_average";
+    j["params"].push_back(std::move(param));
+  }
   // A plan may hold a million slices: each object is built in place
   // (an initializer list builds every pair as an array first).
   json::array_t& slices = (j["slices"] = json::array()).get_ref<json::array_t&>();
@@ -174,6 +177,14 @@ Status ReadParams(const JsonFields& f, const json& j, Plan* plan) {
     double lr_mult = 1.0;
     if (p.contains("lr_mult")) SHOAL_RETURN_IF_ERROR(f.Number(p, at, "lr_mult", 0, 1e3, &lr_mult));
     pp.lr_mult = static_cast<float>(lr_mult);
+    if (p.contains("role")) {
+      std::string role;
+      SHOAL_RETURN_IF_ERROR(f.String(p, at, "role", &role));
+      if (role != "running_average")
+        return f.Error(at + "role",
+                       "is '" + role + "'; a parameter's role is absent (trained) or 'running_average'");
+      pp.role = ParamRole::kRunningAverage;
+    }
     const json* slices;
     SHOAL_RETURN_IF_ERROR(f.List(p, at, "slices", &slices));
     for (const json& k : *slices) {

@@ -16,6 +16,8 @@ double Decay(const LrSchedule& s, uint64_t t) {
       return std::pow(s.gamma, static_cast<double>(t / every));
     case LrDecay::kExponential:
       return std::pow(s.gamma, static_cast<double>(t) / every);
+    case LrDecay::kCosine:
+      return 0.5 * (1.0 + std::cos(M_PI * static_cast<double>(std::min<uint64_t>(t, every)) / every));
   }
   return 1.0;
 }

@@ -4,6 +4,9 @@
 //   step:         gamma^floor(t / every)        (PyTorch's StepLR)
 //   exponential:  gamma^(t / every), real t / every: a smooth decay by gamma
 //                 over each `every` updates (every 1: PyTorch's ExponentialLR)
+//   cosine:       (1 + cos(π·min(t, every) / every)) / 2   (PyTorch's
+//                 CosineAnnealingLR, T_max = every, eta_min 0; from update
+//                 `every` on it stays 0 where PyTorch's would rise again)
 // times the warm-up, when warmup_steps = W > 0:
 //   min(1, (t + 1) / W)                         (PyTorch's LinearLR with
 //                 start_factor 1/W, end_factor 1, total_iters W − 1)

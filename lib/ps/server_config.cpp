@@ -29,7 +29,8 @@ void AddSlices(const Plan& plan, ServerConfig* c, std::map<uint32_t, int>* layer
   for (const SlicePlan& sp : plan.slices) {
     if (sp.server != c->id) continue;
     const ParamPlan& param = plan.params[sp.param_index];
-    SliceSpec s{sp.key, sp.param, sp.param, sp.offset, sp.count, param.shape, param.init, param.lr_mult};
+    SliceSpec s{sp.key,      sp.param,   sp.param,      sp.offset, sp.count,
+                param.shape, param.init, param.lr_mult, param.role};
     if (param.slices.size() > 1) s.name += "[" + std::to_string(sp.offset) + "]";
     c->slices.push_back(s);
     if (s.frozen()) continue;

@@ -24,6 +24,7 @@ struct SliceSpec {
   Shape shape;  // the whole parameter's
   ParamInit init;
   float lr_mult = 1.0f;
+  ParamRole role = ParamRole::kTrained;
   // lr_mult 0: no update ever changes it, so no worker sends its gradients
   // and it belongs to no layer here (layers are the unit of updates and
   // versions); a worker reads it once, as it joins.

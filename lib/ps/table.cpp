@@ -24,8 +24,7 @@ ServerTable::ServerTable(const ServerConfig& config, bool takes_gradients)
         full.assign(NumElements(spec.shape), 0.0f);
       }
     }
-    UpdaterConfig updater = config.updater;
-    updater.learning_rate *= spec.lr_mult;
+    const UpdaterConfig updater = UpdaterOfParam(config.updater, spec.lr_mult, spec.role);
     Slice s{&spec,
             std::vector<float>(full.begin() + spec.offset, full.begin() + spec.offset + spec.count),
             {},

@@ -130,6 +130,22 @@ void Adam(const UpdaterConfig& c, double lr, uint64_t step, size_t n, Grad grad,
 
 }  // namespace
 
+UpdaterConfig UpdaterOfParam(const UpdaterConfig& job, float lr_mult, ParamRole role) {
+  UpdaterConfig c = job;
+  if (role == ParamRole::kTrained) {
+    c.learning_rate *= lr_mult;
+    return c;
+  }
+  // w −= change: the rule is sgd at rate 1 and keeps no state of its own
+  // (the job's rule's buffers stay, zero, for one checkpoint layout).
+  c.rule = UpdateRule::kSgd;
+  c.learning_rate = lr_mult == 0.0f ? 0.0 : 1.0;
+  c.schedule = LrSchedule{};
+  c.weight_decay = 0.0;
+  c.momentum = 0.0;
+  return c;
+}
+
 UpdaterConfig UpdaterFromTrain(const TrainConfig& train, int workers) {
   UpdaterConfig c;
   c.rule = train.updater;

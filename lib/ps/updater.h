@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "config/job.h"
+#include "layers/layer.h"
 
 namespace shoal {
 
@@ -38,6 +39,10 @@ struct UpdaterConfig {
 // The job's updater; with train.scale_lr_with_workers, learning_rate × `workers`
 // (the gradients one update averages).
 UpdaterConfig UpdaterFromTrain(const TrainConfig& train, int workers);
+
+// The updater of one parameter: the job's at its learning rate × lr_mult, or
+// for a running average (ParamRole) plain subtraction of its change.
+UpdaterConfig UpdaterOfParam(const UpdaterConfig& job, float lr_mult, ParamRole role);
 
 // One buffer per state name, in that order, each as long as the values.
 using UpdaterState = std::vector<std::vector<float>>;

@@ -60,6 +60,18 @@ namespace {
 // of each at a time, as training reads its shards.
 constexpr uint64_t kEvalStreams = 32;
 
+// Evaluation batches hold up to kEvalRecords records, fewer where their
+// features and feature gradients would pass kEvalBytes (a deep convnet's).
+constexpr int kEvalRecords = 500;
+constexpr size_t kEvalBytes = size_t{512} << 20;
+
+int EvalBatch(const Net& net) {
+  size_t floats = 0;
+  for (const auto& layer : net.layers()) floats += layer->feature_size();
+  const size_t fits = kEvalBytes / std::max<size_t>(1, 2 * sizeof(float) * floats);
+  return static_cast<int>(std::clamp<size_t>(fits, 1, kEvalRecords));
+}
+
 Status NextStreamBatch(const ShardReader* test, uint64_t step, Batch* b) {
   const uint64_t streams = std::min<uint64_t>(kEvalStreams, test->records());
   const uint64_t length = streams == 0 ? 0 : test->records() / streams;
@@ -76,7 +88,7 @@ Status NextStreamBatch(const ShardReader* test, uint64_t step, Batch* b) {
 
 Status EvaluateOnShard(Net* net, const ShardReader* test, const RecordFeed& feed, int restore_batch,
                        EvalResult* result) {
-  ShardScanner scanner(test, 500, feed);
+  ShardScanner scanner(test, EvalBatch(*net), feed);
   const bool streams = net->CarriesState();  // then the test records are read as streams, the state carried
   net->ResetState();
   long long correct = 0, seen = 0;

@@ -6,8 +6,7 @@ LocalUpdater::LocalUpdater(const Plan& plan, std::vector<Param*> params, std::ve
     : params_(std::move(params)), scales_(std::move(scales)) {
   const UpdaterConfig updater = UpdaterFromTrain(plan.job.train, 1);
   for (Param* p : params_) {
-    updaters_.push_back(updater);
-    updaters_.back().learning_rate *= p->lr_mult;
+    updaters_.push_back(UpdaterOfParam(updater, p->lr_mult, p->role));
     state_.push_back(NewUpdaterState(updater, p->value.size()));
   }
 }

@@ -3,7 +3,7 @@
 # schema is strict enough to refuse a plan that is wrong.
 . "$(dirname "$0")/lib.sh"
 
-for job in fashion-mlp fashion-cnn cifar10-cnn; do
+for job in fashion-mlp fashion-cnn cifar10-cnn cifar10-singa resnet20; do
   "$bin/dl-plan" "$root/configs/$job.yaml" -o "$tmp/$job.json" || fail "dl-plan $job"
   validate_plan "$tmp/$job.json" || fail "$job's plan does not validate"
   ok "the $job plan validates against the schema"

@@ -33,6 +33,7 @@ const std::map<std::string, std::string> kGradientChecked = {
     {"embedding", "layers/embedding_layer_test.cpp"},
     {"add", "layers/add_layer_test.cpp"},
     {"lrn", "layers/lrn_layer_test.cpp"},
+    {"batch_norm", "layers/batch_norm_layer_test.cpp"},
 };
 
 std::string TestSource(const std::string& file) {

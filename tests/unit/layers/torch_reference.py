@@ -14,6 +14,9 @@ import torch.nn as nn
 
 torch.manual_seed(20261129)
 
+# Batch norm's parameters and running averages, by shoal's suffix.
+BN = {"weight": "weight", "bias": "bias", "running_mean": "running_mean", "running_var": "running_var"}
+
 CASES = [
     # (name, shoal type, shoal fields, module, input shape [N, C, H, W], {shoal param: module param})
     ("max pooling 3x3 stride 2, ceil_mode", "pooling", "{kernel: 3, stride: 2, ceil_mode: true}",
@@ -31,6 +34,11 @@ CASES = [
      nn.LocalResponseNorm(5, alpha=0.1, beta=0.75, k=2.0), [2, 7, 3, 3], {}),
     ("lrn size 4 (an even window)", "lrn", "{local_size: 4, alpha: 0.5, beta: 0.6, k: 1.0}",
      nn.LocalResponseNorm(4, alpha=0.5, beta=0.6, k=1.0), [2, 6, 2, 3], {}),
+    ("batch norm 2d, training", "batch_norm", "{momentum: 0.1, eps: 0.00001}",
+     nn.BatchNorm2d(3), [4, 3, 3, 5], BN),
+    ("batch norm 1d, training, momentum 0.3", "batch_norm", "{momentum: 0.3, eps: 0.001}",
+     nn.BatchNorm1d(6, momentum=0.3, eps=1e-3), [5, 6], BN),
+    ("batch norm 2d, evaluation", "batch_norm", "{}", nn.BatchNorm2d(2).eval(), [3, 2, 2, 3], BN),
 ]
 
 
@@ -40,17 +48,25 @@ def flat(t):
 
 def run(name, layer, fields, module, shape, params):
     x = (torch.rand(shape) * 4 - 2).requires_grad_(True)
-    for p in module.parameters():
-        with torch.no_grad():
+    with torch.no_grad():
+        for p in module.parameters():
             p.uniform_(-1.5, 1.5)
+        for b in module.buffers():
+            if b.is_floating_point():
+                b.uniform_(0.5, 1.5)
+    before = {n: flat(b) for n, b in module.named_buffers()}
     y = module(x)
     r = torch.rand(y.shape) * 2 - 1
     (y * r).sum().backward()
     case = {"name": name, "type": layer, "fields": fields, "shape": shape[1:], "batch": shape[0],
+            "phase": "train" if module.training else "test",
             "x": flat(x), "r": flat(r), "y": flat(y), "dx": flat(x.grad), "params": {}}
+    named, buffers = dict(module.named_parameters()), dict(module.named_buffers())
     for ours, theirs in params.items():
-        p = dict(module.named_parameters())[theirs]
-        case["params"][ours] = {"value": flat(p), "grad": flat(p.grad)}
+        if theirs in named:
+            case["params"][ours] = {"value": flat(named[theirs]), "grad": flat(named[theirs].grad)}
+        else:  # a running average: before the pass, and after
+            case["params"][ours] = {"value": before[theirs], "after": flat(buffers[theirs])}
     return case
 
 

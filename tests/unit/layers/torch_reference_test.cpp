@@ -39,6 +39,9 @@ void CheckNear(const float* got, const nlohmann::json& want, const std::string& 
   CHECK(off == 0);
 }
 
+// A parameter's name less its layer's: "weight", "running_mean".
+std::string Suffix(const Param& p) { return p.name.substr(p.name.find('.') + 1); }
+
 TEST_CASE("layers agree with PyTorch's modules, forward and backward") {
   const nlohmann::json reference = LoadReference();
   for (const auto& c : reference["cases"]) {
@@ -54,15 +57,26 @@ TEST_CASE("layers agree with PyTorch's modules, forward and backward") {
     for (auto& p : layer->params())
       Fill(&p.value, c["params"].at(p.name.substr(p.name.find('.') + 1))["value"]);
     std::vector<Layer*> srcs{&input};
-    layer->Forward(Phase::kTrain, srcs);
+    const Phase phase = c["phase"] == "test" ? Phase::kTest : Phase::kTrain;
+    layer->Forward(phase, srcs);
     REQUIRE(layer->data().size() == c["y"].size());
     CheckNear(layer->data().data(), c["y"], "y");
+    if (phase == Phase::kTest) continue;  // a training pass's backward only
     Fill(&layer->grad(), c["r"]);
     input.grad().Fill(0.0f);
     layer->Backward(srcs);
     CheckNear(input.grad().data(), c["dx"], "dx");
-    for (auto& p : layer->params())
-      CheckNear(p.grad.data(), c["params"].at(p.name.substr(p.name.find('.') + 1))["grad"], p.name + " grad");
+    for (auto& p : layer->params()) {
+      const nlohmann::json& want = c["params"].at(Suffix(p));
+      if (p.role == ParamRole::kTrained) {
+        CheckNear(p.grad.data(), want["grad"], p.name + " grad");
+        continue;
+      }
+      // A running average's gradient is its change: old − gradient is PyTorch's buffer after the pass.
+      std::vector<float> after(p.value.size());
+      for (size_t i = 0; i < after.size(); ++i) after[i] = p.value[i] - p.grad[i];
+      CheckNear(after.data(), want["after"], p.name + " after the pass");
+    }
   }
 }
 

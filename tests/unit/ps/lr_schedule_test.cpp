@@ -1,5 +1,5 @@
 // Tests for lib/ps/lr_schedule (and the scheduled rate an update uses).
-// Reference factors: PyTorch's StepLR, ExponentialLR, LinearLR and
+// Reference factors: PyTorch's StepLR, ExponentialLR, CosineAnnealingLR, LinearLR and
 // ChainedScheduler, stepped once per update with base rate 1, computed once by
 // tests/unit/ps/updater_reference.py under /usr/bin/python3 (torch 1.13).
 #include "ps/lr_schedule.h"
@@ -33,6 +33,10 @@ void CheckFactors(const LrSchedule& s, const std::vector<double>& torch) {
 
 TEST_CASE("constant: factor 1 at every update") {
   CheckFactors(Schedule("constant", 0, 0.1, 0), {1, 1, 1, 1, 1, 1, 1, 1});
+}
+
+TEST_CASE("cosine: half a cosine from 1 to 0 over 'every' updates, as CosineAnnealingLR(T_max=6)") {
+  CheckFactors(Schedule("cosine", 6, 0.1, 0), {1, 0.933012701892, 0.75, 0.5, 0.25, 0.0669872981078, 0, 0});
 }
 
 TEST_CASE("step: × gamma every 'every' updates, as StepLR(step_size=3, gamma=0.5)") {

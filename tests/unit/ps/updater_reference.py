@@ -66,6 +66,7 @@ S = torch.optim.lr_scheduler
 SCHEDULES = [
     ("step every 3 gamma 0.5", lambda o: S.StepLR(o, step_size=3, gamma=0.5)),
     ("exponential every 1 gamma 0.9", lambda o: S.ExponentialLR(o, gamma=0.9)),
+    ("cosine over 6", lambda o: S.CosineAnnealingLR(o, T_max=6)),
     # warm-up over 4 updates: factor (t+1)/4 for t < 4, then 1
     ("warmup 4", lambda o: S.LinearLR(o, start_factor=0.25, end_factor=1.0, total_iters=3)),
     ("warmup 4, step every 3 gamma 0.5", lambda o: S.ChainedScheduler(
