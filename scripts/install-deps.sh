@@ -8,8 +8,9 @@ run=(build-essential cmake pkg-config git libcli11-dev nlohmann-json3-dev libyam
      libnng-dev libopenblas-dev libdnnl-dev doctest-dev zlib1g-dev dataset-fashion-mnist
      libturbojpeg0-dev libpng-dev libopencv-imgproc-dev libzip-dev python3 jq)
 # The PyTorch peers need python3-torch and python3-numpy, which the tests need
-# too (tests/integration/torch_export_check.py); dl-report draws with matplotlib.
-rest=(python3-jsonschema python3-numpy python3-torch python3-torchvision python3-pil python3-matplotlib
+# too (tests/integration/torch_export_check.py); bench/peers/shoal_net.py reads jobs with
+# python3-yaml; dl-report draws with matplotlib.
+rest=(python3-jsonschema python3-numpy python3-torch python3-torchvision python3-pil python3-matplotlib python3-yaml
       openssl iproute2 slurm-wlm munge
       clang libclang-rt-14-dev  # the fuzzers (make fuzz)
       clang-format shellcheck)  # tests/integration/style_test.sh

@@ -52,6 +52,16 @@ jq -e '[.[0].tensors[] | select(.param == "bn1.running_var" and .role == "value"
   "$tmp/inspect.json" >/dev/null || fail "the checkpoint has no bn1.running_var: $(head -c 600 "$tmp/inspect.json")"
 ok "ResNet-20 (batch norm, residual sums) trains under BSP 2 x 16: loss $first -> $last; checkpoints keep the running averages"
 
+# Its export, running averages included, is PyTorch's ResNet-20 and evaluates as shoal's did.
+"$bin/dl-ckpt" export "$tmp/calm/ckpt" -o "$tmp/resnet20.npz" >/dev/null || fail "dl-ckpt export"
+ours=$(field "$tmp/calm/worker-0.jsonl" done "r['test_accuracy']")
+theirs=$(/usr/bin/python3 "$root/tests/integration/torch_convnet_check.py" "$root/configs/resnet20.yaml" \
+  "$tmp/resnet20.npz" "$tmp/cifar/test_batch.bin" "$tmp/shards-2/manifest.json" | jq -r .test_accuracy) ||
+  fail "the export did not load into PyTorch's ResNet-20"
+python3 -c "import sys; sys.exit(0 if abs(float(sys.argv[1]) - float(sys.argv[2])) < 5e-5 else 1)" "$ours" "$theirs" ||
+  fail "PyTorch evaluates the export to $theirs, shoal to $ours"
+ok "the export loads into PyTorch's ResNet-20 (bench/peers/shoal_net.py) and evaluates to shoal's test accuracy, $ours"
+
 train worker-killed
 runner=$!
 for _ in $(seq 600); do
