@@ -22,6 +22,11 @@ Rows (--rows, any of):
   one process at 1 and 2 threads, against peers/torch_char_rnn.py (nn.GRU): ms per step,
   and the test set's loss after those steps (within 5% asked).
 
+- convnets: configs/resnet20.yaml (batch 128) and configs/cifar10-singa.yaml (batch 100)
+  on synthetic CIFAR-10 records (scripts/make-image-data.py cifar), one process at 1 and
+  2 threads, no augmentation, for --convnet-steps steps: dl-worker --standalone against
+  peers/torch_convnet.py (the job's net built by peers/shoal_net.py): ms per step.
+
 - gpu (make bench-gpu; not among the default rows): one process, batch 64, on GPU 0:
   dl-worker --standalone with train.device=cuda against peers/torch_single.py --device cuda.
 
@@ -52,7 +57,7 @@ each shoal row of single and bsp, where its time went (the median run's), per st
 worker 0's compute, input, encode, waiting on servers and decode, and the servers'
 update, encode and decode, from the processes' own counters (`time_s`, `handle_s`,
 ...); under each time-to-accuracy row, each pair's steps to the target.
-Usage: bench/run.sh [--rows single,bsp,tta,rbm,char-rnn,images,exchange,gpu] [--models mlp,cnn] [--repeats N] [--steps N]
+Usage: bench/run.sh [--rows single,bsp,tta,rbm,char-rnn,convnets,images,exchange,gpu] [--models mlp,cnn] [--repeats N] [--steps N]
 """
 import argparse, itertools, json, math, os, signal, statistics, subprocess, sys, tempfile, time
 
@@ -180,7 +185,9 @@ class Bench:
             return self.choices[key]
         sys.path.insert(0, os.path.join(self.a.root, "bench", "peers"))
         import common  # the CPU's candidates; it does not import torch
-        length = [] if script == "torch_rbm.py" else ["--steps", PROBE_STEPS]
+        # A convnet's step takes a second: its probe times 5 steps past the 10 untimed.
+        length = ([] if script == "torch_rbm.py" else ["--steps", 5] if script == "torch_convnet.py" else
+                  ["--steps", PROBE_STEPS])
 
         def probe(core, capability):
             return run(self.peer_command(script, [*shape, *length, "--blas-core", core, "--cpu-capability", capability]))[-1]
@@ -353,6 +360,35 @@ cluster: {{nworkers_per_group: 1}}
         r = self.peer("torch_char_rnn.py", self.corpus(), "--threads", threads, "--steps", self.a.rnn_steps)
         return r["ms_per_step_median"], r["test_loss"], r["test_accuracy"]
 
+    # --- convnets of configs/ on synthetic CIFAR-10 records ---------------------------
+    CONVNETS = (("resnet20", 128), ("cifar10-singa", 100))
+
+    def cifar(self):
+        """(the CIFAR-10 binary files' directory, its shards), made once a bench run."""
+        folder, shards = os.path.join(self.tmp, "cifar"), os.path.join(self.tmp, "cifar-shards")
+        if not os.path.exists(shards):
+            run(["/usr/bin/python3", os.path.join(self.a.root, "scripts", "make-image-data.py"), "cifar", folder,
+                 "--records", "2000"])
+            run([self.tool("dl-shard"), "--cifar", folder, "--out", shards, "--shards", "1"])
+        return folder, shards
+
+    def shoal_convnet(self, job, batch, threads):
+        self.runs += 1
+        plan = os.path.join(self.tmp, f"convnet-{self.runs}.json")
+        _, shards = self.cifar()
+        sets = [x for o in (f"train.batch_size={batch}", "data.mirror=false", "data.random_crop={size: 32, pad: 0}",
+                            f"data.shards={shards}") for x in ("--set", o)]
+        run([self.tool("dl-plan"), os.path.join(self.a.root, "configs", f"{job}.yaml"), *sets, "-o", plan])
+        r = run([self.tool("dl-worker"), "--plan", plan, "--standalone", "--no-eval", "--threads", str(threads),
+                 "--steps", str(self.a.convnet_steps + 10), "--shards", shards])
+        return (self.shoal_done(r)["ms_per_step_median"],)
+
+    def peer_convnet(self, job, batch, threads):
+        folder, _ = self.cifar()
+        r = self.peer("torch_convnet.py", os.path.join(self.a.root, "configs", f"{job}.yaml"), "--cifar", folder,
+                      "--batch", batch, "--threads", threads, "--steps", self.a.convnet_steps)
+        return (r["ms_per_step_median"],)
+
     def peer_tta(self, script, seed, *args):
         r = self.peer(script, "cnn", *args, "--seed", seed, "--target-accuracy", self.a.target_accuracy,
                       "--eval-every", EVAL_EVERY, "--max-steps", self.a.tta_max_steps)
@@ -485,6 +521,14 @@ def char_rnn_rows(b, a):
                      for pairs, _ in runs.values() for s, p in pairs])
 
 
+def convnet_rows(b, a):
+    """Each convnet's speed rows, at 1 and 2 threads."""
+    for job, batch in b.CONVNETS:
+        runs = alternated(b, a, lambda t, j=job, n=batch: b.shoal_convnet(j, n, t),
+                          lambda t, j=job, n=batch: b.peer_convnet(j, n, t))
+        yield from speed_rows(runs, f"{job} single process, batch {batch}", job)
+
+
 def spread(values):
     """A side's own range over the pairs, each end over its median: a bimodal side shows here."""
     middle = statistics.median(values)
@@ -529,13 +573,15 @@ def main():
     ap.add_argument("--root", required=True)
     ap.add_argument("--bin", required=True)
     ap.add_argument("--out", required=True)
-    ap.add_argument("--rows", default="single,bsp,tta,rbm,char-rnn,images,exchange", type=lambda s: s.split(","))
+    ap.add_argument("--rows", default="single,bsp,tta,rbm,char-rnn,convnets,images,exchange",
+                    type=lambda s: s.split(","))
     ap.add_argument("--models", default="mlp,cnn", type=lambda s: s.split(","))
     ap.add_argument("--repeats", type=int, default=3, help="shoal/peer pairs per row (at least 3 for a range)")
     ap.add_argument("--steps", type=int, default=200, help="timed steps of a ms/step row")
     ap.add_argument("--target-accuracy", type=float, default=0.88, help="of the time-to-accuracy rows")
     ap.add_argument("--rnn-steps", type=int, default=200, help="steps of the char-RNN rows")
     ap.add_argument("--rbm-epochs", type=int, default=1, help="epochs of the RBM rows")
+    ap.add_argument("--convnet-steps", type=int, default=30, help="timed steps of the convnet rows")
     ap.add_argument("--tta-max-steps", type=int, default=4000, help="steps a time-to-accuracy run may take")
     a = ap.parse_args()
     commit = subprocess.run(["git", "-C", a.root, "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
@@ -547,6 +593,7 @@ def main():
         measured = (r for row in rows(b, a) for r in measure(b, *row, a.repeats))
         for r in itertools.chain(measured, rbm_rows(b, a) if "rbm" in a.rows else (),
                                  char_rnn_rows(b, a) if "char-rnn" in a.rows else (),
+                                 convnet_rows(b, a) if "convnets" in a.rows else (),
                                  image_rows(b, a) if "images" in a.rows else (),
                                  exchange_rows(a) if "exchange" in a.rows else ()):
             result["rows"].append(r)
