@@ -28,7 +28,8 @@ Options (each also read from the environment variable named):
   --resume RUN_DIR      go on with a stopped run: its plan, from its newest checkpoints
   --start-over          START_OVER=yes: --resume may train from step 0 where no checkpoint is
                         good (refused otherwise)
-  --run-dir DIR         RUN_DIR: where the run's files go (default runs/<job>-<time>-<pid>)
+  --run-dir DIR         RUN_DIR: where the run's files go (default runs/<job>-<time>-<pid>); one
+                        that holds another run is refused (exit 2): --resume it instead
   --base-port N         BASE_PORT: the first server port (default: free ports below 32000)
   --retries N           RETRIES: restarts allowed in all (default 3)
   --strategy S          STRATEGY: dl-plan's --strategy: data (default), model, optimal
@@ -118,6 +119,15 @@ exec {lock}>"$run_dir/.lock"
 if ! flock -n "$lock"; then
   log "run directory '$run_dir' is in use by train-local PID $(cat "$run_dir/supervisor.pid" 2>/dev/null || echo '?')"
   exit 1
+fi
+# A run directory is one run's: a new run does not take another's (its plan,
+# checkpoints and record would mix with this one's, and a crash could resume
+# from the other plan's checkpoints).
+if [[ -z "$resume_run" ]] && { [[ -e "$run_dir/plan.json" || -e "$run_dir/run.json" ]] ||
+  compgen -G "$run_dir/ckpt/*.ckpt" >/dev/null; }; then
+  log "run directory '$run_dir' holds another run (plan $(jq -r '.hash // "?"' "$run_dir/plan.json" 2>/dev/null ||
+    echo '?')): go on with it with --resume '$run_dir', or give a fresh --run-dir"
+  exit 2
 fi
 echo $$ >"$run_dir/supervisor.pid"
 plan=$run_dir/plan.json

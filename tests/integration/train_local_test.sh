@@ -12,6 +12,13 @@ grep -qE "train-local: done: test accuracy 0\.[0-9]+; checkpoints in $run/ckpt \
 [[ $(grep -c '"event":"step"' "$tmp/out") -eq 4 ]] || fail "expected 4 progress records: $(cat "$tmp/out")"
 ok "a BSP run prints its progress as JSON lines and its outcome"
 
+# Its directory is its own: another run is refused it, and what the first left stays.
+record=$(sha256sum "$run/run.json")
+SHOAL_BIN=$bin expect_failure 2 "run directory '$run' holds another run \(plan [0-9a-f]+\): go on with it with --resume" \
+  "$root/scripts/train-local.sh" --run-dir "$run" "$root/configs/fashion-mlp.yaml" train.steps=10
+[[ "$(sha256sum "$run/run.json")" == "$record" ]] || fail "the refused run changed the first run's run.json"
+ok "a run directory that holds a run is refused to another, its run left as it was"
+
 # Worker 1 reads a corrupted shard (within its first epoch, whose batches come
 # in an order of train.seed's): it fails, and the script stops the server
 # and worker 0 (which would otherwise wait for worker 1 until the timeout).
