@@ -89,7 +89,7 @@ void PoolPlanes(const PoolGeometry& g, int begin, int end, const float* x, float
   }
 }
 
-// Plane p's input gradient from its output gradient d.
+// Adds a plane's input gradient into `out`, from its output gradient `d`.
 void AvgPoolPlaneBackward(const PoolGeometry& g, const float* d, float* out) {
   const int oh = g.out_height(), ow = g.out_width();
   for (int i = 0; i < oh; ++i) {

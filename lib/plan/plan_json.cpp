@@ -290,6 +290,10 @@ Status CheckNet(const std::string& source, const Plan& plan) {
       return Inconsistent(source, "parameter " + Quoted(pp.name) + " " + ShapeToString(pp.shape) +
                                       " where the net has " + Quoted(params[i]->name) + " " +
                                       ShapeToString(params[i]->shape));
+    if (pp.role != params[i]->role)
+      return Inconsistent(source, "parameter " + Quoted(pp.name) + " is " +
+                                      (pp.role == ParamRole::kTrained ? "trained" : "a running average") +
+                                      " where the net's is not");
   }
   return Status::Ok();
 }

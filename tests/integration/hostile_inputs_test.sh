@@ -72,6 +72,12 @@ edit_plan 'p["slices"][1]["offset"] = 2**63'
 refused 1 "inconsistent plan: slice 1 covers" "$bin/dl-worker" --plan "$tmp/edited.json" --id 0
 edit_plan 'p["params"].append({"name": "ghost.weight", "shape": [3], "init": {"kind": "constant", "value": 0}, "slices": []})'
 refused 1 "inconsistent plan: 7 parameters for a net of 6" "$bin/dl-server" --plan "$tmp/edited.json"
+edit_plan 'p["params"][0]["role"] = "running_average"'
+refused 1 "inconsistent plan: parameter 'fc1.weight' is a running average where the net's is not" \
+  "$bin/dl-server" --plan "$tmp/edited.json"
+edit_plan 'p["params"][0]["role"] = "momentum"'
+refused 1 "params\[0\].role.*is 'momentum'; a parameter's role is absent \(trained\) or 'running_average'" \
+  "$bin/dl-worker" --plan "$tmp/edited.json" --id 0
 edit_plan 'p["workers"] = []'
 refused 1 "inconsistent plan: 0 workers and 2 servers where the job has 2 and 2" "$bin/dl-server" --plan "$tmp/edited.json"
 edit_plan 'p["layers"] = []'
