@@ -80,12 +80,12 @@ void BatchNormBackward(const BatchNormGeometry& g, int batch, const float* x, co
     if (!dx) return;
     const float k = gamma[c] * inv, mean_dy = static_cast<float>(sum_dy / count),
                 mean_dy_xhat = static_cast<float>(sum_dy_xhat / count);
-    for (int r = 0; r < batch; ++r)
-      for (int p = 0; p < g.plane; ++p) {
-        const size_t i = at(r) + p;
-        const float grad = k * (dy[i] - mean_dy - (x[i] - m) * inv * mean_dy_xhat);
-        dx[i] = write == GradWrite::kAdd ? dx[i] + grad : grad;
-      }
+    for (int r = 0; r < batch; ++r) {
+      const size_t plane = at(r);
+      WriteGrad(0, g.plane, write, dx + plane, [&](size_t p) {
+        return k * (dy[plane + p] - mean_dy - (x[plane + p] - m) * inv * mean_dy_xhat);
+      });
+    }
   });
 }
 

@@ -31,16 +31,6 @@ void ReluForwardRange(size_t begin, size_t end, const float* __restrict x, float
   for (size_t i = begin; i < end; ++i) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
 }
 
-// dx[i] = g(i) or dx[i] += g(i) over [begin, end); setting dx reads it not
-// at all. dx aliases nothing g reads, so the loops vectorise.
-template <typename G>
-void WriteGrad(size_t begin, size_t end, GradWrite write, float* __restrict dx, const G& g) {
-  if (write == GradWrite::kAdd)
-    for (size_t i = begin; i < end; ++i) dx[i] += g(i);
-  else
-    for (size_t i = begin; i < end; ++i) dx[i] = g(i);
-}
-
 }  // namespace
 
 void SigmoidForward(size_t n, const float* x, float* y) {

@@ -62,10 +62,9 @@ void LrnBackward(const LrnGeometry& g, int batch, const float* x, const float* y
       for (size_t i = 0; i < record; ++i) ratio[i] = dy[at + i] * y[at + i] / scale[at + i];
       // Channel i is in channel c's window when c is in [i − after, i + before].
       WindowSums(g, After(g), Before(g), ratio.data(), sums.data());
-      for (size_t i = 0; i < record; ++i) {
-        const float grad = dy[at + i] * std::pow(scale[at + i], -g.beta) - factor * x[at + i] * sums[i];
-        dx[at + i] = write == GradWrite::kAdd ? dx[at + i] + grad : grad;
-      }
+      WriteGrad(0, record, write, dx + at, [&](size_t i) {
+        return dy[at + i] * std::pow(scale[at + i], -g.beta) - factor * x[at + i] * sums[i];
+      });
     }
   });
 }
