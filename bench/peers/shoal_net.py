@@ -13,6 +13,7 @@ Layer types: data, convolution, pooling (max, avg, global, pad, ceil_mode), lrn,
 batch_norm, relu, sigmoid, dropout, flatten, concat, add, fully_connected and the
 softmax loss (the logits are the module's output). Initialisation is PyTorch's own."""
 import json
+import math
 import sys
 
 import torch
@@ -70,13 +71,13 @@ class ShoalNet(nn.Module):
         if kind == "dropout":
             return nn.Dropout(layer.get("ratio", 0.5)), x
         if kind == "flatten":
-            return nn.Flatten(), [prod(x)]
+            return nn.Flatten(), [math.prod(x)]
         if kind == "concat":
             return None, [sum(s[0] for s in ins)] + x[1:]
         if kind == "add":
             return None, x
         if kind == "fully_connected":
-            return nn.Sequential(nn.Flatten(), nn.Linear(prod(x), layer["num_output"])), [layer["num_output"]]
+            return nn.Sequential(nn.Flatten(), nn.Linear(math.prod(x), layer["num_output"])), [layer["num_output"]]
         raise ValueError(f"layer '{layer['name']}': type '{kind}' has no PyTorch form here")
 
     def forward(self, data):
@@ -92,34 +93,23 @@ class ShoalNet(nn.Module):
                 values[name] = module(values[srcs[0]])
         return values[self.output]
 
-    def shoal_state(self):
-        """The state dict under shoal's names: a fully connected layer's Linear is
-        module 1 of its Sequential; num_batches_tracked has no shoal counterpart."""
-        return {k.replace(".1.weight", ".weight").replace(".1.bias", ".bias"): v
-                for k, v in self.state_dict().items() if not k.endswith("num_batches_tracked")}
-
     def load_shoal(self, arrays):
-        """Loads {shoal name: array} (an export's), every tensor of the net and nothing else."""
-        names = {k: k.replace(".1.weight", ".weight").replace(".1.bias", ".bias") for k in self.state_dict()}
-        state = {}
-        for theirs, ours in names.items():
-            if theirs.endswith("num_batches_tracked"):
-                state[theirs] = self.state_dict()[theirs]
-                continue
-            if ours not in arrays:
-                raise KeyError(f"the export lacks '{ours}'")
-            state[theirs] = torch.as_tensor(arrays[ours]).reshape(self.state_dict()[theirs].shape)
+        """Loads {shoal name: array} (an export's), every tensor of the net and nothing else.
+        A fully connected layer's Linear is module 1 of its Sequential; num_batches_tracked
+        has no shoal counterpart and keeps the module's own."""
+        own = self.state_dict()
+        names = {k: k.replace(".1.weight", ".weight").replace(".1.bias", ".bias") for k in own
+                 if not k.endswith("num_batches_tracked")}
+        missing = [ours for ours in names.values() if ours not in arrays]
+        if missing:
+            raise KeyError(f"the export lacks '{missing[0]}'")
         extra = set(arrays) - set(names.values())
         if extra:
             raise KeyError(f"the export has tensors the net lacks: {sorted(extra)[:5]}")
+        state = dict(own)
+        for theirs, ours in names.items():
+            state[theirs] = torch.as_tensor(arrays[ours]).reshape(own[theirs].shape)
         self.load_state_dict(state)
-
-
-def prod(shape):
-    n = 1
-    for d in shape:
-        n *= d
-    return n
 
 
 def from_job(path):

@@ -136,21 +136,15 @@ inline std::unique_ptr<Layer> SetUpLayer(const std::string& type, const std::str
 
 constexpr float kPrefill = 0.25f;  // layers add into their sources' gradients
 
-// Checks a layer that maps one input to a feature: objective = Σ r·y with a
-// fixed random r, so d objective / d y = r is what Backward receives.
-inline void CheckOneInputLayer(const std::string& type, const std::string& yaml_fields, const Shape& in_shape,
-                               int batch, Phase phase = Phase::kTrain) {
-  InputLayer input(in_shape);
-  auto layer = SetUpLayer(type, yaml_fields, {&input});
-  input.Allocate(batch);
-  layer->Allocate(batch);
-  FillDistinct(&input.data(), 7);
-  for (size_t k = 0; k < layer->params().size(); ++k)
-    FillUniform(&layer->params()[k].value, 100 + static_cast<uint32_t>(k), 0.5f);
+// Checks `layer`, allocated and its inputs' values set, under objective = Σ r·y
+// with a fixed random r, so d objective / d y = r is what Backward receives:
+// the gradients of every input (which Backward adds into) and of `params`
+// (which it sets; Net does not clear them).
+inline void CheckSumObjective(Layer* layer, const std::vector<InputLayer*>& inputs,
+                              const std::vector<Param*>& params, Phase phase = Phase::kTrain) {
   Tensor r(layer->data().shape());
   FillUniform(&r, 3, 1.0f);
-  std::vector<Layer*> srcs{&input};
-
+  const std::vector<Layer*> srcs(inputs.begin(), inputs.end());
   auto objective = [&] {
     layer->Forward(phase, srcs);
     double j = 0.0;
@@ -160,14 +154,32 @@ inline void CheckOneInputLayer(const std::string& type, const std::string& yaml_
   auto backward = [&] {
     layer->Forward(phase, srcs);
     std::copy(r.data(), r.data() + r.size(), layer->grad().data());
-    input.grad().Fill(kPrefill);
-    for (auto& p : layer->params()) p.grad.Fill(kPrefill);  // set, not added: Net does not clear them
+    for (InputLayer* in : inputs) in->grad().Fill(kPrefill);
+    for (Param* p : params) p->grad.Fill(kPrefill);
     layer->Backward(srcs);
-    for (size_t i = 0; i < input.grad().size(); ++i) input.grad()[i] -= kPrefill;
+    for (InputLayer* in : inputs)
+      for (size_t i = 0; i < in->grad().size(); ++i) in->grad()[i] -= kPrefill;
   };
-  std::vector<Variable> vars{{"input", &input.data(), &input.grad()}};
-  for (auto& p : layer->params()) vars.push_back({p.name, &p.value, &p.grad});
+  std::vector<Variable> vars;
+  for (InputLayer* in : inputs) vars.push_back({in->name(), &in->data(), &in->grad()});
+  for (Param* p : params) vars.push_back({p->name, &p->value, &p->grad});
   CheckGradients(objective, backward, vars);
+}
+
+// Checks a layer that maps one input to a feature, every parameter's gradient too.
+inline void CheckOneInputLayer(const std::string& type, const std::string& yaml_fields, const Shape& in_shape,
+                               int batch, Phase phase = Phase::kTrain) {
+  InputLayer input(in_shape);
+  auto layer = SetUpLayer(type, yaml_fields, {&input});
+  input.Allocate(batch);
+  layer->Allocate(batch);
+  FillDistinct(&input.data(), 7);
+  std::vector<Param*> params;
+  for (size_t k = 0; k < layer->params().size(); ++k) {
+    FillUniform(&layer->params()[k].value, 100 + static_cast<uint32_t>(k), 0.5f);
+    params.push_back(&layer->params()[k]);
+  }
+  CheckSumObjective(layer.get(), {&input}, params, phase);
 }
 
 }  // namespace shoal

@@ -15,24 +15,8 @@ TEST_CASE("add sums its sources and gives each the sum's gradient") {
   FillDistinct(&a.data(), 1);
   FillDistinct(&b.data(), 2);
   FillDistinct(&c.data(), 3);
-  Tensor r(layer->data().shape());
-  FillUniform(&r, 4, 1.0f);
-  std::vector<Layer*> srcs{&a, &b, &c};
-  auto objective = [&] {
-    layer->Forward(Phase::kTrain, srcs);
-    double j = 0.0;
-    for (size_t i = 0; i < r.size(); ++i) j += static_cast<double>(r[i]) * layer->data()[i];
-    return j;
-  };
-  auto backward = [&] {
-    layer->Forward(Phase::kTrain, srcs);
-    std::copy(r.data(), r.data() + r.size(), layer->grad().data());
-    for (InputLayer* in : {&a, &b, &c}) in->grad().Fill(0.0f);
-    layer->Backward(srcs);
-  };
-  CheckGradients(objective, backward,
-                 {{"a", &a.data(), &a.grad()}, {"b", &b.data(), &b.grad()}, {"c", &c.data(), &c.grad()}});
-  layer->Forward(Phase::kTrain, srcs);
+  CheckSumObjective(layer.get(), {&a, &b, &c}, {});
+  layer->Forward(Phase::kTrain, {&a, &b, &c});
   CHECK(layer->data()[4] == a.data()[4] + b.data()[4] + c.data()[4]);
 }
 

@@ -58,6 +58,7 @@ TEST_CASE("every registered layer type creates a layer of that type, and each is
     CHECK(source.find("\"" + type + "\"") != std::string::npos);
     CHECK((source.find("CheckOneInputLayer(") != std::string::npos ||
            source.find("CheckGradients(") != std::string::npos ||
+           source.find("CheckSumObjective(") != std::string::npos ||
            source.find("CheckContrastiveDivergence(") != std::string::npos));
   }
   for (const auto& [type, file] : kGradientChecked) {
