@@ -21,24 +21,24 @@ deps-run:
 test: deps all
 	scripts/run-tests.sh $(BUILD) -j$(JOBS) --timeout 300
 
-# The suite again, built with AddressSanitizer and UndefinedBehaviorSanitizer (without
-# the CUDA device: its tests need a GPU, and the normal build compiles it), less the
-# long training runs labelled `long` in tests/CMakeLists.txt.
+# The suite again, built by clang with AddressSanitizer and UndefinedBehaviorSanitizer and
+# instrumented for libFuzzer (without the CUDA device: its tests need a GPU, and the normal
+# build compiles it), less the long training runs labelled `long` in tests/CMakeLists.txt.
+# make fuzz runs its libFuzzer targets (tests/fuzz/) on the same build, for FUZZ_SECONDS each.
 SANITIZE_BUILD ?= build-sanitize
+FUZZ_SECONDS ?= 30
+SANITIZE_CONFIGURE = cmake -S . -B $(SANITIZE_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=clang \
+  -DCMAKE_CXX_COMPILER=clang++ -DSHOAL_FUZZ=ON -DSHOAL_CUDA=OFF >/dev/null
 test-sanitize: deps
-	@cmake -S . -B $(SANITIZE_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSHOAL_SANITIZE=ON -DSHOAL_CUDA=OFF >/dev/null
+	@$(SANITIZE_CONFIGURE)
 	@cmake --build $(SANITIZE_BUILD) -j$(JOBS)
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	  scripts/run-tests.sh $(SANITIZE_BUILD) -j$(JOBS) --timeout 600 -LE long
 
-# Every libFuzzer target for FUZZ_SECONDS each (clang; tests/fuzz/).
-FUZZ_BUILD ?= build-fuzz
-FUZZ_SECONDS ?= 30
 fuzz: deps
-	@cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=clang \
-	  -DCMAKE_CXX_COMPILER=clang++ -DSHOAL_FUZZ=ON >/dev/null
-	@cmake --build $(FUZZ_BUILD) -j$(JOBS) --target fuzzers
-	scripts/fuzz.sh $(FUZZ_BUILD) $(FUZZ_SECONDS) $(JOBS)
+	@$(SANITIZE_CONFIGURE)
+	@cmake --build $(SANITIZE_BUILD) -j$(JOBS) --target fuzzers
+	scripts/fuzz.sh $(SANITIZE_BUILD) $(FUZZ_SECONDS) $(JOBS)
 
 demo: deps-run tools
 	scripts/demo.sh
@@ -66,4 +66,4 @@ slurm: all
 	sbatch scripts/slurm/train.sbatch $(JOB) $(ARGS)
 
 clean:
-	rm -rf $(BUILD) $(SANITIZE_BUILD) $(FUZZ_BUILD)
+	rm -rf $(BUILD) $(SANITIZE_BUILD)

@@ -142,7 +142,9 @@ TEST_CASE("the updaters' fields and the schedule's parse; epsilon defaults to 1e
   CHECK(job.train.lr_schedule.kind == LrDecay::kExponential);
   CHECK(job.train.lr_schedule.every == 1);  // exponential's default: × gamma per update
   CHECK(job.train.lr_schedule.warmup_steps == 100);
-  for (const auto& [rule, updater] : kUpdateRules) {
+  for (const auto& named : kUpdateRules) {
+    const UpdateRule rule = named.value;
+    const char* updater = named.name;
     INFO(updater);
     REQUIRE(
         ParseJob(Job(kLayers, std::string("train: {updater: ") + updater + "}\n"), "job.yaml", &job).ok());
@@ -282,11 +284,12 @@ TEST_CASE("a field of the wrong type or out of range is refused naming it") {
 
 TEST_CASE(
     "train.device: cpu, cuda (each worker a GPU) or cuda:N (all on GPU N); anything else refused naming it") {
-  for (auto [written, cuda, gpu] : {std::tuple{"cpu", false, -1},
-                                    {"cuda", true, -1},
-                                    {"cuda:3", true, 3},
-                                    {"cuda:12", true, 12},
-                                    {"cuda:0", true, 0}}) {
+  for (auto [written_at, cuda, gpu] : {std::tuple{"cpu", false, -1},
+                                       {"cuda", true, -1},
+                                       {"cuda:3", true, 3},
+                                       {"cuda:12", true, 12},
+                                       {"cuda:0", true, 0}}) {
+    const char* written = written_at;  // a copy INFO's lambda may capture
     JobConfig job;
     const Status s =
         ParseJob(Job(kLayers, std::string("train: {device: '") + written + "'}\n"), "job.yaml", &job);

@@ -48,10 +48,11 @@ TEST_CASE("pooling shapes: ceil_mode rounds up unless the last window would star
 
 TEST_CASE("pooling refuses a pad over half the window and fields beside global") {
   InputLayer input({1, 8, 8});
-  for (const auto& [fields, error] :
+  for (const auto& [written, error] :
        {std::pair<const char*, const char*>{"{kernel: 3, pad: 2}", "'pad'"},
         {"{pool: avg, global: true, kernel: 2}", "'kernel' does not go with global: true"},
         {"{pool: mean, kernel: 2}", "'pool'"}}) {
+    const char* fields = written;  // INFO's lambda captures variables, not bindings (clang 14)
     auto layer = CreateLayer("pooling");
     layer->Init("p", "pooling");
     YamlFields f(fields, "layer 'p'");

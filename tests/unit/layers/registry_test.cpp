@@ -61,7 +61,8 @@ TEST_CASE("every registered layer type creates a layer of that type, and each is
            source.find("CheckSumObjective(") != std::string::npos ||
            source.find("CheckContrastiveDivergence(") != std::string::npos));
   }
-  for (const auto& [type, file] : kGradientChecked) {
+  for (const auto& checked : kGradientChecked) {
+    const auto& type = checked.first;
     INFO("gradient-checked type '" << type << "' is not registered");
     CHECK(unique.count(type) == 1);
   }

@@ -199,7 +199,9 @@ void CheckAgainstWhole(const Plan& plan, const Whole& whole, GroupRun& group) {
         ++holders.at(p->name)[held.begin + i];
       }
     }
-  for (const auto& [name, want] : whole.grads) {
+  for (const auto& [param, grad] : whole.grads) {
+    const std::string& name = param;  // INFO's lambda captures variables, not bindings (clang 14)
+    const auto& want = grad;
     const LayerPlan& layer = LayerOfParam(plan, *plan.FindParam(name));
     size_t nonzero = 0;
     for (size_t i = 0; i < want.size(); ++i) {

@@ -284,7 +284,8 @@ TEST_CASE(
   CHECK(done0.wait_for(milliseconds(0)) == std::future_status::timeout);
   REQUIRE(worker1->Call(f.Header(MsgType::kDone, 0, 1), {}, &reply).ok());
   CHECK(reply.view().header.type == MsgType::kReply);
-  const auto [s0, waits] = done0.get();
+  const auto [done, waits] = done0.get();
+  const Status s0 = done;  // INFO's lambda captures variables, not bindings (clang 14)
   INFO(s0.ToString());
   CHECK(s0.ok());
   CHECK(waits >= 1);

@@ -141,7 +141,9 @@ TEST_CASE("adam uses beta1, beta2 and epsilon: torch.optim.Adam(betas=(0.8, 0.99
 }
 
 TEST_CASE("every name a job may give is a rule of that name, with fresh zero state of its own size") {
-  for (const auto& [rule, name] : kUpdateRules) {
+  for (const auto& named : kUpdateRules) {
+    const UpdateRule rule = named.value;
+    const char* name = named.name;
     INFO(name);
     TrainConfig t;
     t.updater = rule;
@@ -219,9 +221,10 @@ TEST_CASE("a sum's last gradient read from its message updates exactly as one ad
   std::vector<unsigned char> message(1 + 4 * last.size());  // one byte in: the values unaligned
   std::memcpy(message.data() + 1, last.data(), 4 * last.size());
   const size_t n = w0.size();
-  for (const auto& [rule, name] : kUpdateRules)
+  for (const auto& named : kUpdateRules)
     for (double decay : {0.0, 0.01})
       for (bool alone : {true, false}) {  // the last gradient the only one, or after another
+        const char* name = named.name;
         INFO(name << " weight_decay " << decay << (alone ? " alone" : " after another"));
         TrainConfig t = Train(name);
         t.weight_decay = decay;
@@ -249,8 +252,9 @@ TEST_CASE(
   const std::vector<float> w0 = {0.5f, -0.0f, 0.0f, -1.5f, 2.0f, -0.0f, 3e-8f, -7.0f, 1.0f};
   const std::vector<float> last = {-0.0f, -0.0f, -0.0f, 0.5f, -0.25f, 0.0f, -1e-3f, 1.0f, -0.0f};
   const size_t n = w0.size();
-  for (const auto& [rule, name] : kUpdateRules)
+  for (const auto& named : kUpdateRules)
     for (bool alone : {true, false}) {
+      const char* name = named.name;
       INFO(name << (alone ? " alone" : " after another"));
       TrainConfig t = Train(name);
       t.weight_decay = 0.01;
