@@ -228,6 +228,11 @@ on_host() {  # on_host ENDPOINT CMD...
   [[ -z "$host" ]] || exec ip netns exec "$host" "$@"
   exec "$@"
 }
+# A process's stderr: appended to its log, its checkpoint failures also shown here as they come.
+follow_log() {  # follow_log FILE, in a process substitution
+  exec {lock}>&-
+  tee -a "$1" | grep --line-buffered -E 'checkpoint of step [0-9]+ failed|gave up checkpointing|checkpoint, which' >&2
+}
 launched() {  # launched NAME: after starting $!
   local name=$1 pid=$!
   name_of[$pid]=$name
@@ -241,7 +246,7 @@ start_server() {  # start_server I [RESUME_DIR]
   [[ -z "${2:-}" ]] || resume=(--resume "$2")
   # shellcheck disable=SC2046
   on_host "${server_endpoints[$1]}" "$bin/dl-server" --plan "$plan" --id "$1" --checkpoint-dir "$run_dir/ckpt" \
-    "${resume[@]}" $(identity "server $1") >>"$run_dir/server-$1.jsonl" 2>>"$run_dir/server-$1.log" &
+    "${resume[@]}" $(identity "server $1") >>"$run_dir/server-$1.jsonl" 2> >(follow_log "$run_dir/server-$1.log") &
   launched "server $1"
 }
 start_worker() {  # start_worker W [RESUME_DIR]
@@ -261,11 +266,11 @@ start_worker() {  # start_worker W [RESUME_DIR]
   if (($1 == 0)); then
     on_host "${worker_endpoints[0]}" "$bin/dl-worker" --plan "$plan" --id 0 --shards "$shards" "${files[@]}" \
       --state-dir "$run_dir/state" "${serves[@]}" \
-      "${out[@]}" $(identity "worker 0") 2>>"$run_dir/worker-0.log" &
+      "${out[@]}" $(identity "worker 0") 2> >(follow_log "$run_dir/worker-0.log") &
   else
     on_host "${worker_endpoints[$1]}" "$bin/dl-worker" --plan "$plan" --id "$1" --shards "$shards" "${out[@]}" \
       --state-dir "$run_dir/state" "${serves[@]}" \
-      $(identity "worker $1") >>"$run_dir/worker-$1.jsonl" 2>>"$run_dir/worker-$1.log" &
+      $(identity "worker $1") >>"$run_dir/worker-$1.jsonl" 2> >(follow_log "$run_dir/worker-$1.log") &
   fi
   launched "worker $1"
 }

@@ -26,6 +26,9 @@ int Main(int argc, char** argv) {
   app.add_option("--keep", options.keep_checkpoints,
                  "checkpoints of this plan to keep (others in the directory are left alone)")
       ->check(CLI::PositiveNumber);
+  app.add_option("--rescue-dir", options.rescue_dir,
+                 "where the last checkpoint goes when --checkpoint-dir keeps failing (default: "
+                 "shoal-rescue/ in the temporary directory, $TMPDIR or /tmp)");
   app.add_option("--resume", options.resume_dir,
                  "start from this server's checkpoint in DIR (written by dl-ckpt prepare-resume)");
   int parent = 0;

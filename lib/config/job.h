@@ -53,7 +53,9 @@ struct TrainConfig {
   // where the shards have one (dl-shard --val-fraction), or the test set.
   EvalSet eval_on = EvalSet::kVal;
   int checkpoint_every = 0;  // server updates between checkpoints; 0: only at the end
-  int display_every = 50;    // steps between progress records
+  // Failed checkpoint writes in a row after which a server stops the run.
+  int checkpoint_failures = 3;
+  int display_every = 50;  // steps between progress records
   int seed = 1;
   // Each layer's gradients go to the servers as soon as backprop has them and
   // its next values are collected just before its forward pass (SINGA §5.3);

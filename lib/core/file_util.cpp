@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -84,6 +85,15 @@ Status WriteFileAtomic(const std::string& given, const std::string& contents, bo
     Status s = written ? Status::Ok() : Status::IOError("cannot write '" + given + "': " + ErrnoText());
     ::close(fd);
     return s;
+  }
+  // A write that cannot fit is refused before it starts (root may also use the reserved blocks).
+  const std::filesystem::path parent = std::filesystem::path(path).parent_path();
+  struct statvfs fs {};
+  if (::statvfs(parent.empty() ? "." : parent.c_str(), &fs) == 0) {
+    const uint64_t free_bytes = uint64_t{::geteuid() == 0 ? fs.f_bfree : fs.f_bavail} * fs.f_frsize;
+    if (free_bytes < contents.size())
+      return Status::IOError("cannot write '" + given + "': it takes " + std::to_string(contents.size()) +
+                             " bytes and its filesystem has " + std::to_string(free_bytes) + " free");
   }
   // A name of its own (mkstemp): never a file or link already there, nor another writer's.
   std::string tmp = path + ".tmp.XXXXXX";

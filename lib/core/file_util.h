@@ -18,7 +18,8 @@ Status ReadFile(const std::string& path, std::string* contents, size_t max_bytes
 // Without `sync` the file survives the writer's crash but not the machine's
 // (no fsync: for what is rewritten every step). A link at `path` is written
 // through (its target replaced); a device or a pipe there is written to as
-// it is (-o /dev/null); a directory is refused.
+// it is (-o /dev/null); a directory is refused. IOError, the old file kept,
+// when the filesystem has less free space than `contents` takes, or a step fails.
 Status WriteFileAtomic(const std::string& path, const std::string& contents, bool sync = true);
 
 }  // namespace shoal

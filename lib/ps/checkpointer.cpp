@@ -1,6 +1,7 @@
 #include "ps/checkpointer.h"
 
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <set>
 #include <utility>
@@ -116,7 +117,7 @@ void Checkpointer::Write(Checkpoint snapshot) {
   if (!enabled()) return;
   MutexLock lock(&mu_);
   while (pending_ && !stopping_) changed_.Wait();
-  if (stopping_) return;
+  if (stopping_ || failures_.gave_up) return;
   pending_ = std::move(snapshot);
   changed_.SignalAll();
 }
@@ -151,13 +152,31 @@ int64_t Checkpointer::last_step() const {
   return last_step_;
 }
 
+CheckpointFailures Checkpointer::failures() const {
+  MutexLock lock(&mu_);
+  return failures_;
+}
+
 void Checkpointer::Loop() {
+  // A failed write is tried again after a backoff that doubles, unless a
+  // newer snapshot comes first and takes its place.
+  constexpr auto kFirstBackoff = std::chrono::milliseconds(500);
+  constexpr auto kLongestBackoff = std::chrono::seconds(30);
+  std::optional<Checkpoint> failed;
+  std::chrono::steady_clock::duration backoff = kFirstBackoff;
+  std::chrono::steady_clock::time_point retry_at;
   MutexLock lock(&mu_);
   while (true) {
-    while (!pending_ && !stopping_) changed_.Wait();
-    if (!pending_) return;  // stopping, nothing left
-    Checkpoint ckpt = std::move(*pending_);
+    while (!pending_ && !stopping_ && !(failed && std::chrono::steady_clock::now() >= retry_at)) {
+      if (failed)
+        changed_.WaitUntil(retry_at);
+      else
+        changed_.Wait();
+    }
+    if (stopping_ && !pending_) return;  // a failed snapshot is not tried again once stopping
+    Checkpoint ckpt = pending_ ? std::move(*pending_) : std::move(*failed);
     pending_.reset();
+    failed.reset();
     writing_ = true;
     changed_.SignalAll();  // room for the next snapshot while this one is written
     mu_.Unlock();
@@ -167,11 +186,44 @@ void Checkpointer::Loop() {
     if (s.ok()) {
       ++written_;
       last_step_ = static_cast<int64_t>(ckpt.step);
-    } else if (failure_.ok())
-      failure_ = s;
-    if (!s.ok()) Log(s.ToString());
+      failures_.in_a_row = 0;
+      backoff = kFirstBackoff;
+    } else {
+      if (failure_.ok()) failure_ = s;
+      ++failures_.in_a_row;
+      ++failures_.total;
+      failures_.last = s;
+      Log("server " + std::to_string(server_) + ": checkpoint of step " + std::to_string(ckpt.step) +
+          " failed (" + std::to_string(failures_.in_a_row) + " of " + std::to_string(failures_allowed_) +
+          " allowed in a row): " + s.ToString());
+      if (failures_.in_a_row >= failures_allowed_) {
+        mu_.Unlock();
+        Rescue(ckpt);
+        mu_.Lock();
+        failures_.gave_up = true;  // once the rescue is written, for whoever watches this
+        pending_.reset();
+        changed_.SignalAll();
+        return;
+      }
+      failed = std::move(ckpt);
+      retry_at = std::chrono::steady_clock::now() + backoff;
+      backoff = std::min<std::chrono::steady_clock::duration>(2 * backoff, kLongestBackoff);
+    }
     changed_.SignalAll();
   }
+}
+
+void Checkpointer::Rescue(const Checkpoint& ckpt) {
+  if (rescue_dir_.empty()) return;
+  std::error_code ec;
+  std::filesystem::create_directories(rescue_dir_, ec);
+  const std::string path = CheckpointPath(rescue_dir_, server_, ckpt.step);
+  Status s = ec ? Status::IOError("cannot create '" + rescue_dir_ + "': " + ec.message())
+                : WriteCheckpoint(path, ckpt);
+  Log(s.ok() ? "server " + std::to_string(server_) + ": wrote step " + std::to_string(ckpt.step) +
+                   "'s checkpoint, which '" + dir_ + "' could not take, to '" + path + "'"
+             : "server " + std::to_string(server_) + ": cannot rescue step " + std::to_string(ckpt.step) +
+                   "'s checkpoint either: " + s.ToString());
 }
 
 Status Checkpointer::WriteAndPrune(const Checkpoint& ckpt) {

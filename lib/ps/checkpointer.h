@@ -23,12 +23,29 @@ Checkpoint SnapshotTable(const ServerTable& table, uint64_t updates_received, co
 // it in messages; `keeper` says what the table keeps of state.
 Status RestoreTable(const Checkpoint& ckpt, const std::string& path, ServerTable* table);
 
+// What became of the writes that failed.
+struct CheckpointFailures {
+  int in_a_row = 0;  // since the last write that succeeded
+  uint64_t total = 0;
+  Status last;           // the newest failure's reason
+  bool gave_up = false;  // `in_a_row` reached the bound: no more are tried
+};
+
 class Checkpointer {
  public:
   // `dir` empty: no checkpoints. Keeps the `keep` newest by step of this
   // server's files of its plan, and its file of the newest step every server
-  // has written (never touching another plan's files in `dir`).
-  Checkpointer(std::string dir, int server, int keep) : dir_(std::move(dir)), server_(server), keep_(keep) {}
+  // has written (never touching another plan's files in `dir`). A write that
+  // fails is tried again after a backoff, unless a newer snapshot replaces
+  // it; after `failures_allowed` failures in a row it gives up, and writes
+  // that last snapshot into `rescue_dir` instead (where another disk may
+  // have room).
+  Checkpointer(std::string dir, int server, int keep, int failures_allowed, std::string rescue_dir)
+      : dir_(std::move(dir)),
+        server_(server),
+        keep_(keep),
+        failures_allowed_(failures_allowed),
+        rescue_dir_(std::move(rescue_dir)) {}
   ~Checkpointer() { Stop(); }
   Checkpointer(const Checkpointer&) = delete;
   Checkpointer& operator=(const Checkpointer&) = delete;
@@ -39,21 +56,29 @@ class Checkpointer {
   Status Start();
   // Hands a snapshot to the thread; waits only while the one before it has
   // not been taken up yet (at most one waits, so memory stays bounded).
+  // Ignored once the checkpointer has given up.
   void Write(Checkpoint snapshot);
-  // Waits until every snapshot handed over is on disk; the first failure since the last Flush.
+  // Waits until every snapshot handed over is on disk or has failed (a
+  // failed one may still be tried again); the first failure since the last
+  // Flush.
   Status Flush();
   void Stop();
   // Checkpoints written so far, and the step of the newest (-1: none yet).
   uint64_t written() const;
   int64_t last_step() const;
+  CheckpointFailures failures() const;
 
  private:
   void Loop();
   Status WriteAndPrune(const Checkpoint& ckpt);
+  // Writes `ckpt` into rescue_dir_ and says where, or why not.
+  void Rescue(const Checkpoint& ckpt);
 
   std::string dir_;
   int server_;
   int keep_;
+  int failures_allowed_;
+  std::string rescue_dir_;
   mutable Mutex mu_;
   CondVar changed_{&mu_};
   std::optional<Checkpoint> pending_ GUARDED_BY(mu_);
@@ -61,7 +86,8 @@ class Checkpointer {
   bool stopping_ GUARDED_BY(mu_) = false;
   uint64_t written_ GUARDED_BY(mu_) = 0;
   int64_t last_step_ GUARDED_BY(mu_) = -1;
-  Status failure_ GUARDED_BY(mu_);
+  Status failure_ GUARDED_BY(mu_);  // the first since the last Flush
+  CheckpointFailures failures_ GUARDED_BY(mu_);
   std::thread thread_;
 };
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <utility>
 
 #include "core/fault_injection.h"
@@ -10,10 +11,21 @@
 #include "plan/partition.h"
 
 namespace shoal {
+namespace {
+
+std::string RescueDir(const std::string& given) {
+  if (!given.empty()) return given;
+  std::error_code ec;
+  const std::filesystem::path temp = std::filesystem::temp_directory_path(ec);
+  return ((ec ? std::filesystem::path("/tmp") : temp) / "shoal-rescue").string();
+}
+
+}  // namespace
 
 ParameterServer::ParameterServer(const Plan& plan, ServerOptions options)
     : options_(std::move(options)),
-      checkpointer_(options_.checkpoint_dir, options_.id, options_.keep_checkpoints) {
+      checkpointer_(options_.checkpoint_dir, options_.id, options_.keep_checkpoints,
+                    plan.job.train.checkpoint_failures, RescueDir(options_.rescue_dir)) {
   config_status_ = MakeServerConfig(plan, options_.id, &config_);
 }
 
@@ -129,6 +141,9 @@ ServerStats ParameterServer::StatsNow() const {
   s.parked = parked_.size();
   s.checkpoints = checkpointer_.written();
   s.last_checkpoint_step = checkpointer_.last_step();
+  const CheckpointFailures unwritten = checkpointer_.failures();
+  s.checkpoint_failures = unwritten.total;
+  s.last_checkpoint_failure = unwritten.last.ok() ? "" : unwritten.last.ToString();
   s.bytes_in = rpc_.bytes_received();
   s.bytes_out = rpc_.bytes_sent();
   s.handle_s = handling_.seconds();
@@ -138,6 +153,14 @@ ServerStats ParameterServer::StatsNow() const {
 }
 
 void ParameterServer::Watch(std::chrono::steady_clock::time_point now) {
+  const CheckpointFailures unwritten = checkpointer_.failures();
+  if (unwritten.gave_up) {
+    failure_ = Status::IOError(
+        "gave up checkpointing into '" + options_.checkpoint_dir + "' after " +
+        std::to_string(unwritten.in_a_row) +
+        " failed writes in a row (train.checkpoint_failures); the last: " + unwritten.last.ToString());
+    return;
+  }
   // A read parked past its deadline is answered timed-out: its slot is free
   // again, and the reader (whose own wait is a little longer) hears for whom
   // it waited.

@@ -34,6 +34,10 @@ struct ServerOptions {
   std::string checkpoint_dir;  // empty: no checkpoints
   std::string resume_dir;      // start from this server's checkpoint there (dl-ckpt prepare-resume)
   int keep_checkpoints = 3;
+  // Where the checkpoint goes that checkpoint_dir could not take, when the
+  // server gives up on it (train.checkpoint_failures); empty: the system's
+  // temporary directory's shoal-rescue/.
+  std::string rescue_dir;
   // This life of the server (lib/core/process.h); a shutdown request must
   // carry it. 0: anyone may shut it down (tests, a server run by hand).
   uint64_t incarnation = 0;

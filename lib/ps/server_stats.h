@@ -39,6 +39,8 @@ struct ServerStats {
       0;  // parked past cluster.timeout_ms: answered timed-out, naming what they waited for
   uint64_t checkpoints = 0;
   int64_t last_checkpoint_step = -1;     // -1: none written yet
+  uint64_t checkpoint_failures = 0;      // writes that failed, each try counted
+  std::string last_checkpoint_failure;   // the newest one's reason; empty: none
   uint64_t bytes_in = 0, bytes_out = 0;  // every request and reply, headers included
   // Seconds busy: handling requests (gradients summed, updates applied,
   // replies encoded; under the server's lock), and of that, encoding the

@@ -198,7 +198,7 @@ TEST_CASE("a snapshot restores into a fresh table: values, the updater's state, 
 TEST_CASE("the checkpointer writes on its own thread, Flush waits for the disk, and the newest `keep` stay") {
   TempDir dir;
   TableOnly t;
-  Checkpointer checkpointer(dir.path + "/ckpt", 0, 2);
+  Checkpointer checkpointer(dir.path + "/ckpt", 0, 2, 3, "");
   REQUIRE(checkpointer.Start().ok());
   for (int step = 1; step <= 4; ++step) {
     t.table->Advance();
@@ -225,7 +225,7 @@ TEST_CASE("the rotation is the plan's own: another plan's checkpoints, even of l
     foreign.step = step;
     REQUIRE(WriteCheckpoint(CheckpointPath(ckpt_dir, 0, step), foreign).ok());
   }
-  Checkpointer checkpointer(ckpt_dir, 0, 2);
+  Checkpointer checkpointer(ckpt_dir, 0, 2, 3, "");
   REQUIRE(checkpointer.Start().ok());
   for (int step = 1; step <= 4; ++step) {
     t.table->Advance();
@@ -271,11 +271,18 @@ TEST_CASE(
                  "does not match this server's slices"));
 }
 
-TEST_CASE("a checkpoint that cannot be written is reported by Flush, and the next one still is written") {
+// Waits up to 20 s for `done`.
+template <typename Done>
+bool Eventually(Done done) {
+  for (int i = 0; i < 2000 && !done(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  return done();
+}
+
+TEST_CASE("a checkpoint that cannot be written is reported by Flush and tried again after a backoff") {
   TempDir dir;
   TableOnly t;
   const std::string ckpt_dir = dir.path + "/ckpt";
-  Checkpointer checkpointer(ckpt_dir, 0, 3);
+  Checkpointer checkpointer(ckpt_dir, 0, 3, 3, "");
   REQUIRE(checkpointer.Start().ok());
   std::filesystem::remove_all(ckpt_dir);
   { std::ofstream(ckpt_dir) << "not a directory"; }
@@ -283,12 +290,46 @@ TEST_CASE("a checkpoint that cannot be written is reported by Flush, and the nex
   Status s = checkpointer.Flush();
   CHECK(!s.ok());
   CHECK(Contains(s.message(), ckpt_dir));
+  CHECK(checkpointer.failures().in_a_row >= 1);
+  CHECK(Contains(checkpointer.failures().last.message(), ckpt_dir));
   std::filesystem::remove(ckpt_dir);
   std::filesystem::create_directories(ckpt_dir);
+  // Nothing new is handed over: the failed snapshot is written by the retry.
+  CHECK(Eventually([&] { return checkpointer.written() == 1; }));
+  CHECK(checkpointer.last_step() == 0);
+  CHECK(checkpointer.failures().in_a_row == 0);
+  CHECK(!checkpointer.failures().gave_up);
   t.table->Advance();
   checkpointer.Write(SnapshotTable(*t.table, 1, nullptr));
+  static_cast<void>(checkpointer.Flush());
   CHECK(checkpointer.Flush().ok());
-  CHECK(checkpointer.written() == 1);
+  CHECK(checkpointer.last_step() == 1);
+}
+
+TEST_CASE(
+    "after the allowed failures in a row the checkpointer gives up and writes its last snapshot elsewhere") {
+  TempDir dir;
+  TableOnly t;
+  const std::string ckpt_dir = dir.path + "/ckpt", rescue_dir = dir.path + "/rescue";
+  Checkpointer checkpointer(ckpt_dir, 0, 3, 2, rescue_dir);
+  REQUIRE(checkpointer.Start().ok());
+  std::filesystem::remove_all(ckpt_dir);
+  { std::ofstream(ckpt_dir) << "not a directory"; }
+  t.table->Advance();
+  checkpointer.Write(SnapshotTable(*t.table, 1, nullptr));
+  REQUIRE(Eventually([&] { return checkpointer.failures().gave_up; }));
+  CHECK(checkpointer.failures().in_a_row == 2);
+  CHECK(checkpointer.failures().total == 2);
+  Checkpoint rescued;
+  REQUIRE(ReadCheckpoint(CheckpointPath(rescue_dir, 0, 1), &rescued).ok());
+  CHECK(rescued.step == 1);
+  CHECK(rescued.tensors.size() == SnapshotTable(*t.table, 1, nullptr).tensors.size());
+  // Given up: what comes later is not tried.
+  t.table->Advance();
+  checkpointer.Write(SnapshotTable(*t.table, 2, nullptr));
+  static_cast<void>(checkpointer.Flush());
+  CHECK(checkpointer.failures().total == 2);
+  CHECK(checkpointer.written() == 0);
 }
 
 }  // namespace
