@@ -388,6 +388,36 @@ next_exit() {
   done_pid=${done_pid:-}
 }
 
+# server_named_by NAME: the index of the server a worker that gave up names
+# in its last log lines (by endpoint), or nothing.
+server_named_by() {
+  local i last
+  last=$(tail -n 5 "$run_dir/${1/ /-}.log" 2>/dev/null) || return 0
+  for ((i = 0; i < ${#server_endpoints[@]}; i++)); do
+    if [[ "$last" == *"server '${server_endpoints[$i]}'"* ]]; then
+      echo "$i"
+      return 0
+    fi
+  done
+}
+
+# blamed_by_workers TRIES: "I worker W" for the first worker seen ended, within
+# TRIES tenths of a second, naming server I as the one it gave up on.
+blamed_by_workers() {
+  local tries pid named
+  for ((tries = 0; tries < $1; tries++)); do
+    for pid in "${!name_of[@]}"; do
+      if [[ "${name_of[$pid]}" != worker* ]] || running "$pid"; then continue; fi
+      named=$(server_named_by "${name_of[$pid]}")
+      if [[ -n "$named" ]]; then
+        echo "$named ${name_of[$pid]}"
+        return 0
+      fi
+    done
+    sleep 0.1
+  done
+}
+
 failed=""
 while ((${#name_of[@]} > 0)); do
   next_exit
@@ -400,6 +430,8 @@ while ((${#name_of[@]} > 0)); do
     # A worker that gave up on a server that has died is that server's failure:
     # restarting the worker alone would only spend a retry.
     why="exit $status"
+    what=died
+    exited=$name
     if [[ "$name" == worker* ]]; then
       # A worker that gave up (exit 3) may have heard its server stopping a
       # moment before the server exits: give it 2 s to be seen gone.
@@ -417,12 +449,25 @@ while ((${#name_of[@]} > 0)); do
       if [[ -n "$dead" ]]; then
         why="$name gave up on it: exit $status"
         name=${name_of[$dead]}
+      elif ((status == 3)) && stalled=$(server_named_by "$name") && [[ -n "$stalled" ]]; then
+        # Alive but silent (stopped, or stuck): the worker's last words name it.
+        what="stopped answering"
+        why="$name gave up on it: exit $status"
+        name="server $stalled"
       fi
+    fi
+    if [[ "$exited" == server* ]] && ((status == 3)) && blamed=$(blamed_by_workers 30) &&
+      [[ -n "$blamed" && "server ${blamed%% *}" != "$name" ]]; then
+      # A server that gave up on its silent workers only outlasted them: they were
+      # waiting on a stalled server, and give up on it a moment later, naming it.
+      what="stopped answering"
+      why="${blamed#* } gave up on it: exit 3; $name gave up on its silent workers"
+      name="server ${blamed%% *}"
     fi
     # A worker that hosts its server takes the server with it.
     [[ "$separate" == yes || "$name" != worker* ]] || { why="$name died: exit $status"; name="server ${name#worker }"; }
     if [[ "$name" == server* ]]; then
-      log "$name died ($why); restarting every server from the newest checkpoint they all have, and the workers (retry $restarts of $retries)"
+      log "$name $what ($why); restarting every server from the newest checkpoint they all have, and the workers (retry $restarts of $retries)"
       stop_all
       from=$(prepare_resume "$restarts")
       [[ -n "$from" ]] || log "no checkpoint to resume from; starting over"

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# A server stopped (SIGSTOP) past cluster.timeout_ms: its workers give up on
+# it (exit 3), and the supervisor names the server, not a worker, as what
+# failed; it kills the stopped server (SIGKILL after SIGTERM's grace),
+# restarts every server from the newest complete checkpoint set, and the BSP
+# run ends bit for bit as the undisturbed one.
+. "$(dirname "$0")/lib.sh"
+
+train=(env SHOAL_BIN="$bin" "$root/scripts/train-local.sh" --no-eval "$root/configs/fashion-mlp.yaml"
+  cluster.nservers_per_group=2 cluster.timeout_ms=2000 train.steps=500 train.checkpoint_every=100
+  train.display_every=50 data.shards="$(shards_for 2)")
+RUN_DIR=$tmp/calm "${train[@]}" >/dev/null 2>"$tmp/calm.err" || fail "the undisturbed run failed: $(cat "$tmp/calm.err")"
+
+RUN_DIR=$tmp/stalled "${train[@]}" >/dev/null 2>"$tmp/stalled.err" &
+runner=$!
+for _ in $(seq 600); do
+  [[ -f "$tmp/stalled/ckpt/server-0-step-0000000200.ckpt" ]] && break
+  sleep 0.05
+done
+pkill -STOP -f "dl-server --plan $tmp/stalled/plan.json --id 0 " || fail "no server 0 to stop"
+wait "$runner" || fail "the run with a stopped server failed: $(cat "$tmp/stalled.err")"
+grep -qE "server 0 stopped answering \(worker [01] gave up on it: exit 3[;)].*; restarting every server" \
+  "$tmp/stalled.err" || fail "the supervisor did not name the stopped server: $(cat "$tmp/stalled.err")"
+! grep -q "server 1 died\|worker [01] died" "$tmp/stalled.err" ||
+  fail "the supervisor blamed another process: $(cat "$tmp/stalled.err")"
+ok "a stopped server is named as what failed, killed and restarted with the others"
+
+for s in 0 1; do
+  calm=$tmp/calm/ckpt/server-$s-step-0000000500.ckpt
+  "$bin/dl-ckpt" diff "$calm" "$tmp/stalled/ckpt/server-$s-step-0000000500.ckpt" >"$tmp/diff.json" ||
+    fail "server $s's final checkpoints differ: $(cat "$tmp/diff.json")"
+  [[ $(jq .max_abs "$tmp/diff.json") == 0 ]] || fail "server $s: $(cat "$tmp/diff.json")"
+done
+ok "the run recovered from the stopped server ends bit for bit as the undisturbed one"
