@@ -202,22 +202,21 @@ Status AddLayers(const Net& net, const Partition& partition, int m, Plan* plan) 
   return Status::Ok();
 }
 
-// Cuts every parameter into slices and deals them to the servers. Each
+// Cuts every parameter into slices and gives them to the servers. Each
 // server group holds a whole copy; the first group's slices are the ones a
-// parameter lists (and the ones checkpoints hold).
+// parameter lists (and the ones checkpoints hold). Each server holds 1/S of
+// every range a rank holds, in slices of at most slice_floats: the servers'
+// shares are equal, and every worker updates every server at every step
+// (asynchronous servers count versions by the updates they take).
 void AddSlices(const ClusterConfig& c, int m, Plan* plan) {
   const int per_group = c.nservers_per_group;
   for (int group = 0; group < c.nserver_groups; ++group) {
-    int next_server = 0;
     for (size_t p = 0; p < plan->params.size(); ++p) {
       ParamPlan& pp = plan->params[p];
       size_t begin = 0;
       for (size_t end : RankBoundaries(*plan, pp, m)) {
-        // Servers with their workers (AllReduce): each owns 1/S of every
-        // range; separate servers: slices of at most slice_floats, dealt in turn.
-        const size_t pieces = c.server_worker_separate ? 1 : per_group;
-        for (size_t piece = 0; piece < pieces; ++piece) {
-          const Range part = SplitRange(end - begin, static_cast<int>(pieces), static_cast<int>(piece));
+        for (int piece = 0; piece < per_group; ++piece) {
+          const Range part = SplitRange(end - begin, per_group, piece);
           for (size_t offset = begin + part.begin; offset < begin + part.end; offset += c.slice_floats) {
             SlicePlan s;
             s.key = static_cast<uint32_t>(plan->slices.size());
@@ -225,8 +224,7 @@ void AddSlices(const ClusterConfig& c, int m, Plan* plan) {
             s.offset = offset;
             s.count = std::min<size_t>(c.slice_floats, begin + part.end - offset);
             s.param_index = p;
-            s.server = group * per_group + (c.server_worker_separate ? next_server : static_cast<int>(piece));
-            if (c.server_worker_separate) next_server = (next_server + 1) % per_group;
+            s.server = group * per_group + piece;
             if (group == 0) pp.slices.push_back(s.key);
             plan->slices.push_back(s);
           }

@@ -104,7 +104,8 @@ Status CheckPlanMemory(const Plan& plan);
 
 // The plan for a partition: parameters cut into slices of at most
 // cluster.slice_floats (and where a partitioned layer's ranks divide them),
-// dealt to servers in turn; the workers in groups with their endpoints.
+// each server holding 1/S of every range; the workers in groups with their
+// endpoints.
 Status MakePlan(const JobConfig& job, const PlanOptions& options, const Partition& partition, Plan* plan);
 // Every layer on partition_dim 0, in groups of one.
 Status MakeDataParallelPlan(const JobConfig& job, const PlanOptions& options, Plan* plan);

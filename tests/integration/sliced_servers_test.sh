@@ -13,9 +13,10 @@ python3 - "$run/plan.json" <<'PY' || fail "plan does not spread slices"
 import json, sys
 p = json.load(open(sys.argv[1]))
 fc1 = [s for s in p["slices"] if s["param"] == "fc1.weight"]
-assert len(fc1) == 5 and {s["server"] for s in fc1} == {0, 1}, fc1
+# 200704 floats: half on each server, each half in slices of at most 50000.
+assert [(s["server"], s["count"]) for s in fc1] == [(0, 50000), (0, 50000), (0, 352), (1, 50000), (1, 50000), (1, 352)], fc1
 PY
-ok "fc1.weight is cut into 5 slices over 2 servers"
+ok "fc1.weight is cut into 6 slices, half of it on each of the 2 servers"
 
 "$bin/dl-ckpt" verify "$run/ckpt" >"$tmp/verify.json" || fail "verify failed"
 python3 - "$tmp/verify.json" <<'PY' || fail "checkpoints: $(cat "$tmp/verify.json")"

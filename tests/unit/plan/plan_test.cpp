@@ -130,18 +130,37 @@ TEST_CASE("with the default slice size every parameter is one slice on the one s
   CHECK(plan.workers[1].endpoint.empty());
 }
 
-TEST_CASE("a small slice_floats cuts parameters and deals slices to servers in turn") {
+// Each server's floats (of the first group).
+std::vector<size_t> ServerFloats(const Plan& plan, int servers) {
+  std::vector<size_t> floats(servers, 0);
+  for (const auto& s : plan.slices)
+    if (s.server < servers) floats[s.server] += s.count;
+  return floats;
+}
+
+TEST_CASE("a small slice_floats cuts parameters into slices; each server holds 1/S of every parameter") {
   Plan plan = MakePlan(MlpJob("{nworkers_per_group: 2, nservers_per_group: 3, slice_floats: 10000}"));
   CheckSlicesCoverParams(plan, 10000);
-  // fc1.weight: 200704 floats = 20 full slices and one of 704.
-  const ParamPlan* w = plan.FindParam("fc1.weight");
-  REQUIRE(w->slices.size() == 21);
-  CHECK(plan.slices[w->slices.back()].count == 704);
-  // Round robin over the whole table, crossing parameter boundaries.
-  for (size_t k = 0; k < plan.slices.size(); ++k) CHECK(plan.slices[k].server == static_cast<int>(k % 3));
-  std::vector<size_t> floats(3, 0);
-  for (const auto& s : plan.slices) floats[s.server] += s.count;
-  for (size_t f : floats) CHECK(f > 60000);  // every server holds a fair share
+  for (const ParamPlan& p : plan.params) {
+    INFO(p.name);
+    std::vector<size_t> floats(3, 0);
+    for (uint32_t key : p.slices) floats[plan.slices[key].server] += plan.slices[key].count;
+    CHECK(*std::max_element(floats.begin(), floats.end()) - *std::min_element(floats.begin(), floats.end()) <=
+          1);
+  }
+}
+
+TEST_CASE("with the default slice size the servers' shares are equal") {
+  for (int servers : {2, 3, 8}) {
+    INFO(servers << " servers");
+    Plan plan =
+        MakePlan(MlpJob("{nworkers_per_group: 1, nservers_per_group: " + std::to_string(servers) + "}"));
+    CheckSlicesCoverParams(plan, 1 << 20);
+    const std::vector<size_t> floats = ServerFloats(plan, servers);
+    // At most one float apart for each parameter.
+    CHECK(*std::max_element(floats.begin(), floats.end()) - *std::min_element(floats.begin(), floats.end()) <=
+          plan.params.size());
+  }
 }
 
 TEST_CASE("server endpoints come from base_port, or from the options, which must match in number") {
