@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <new>
 #include <thread>
 
 #include "core/log.h"
@@ -79,10 +80,25 @@ Status Worker::SetUp() {
   SHOAL_RETURN_IF_ERROR(table_->Join(&first_step_));
   if (first_step_ > 0)
     Log("worker " + std::to_string(options_.id) + " rejoins at step " + std::to_string(first_step_));
-  net_->Allocate(batch_);
+  SHOAL_RETURN_IF_ERROR(AllocateFeatures());
   if (job.train.device_memory_mb > 0.0 || job.train.cuda) SHOAL_RETURN_IF_ERROR(OpenDeviceMemory(timeout_ms));
   for (const auto& line : net_->DescribeConnections())
     Log("worker " + std::to_string(options_.id) + ": " + line);
+  return Status::Ok();
+}
+
+Status Worker::AllocateFeatures() {
+  try {
+    net_->Allocate(batch_);
+  } catch (const std::bad_alloc&) {
+    // Each layer's values and gradients for every record of the batch.
+    double bytes = 0;
+    for (const LayerPlan& l : plan_.layers) bytes += 2.0 * 4.0 * l.feature_size * batch_;
+    return Status::IOError("out of memory allocating the features of a batch of " + std::to_string(batch_) +
+                           " records a worker: about " +
+                           std::to_string(static_cast<long long>(bytes / (1 << 20))) +
+                           " MiB of values and gradients");
+  }
   return Status::Ok();
 }
 

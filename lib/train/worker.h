@@ -57,6 +57,9 @@ class Worker {
 
   Status SetUp();
   Status OpenShards();
+  // Shapes the net's features for the batch; IOError naming the batch and
+  // the bytes where memory runs out.
+  Status AllocateFeatures();
   Status OpenTable();
   // GeePS's memory manager over a device of train.device_memory_mb.
   Status OpenDeviceMemory(int timeout_ms);

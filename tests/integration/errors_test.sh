@@ -69,6 +69,18 @@ expect_failure 1 "train-00000.shard': record 5: checksum mismatch" \
   "$bin/dl-worker" --plan "$tmp/plan.json" --standalone --shards "$tmp/shards" --steps 940
 ok "a corrupted shard record is refused naming the file and the record"
 
+# A batch too large for memory: the worker names the batch and the bytes. ulimit -v bounds its
+# address space, which ASan's shadow memory needs far more of: the sanitized build leaves it out.
+if grep -q '^SHOAL_FUZZ:BOOL=ON\|^SHOAL_SANITIZE:BOOL=ON' "$bin/CMakeCache.txt"; then
+  echo "skipped under the sanitizers: a worker out of memory (ulimit -v leaves ASan no room)"
+else
+  "$bin/dl-plan" "$root/configs/fashion-mlp.yaml" --set train.batch_size=400000 -o "$tmp/huge.json" >/dev/null
+  expect_failure 1 "out of memory allocating the features of a batch of 400000 records a worker: about [0-9]+ MiB" \
+    bash -c 'ulimit -v 3000000 && exec "$0" --plan "$1" --standalone --shards "$2" --steps 1' \
+    "$bin/dl-worker" "$tmp/huge.json" "$(shards_for 1)"
+  ok "a batch too large for memory is named, with the bytes it needed"
+fi
+
 # A server that never answers: the worker gives up after the plan's timeout,
 # naming the endpoint (exit 3).
 expect_failure 3 "server 'tcp://127.0.0.1:$port' did not (take 'join' within 1500|answer 'join' within 2500) ms" \
