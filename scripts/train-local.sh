@@ -401,6 +401,22 @@ server_named_by() {
   done
 }
 
+# server_running I TRIES: whether server I's process still runs after TRIES
+# tenths of a second (one that was stopping has ended by then).
+server_running() {
+  local tries pid
+  for ((tries = 0; tries < $2; tries++)); do
+    for pid in "${!name_of[@]}"; do
+      [[ "${name_of[$pid]}" != "server $1" ]] || running "$pid" || return 1
+    done
+    sleep 0.1
+  done
+  for pid in "${!name_of[@]}"; do
+    [[ "${name_of[$pid]}" != "server $1" ]] || return 0
+  done
+  return 1
+}
+
 # blamed_by_workers TRIES: "I worker W" for the first worker seen ended, within
 # TRIES tenths of a second, naming server I as the one it gave up on.
 blamed_by_workers() {
@@ -433,27 +449,31 @@ while ((${#name_of[@]} > 0)); do
     what=died
     exited=$name
     if [[ "$name" == worker* ]]; then
-      # A worker that gave up (exit 3) may have heard its server stopping a
-      # moment before the server exits: give it 2 s to be seen gone.
-      for ((tries = 0; tries < 20; tries++)); do
-        dead=""
-        for pid in "${!name_of[@]}"; do
-          if [[ "${name_of[$pid]}" == server* ]] && ! running "$pid"; then
-            dead=$pid
-            break
-          fi
+      # A worker that gave up (exit 3) names the server in its last words.
+      named=""
+      ((status != 3)) || named=$(server_named_by "$name")
+      if [[ -n "$named" ]]; then
+        server_running "$named" 10 && what="stopped answering"
+        why="$name gave up on it: exit $status"
+        name="server $named"
+      else
+        # Otherwise a server that has died is to blame. A worker may have heard
+        # its server stopping a moment before the server exits: 2 s to be seen gone.
+        for ((tries = 0; tries < 20; tries++)); do
+          dead=""
+          for pid in "${!name_of[@]}"; do
+            if [[ "${name_of[$pid]}" == server* ]] && ! running "$pid"; then
+              dead=$pid
+              break
+            fi
+          done
+          [[ -n "$dead" || $status -ne 3 ]] && break
+          sleep 0.1
         done
-        [[ -n "$dead" || $status -ne 3 ]] && break
-        sleep 0.1
-      done
-      if [[ -n "$dead" ]]; then
-        why="$name gave up on it: exit $status"
-        name=${name_of[$dead]}
-      elif ((status == 3)) && stalled=$(server_named_by "$name") && [[ -n "$stalled" ]]; then
-        # Alive but silent (stopped, or stuck): the worker's last words name it.
-        what="stopped answering"
-        why="$name gave up on it: exit $status"
-        name="server $stalled"
+        if [[ -n "$dead" ]]; then
+          why="$name gave up on it: exit $status"
+          name=${name_of[$dead]}
+        fi
       fi
     fi
     if [[ "$exited" == server* ]] && ((status == 3)) && blamed=$(blamed_by_workers 30) &&
