@@ -276,6 +276,11 @@ Status Worker::Step(long long step, const Batch& b) {
   // Nothing has left yet (clip_norm turns overlap off): the whole gradient is here.
   if (plan_.job.train.clip_norm > 0.0) ClipGradientNorm(params_, plan_.job.train.clip_norm);
   SHOAL_RETURN_IF_ERROR(table_->Push(step, loss));
+  // With overlap this step's values are still on their way. A display
+  // counts them in its window's bytes, so they are taken now, inside the
+  // step's time (the next forward pass would wait for them all the same).
+  const bool displays = (step + 1) % plan_.job.train.display_every == 0 || step + 1 == steps_;
+  if (remote_ && displays) SHOAL_RETURN_IF_ERROR(remote_->Settle());
   step_ms_.push_back(1000.0 * SecondsSince(t0));
   step_seconds_ += step_ms_.back() / 1000.0;
   if (remote_) {
@@ -313,10 +318,8 @@ Status Worker::Display(long long step, WorkerResult* result) {
                       {"elapsed_s", SecondsSince(start_)}};
   // Per step over the window, payload only, as dl-plan predicts them
   // (plan.json's planner.layers): gradients out and values in; features
-  // received forward and their gradients sent backward. With overlap the
-  // window's last values are still on their way: they are taken now (the
-  // next forward pass would wait for them all the same).
-  if (remote_) SHOAL_RETURN_IF_ERROR(remote_->Settle());
+  // received forward and their gradients sent backward (the step settled
+  // its values).
   const ByteCounts now = Counts();
   const double n = static_cast<double>(step + 1 - last_display_step_);
   r["bytes_per_step"] = {{"param_bytes_out", (now.params_out - window_bytes_.params_out) / n},

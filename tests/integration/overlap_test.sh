@@ -65,6 +65,19 @@ same mlp-off mlp-buckets
   fail "updates taken in: off $(updates mlp-off), buckets $(updates mlp-buckets), layers $(updates mlp-layers)"
 ok "MLP, data parallel: a request per layer, default buckets and overlap off end bit for bit alike"
 
+# A display every step takes the step's values inside the step, so the time waited for them is
+# the servers' (it once fell between steps, counted nowhere), and the result is the same.
+run mlp-display "$mlp" --strategy data --set train.display_every=1
+same mlp-off mlp-display
+python3 - "$tmp/mlp-display/w0.jsonl" <<'PY' || fail "worker 0's time with a display every step: $(tail -n 1 "$tmp/mlp-display/w0.jsonl")"
+import json, sys
+records = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
+assert sum(r.get("event") == "step" for r in records) == 12, records
+t = [r for r in records if r.get("event") == "done"][-1]["time_s"]
+assert t["wait_servers"] > 0 and abs(t["compute"] + t["encode"] + t["wait_servers"] + t["decode"] - t["steps"]) < 1e-6, t
+PY
+ok "a display every step: the same parameters, and worker 0 counts its wait for the servers"
+
 # Async, a request per layer: each layer is applied as it comes, and a
 # worker's step counts once its every layer is in — none lost, none twice.
 run mlp-async "$mlp" --strategy data --set cluster.consistency=async --set train.overlap_bucket_floats=0 \
