@@ -26,7 +26,7 @@ unmount() {
 trap unmount EXIT
 
 train=(env SHOAL_BIN="$bin" TMPDIR="$tmp/tmpdir" "$root/scripts/train-local.sh" --no-eval
-  "$root/configs/fashion-mlp.yaml" cluster.nservers_per_group=2 train.steps=600 train.checkpoint_every=50
+  "$root/configs/fashion-mlp.yaml" cluster.nservers_per_group=2 train.steps=3000 train.checkpoint_every=50
   train.display_every=50 data.shards="$(shards_for 2)")
 rc=0
 RUN_DIR=$run timeout 120 "${train[@]}" >"$tmp/train.out" 2>"$tmp/train.err" || rc=$?
@@ -39,8 +39,8 @@ last=$(python3 -c '
 import json, sys
 steps = [r["step"] for r in map(json.loads, open(sys.argv[1])) if r.get("event") == "step"]
 print(max(steps, default=0))' "$run/worker-0.jsonl")
-((last < 600)) || fail "training went on to step $last although no checkpoint could be written"
-ok "the failures show at once, and the run stops with exit 1 at step $last of 600"
+((last < 3000)) || fail "training went on to step $last although no checkpoint could be written"
+ok "the failures show at once, and the run stops with exit 1 at step $last of 3000"
 
 "$bin/dl-ckpt" prepare-resume "$run/ckpt" -o "$tmp/resume" >"$tmp/prepared.json" ||
   fail "no complete set is left: $(ls "$run/ckpt")"
