@@ -87,6 +87,10 @@ Status Worker::SetUp() {
   return Status::Ok();
 }
 
+bool Worker::DisplaysAfter(long long step) const {
+  return (step + 1) % plan_.job.train.display_every == 0 || step + 1 == steps_;
+}
+
 Status Worker::AllocateFeatures() {
   try {
     net_->Allocate(batch_);
@@ -242,7 +246,7 @@ Status Worker::Train(WorkerResult* result) {
     input_seconds_ += SecondsSince(asked);
     SHOAL_RETURN_IF_ERROR(Step(step, b));
     const bool last = step + 1 == steps_;
-    if ((step + 1) % train.display_every == 0 || last) SHOAL_RETURN_IF_ERROR(Display(step, result));
+    if (DisplaysAfter(step)) SHOAL_RETURN_IF_ERROR(Display(step, result));
     if (evaluates_ && train.eval_every > 0 && (step + 1) % train.eval_every == 0 && !last) {
       nlohmann::json record = {{"event", "eval"}, {"worker", options_.id}};
       SHOAL_RETURN_IF_ERROR(Evaluate(step + 1, /*final=*/false, &record, result));
@@ -279,8 +283,7 @@ Status Worker::Step(long long step, const Batch& b) {
   // With overlap this step's values are still on their way. A display
   // counts them in its window's bytes, so they are taken now, inside the
   // step's time (the next forward pass would wait for them all the same).
-  const bool displays = (step + 1) % plan_.job.train.display_every == 0 || step + 1 == steps_;
-  if (remote_ && displays) SHOAL_RETURN_IF_ERROR(remote_->Settle());
+  if (remote_ && DisplaysAfter(step)) SHOAL_RETURN_IF_ERROR(remote_->Settle());
   step_ms_.push_back(1000.0 * SecondsSince(t0));
   step_seconds_ += step_ms_.back() / 1000.0;
   if (remote_) {

@@ -60,6 +60,8 @@ class Worker {
   // Shapes the net's features for the batch; IOError naming the batch and
   // the bytes where memory runs out.
   Status AllocateFeatures();
+  // Whether a progress record follows `step` (every display_every, and the last).
+  bool DisplaysAfter(long long step) const;
   Status OpenTable();
   // GeePS's memory manager over a device of train.device_memory_mb.
   Status OpenDeviceMemory(int timeout_ms);
