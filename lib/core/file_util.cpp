@@ -39,6 +39,20 @@ bool WriteAll(int fd, const char* p, size_t left) {
 
 }  // namespace
 
+Status ReadAt(int fd, uint64_t offset, void* data, size_t size, const std::string& where) {
+  auto* p = static_cast<char*>(data);
+  while (size > 0) {
+    const ssize_t n = pread(fd, p, size, static_cast<off_t>(offset));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return Status::IOError("cannot read " + where + ": " + std::strerror(errno));
+    if (n == 0) return Status::Corruption(where + ": the file ends early");
+    p += n;
+    offset += static_cast<uint64_t>(n);
+    size -= static_cast<size_t>(n);
+  }
+  return Status::Ok();
+}
+
 Status ReadFile(const std::string& path, std::string* contents, size_t max_bytes) {
   const bool standard_input = path == "-";
   const std::string name = standard_input ? "standard input" : Quoted(path);

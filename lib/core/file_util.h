@@ -13,6 +13,10 @@ namespace shoal {
 // is refused before more than that is held.
 Status ReadFile(const std::string& path, std::string* contents, size_t max_bytes = SIZE_MAX);
 
+// Exactly `size` bytes of `fd` at `offset` into `data`: IOError when the read
+// fails, Corruption when the file ends first. `where` names the file in both.
+Status ReadAt(int fd, uint64_t offset, void* data, size_t size, const std::string& where);
+
 // Writes `contents` so that `path` holds either its old bytes or all the new
 // ones, never a mix: temporary file, fsync, rename, fsync of the directory.
 // Without `sync` the file survives the writer's crash but not the machine's

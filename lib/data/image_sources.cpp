@@ -28,20 +28,6 @@ constexpr size_t kMaxImageFileBytes = 64u << 20;
 // How many passed-over names a summary keeps.
 constexpr size_t kNamedSkips = 5;
 
-Status ReadAt(int fd, uint64_t offset, void* data, size_t size, const std::string& where) {
-  auto* p = static_cast<char*>(data);
-  while (size > 0) {
-    const ssize_t n = pread(fd, p, size, static_cast<off_t>(offset));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return Status::IOError("cannot read " + where + ": " + std::strerror(errno));
-    if (n == 0) return Status::Corruption(where + ": the file ends early");
-    p += n;
-    offset += static_cast<uint64_t>(n);
-    size -= static_cast<size_t>(n);
-  }
-  return Status::Ok();
-}
-
 // A file opened for reading by index, closed with its owner.
 struct OpenFile {
   std::string path;

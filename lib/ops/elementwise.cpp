@@ -9,10 +9,6 @@
 namespace shoal {
 namespace {
 
-// Below this many floats a loop runs on the calling thread alone: waking the
-// pool would cost more than it saves.
-constexpr size_t kParallelMin = 1 << 15;
-
 // Runs fn(begin, end) over [0, n) split into the compute threads' contiguous
 // ranges, each a multiple of 16 floats (a cache line) except the last.
 template <typename Fn>

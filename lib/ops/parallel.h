@@ -3,9 +3,14 @@
 // without OpenMP runs every loop on the calling thread.
 #pragma once
 
+#include <cstddef>
 #include <functional>
 
 namespace shoal {
+
+// Below this many floats an elementwise loop or a pooling runs on the calling
+// thread alone: waking the pool would cost more than it saves.
+constexpr size_t kParallelMin = 1 << 15;
 
 // Splits [0, n) into `tasks` contiguous ranges, range t being
 // [n·t/tasks, n·(t+1)/tasks), and runs fn(t, begin, end) for each, task 0 on

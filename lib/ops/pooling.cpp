@@ -103,9 +103,6 @@ void AvgPoolPlaneBackward(const PoolGeometry& g, const float* d, float* out) {
   }
 }
 
-// Below this many input floats pooling runs on the calling thread alone.
-constexpr size_t kParallelMin = 1 << 15;
-
 int MaxTasks(const PoolGeometry& g, int batch) {
   return static_cast<size_t>(batch) * g.channels * g.height * g.width < kParallelMin ? 1 : 1 << 30;
 }
