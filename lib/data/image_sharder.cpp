@@ -40,8 +40,8 @@ struct Made {
   Status status;
   std::string bytes;  // raw pixels or an encoded image
   int32_t label = 0;
-  std::vector<double> sum, squares;  // per channel, of pixels scaled to [0, 1]
-  double pixels = 0;                 // per channel
+  std::vector<uint64_t> sum, squares;  // per channel, of the pixels' bytes: exact
+  uint64_t pixels = 0;                 // per channel
 };
 
 // What every record must come to: its channels and, for raw records, its size.
@@ -102,13 +102,18 @@ Made Make(const Slot& slot, const ImageShardOptions& o, const Form& form) {
                                 std::to_string(form.height) + ": give --center-crop, or --store jpeg");
     return m;
   }
-  m.pixels = static_cast<double>(image.width) * image.height;
-  m.sum.assign(image.channels, 0.0);
-  m.squares.assign(image.channels, 0.0);
-  for (size_t i = 0; i < image.pixels.size(); ++i) {
-    const double x = image.pixels[i] / 255.0;
-    m.sum[i % image.channels] += x;
-    m.squares[i % image.channels] += x * x;
+  m.pixels = static_cast<uint64_t>(image.width) * image.height;
+  m.sum.assign(image.channels, 0);
+  m.squares.assign(image.channels, 0);
+  for (int ch = 0; ch < image.channels; ++ch) {
+    uint64_t sum = 0, squares = 0;
+    for (size_t i = ch; i < image.pixels.size(); i += image.channels) {
+      const uint32_t x = image.pixels[i];
+      sum += x;
+      squares += x * x;
+    }
+    m.sum[ch] = sum;
+    m.squares[ch] = squares;
   }
   if (o.store == StoredForm::kRaw) {
     m.bytes.assign(image.pixels.begin(), image.pixels.end());
@@ -289,8 +294,8 @@ Status ShardImages(const RecordSource& train, const RecordSource* test, const Im
   if (ec) return Status::IOError("cannot create '" + o.out_dir + "': " + ec.message());
   Output out(o, m.record_shape);
   SHOAL_RETURN_IF_ERROR(out.Open());
-  std::vector<double> sum(form.channels, 0.0), squares(form.channels, 0.0);
-  double pixels = 0;
+  std::vector<uint64_t> sum(form.channels, 0), squares(form.channels, 0);
+  uint64_t pixels = 0;
   int32_t most = 0;
   ShardProgress shown{0, slots.size(), 0, 0};
   auto last_shown = start;
@@ -336,9 +341,11 @@ Status ShardImages(const RecordSource& train, const RecordSource* test, const Im
   report->val = m.val ? m.val->records : 0;
   report->test = m.test.records;
   for (int ch = 0; ch < form.channels; ++ch) {
-    const double mean = sum[ch] / pixels;
+    // Of the pixels scaled to [0, 1].
+    const double mean = static_cast<double>(sum[ch]) / pixels / 255.0;
+    const double square = static_cast<double>(squares[ch]) / pixels / (255.0 * 255.0);
     m.mean.push_back(mean);
-    m.std.push_back(std::sqrt(std::max(0.0, squares[ch] / pixels - mean * mean)));
+    m.std.push_back(std::sqrt(std::max(0.0, square - mean * mean)));
   }
   SHOAL_RETURN_IF_ERROR(WriteManifest(o.out_dir, m));
   out.Keep();
