@@ -2,7 +2,8 @@
 # Runs as files: tools that read one file take "-" for standard input and
 # compose in pipelines; experiments/sweep's Makefile trains a small grid with
 # make -j2, a second make redoes nothing, a wider grid trains only its new
-# runs; dl-report's table, JSON and pictures, and its errors on bad records.
+# runs; dl-report's table, JSON, pictures, target and restarts, and its errors
+# on bad records.
 . "$(dirname "$0")/lib.sh"
 
 # Pipelines: a job on standard input, a plan through check and relocate, a
@@ -58,6 +59,26 @@ make "${grid[@]}" RATES="0.05 0.02" report >"$tmp/make3.log" 2>&1 || fail "a wid
 [[ "$(stat -c '%n %Y' "$tmp"/sweep/*-lr0.05/run/run.json)" == "$before" ]] || fail "the wider grid redid old runs"
 [[ $(grep -c " done " "$tmp/sweep/report/report.txt") == 8 ]] || fail "the report lacks runs: $(cat "$tmp/sweep/report/report.txt")"
 ok "a second make redoes nothing; a wider grid trains only its 4 new runs and reports all 8"
+
+# --target: the first evaluation at or above it (the grid evaluates at step 30),
+# none where the run never got there.
+one=$tmp/sweep/bsp-w2-lr0.05/run
+"$bin/dl-report" "$one" --json --target 0.01 | jq -e '.[0] | .to_target_step == 30 and .to_target_s > 0' >/dev/null ||
+  fail "--target 0.01 is not reached at the first evaluation: $("$bin/dl-report" "$one" --json --target 0.01)"
+"$bin/dl-report" "$one" --json --target 1 | jq -e '.[0] | .to_target_step == null and .to_target_s == null' >/dev/null ||
+  fail "--target 1 is reached: $("$bin/dl-report" "$one" --json --target 1)"
+header=$("$bin/dl-report" "$one" --target 0.01)
+header=${header%%$'\n'*}
+[[ $header =~ to_target_step\ +to_target_s$ ]] || fail "the table has no target columns: $header"
+expect_failure 2 "--target 1.5: a test accuracy" "$bin/dl-report" "$one" --target 1.5
+# A restarted worker's second life (its records again, its clock from 0): two
+# lives, the restart marked on the pictures.
+cp -r "$one" "$tmp/restarted"
+grep -E '"event":"(step|eval|done)"' "$one/worker-0.jsonl" >>"$tmp/restarted/worker-0.jsonl"
+"$bin/dl-report" "$tmp/restarted" --json --out "$tmp/restarted-report" 2>/dev/null | jq -e '.[0].lives == 2' >/dev/null ||
+  fail "the restarted run does not count two lives"
+grep -q "restarted: restarted" "$tmp/restarted-report/loss.svg" || fail "loss.svg does not mark the restart"
+ok "dl-report --target: the first evaluation that reached it, or none; a restart is a new life, marked"
 
 # Bad input is named, with its file and line; nothing is drawn.
 cp -r "$tmp/sweep/bsp-w1-lr0.05/run" "$tmp/bad"
