@@ -310,7 +310,7 @@ stop_all() {
 
 restarts=0
 finish() {  # finish STATUS EXIT_CODE: run.json, then exit
-  python3 "$root/scripts/run-record.py" "$run_dir" "$1" "$started" "$(now)" "$plan_hash" "$restarts" \
+  python3 "$root/scripts/run-record.py" "$run_dir" "$1" "$started" "$(now)" "$plan_hash" "$restarts" "${shards:-}" \
     "$0" "${command_line[@]}" || true
   exit "$2"
 }

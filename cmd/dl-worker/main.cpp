@@ -3,10 +3,15 @@
 // AllReduce placement) runs inside that worker's process, which reaches it
 // without a socket; the other workers reach it over the network as usual.
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <thread>
 
 #include "core/exit_codes.h"
+#include "core/file_util.h"
+#include "core/json_fields.h"
+#include "core/json_text.h"
+#include "core/log.h"
 #include "core/memory_tuning.h"
 #include "core/output.h"
 #include "core/process.h"
@@ -45,7 +50,9 @@ void AddOptions(CLI::App& app, Flags* f) {
   app.add_option("--plan", f->plan_path, "plan.json written by dl-plan")->required();
   app.add_option("--id", f->id, "this worker's global id in the plan (default: SLURM_PROCID, or 0)")
       ->check(CLI::NonNegativeNumber);
-  app.add_option("--shards", w.shard_dir, "shard directory (default: the job's data.shards)");
+  app.add_option("--shards", w.shard_dir,
+                 "shard directory (default: the job's data.shards; for --eval-only and --sample, else "
+                 "the shards the run.json beside the plan records)");
   app.add_option("--threads", w.threads, "compute threads")->check(CLI::PositiveNumber);
   app.add_option("--steps", w.steps, "train this many steps (default: from the job)")
       ->check(CLI::PositiveNumber);
@@ -93,6 +100,23 @@ void AddOptions(CLI::App& app, Flags* f) {
       ->check(CLI::PositiveNumber);
   app.add_option("--incarnation", f->incarnation,
                  "the supervisor's name for this life of the process (default: a random one)");
+}
+
+// Where --eval-only and --sample read their shards when neither --shards nor
+// the job names them: the shards a run recorded in the run.json beside its
+// plan (scripts/run-record.py), for a run whose supervisor dealt them itself.
+Status RecordedShards(const std::string& plan_path, std::string* dir) {
+  const std::string record = (std::filesystem::path(plan_path).parent_path() / "run.json").string();
+  std::error_code missing;
+  if (plan_path == "-" || !std::filesystem::exists(record, missing)) return Status::Ok();
+  std::string text;
+  SHOAL_RETURN_IF_ERROR(ReadFile(record, &text, 64 << 20));
+  nlohmann::json run;
+  SHOAL_RETURN_IF_ERROR(ParseJson(text, "'" + record + "'", &run));
+  if (!run.is_object() || !run.contains("shards") || run["shards"].is_null()) return Status::Ok();
+  SHOAL_RETURN_IF_ERROR(JsonFields("'" + record + "'").String(run, "", "shards", dir));
+  Log("reading the shards '" + record + "' records: " + *dir);
+  return Status::Ok();
 }
 
 // --sample: the text a char-RNN's checkpoint writes, on standard output.
@@ -204,6 +228,10 @@ int Main(int argc, char** argv) {
   Plan plan;
   Status s = LoadPlan(f.plan_path, &plan);
   if (!s.ok()) return ReportFailure(s);
+  if ((*f.sample_from || *f.eval_only) && f.worker.shard_dir.empty() && plan.job.data.shards.empty()) {
+    s = RecordedShards(f.plan_path, &f.worker.shard_dir);
+    if (!s.ok()) return ReportFailure(s);
+  }
   if (*f.sample_from) return Sample(plan, f);
   if (*f.eval_only) return EvaluateOnly(plan, f);
   s = Train(plan, f);

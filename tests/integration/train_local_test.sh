@@ -12,6 +12,21 @@ grep -qE "train-local: done: test accuracy 0\.[0-9]+; checkpoints in $run/ckpt \
 [[ $(grep -c '"event":"step"' "$tmp/out") -eq 4 ]] || fail "expected 4 progress records: $(cat "$tmp/out")"
 ok "a BSP run prints its progress as JSON lines and its outcome"
 
+# run.json records the shards the workers read: where the run dealt them
+# itself, dl-worker --eval-only of its checkpoints finds them there.
+[[ $(jq -r .shards "$run/run.json") == "$(shards_for 2)" ]] || fail "run.json's shards: $(jq .shards "$run/run.json")"
+(cd "$tmp" && SHOAL_BIN=$bin RUN_DIR=$tmp/dealt BASE_PORT=$(fresh_port) "$root/scripts/train-local.sh" --no-eval \
+  "$root/configs/fashion-mlp.yaml" train.steps=20 >/dev/null 2>"$tmp/dealt.err") ||
+  fail "a run that deals its own shards failed: $(cat "$tmp/dealt.err")"
+dealt=$(jq -r .shards "$tmp/dealt/run.json")
+[[ $dealt == "$tmp"/runs/shards/* && -f $dealt/manifest.json ]] || fail "run.json's shards: '$dealt'"
+"$bin/dl-worker" --plan "$tmp/dealt/plan.json" --eval-only "$tmp/dealt/ckpt" >"$tmp/eval.json" 2>"$tmp/eval.err" ||
+  fail "--eval-only without --shards: $(cat "$tmp/eval.err")"
+jq -e '.test_accuracy > 0.1' "$tmp/eval.json" >/dev/null || fail "no accuracy: $(cat "$tmp/eval.json")"
+grep -q "reading the shards '$tmp/dealt/run.json' records: $dealt" "$tmp/eval.err" ||
+  fail "dl-worker does not say where its shards came from: $(cat "$tmp/eval.err")"
+ok "run.json records the shards; --eval-only of a run that dealt its own finds them there"
+
 # Its directory is its own: another run is refused it, and what the first left stays.
 record=$(sha256sum "$run/run.json")
 SHOAL_BIN=$bin expect_failure 2 "run directory '$run' holds another run \(plan [0-9a-f]+\): go on with it with --resume" \
