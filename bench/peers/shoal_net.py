@@ -94,12 +94,11 @@ class ShoalNet(nn.Module):
         return values[self.output]
 
     def load_shoal(self, arrays):
-        """Loads {shoal name: array} (an export's), every tensor of the net and nothing else.
-        A fully connected layer's Linear is module 1 of its Sequential; num_batches_tracked
-        has no shoal counterpart and keeps the module's own."""
+        """Loads {shoal name: array} (an export's), every tensor of the net and nothing else,
+        batch norm's num_batches_tracked included. A fully connected layer's Linear is module 1
+        of its Sequential."""
         own = self.state_dict()
-        names = {k: k.replace(".1.weight", ".weight").replace(".1.bias", ".bias") for k in own
-                 if not k.endswith("num_batches_tracked")}
+        names = {k: k.replace(".1.weight", ".weight").replace(".1.bias", ".bias") for k in own}
         missing = [ours for ours in names.values() if ours not in arrays]
         if missing:
             raise KeyError(f"the export lacks '{missing[0]}'")

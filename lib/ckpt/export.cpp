@@ -14,8 +14,16 @@ void PutLe(std::string* out, uint64_t value, int bytes) {
   for (int i = 0; i < bytes; ++i) out->push_back(static_cast<char>((value >> (8 * i)) & 0xff));
 }
 
-void AppendFloats(std::string* out, const std::vector<float>& data) {
-  out->append(reinterpret_cast<const char*>(data.data()), 4 * data.size());  // float32 LE on our hosts
+// A tensor's bytes: float32 or int64, little-endian on our hosts.
+uint64_t DataBytes(const ExportTensor& t) {
+  return t.type == ExportType::kInt64 ? sizeof t.integer : 4ull * t.data->size();
+}
+
+void AppendData(std::string* out, const ExportTensor& t) {
+  if (t.type == ExportType::kInt64)
+    out->append(reinterpret_cast<const char*>(&t.integer), sizeof t.integer);
+  else
+    out->append(reinterpret_cast<const char*>(t.data->data()), DataBytes(t));
 }
 
 bool EndsWith(const std::string& s, const std::string& tail) {
@@ -61,6 +69,16 @@ Status ExportTensors(const Checkpoint& merged, bool with_state, std::vector<Expo
                                 " floats at " + std::to_string(t.offset) + ", not the whole parameter (" +
                                 std::to_string(size) + ")");
     tensors->push_back({t.name, t.shape, &t.data});
+    // PyTorch's BatchNorm counts its training batches beside the running averages.
+    const std::string running_var = ".running_var";
+    if (t.role == "value" && EndsWith(t.name, running_var)) {
+      const std::string layer = t.name.substr(0, t.name.size() - running_var.size());
+      tensors->push_back({layer + ".num_batches_tracked",
+                          {},
+                          nullptr,
+                          ExportType::kInt64,
+                          static_cast<int64_t>(merged.step)});
+    }
   }
   if (tensors->empty()) return Status::InvalidArgument("the checkpoint has no parameter values to export");
   return Status::Ok();
@@ -73,7 +91,9 @@ std::string EncodeNpy(const ExportTensor& tensor) {
   shape += tensor.shape.size() == 1 ? ",)" : ")";
   // {'descr': '<f4', 'fortran_order': False, 'shape': (256, 784), } padded with
   // spaces and ended by a newline so that magic + header is a multiple of 64.
-  std::string dict = "{'descr': '<f4', 'fortran_order': False, 'shape': " + shape + ", }";
+  const char* descr = tensor.type == ExportType::kInt64 ? "<i8" : "<f4";
+  std::string dict =
+      std::string("{'descr': '") + descr + "', 'fortran_order': False, 'shape': " + shape + ", }";
   const size_t prefix = 6 + 2 + 2;
   size_t total = prefix + dict.size() + 1;
   dict.append((64 - total % 64) % 64, ' ');
@@ -83,7 +103,7 @@ std::string EncodeNpy(const ExportTensor& tensor) {
   out.push_back(0);
   PutLe(&out, dict.size(), 2);
   out += dict;
-  AppendFloats(&out, *tensor.data);
+  AppendData(&out, tensor);
   return out;
 }
 
@@ -147,8 +167,10 @@ Status EncodeSafetensors(const std::vector<ExportTensor>& tensors,
   uint64_t offset = 0;
   for (const auto& t : tensors) {
     if (header.contains(t.name)) return Status::InvalidArgument("tensor '" + t.name + "' twice");
-    uint64_t bytes = 4ull * t.data->size();
-    header[t.name] = {{"dtype", "F32"}, {"shape", t.shape}, {"data_offsets", {offset, offset + bytes}}};
+    const uint64_t bytes = DataBytes(t);
+    header[t.name] = {{"dtype", t.type == ExportType::kInt64 ? "I64" : "F32"},
+                      {"shape", t.shape},
+                      {"data_offsets", {offset, offset + bytes}}};
     offset += bytes;
   }
   std::string text = header.dump();
@@ -157,7 +179,7 @@ Status EncodeSafetensors(const std::vector<ExportTensor>& tensors,
   out->reserve(8 + text.size() + offset);
   PutLe(out, text.size(), 8);
   *out += text;
-  for (const auto& t : tensors) AppendFloats(out, *t.data);
+  for (const auto& t : tensors) AppendData(out, t);
   return Status::Ok();
 }
 

@@ -1,7 +1,9 @@
 // Exporting a merged checkpoint for other tools: NumPy's .npz (a zip of .npy
 // files, stored uncompressed) or safetensors. Values only unless asked; each
 // tensor named by its parameter ("fc1.weight"; the updater's state
-// "fc1.weight@velocity", "fc1.weight@exp_avg", ...), float32, shaped as the parameter.
+// "fc1.weight@velocity", "fc1.weight@exp_avg", ...), float32, shaped as the
+// parameter. A batch norm's running averages come with PyTorch's
+// "<layer>.num_batches_tracked", an int64 scalar: the checkpoint's step.
 #pragma once
 
 #include <map>
@@ -19,14 +21,20 @@ enum class ExportFormat { kNpz, kSafetensors };
 // `name` "npz" | "safetensors", or empty: from `path`'s extension.
 Status ChooseExportFormat(const std::string& name, const std::string& path, ExportFormat* format);
 
+enum class ExportType { kFloat32, kInt64 };
+
 struct ExportTensor {
   std::string name;
   std::vector<int> shape;
-  const std::vector<float>* data = nullptr;
+  const std::vector<float>* data = nullptr;  // kFloat32's values
+  ExportType type = ExportType::kFloat32;
+  int64_t integer = 0;  // kInt64's one value (shape {}): a counter
 };
 
-// The tensors to export from a merged checkpoint (every tensor whole).
-// `with_state`: the updater's state too.
+// The tensors to export from a merged checkpoint (every tensor whole), and
+// num_batches_tracked after each batch norm's running_var. `with_state`: the
+// updater's state too. InvalidArgument for a server's slices (merge them
+// first) or a checkpoint without values; Corruption for a tensor not whole.
 Status ExportTensors(const Checkpoint& merged, bool with_state, std::vector<ExportTensor>* tensors);
 
 // One .npy file (format 1.0): magic, version, header dict padded to 64 bytes, data.

@@ -175,5 +175,39 @@ TEST_CASE("export takes whole values (the updater's state on request) from a mer
   CHECK(std::filesystem::exists(dir.path + "/m.npz"));
 }
 
+TEST_CASE("a batch norm's export carries PyTorch's num_batches_tracked: the step, as an int64 scalar") {
+  Checkpoint bn;
+  bn.server = -1;
+  bn.step = 300;
+  const std::vector<float> two = {1, 2};
+  for (const char* name : {"bn1.weight", "bn1.bias", "bn1.running_mean", "bn1.running_var"})
+    bn.tensors.push_back({name, name, "value", 0, 0, {2}, two});
+  bn.tensors.push_back({"bn1.running_var@velocity", "bn1.running_var", "velocity", 0, 0, {2}, two});
+  std::vector<ExportTensor> t;
+  REQUIRE(ExportTensors(bn, true, &t).ok());
+  REQUIRE(t.size() == 6);
+  CHECK(t[4].name == "bn1.num_batches_tracked");
+  CHECK(t[4].type == ExportType::kInt64);
+  CHECK(t[4].shape.empty());
+  CHECK(t[4].integer == 300);
+  CHECK(t[5].name == "bn1.running_var@velocity");
+
+  const std::string npy = EncodeNpy(t[4]);
+  CHECK(npy.find("{'descr': '<i8', 'fortran_order': False, 'shape': (), }") != std::string::npos);
+  const size_t data = 10 + GetLe(npy, 8, 2);  // magic, version, header length, header
+  CHECK(data % 64 == 0);
+  REQUIRE(npy.size() == data + 8);
+  CHECK(GetLe(npy, data, 8) == 300);
+  std::string out;
+  REQUIRE(EncodeSafetensors(t, {}, &out).ok());
+  const uint64_t n = GetLe(out, 0, 8);
+  const nlohmann::json h = nlohmann::json::parse(out.substr(8, n));
+  CHECK(h["bn1.num_batches_tracked"]["dtype"] == "I64");
+  CHECK(h["bn1.num_batches_tracked"]["shape"] == nlohmann::json::array());
+  CHECK(h["bn1.num_batches_tracked"]["data_offsets"] == nlohmann::json({32, 40}));
+  CHECK(GetLe(out, 8 + n + 32, 8) == 300);
+  REQUIRE(8 + n + 48 == out.size());
+}
+
 }  // namespace
 }  // namespace shoal
