@@ -37,6 +37,11 @@ Rows (--rows, any of):
   peers/torch_loader.py (torchvision's DataLoader, one process a worker), at 1 and 2
   threads; images a second, higher is better.
 
+- png (not among the default rows): Fashion-MNIST's 60,000 training images as a folder of
+  PNGs (scripts/make-image-data.py fashion-png), stored raw: dl-shard --images against
+  peers/pil_shard.py at 1 and 2 threads, images a second, with each side's peak resident
+  memory and the bytes it wrote.
+
 - exchange: a 4 MB and a 64 MB tensor's update-get round trip through a parameter
   server against a raw NNG req/rep echo of the same bytes (bench/exchange_throughput.cpp);
   here the ratio is of throughputs, higher is better.
@@ -58,7 +63,7 @@ each shoal row of single and bsp, where its time went (the median run's), per st
 worker 0's compute, input, encode, waiting on servers and decode, and the servers'
 update, encode and decode, from the processes' own counters (`time_s`, `handle_s`,
 ...); under each time-to-accuracy row, each pair's steps to the target.
-Usage: bench/run.sh [--rows single,bsp,tta,rbm,char-rnn,convnets,images,exchange,gpu] [--models mlp,cnn] [--repeats N] [--steps N]
+Usage: bench/run.sh [--rows single,bsp,tta,rbm,char-rnn,convnets,images,png,exchange,gpu] [--models mlp,cnn] [--repeats N] [--steps N]
 """
 import argparse, itertools, json, math, os, signal, statistics, subprocess, sys, tempfile, time
 
@@ -90,6 +95,18 @@ def run(cmd, **kw):
     if out.returncode != 0:
         sys.exit(f"bench: {' '.join(cmd)} exited {out.returncode}:\n{out.stderr[-2000:]}")
     return json_lines(out.stdout)
+
+
+def run_peak(cmd):
+    """run's records, and the command's peak resident memory in KiB (its own, from wait4)."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        child = subprocess.Popen(cmd, stdout=out, stderr=err)
+        _, status, usage = os.wait4(child.pid, 0)
+        child.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0), err.seek(0)
+        if child.returncode != 0:
+            sys.exit(f"bench: {' '.join(cmd)} exited {child.returncode}:\n{err.read().decode()[-2000:]}")
+        return json_lines(out.read().decode()), usage.ru_maxrss
 
 
 def last(records, event):
@@ -463,12 +480,38 @@ def image_rows(b, a):
     def torch_loader(t):
         return run(b.peer_command("torch_loader.py", [train, "--workers", t, "--batch", 64, "--batches", 30]))[-1]["images_per_s"]
 
-    for case, shoal, peer in (("images: shard JPEGs (resize 256, crop 224, JPEG)", shoal_shard, pil_shard),
-                              ("images: load for training (crop 224, flip, normalise)", shoal_loader, torch_loader)):
+    for case, shoal, peer, target in (
+            ("images: shard JPEGs (resize 256, crop 224, JPEG)", shoal_shard, pil_shard, 2.0),
+            ("images: load for training (crop 224, flip, normalise)", shoal_loader, torch_loader, 1.5)):
         for t in (1, 2):
             pairs = [pair(shoal(t), peer(t)) for _ in range(a.repeats)]
-            yield summarise(f"{case}, {t} thread(s)", {"threads": t, "unit": "img/s", "target": 1.5,
+            yield summarise(f"{case}, {t} thread(s)", {"threads": t, "unit": "img/s", "target": target,
                                                        "higher_is_better": True}, pairs)
+
+
+def png_rows(b, a):
+    """Fashion-MNIST's 60,000 training PNGs sharded raw, against PIL, alternating sides at 1
+    and 2 threads: images a second, higher is better; each pair keeps both sides' peak
+    resident memory (KiB) and bytes written."""
+    folder = os.path.join(b.tmp, "fashion-png")
+    run(["/usr/bin/python3", os.path.join(a.root, "scripts", "make-image-data.py"), "fashion-png", folder])
+    train = os.path.join(folder, "train")
+
+    def side(cmd):
+        records, peak_kb = run_peak(cmd)
+        r = records[-1]
+        return r["records_per_s"], r["bytes"], max(peak_kb, r.get("peak_rss_kb", 0))
+
+    for t in (1, 2):
+        pairs = []
+        for i in range(a.repeats):
+            shoal = side([b.tool("dl-shard"), "--images", train, "--out", os.path.join(b.tmp, f"png-{t}-{i}"),
+                          "--shards", "1", "--threads", str(t), "--store", "raw"])
+            peer = side(b.peer_command("pil_shard.py", [train, "--out", os.path.join(b.tmp, f"pil-png-{t}-{i}"),
+                                                        "--threads", t, "--store", "raw"]))
+            pairs.append(pair(shoal[0], peer[0], bytes=[shoal[1], peer[1]], peak_rss_kb=[shoal[2], peer[2]]))
+        yield summarise(f"images: shard 60,000 PNGs (raw), {t} thread(s)",
+                        {"threads": t, "unit": "img/s", "target": 2.0, "higher_is_better": True}, pairs)
 
 
 def exchange_rows(a):
@@ -602,6 +645,7 @@ def main():
                                  char_rnn_rows(b, a) if "char-rnn" in a.rows else (),
                                  convnet_rows(b, a) if "convnets" in a.rows else (),
                                  image_rows(b, a) if "images" in a.rows else (),
+                                 png_rows(b, a) if "png" in a.rows else (),
                                  exchange_rows(a) if "exchange" in a.rows else ()):
             result["rows"].append(r)
             bound = (f"±{100 * r['within']:.0f}%" if "within" in r else
