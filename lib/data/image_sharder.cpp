@@ -22,8 +22,6 @@ using Clock = std::chrono::steady_clock;
 // written per thread: what bounds the memory in flight.
 constexpr uint64_t kChunk = 16;
 constexpr uint64_t kChunksAhead = 4;
-// How many skipped records a report names.
-constexpr size_t kNamedSkippedRecords = 5;
 
 enum class Split { kTrain, kVal, kTest };
 
@@ -310,8 +308,7 @@ Status ShardImages(const RecordSource& train, const RecordSource* test, const Im
                                           r.status.message().rfind("raw records", 0) == 0)))
         return r.status;  // the source named the record
       if (!r.status.ok()) {
-        if (report->first_skipped.size() < kNamedSkippedRecords)
-          report->first_skipped.push_back(r.status.ToString());
+        if (report->first_skipped.size() < kNamedSkips) report->first_skipped.push_back(r.status.ToString());
         ++report->skipped;
         continue;
       }

@@ -25,8 +25,6 @@ namespace fs = std::filesystem;
 
 // An image file larger than this is refused unread: no photograph needs it.
 constexpr size_t kMaxImageFileBytes = 64u << 20;
-// How many passed-over names a summary keeps.
-constexpr size_t kNamedSkips = 5;
 
 // A file opened for reading by index, closed with its owner.
 struct OpenFile {

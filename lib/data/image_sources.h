@@ -4,6 +4,7 @@
 // records read by index, from any thread, every byte checked.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -30,6 +31,10 @@ class RecordSource {
   // The classes' names (label i's at i), or none.
   virtual const std::vector<std::string>& class_names() const = 0;
 };
+
+// How many of what was passed over (a folder's other files, records that do
+// not read) dl-shard's summary names.
+inline constexpr size_t kNamedSkips = 5;
 
 // What a folder listing passed over, for dl-shard's summary.
 struct FolderSkips {
