@@ -90,23 +90,21 @@ def json_lines(text):
     return [json.loads(l) for l in text.splitlines() if l.startswith("{")]
 
 
-def run(cmd, **kw):
-    out = subprocess.run(cmd, capture_output=True, text=True, **kw)
-    if out.returncode != 0:
-        sys.exit(f"bench: {' '.join(cmd)} exited {out.returncode}:\n{out.stderr[-2000:]}")
-    return json_lines(out.stdout)
-
-
 def run_peak(cmd):
-    """run's records, and the command's peak resident memory in KiB (its own, from wait4)."""
+    """The JSON lines cmd prints, and its peak resident memory in KiB (its own, from wait4);
+    the bench stops, with the tail of cmd's stderr, if it fails."""
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         child = subprocess.Popen(cmd, stdout=out, stderr=err)
         _, status, usage = os.wait4(child.pid, 0)
-        child.returncode = os.waitstatus_to_exitcode(status)
+        child.returncode = os.waitstatus_to_exitcode(status)  # reaped here, not by Popen
         out.seek(0), err.seek(0)
         if child.returncode != 0:
             sys.exit(f"bench: {' '.join(cmd)} exited {child.returncode}:\n{err.read().decode()[-2000:]}")
         return json_lines(out.read().decode()), usage.ru_maxrss
+
+
+def run(cmd):
+    return run_peak(cmd)[0]
 
 
 def last(records, event):
