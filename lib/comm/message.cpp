@@ -44,11 +44,13 @@ constexpr MsgTypeInfo kMsgTypes[] = {
     {MsgType::kFeature, "feature", false},
     {MsgType::kExchange, "exchange", false},
     {MsgType::kSync, "sync", false},
+    {MsgType::kAlive, "alive", true},
     {MsgType::kReply, "reply", false},
     {MsgType::kError, "error", true},
     {MsgType::kWait, "wait", true},
     {MsgType::kTimedOut, "timed-out", true},
     {MsgType::kStopping, "stopping", true},
+    {MsgType::kBusy, "busy", true},
 };
 static_assert(std::size(kMsgTypes) == kMsgTypeCount,
               "every MsgType has a row in kMsgTypes, and kMsgTypeCount says how many");

@@ -39,6 +39,8 @@ enum class MsgType : uint16_t {
   kExchange = 11,   // easgd: the sender's parameters after step `step`; answered with the elastic
                     // difference alpha·(x − centre) that the centre moved by (the sender subtracts it)
   kSync = 12,       // between server groups: a server's values, which the receiver averages with its own
+  kAlive = 13,      // text: what the sender is busy with (an evaluation) while it waits on no server; the
+                    // reads waiting on it are answered kBusy, not timed out, for cluster.timeout_ms after
   kReply = 100,     // success; entries for a get
   kError = 101,     // failure; text says why
   kWait = 102,      // not yet: ask again (a done before every worker is, a join while the id's old life
@@ -46,8 +48,10 @@ enum class MsgType : uint16_t {
   kTimedOut = 103,  // a read waited its deadline at the server; text says for what (which workers)
   kStopping = 104,  // the server is stopping (shut down, or giving up) and will not answer what was asked;
                     // text says why. The asker's server is going away, as if its connection had closed
+  kBusy = 105,      // a read waited its deadline on a worker that says it is busy (kAlive): ask again; text
+                    // says who and with what
 };
-constexpr size_t kMsgTypeCount = 17;
+constexpr size_t kMsgTypeCount = 19;
 const char* MsgTypeName(MsgType type);
 // Whether `type` is one of MsgType's (lib/comm/message.cpp's table).
 bool IsMsgType(uint16_t type);
@@ -55,7 +59,7 @@ bool IsMsgType(uint16_t type);
 bool CarriesText(MsgType type);
 
 constexpr uint32_t kMsgMagic = 0x4C4F4853;  // "SHOL" read as little-endian
-constexpr uint16_t kProtocolVersion = 6;
+constexpr uint16_t kProtocolVersion = 7;
 constexpr size_t kHeaderBytes = 48;
 constexpr size_t kEntryHeaderBytes = 12;
 constexpr uint32_t kToolSender = ~0u;              // dl-ckpt, tests: not a worker

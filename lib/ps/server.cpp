@@ -166,8 +166,12 @@ void ParameterServer::Watch(std::chrono::steady_clock::time_point now) {
   // it waited.
   // A done parked that long is told to ask again: its worker hears that the
   // server lives while the others train on, however long they take.
+  // A worker's request parked while another says it is busy (evaluating) is
+  // told so and asks again: the timeout bounds silence, not work.
   parked_.Expire(now, [&](const ParkedRequests::Parked& p) {
     mu_.AssertHeld();  // Expire calls back on this thread
+    const std::string busy = p.sender == kToolSender ? "" : BusyPeer(p.sender, now);
+    if (!busy.empty()) return ReplyBusy(p.slot, busy);
     if (p.done)
       return ReplyWait(p.slot, std::to_string(table_->done_count()) + " of " +
                                    std::to_string(config_.served) + " workers done");
@@ -230,6 +234,7 @@ void ParameterServer::Handle(int slot, const MessageView& req, uint32_t pipe) {
     case MsgType::kDone:
     case MsgType::kExchange:
     case MsgType::kMetric:
+    case MsgType::kAlive:
       return HandleWorkerRequest(slot, req, pipe);
     default:
       ReplyError(slot, std::string("unexpected request type '") + MsgTypeName(req.header.type) + "'");
@@ -238,6 +243,12 @@ void ParameterServer::Handle(int slot, const MessageView& req, uint32_t pipe) {
 
 void ParameterServer::ReplyWait(int slot, const std::string& why) {
   MsgHeader h{MsgType::kWait, config_.plan_hash_value, table_->version(), static_cast<uint32_t>(config_.id)};
+  rpc_.Reply(slot, h, {}, why);
+}
+
+void ParameterServer::ReplyBusy(int slot, const std::string& why) {
+  ++stats_.reads_busy;
+  MsgHeader h{MsgType::kBusy, config_.plan_hash_value, table_->version(), static_cast<uint32_t>(config_.id)};
   rpc_.Reply(slot, h, {}, why);
 }
 

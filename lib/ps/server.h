@@ -82,6 +82,9 @@ class ParameterServer {
     uint64_t incarnation = 0;  // 0: it has not joined
     uint32_t pipe = 0;         // the connection its last request came on
     bool connected = false;    // that connection is open
+    // Until when it counts as busy (its last kAlive plus the timeout), and with what.
+    std::chrono::steady_clock::time_point busy_until{};
+    std::string busy_with;
   };
 
   void Handle(int slot, const MessageView& request, uint32_t pipe) EXCLUDES(mu_);
@@ -108,6 +111,11 @@ class ParameterServer {
   void HandleMetric(int slot, const MessageView& request) REQUIRES(mu_);
   void HandleJoin(int slot, const MessageView& request, uint32_t pipe) REQUIRES(mu_);
   void HandleDone(int slot, const MessageView& request) REQUIRES(mu_);
+  // A worker busy with something long (an evaluation) that waits on no server.
+  void HandleAlive(int slot, const MessageView& request) REQUIRES(mu_);
+  // "worker 0 is busy: <what>" for a worker other than `reader` that said
+  // within the timeout that it is busy; empty when none did.
+  std::string BusyPeer(uint32_t reader, std::chrono::steady_clock::time_point now) const REQUIRES(mu_);
   // Answers `read` now if the model allows, else parks it.
   void ReadOrPark(int slot, const Read& read, uint32_t sender) REQUIRES(mu_);
   static constexpr size_t kToolRequestsWaiting = 4;
@@ -126,6 +134,8 @@ class ParameterServer {
   // while the worker's previous life still counts as connected.
   void ReplyWait(int slot, const std::string& why) REQUIRES(mu_);
   void ReplyTimedOut(int slot, const std::string& why) REQUIRES(mu_);  // a parked read past its deadline
+  // A parked request past its deadline while a peer it may wait on is busy: ask again.
+  void ReplyBusy(int slot, const std::string& why) REQUIRES(mu_);
   bool RepeatedDone(const MsgHeader& header) const REQUIRES(mu_);
   // The table, its model and its bookkeeping, resumed from a checkpoint where asked.
   Status Prepare() REQUIRES(mu_);

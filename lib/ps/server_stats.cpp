@@ -16,6 +16,7 @@ nlohmann::json StatsToJson(const ServerStats& s) {
           {"max_staleness_served", s.max_staleness_served},
           {"bad_requests", s.bad_requests},
           {"reads_timed_out", s.reads_timed_out},
+          {"reads_busy", s.reads_busy},
           {"checkpoints", s.checkpoints},
           {"last_checkpoint_step",
            s.last_checkpoint_step < 0 ? nlohmann::json() : nlohmann::json(s.last_checkpoint_step)},

@@ -37,6 +37,9 @@ struct ServerStats {
   uint64_t bad_requests = 0;
   uint64_t reads_timed_out =
       0;  // parked past cluster.timeout_ms: answered timed-out, naming what they waited for
+  // Parked past cluster.timeout_ms while another worker said it was busy
+  // (evaluating): answered busy, and asked again.
+  uint64_t reads_busy = 0;
   uint64_t checkpoints = 0;
   int64_t last_checkpoint_step = -1;     // -1: none written yet
   uint64_t checkpoint_failures = 0;      // writes that failed, each try counted

@@ -28,9 +28,26 @@ void ParameterServer::HandleWorkerRequest(int slot, const MessageView& req, uint
     // The checkpoints keep the evaluations, and `dl-ckpt best` picks by them: a running worker's only.
     case MsgType::kMetric:
       return HandleMetric(slot, req);
+    case MsgType::kAlive:
+      return HandleAlive(slot, req);
     default:
       return HandleUpdate(slot, req);
   }
+}
+
+void ParameterServer::HandleAlive(int slot, const MessageView& req) {
+  constexpr size_t kLongestWhat = 200;  // of the text, as the others' replies repeat it
+  WorkerLife& life = lives_[req.header.sender];
+  life.busy_until = std::chrono::steady_clock::now() + std::chrono::milliseconds(config_.timeout_ms);
+  life.busy_with = req.text.substr(0, kLongestWhat);
+  ReplyOk(slot);
+}
+
+std::string ParameterServer::BusyPeer(uint32_t reader, std::chrono::steady_clock::time_point now) const {
+  for (size_t w = 0; w < lives_.size(); ++w)
+    if (w != reader && lives_[w].busy_until > now)
+      return "worker " + std::to_string(w) + " is busy: " + lives_[w].busy_with;
+  return "";
 }
 
 Status ParameterServer::CheckIncarnation(const MessageView& req, uint32_t pipe) {
@@ -92,7 +109,7 @@ void ParameterServer::HandleJoin(int slot, const MessageView& req, uint32_t pipe
                  "worker " + std::to_string(sender) + " rejoined as incarnation " + HexU64(incarnation));
     });
   }
-  life = {incarnation, pipe, !rpc_.Closed(pipe)};
+  life = WorkerLife{incarnation, pipe, !rpc_.Closed(pipe), {}, {}};  // a new life is not busy
   any_joined_ = true;
   MsgHeader h{MsgType::kReply, config_.plan_hash_value, step, static_cast<uint32_t>(config_.id)};
   rpc_.Reply(slot, h, entries);

@@ -30,6 +30,7 @@ class ElasticTable : public ParamTable {
   Status Push(uint64_t step, double loss) override;
   Status Finish() override { return centre_->Finish(); }
   Status Report(const std::string& metric) override { return centre_->Report(metric); }
+  std::unique_ptr<Keepalive> KeepBusy(const std::string& what) override { return centre_->KeepBusy(what); }
   Status FetchAll(const std::vector<Param*>& whole, uint64_t version) override {
     return centre_->FetchAll(whole, version);
   }

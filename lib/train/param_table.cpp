@@ -16,6 +16,43 @@
 
 namespace shoal {
 
+Keepalive::Keepalive(std::vector<std::unique_ptr<RpcClient>> clients, MsgHeader header, std::string what,
+                     int timeout_ms)
+    : clients_(std::move(clients)),
+      header_(header),
+      what_(std::move(what)),
+      every_(std::max(timeout_ms / 4, 1)) {
+  header_.type = MsgType::kAlive;
+  thread_ = std::thread([this] { Run(); });
+}
+
+Keepalive::~Keepalive() {
+  {
+    MutexLock lock(&mu_);
+    stop_ = true;
+    stop_cv_.SignalAll();
+  }
+  thread_.join();
+}
+
+void Keepalive::Run() {
+  // Each round tells every server at once: one that is slow to answer does not hold up the others.
+  for (;;) {
+    std::vector<Status> sent;
+    for (auto& client : clients_) sent.push_back(client->Send(header_, {}, what_));
+    for (size_t s = 0; s < clients_.size(); ++s) {
+      Reply reply;
+      const Status answered = sent[s].ok() ? clients_[s]->Receive(&reply) : sent[s];
+      if (!answered.ok()) Log("a keepalive (" + what_ + ") failed: " + answered.ToString());
+    }
+    MutexLock lock(&mu_);
+    const auto next = std::chrono::steady_clock::now() + every_;
+    while (!stop_ && stop_cv_.WaitUntil(next)) {
+    }
+    if (stop_) return;
+  }
+}
+
 // A standalone run has no groups: every gradient is the whole step's.
 LocalTable::LocalTable(const Plan& plan, std::vector<Param*> params)
     : params_(std::move(params)), updater_(plan, params_, std::vector<float>(params_.size(), 1.0f)) {
@@ -144,7 +181,12 @@ Status RemoteTable::CollectLane(Lane& lane) {
   if (!lane.in_flight) return Status::Ok();
   lane.in_flight = false;
   Reply reply;
-  SHOAL_RETURN_IF_ERROR(TimedReceive(lane.client.get(), &reply));
+  // Asked again, the server drops the repeated gradients and parks the read.
+  SHOAL_RETURN_IF_ERROR(ReceiveWhileBusy(lane.client.get(), &reply, [&] {
+    Status sent = SendLane(lane, lane.step);
+    lane.in_flight = false;
+    return sent;
+  }));
   SHOAL_RETURN_IF_ERROR(Absorb(lane.server, reply.view(), lane.pieces, Take::kValues));
   for (const auto& e : reply.view().entries) bytes_received_ += e.value_bytes();
   lane.client->Recycle(&reply);
@@ -190,9 +232,12 @@ Status RemoteTable::ReceiveAnswer(size_t s, const Request& r,
   uint64_t version = reply->view().header.step;
   auto moved = std::chrono::steady_clock::now();
   bool logged = false;
-  while (reply->view().header.type == MsgType::kWait) {
+  while (reply->view().header.type == MsgType::kWait || reply->view().header.type == MsgType::kBusy) {
     const auto now = std::chrono::steady_clock::now();
-    if (r.type == MsgType::kJoin) {
+    if (reply->view().header.type == MsgType::kBusy) {  // its keepalives bound the wait
+      NoteBusy(*clients_[s], reply->view().text);
+      moved = now;
+    } else if (r.type == MsgType::kJoin) {
       if (now > join_deadline)
         return Status::InvalidArgument("server '" + endpoint + "' refused 'join' for " +
                                        std::to_string(RpcClient::kLostAfter.count()) +
@@ -244,6 +289,34 @@ Status RemoteTable::TimedSend(RpcClient* client, const MsgHeader& header,
 Status RemoteTable::TimedReceive(RpcClient* client, Reply* reply) {
   Timed timed(&waiting_);
   return client->Receive(reply);
+}
+
+Status RemoteTable::ReceiveWhileBusy(RpcClient* client, Reply* reply, const std::function<Status()>& again) {
+  SHOAL_RETURN_IF_ERROR(TimedReceive(client, reply));
+  while (reply->view().header.type == MsgType::kBusy) {
+    NoteBusy(*client, reply->view().text);
+    client->Recycle(reply);
+    SHOAL_RETURN_IF_ERROR(again());
+    SHOAL_RETURN_IF_ERROR(TimedReceive(client, reply));
+  }
+  return Status::Ok();
+}
+
+void RemoteTable::NoteBusy(const RpcClient& client, const std::string& why) {
+  if (why == busy_noted_) return;
+  busy_noted_ = why;
+  Log("worker " + std::to_string(worker_) + ": server '" + client.endpoint() + "' says " + why +
+      "; asking again while it is");
+}
+
+std::unique_ptr<Keepalive> RemoteTable::KeepBusy(const std::string& what) {
+  std::vector<std::unique_ptr<RpcClient>> clients(clients_.size());
+  for (size_t s = 0; s < clients_.size(); ++s)
+    if (!clients_[s]->Share(&clients[s]).ok()) return nullptr;  // the next request says why
+  return std::make_unique<Keepalive>(
+      std::move(clients),
+      MsgHeader{MsgType::kAlive, plan_hash_, 0, static_cast<uint32_t>(worker_), incarnation_}, what,
+      timeout_ms_);
 }
 
 Status RemoteTable::Absorb(int server, const MessageView& reply, const std::vector<Piece>& pieces,
@@ -312,7 +385,8 @@ Status RemoteTable::FetchAll(const std::vector<Param*>& whole, uint64_t version)
       if (slice.server == servers_[s])
         all.push_back({slice.key, by_name.at(slice.param), slice.offset, slice.count});
     Reply reply;
-    SHOAL_RETURN_IF_ERROR(TimedReceive(clients_[s].get(), &reply));
+    SHOAL_RETURN_IF_ERROR(
+        ReceiveWhileBusy(clients_[s].get(), &reply, [&] { return TimedSend(clients_[s].get(), h, {}); }));
     SHOAL_RETURN_IF_ERROR(Absorb(static_cast<int>(s), reply.view(), all, Take::kValues));
   }
   return Status::Ok();

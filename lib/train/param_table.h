@@ -6,12 +6,15 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "comm/rpc_client.h"
+#include "core/mutex.h"
 #include "core/process.h"
 #include "core/time_sum.h"
 #include "layers/layer.h"
@@ -20,6 +23,35 @@
 #include "train/local_updater.h"
 
 namespace shoal {
+
+// While it lives, a thread tells each of a worker's servers, every quarter
+// of cluster.timeout_ms, what the worker is busy with (a kAlive request): a
+// server then answers the other workers' requests waiting on it `busy`,
+// and they ask again, where they would have timed out. So the timeout
+// bounds a worker's silence, not its work. Only a worker that waits on no
+// server may hold one, or those waiting on each other would never time out.
+class Keepalive {
+ public:
+  // `clients`: one per server, of its own (RpcClient::Share).
+  Keepalive(std::vector<std::unique_ptr<RpcClient>> clients, MsgHeader header, std::string what,
+            int timeout_ms);
+  // Stops the thread; waits for a request in flight (at most the timeout).
+  ~Keepalive() EXCLUDES(mu_);
+  Keepalive(const Keepalive&) = delete;
+  Keepalive& operator=(const Keepalive&) = delete;
+
+ private:
+  void Run() EXCLUDES(mu_);
+
+  std::vector<std::unique_ptr<RpcClient>> clients_;
+  MsgHeader header_;
+  std::string what_;
+  std::chrono::milliseconds every_;
+  Mutex mu_;
+  CondVar stop_cv_{&mu_};
+  bool stop_ GUARDED_BY(mu_) = false;
+  std::thread thread_;
+};
 
 class ParamTable {
  public:
@@ -41,6 +73,10 @@ class ParamTable {
   // Fills a whole net's params with every parameter's values of version
   // `version` or later (a worker that holds only some evaluates the whole net).
   virtual Status FetchAll(const std::vector<Param*>& whole, uint64_t version) = 0;
+  // Keeps this worker's servers told that it is busy with `what` while the
+  // result lives (Keepalive); null where no server waits on it. A worker
+  // whose servers cannot be reached learns so from its next request.
+  virtual std::unique_ptr<Keepalive> KeepBusy(const std::string& /*what*/) { return nullptr; }
 };
 
 class LocalTable : public ParamTable {
@@ -90,6 +126,7 @@ class RemoteTable : public ParamTable, public LayerHooks {
   Status Finish() override;
   Status Report(const std::string& metric) override;
   Status FetchAll(const std::vector<Param*>& whole, uint64_t version) override;
+  std::unique_ptr<Keepalive> KeepBusy(const std::string& what) override;
   Status BeforeForward(const Layer& layer) override;
   Status AfterBackward(const Layer& layer, uint64_t step) override;
   // Collects every reply still in flight: the params then hold the values
@@ -145,6 +182,11 @@ class RemoteTable : public ParamTable, public LayerHooks {
   Status TimedSend(RpcClient* client, const MsgHeader& header, const std::vector<EntryRef>& entries,
                    const std::string& text = "");
   Status TimedReceive(RpcClient* client, Reply* reply);
+  // TimedReceive, asking again (`again`) while the server answers that
+  // another worker is busy (kBusy): that worker's keepalives bound the wait.
+  Status ReceiveWhileBusy(RpcClient* client, Reply* reply, const std::function<Status()>& again);
+  // Logs a server's kBusy answer, once for each thing it says.
+  void NoteBusy(const RpcClient& client, const std::string& why);
   // Copies a reply's slices into `pieces` (or subtracts them), which it must
   // match one for one.
   Status Absorb(int server, const MessageView& reply, const std::vector<Piece>& pieces, Take take);
@@ -183,6 +225,7 @@ class RemoteTable : public ParamTable, public LayerHooks {
   uint64_t bytes_sent_ = 0, bytes_received_ = 0;
   uint64_t updates_sent_ = 0;
   TimeSum encoding_, waiting_, decoding_;
+  std::string busy_noted_;  // the last kBusy answer logged
 };
 
 }  // namespace shoal

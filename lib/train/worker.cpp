@@ -399,8 +399,13 @@ Status Worker::Evaluate(long long step, bool final, nlohmann::json* record, Work
   EvalResult eval;
   SHOAL_RETURN_IF_ERROR(table_->FetchAll(whole_->params(), static_cast<uint64_t>(step)));
   const bool on_val = val_ && !final;
-  SHOAL_RETURN_IF_ERROR(
-      EvaluateOnShard(whole_.get(), on_val ? val_.get() : test_.get(), feeds_.Evaluation(), 0, &eval));
+  const ShardReader* shard = on_val ? val_.get() : test_.get();
+  {
+    const std::unique_ptr<Keepalive> busy =
+        table_->KeepBusy("evaluating step " + std::to_string(step) + " on " +
+                         std::to_string(shard->records()) + (on_val ? " validation" : " test") + " records");
+    SHOAL_RETURN_IF_ERROR(EvaluateOnShard(whole_.get(), shard, feeds_.Evaluation(), 0, &eval));
+  }
   eval_seconds_ += SecondsSince(t0);
   nlohmann::json metric = eval.Metric(on_val ? "val" : "test");
   metric.update({{"step", step}, {"train_seconds", trained}});

@@ -263,12 +263,12 @@ TEST_CASE("Decode refuses another protocol version, naming both") {
   MessageView view;
   Status s = DecodeBytes(bytes, &view);
   CHECK(s.IsCorruption());
-  CHECK(s.message() == "protocol version 1, expected 6");
+  CHECK(s.message() == "protocol version 1, expected 7");
 }
 
 TEST_CASE("Decode refuses an unknown message type, naming it") {
   MessageView view;
-  for (uint16_t type : {0, 13, 99, 105, 65535}) {
+  for (uint16_t type : {0, 14, 99, 106, 65535}) {
     auto bytes = TwoEntryUpdate();
     PutAt<uint16_t>(&bytes, kTypeAt, type);
     Status s = DecodeBytes(bytes, &view);
@@ -364,7 +364,11 @@ TEST_CASE("every message type has a name") {
   CHECK(std::string(MsgTypeName(MsgType::kTimedOut)) == "timed-out");
   CHECK(std::string(MsgTypeName(MsgType::kStopping)) == "stopping");
   CHECK(CarriesText(MsgType::kStopping));
-  CHECK(std::string(MsgTypeName(static_cast<MsgType>(13))) == "unknown");
+  CHECK(std::string(MsgTypeName(MsgType::kAlive)) == "alive");
+  CHECK(CarriesText(MsgType::kAlive));
+  CHECK(std::string(MsgTypeName(MsgType::kBusy)) == "busy");
+  CHECK(CarriesText(MsgType::kBusy));
+  CHECK(std::string(MsgTypeName(static_cast<MsgType>(14))) == "unknown");
 }
 
 }  // namespace

@@ -380,6 +380,31 @@ TEST_CASE("remote table, overlap: before the layer's next forward pass its value
   CHECK(f.Stop().ok());
 }
 
+TEST_CASE("keepalive: a read parked on a busy worker is answered busy while it says so, then times out") {
+  ServerFixture f("bsp");
+  auto worker0 = Connect(f, 2 * kTimeoutMs);
+  std::vector<std::unique_ptr<RpcClient>> clients;
+  clients.push_back(Connect(f));
+  auto busy = std::make_unique<Keepalive>(std::move(clients), f.Header(MsgType::kAlive, 0, 1),
+                                          "evaluating step 0", kTimeoutMs);
+  // Worker 0's step 0 waits for worker 1's, which is evaluating.
+  const Grads g0 = MakeGrads(0, 0);
+  Reply reply;
+  REQUIRE(worker0->Call(f.Header(MsgType::kUpdateGet, 0, 0), g0.Entries(), &reply).ok());
+  CHECK(reply.view().header.type == MsgType::kBusy);
+  CHECK(reply.view().text == "worker 1 is busy: evaluating step 0");
+  worker0->Recycle(&reply);
+  // Asked again once worker 1 has gone quiet: its silence is a failure again.
+  busy.reset();
+  const Status again = worker0->Call(f.Header(MsgType::kUpdateGet, 0, 0), g0.Entries(), &reply);
+  INFO(again.ToString());
+  CHECK(again.IsTimeout());
+  CHECK(Contains(again.message(), "not from worker 1"));
+  const ServerStats stats = f.server->stats();
+  CHECK(stats.reads_busy == 1);
+  CHECK(stats.updates_repeated == 1);  // the gradients asked again with are not applied twice
+}
+
 TEST_CASE("local table: starts from the plan's initial values and applies the job's updater in place") {
   JobConfig job;
   REQUIRE(ParseJob(TinyJob("bsp"), "tiny.yaml", &job).ok());
