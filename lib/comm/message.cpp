@@ -45,6 +45,7 @@ constexpr MsgTypeInfo kMsgTypes[] = {
     {MsgType::kExchange, "exchange", false},
     {MsgType::kSync, "sync", false},
     {MsgType::kAlive, "alive", true},
+    {MsgType::kCheckpoint, "checkpoint", false},
     {MsgType::kReply, "reply", false},
     {MsgType::kError, "error", true},
     {MsgType::kWait, "wait", true},

@@ -25,33 +25,34 @@
 namespace shoal {
 
 enum class MsgType : uint16_t {
-  kGet = 1,         // step = the parameter version needed (the final ones come with done)
-  kUpdate = 2,      // gradients of step `step`
-  kPut = 3,         // overwrite values
-  kStats = 4,       // reply carries JSON text
-  kShutdown = 5,    // checkpoint and exit
-  kDone = 6,        // the sender has finished training
-  kUpdateGet = 7,   // an update, answered with the parameters of version step + 1
-  kMetric = 8,      // text: an evaluation (JSON) to record in the next checkpoint
-  kJoin = 9,        // answered with the parameters and, as step, the step the sender is to train next;
-                    // a join's step asks for the parameters as of that step (kJoinWhereTheServerIs: its own)
-  kFeature = 10,    // between the workers of a group: one entry, a block of a feature or its gradient
-  kExchange = 11,   // easgd: the sender's parameters after step `step`; answered with the elastic
-                    // difference alpha·(x − centre) that the centre moved by (the sender subtracts it)
-  kSync = 12,       // between server groups: a server's values, which the receiver averages with its own
-  kAlive = 13,      // text: what the sender is busy with (an evaluation) while it waits on no server; the
-                    // reads waiting on it are answered kBusy, not timed out, for cluster.timeout_ms after
-  kReply = 100,     // success; entries for a get
-  kError = 101,     // failure; text says why
-  kWait = 102,      // not yet: ask again (a done before every worker is, a join while the id's old life
-                    // still counts as connected); text says why
-  kTimedOut = 103,  // a read waited its deadline at the server; text says for what (which workers)
-  kStopping = 104,  // the server is stopping (shut down, or giving up) and will not answer what was asked;
-                    // text says why. The asker's server is going away, as if its connection had closed
-  kBusy = 105,      // a read waited its deadline on a worker that says it is busy (kAlive): ask again; text
-                    // says who and with what
+  kGet = 1,          // step = the parameter version needed (the final ones come with done)
+  kUpdate = 2,       // gradients of step `step`
+  kPut = 3,          // overwrite values
+  kStats = 4,        // reply carries JSON text
+  kShutdown = 5,     // checkpoint and exit
+  kDone = 6,         // the sender has finished training
+  kUpdateGet = 7,    // an update, answered with the parameters of version step + 1
+  kMetric = 8,       // text: an evaluation (JSON) to record in the next checkpoint
+  kJoin = 9,         // answered with the parameters and, as step, the step the sender is to train next;
+                     // a join's step asks for the parameters as of that step (kJoinWhereTheServerIs: its own)
+  kFeature = 10,     // between the workers of a group: one entry, a block of a feature or its gradient
+  kExchange = 11,    // easgd: the sender's parameters after step `step`; answered with the elastic
+                     // difference alpha·(x − centre) that the centre moved by (the sender subtracts it)
+  kSync = 12,        // between server groups: a server's values, which the receiver averages with its own
+  kCheckpoint = 14,  // BSP, from a worker: checkpoint when the table reaches version `step` (after now)
+  kAlive = 13,       // text: what the sender is busy with (an evaluation) while it waits on no server; the
+                     // reads waiting on it are answered kBusy, not timed out, for cluster.timeout_ms after
+  kReply = 100,      // success; entries for a get
+  kError = 101,      // failure; text says why
+  kWait = 102,       // not yet: ask again (a done before every worker is, a join while the id's old life
+                     // still counts as connected); text says why
+  kTimedOut = 103,   // a read waited its deadline at the server; text says for what (which workers)
+  kStopping = 104,   // the server is stopping (shut down, or giving up) and will not answer what was asked;
+                     // text says why. The asker's server is going away, as if its connection had closed
+  kBusy = 105,       // a read waited its deadline on a worker that says it is busy (kAlive): ask again; text
+                     // says who and with what
 };
-constexpr size_t kMsgTypeCount = 19;
+constexpr size_t kMsgTypeCount = 20;
 const char* MsgTypeName(MsgType type);
 // Whether `type` is one of MsgType's (lib/comm/message.cpp's table).
 bool IsMsgType(uint16_t type);

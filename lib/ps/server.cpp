@@ -235,6 +235,7 @@ void ParameterServer::Handle(int slot, const MessageView& req, uint32_t pipe) {
     case MsgType::kExchange:
     case MsgType::kMetric:
     case MsgType::kAlive:
+    case MsgType::kCheckpoint:
       return HandleWorkerRequest(slot, req, pipe);
     default:
       ReplyError(slot, std::string("unexpected request type '") + MsgTypeName(req.header.type) + "'");
@@ -266,7 +267,9 @@ void ParameterServer::CatchUp() {
     table_->Advance();
     ++stats_.updates_applied;
     if (sync_ && table_->version() % config_.sync_freq == 0) sync_->Trigger();
-    if (config_.checkpoint_every > 0 && table_->version() % config_.checkpoint_every == 0) Checkpoint();
+    if ((config_.checkpoint_every > 0 && table_->version() % config_.checkpoint_every == 0) ||
+        table_->version() == checkpoint_at_)
+      Checkpoint();
     CrashPoint(
         "server-version");  // tests: SHOAL_CRASH_AT=server-version:N dies once the table is at version N
   }

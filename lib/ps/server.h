@@ -113,6 +113,8 @@ class ParameterServer {
   void HandleDone(int slot, const MessageView& request) REQUIRES(mu_);
   // A worker busy with something long (an evaluation) that waits on no server.
   void HandleAlive(int slot, const MessageView& request) REQUIRES(mu_);
+  // A worker's checkpoint set at a version to come (BSP).
+  void HandleCheckpoint(int slot, const MessageView& request) REQUIRES(mu_);
   // "worker 0 is busy: <what>" for a worker other than `reader` that said
   // within the timeout that it is busy; empty when none did.
   std::string BusyPeer(uint32_t reader, std::chrono::steady_clock::time_point now) const REQUIRES(mu_);
@@ -162,6 +164,7 @@ class ParameterServer {
   nlohmann::json metric_ GUARDED_BY(mu_);          // the last evaluation a worker reported
   std::vector<WorkerLife> lives_ GUARDED_BY(mu_);  // per worker of the plan
   bool any_joined_ GUARDED_BY(mu_) = false;
+  uint64_t checkpoint_at_ GUARDED_BY(mu_) = 0;  // a version a worker asked a checkpoint of; 0: none
   std::chrono::steady_clock::time_point last_request_ GUARDED_BY(mu_), last_connected_ GUARDED_BY(mu_);
   bool finished_ GUARDED_BY(mu_) = false;
   bool shutdown_ GUARDED_BY(mu_) = false;

@@ -30,6 +30,8 @@ void ParameterServer::HandleWorkerRequest(int slot, const MessageView& req, uint
       return HandleMetric(slot, req);
     case MsgType::kAlive:
       return HandleAlive(slot, req);
+    case MsgType::kCheckpoint:
+      return HandleCheckpoint(slot, req);
     default:
       return HandleUpdate(slot, req);
   }
@@ -40,6 +42,20 @@ void ParameterServer::HandleAlive(int slot, const MessageView& req) {
   WorkerLife& life = lives_[req.header.sender];
   life.busy_until = std::chrono::steady_clock::now() + std::chrono::milliseconds(config_.timeout_ms);
   life.busy_with = req.text.substr(0, kLongestWhat);
+  ReplyOk(slot);
+}
+
+void ParameterServer::HandleCheckpoint(int slot, const MessageView& req) {
+  // Only under BSP does every server pass each version: elsewhere the sets would not complete.
+  if (config_.consistency != ConsistencyModel::kBsp)
+    return ReplyError(slot,
+                      std::string("a checkpoint at a version needs consistency 'bsp'; this server runs '") +
+                          Name(config_.consistency) + "'");
+  if (req.header.step <= table_->version())
+    return ReplyError(slot, "a checkpoint at version " + std::to_string(req.header.step) +
+                                ", which this server has reached (it is at " +
+                                std::to_string(table_->version()) + ")");
+  checkpoint_at_ = req.header.step;
   ReplyOk(slot);
 }
 

@@ -372,6 +372,10 @@ Status RemoteTable::Report(const std::string& metric) {
   return RoundTrip({MsgType::kMetric, 0, pieces_, Send::kNothing, Take::kNothing, metric});
 }
 
+Status RemoteTable::CheckpointAt(uint64_t version) {
+  return RoundTrip({MsgType::kCheckpoint, version, pieces_, Send::kNothing, Take::kNothing, ""});
+}
+
 Status RemoteTable::FetchAll(const std::vector<Param*>& whole, uint64_t version) {
   std::map<std::string, Param*> by_name;
   for (Param* p : whole) by_name[p->name] = p;

@@ -125,6 +125,9 @@ class RemoteTable : public ParamTable, public LayerHooks {
   Status Exchange(uint64_t step);
   Status Finish() override;
   Status Report(const std::string& metric) override;
+  // Asks every server for a checkpoint when its table reaches `version` (BSP;
+  // before this worker's gradients of version − 1 have left).
+  Status CheckpointAt(uint64_t version);
   Status FetchAll(const std::vector<Param*>& whole, uint64_t version) override;
   std::unique_ptr<Keepalive> KeepBusy(const std::string& what) override;
   Status BeforeForward(const Layer& layer) override;

@@ -236,14 +236,25 @@ Status Worker::Train(WorkerResult* result) {
     Log("worker 0: " + std::to_string(steps_) + " steps are too few for train.divergence_check to judge " +
         "whether the run learns (it takes " + std::to_string(kShortestJudged) + " or more)");
   step_ms_.reserve(steps_);
-  start_ = last_display_ = Clock::now();
-  last_display_step_ = static_cast<long long>(first_step_);
+  start_ = last_display_ = last_checkpoint_ = Clock::now();
+  last_display_step_ = last_checkpoint_step_ = static_cast<long long>(first_step_);
+  // Only worker 0 decides, and only where every server passes every version
+  // (BSP, one server group) and no worker's carried state must match the set.
+  const TrainConfig& t = plan_.job.train;
+  asks_checkpoints_ = options_.id == 0 && remote_ && t.checkpoint_every == 0 && t.checkpoint_seconds > 0 &&
+                      plan_.job.cluster.consistency == ConsistencyModel::kBsp &&
+                      plan_.job.cluster.nserver_groups == 1 && !state_files_;
   window_bytes_ = Counts();
   for (long long step = static_cast<long long>(first_step_); step < steps_; ++step) {
     Batch b;
     const auto asked = Clock::now();
     SHOAL_RETURN_IF_ERROR(loader.Next(&b));
     input_seconds_ += SecondsSince(asked);
+    if (CheckpointDue(step)) {
+      SHOAL_RETURN_IF_ERROR(remote_->CheckpointAt(static_cast<uint64_t>(step) + 1));
+      last_checkpoint_ = Clock::now();
+      last_checkpoint_step_ = step + 1;
+    }
     SHOAL_RETURN_IF_ERROR(Step(step, b));
     const bool last = step + 1 == steps_;
     if (DisplaysAfter(step)) SHOAL_RETURN_IF_ERROR(Display(step, result));
@@ -254,6 +265,14 @@ Status Worker::Train(WorkerResult* result) {
     }
   }
   return Status::Ok();
+}
+
+bool Worker::CheckpointDue(long long step) const {
+  constexpr long long kFewestSteps = 10;                       // between two sets, however short the run
+  if (!asks_checkpoints_ || step + 1 >= steps_) return false;  // the servers write the last at the end
+  const long long since = step + 1 - last_checkpoint_step_;
+  if (since < kFewestSteps) return false;
+  return since >= (steps_ + 9) / 10 || SecondsSince(last_checkpoint_) >= plan_.job.train.checkpoint_seconds;
 }
 
 Status Worker::Step(long long step, const Batch& b) {

@@ -84,6 +84,9 @@ class Worker {
   // data.loader_threads, or the cores the compute threads leave (at least 1).
   int LoaderThreads() const;
   Status Evaluate(long long step, bool final, nlohmann::json* record, WorkerResult* result);
+  // Whether worker 0 asks for a checkpoint set of the version after `step`
+  // now (train.checkpoint_seconds): the first time or tenth of the run since the last.
+  bool CheckpointDue(long long step) const;
   Status Finish(WorkerResult* result);
   ByteCounts Counts() const;
   double SecondsSince(Clock::time_point t) const;
@@ -128,6 +131,9 @@ class Worker {
   double window_loss_ = 0.0;
   int window_ = 0;
   Clock::time_point last_display_;
+  bool asks_checkpoints_ = false;  // train.checkpoint_seconds applies to this worker
+  Clock::time_point last_checkpoint_;
+  long long last_checkpoint_step_ = 0;
   long long last_display_step_ = 0;
   ByteCounts window_bytes_;
   // Time spent evaluating is not training time: time-to-accuracy curves

@@ -268,7 +268,7 @@ TEST_CASE("Decode refuses another protocol version, naming both") {
 
 TEST_CASE("Decode refuses an unknown message type, naming it") {
   MessageView view;
-  for (uint16_t type : {0, 14, 99, 106, 65535}) {
+  for (uint16_t type : {0, 15, 99, 106, 65535}) {
     auto bytes = TwoEntryUpdate();
     PutAt<uint16_t>(&bytes, kTypeAt, type);
     Status s = DecodeBytes(bytes, &view);
@@ -368,7 +368,8 @@ TEST_CASE("every message type has a name") {
   CHECK(CarriesText(MsgType::kAlive));
   CHECK(std::string(MsgTypeName(MsgType::kBusy)) == "busy");
   CHECK(CarriesText(MsgType::kBusy));
-  CHECK(std::string(MsgTypeName(static_cast<MsgType>(14))) == "unknown");
+  CHECK(std::string(MsgTypeName(MsgType::kCheckpoint)) == "checkpoint");
+  CHECK(std::string(MsgTypeName(static_cast<MsgType>(15))) == "unknown");
 }
 
 }  // namespace

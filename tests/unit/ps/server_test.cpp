@@ -119,6 +119,36 @@ TEST_CASE("scale_lr_with_workers: the server's rate is learning_rate × the plan
   CHECK(f.Stop().ok());
 }
 
+TEST_CASE("checkpoint: a worker's version to come is written when the table reaches it; a past one refused") {
+  const std::string dir = TempDirPath();
+  ServerFixture f("bsp", dir);
+  auto worker0 = Connect(f), worker1 = Connect(f);
+  Reply reply;
+  REQUIRE(worker0->Call(f.Header(MsgType::kCheckpoint, 2, 0), {}, &reply).ok());
+  for (uint64_t step = 0; step < 3; ++step) {
+    REQUIRE(Update(worker0.get(), f, step, 0, MakeGrads(0, static_cast<int>(step)), &reply).ok());
+    REQUIRE(Update(worker1.get(), f, step, 1, MakeGrads(1, static_cast<int>(step)), &reply).ok());
+  }
+  const Status past = worker0->Call(f.Header(MsgType::kCheckpoint, 3, 0), {}, &reply);
+  CHECK(Contains(past.message(), "a checkpoint at version 3, which this server has reached (it is at 3)"));
+  CHECK(f.Stop().ok());
+  // Version 2, as asked, and the end's (the shutdown's, at 3); none at 1.
+  const std::vector<std::string> written = ListCheckpoints(dir, 0);
+  REQUIRE(written.size() == 2);
+  Checkpoint ckpt;
+  REQUIRE(ReadCheckpoint(written.front(), &ckpt).ok());
+  CHECK(ckpt.step == 2);
+}
+
+TEST_CASE("checkpoint: at a version is refused where servers do not pass the same versions (async)") {
+  ServerFixture f("async");
+  auto worker0 = Connect(f);
+  Reply reply;
+  const Status refused = worker0->Call(f.Header(MsgType::kCheckpoint, 5, 0), {}, &reply);
+  CHECK(Contains(refused.message(),
+                 "a checkpoint at a version needs consistency 'bsp'; this server runs 'async'"));
+}
+
 TEST_CASE("a request for another plan is refused naming both plan hashes") {
   ServerFixture f("bsp");
   auto client = Connect(f);
