@@ -65,7 +65,7 @@ deep_mlp_job "$tmp/deep.yaml"
 budgeted() {
   local name=$1 job=$2 budget=$3
   run "$name-budget" "$job" 1 train.device=cuda train.device_memory_mb="$budget"
-  "$bin/dl-ckpt" diff "$tmp/$name"/ckpt/*.ckpt "$tmp/$name-budget"/ckpt/*.ckpt >"$tmp/$name-diff.json"
+  "$bin/dl-ckpt" diff "$(final_ckpt "$tmp/$name")" "$(final_ckpt "$tmp/$name-budget")" >"$tmp/$name-diff.json"
   python3 - "$tmp/$name-diff.json" "$tmp/$name-budget/w0.jsonl" "$tmp/$name/w0.jsonl" "$steps" <<'PY' ||
 import json, sys
 diff = json.load(open(sys.argv[1]))

@@ -27,11 +27,11 @@ run() {  # run NAME WORKERS BATCH SHARDS [OVERRIDE...]: trains $job
   wait "$server" || fail "the server of the $workers-worker run failed: $(cat "$dir/server.log")"
 }
 
-max_rel() { "$bin/dl-ckpt" diff "$tmp/$1"/ckpt/*.ckpt "$tmp/$2"/ckpt/*.ckpt | python3 -c 'import json,sys; print(json.load(sys.stdin)["max_rel"])'; }
+max_rel() { "$bin/dl-ckpt" diff "$(final_ckpt "$tmp/$1")" "$(final_ckpt "$tmp/$2")" | python3 -c 'import json,sys; print(json.load(sys.stdin)["max_rel"])'; }
 
 run two 2 32 "$(shards_for 2)"
 run one 1 64 "$(shards_for 1)"
-"$bin/dl-ckpt" diff "$tmp"/one/ckpt/*.ckpt "$tmp"/two/ckpt/*.ckpt >"$tmp/diff.json"
+"$bin/dl-ckpt" diff "$(final_ckpt "$tmp/one")" "$(final_ckpt "$tmp/two")" >"$tmp/diff.json"
 python3 - "$tmp/diff.json" <<'PY' || fail "parameters differ: $(cat "$tmp/diff.json")"
 import json, sys
 d = json.load(open(sys.argv[1]))
@@ -56,7 +56,7 @@ job=$tmp/rbm.yaml
 sed 's/num_output: 1000/num_output: 64/' "$root/configs/fashion-rbm1.yaml" >"$job"
 run rbm-two 2 32 "$(shards_for 2)"
 run rbm-one 1 64 "$(shards_for 1)"
-"$bin/dl-ckpt" diff "$tmp"/rbm-one/ckpt/*.ckpt "$tmp"/rbm-two/ckpt/*.ckpt >"$tmp/rbm-diff.json"
+"$bin/dl-ckpt" diff "$(final_ckpt "$tmp/rbm-one")" "$(final_ckpt "$tmp/rbm-two")" >"$tmp/rbm-diff.json"
 python3 - "$tmp/rbm-diff.json" <<'PY' || fail "RBM parameters differ: $(cat "$tmp/rbm-diff.json")"
 import json, sys
 d = json.load(open(sys.argv[1]))

@@ -58,7 +58,7 @@ run() {  # run NAME WORKERS BATCH STEPS [OVERRIDE...]; JOB= and SHARDS= (a direc
 # as the step itself where a gradient is near zero.
 run two 2 16 20 train.updater=momentum train.learning_rate=0.1
 run one 1 32 20 train.updater=momentum train.learning_rate=0.1
-"$bin/dl-ckpt" diff "$tmp"/one/ckpt/*.ckpt "$tmp"/two/ckpt/*.ckpt >"$tmp/diff.json"
+"$bin/dl-ckpt" diff "$(final_ckpt "$tmp/one")" "$(final_ckpt "$tmp/two")" >"$tmp/diff.json"
 python3 - "$tmp/diff.json" <<'PY' || fail "parameters differ: $(cat "$tmp/diff.json")"
 import json, sys
 d = json.load(open(sys.argv[1]))
@@ -84,8 +84,8 @@ grep -q "carry_state: true" "$tmp/carry.yaml" || fail "the carrying job was not 
 JOB=$tmp/carry.yaml SHARDS=$tmp/streams run carry-two 2 16 20 train.updater=momentum train.learning_rate=0.1
 JOB=$tmp/carry.yaml SHARDS=$tmp/streams run carry-one 1 32 20 train.updater=momentum train.learning_rate=0.1
 SHARDS=$tmp/streams run fresh-one 1 32 20 train.updater=momentum train.learning_rate=0.1
-"$bin/dl-ckpt" diff "$tmp"/carry-one/ckpt/*.ckpt "$tmp"/carry-two/ckpt/*.ckpt >"$tmp/carry-diff.json"
-"$bin/dl-ckpt" diff "$tmp"/carry-one/ckpt/*.ckpt "$tmp"/fresh-one/ckpt/*.ckpt >"$tmp/fresh-diff.json"
+"$bin/dl-ckpt" diff "$(final_ckpt "$tmp/carry-one")" "$(final_ckpt "$tmp/carry-two")" >"$tmp/carry-diff.json"
+"$bin/dl-ckpt" diff "$(final_ckpt "$tmp/carry-one")" "$(final_ckpt "$tmp/fresh-one")" >"$tmp/fresh-diff.json"
 python3 - "$tmp/carry-diff.json" "$tmp/fresh-diff.json" <<'PY' || fail "carried state: $(cat "$tmp/carry-diff.json")"
 import json, sys
 same, other = (json.load(open(p)) for p in sys.argv[1:])

@@ -45,7 +45,7 @@ mib() { python3 -c "print($1 / 1048576 + 1e-6)"; }  # bytes as train.device_memo
 
 # check NAME BASE: bit-identical to run BASE; peak within the budget; copies as planned.
 check() {
-  "$bin/dl-ckpt" diff "$tmp/$2"/ckpt/*.ckpt "$tmp/$1"/ckpt/*.ckpt >"$tmp/$1/diff.json"
+  "$bin/dl-ckpt" diff "$(final_ckpt "$tmp/$2")" "$(final_ckpt "$tmp/$1")" >"$tmp/$1/diff.json"
   python3 - "$tmp/$1/diff.json" "$tmp/$1/w0.jsonl" "$tmp/$2/w0.jsonl" "$steps" <<'PY' || fail "$1: $(cat "$tmp/$1/diff.json")"
 import json, sys
 diff = json.load(open(sys.argv[1]))
@@ -129,7 +129,7 @@ budgets rbm "$tmp/rbm.yaml" "$fashion"
 
 # The comparison can fail: another seed's parameters differ from the base run's.
 run other-seed "$tmp/deep.yaml" "$fashion" train.seed=7 train.device_memory_mb=40
-"$bin/dl-ckpt" diff "$tmp"/deep-mlp-base/ckpt/*.ckpt "$tmp"/other-seed/ckpt/*.ckpt >"$tmp/other.json"
+"$bin/dl-ckpt" diff "$(final_ckpt "$tmp/deep-mlp-base")" "$(final_ckpt "$tmp/other-seed")" >"$tmp/other.json"
 python3 -c "import json,sys; sys.exit(0 if json.load(open(sys.argv[1]))['max_abs'] > 0 else 1)" "$tmp/other.json" ||
   fail "the bit-for-bit comparison cannot tell runs apart"
 ok "another seed under a budget differs from the base run"

@@ -107,7 +107,7 @@ ok "a server with no workers gives up after the timeout"
 "$bin/dl-server" --plan "$tmp/plan.json" --checkpoint-dir "$tmp/ckpt" >/dev/null 2>&1 &
 "$bin/dl-worker" --plan "$tmp/plan.json" --shards "$(shards_for 1)" --no-eval >/dev/null
 wait
-ckpt=$(ls "$tmp"/ckpt/*.ckpt)
+ckpt=$(final_ckpt "$tmp")
 "$bin/dl-ckpt" verify "$ckpt" >/dev/null || fail "a fresh checkpoint does not verify"
 size=$(stat -c %s "$ckpt")
 printf '\x01' | dd of="$ckpt" bs=1 seek=$((size - 10)) conv=notrunc status=none

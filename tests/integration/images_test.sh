@@ -85,7 +85,7 @@ bsp() {  # bsp NAME WORKERS BATCH
 }
 bsp two 2 8
 bsp one 1 16
-"$bin/dl-ckpt" diff "$tmp"/one/ckpt/*.ckpt "$tmp"/two/ckpt/*.ckpt >"$tmp/diff.json"
+"$bin/dl-ckpt" diff "$(final_ckpt "$tmp/one")" "$(final_ckpt "$tmp/two")" >"$tmp/diff.json"
 python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if d["max_rel"] <= 1e-4 else 1)' "$tmp/diff.json" ||
   fail "augmented BSP 2 x 8 differs from 1 x 16: $(head -c 300 "$tmp/diff.json")"
 ok "JPEG records, random resized crops and flips: BSP 2 workers x 8 = 1 worker x 16 ($(jq .max_rel "$tmp/diff.json"))"

@@ -66,6 +66,10 @@ shards_for() {
   echo "$dir"
 }
 
+# final_ckpt DIR [SERVER]: the newest checkpoint of a server (0 unless named) in DIR/ckpt,
+# the one a run writes at its end (BSP runs also write sets as they go: train.checkpoint_seconds).
+final_ckpt() { compgen -G "$1/ckpt/server-${2:-0}-step-*.ckpt" | sort | tail -n 1; }
+
 # run_logs DIR: the last lines of every process log of a train-local run,
 # for a failure's message (what each process said before the run went wrong).
 run_logs() {
