@@ -337,7 +337,9 @@ Status Worker::Display(long long step, WorkerResult* result) {
                       {"steps", steps_},
                       {"loss", window_loss_ / window_},
                       {"records_per_s", span > 0 ? (step + 1 - last_display_step_) * batch_ / span : 0.0},
-                      {"elapsed_s", SecondsSince(start_)}};
+                      {"elapsed_s", SecondsSince(start_)},
+                      // The clock evaluations record too: dl-report draws both against it.
+                      {"train_seconds", SecondsSince(start_) - eval_seconds_}};
   // Per step over the window, payload only, as dl-plan predicts them
   // (plan.json's planner.layers): gradients out and values in; features
   // received forward and their gradients sent backward (the step settled
