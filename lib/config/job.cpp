@@ -133,7 +133,7 @@ Status ParseTrain(const Fields& f, TrainConfig* t) {
   SHOAL_RETURN_IF_ERROR(f.Float("momentum", t->momentum, &t->momentum, 0.0, 1.0));
   SHOAL_RETURN_IF_ERROR(f.Float("weight_decay", t->weight_decay, &t->weight_decay, 0.0, 1.0));
   SHOAL_RETURN_IF_ERROR(UpdaterHyperParameters(f, t));
-  SHOAL_RETURN_IF_ERROR(f.Int("eval_every", t->eval_every, &t->eval_every, 0));
+  SHOAL_RETURN_IF_ERROR(f.Int("eval_every", t->eval_every, &t->eval_every, -1));
   SHOAL_RETURN_IF_ERROR(f.Choice("eval_on", t->eval_on, &t->eval_on));
   SHOAL_RETURN_IF_ERROR(f.Int("checkpoint_every", t->checkpoint_every, &t->checkpoint_every, 0));
   SHOAL_RETURN_IF_ERROR(

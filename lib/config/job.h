@@ -33,6 +33,9 @@ struct LrSchedule {
   int warmup_steps = 0;  // 0: none
 };
 
+// The fewest steps between the evaluations train.eval_every's default asks for.
+constexpr int kDefaultEvalSpacing = 100;
+
 struct TrainConfig {
   Algorithm algorithm = Algorithm::kBp;  // cd: contrastive divergence, for an rbm loss layer
   int batch_size = 64;                   // records per worker per step
@@ -48,11 +51,13 @@ struct TrainConfig {
   double beta2 = 0.999;         // adam
   double rmsprop_alpha = 0.99;  // rmsprop: the decay of its average of squared gradients
   double epsilon = 1e-8;        // adagrad, rmsprop, adam; ParseJob's default is 1e-10 for adagrad (PyTorch's)
-  int eval_every = 0;           // steps between evaluations; 0: only at the end
+  // Steps between evaluations; 0: only at the end; -1 (left out): a fifth
+  // of the run, at least kDefaultEvalSpacing steps apart.
+  int eval_every = -1;
   // What worker 0 evaluates on during training: the held-out validation set
   // where the shards have one (dl-shard --val-fraction), or the test set.
   EvalSet eval_on = EvalSet::kVal;
-  int checkpoint_every = 0;  // server updates between checkpoints; 0: only at the end
+  int checkpoint_every = 0;  // steps (the servers' versions) between checkpoints; 0: see checkpoint_seconds
   // With checkpoint_every 0, under BSP: worker 0 asks the servers for a
   // checkpoint set after this many seconds of training, or a tenth of the
   // run's steps, whichever comes first (docs/job-file.md); 0: only at the end.

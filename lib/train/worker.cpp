@@ -244,6 +244,8 @@ Status Worker::Train(WorkerResult* result) {
   asks_checkpoints_ = options_.id == 0 && remote_ && t.checkpoint_every == 0 && t.checkpoint_seconds > 0 &&
                       plan_.job.cluster.consistency == ConsistencyModel::kBsp &&
                       plan_.job.cluster.nserver_groups == 1 && !state_files_;
+  const long long eval_every =
+      t.eval_every >= 0 ? t.eval_every : std::max<long long>(kDefaultEvalSpacing, (steps_ + 4) / 5);
   window_bytes_ = Counts();
   for (long long step = static_cast<long long>(first_step_); step < steps_; ++step) {
     Batch b;
@@ -258,7 +260,7 @@ Status Worker::Train(WorkerResult* result) {
     SHOAL_RETURN_IF_ERROR(Step(step, b));
     const bool last = step + 1 == steps_;
     if (DisplaysAfter(step)) SHOAL_RETURN_IF_ERROR(Display(step, result));
-    if (evaluates_ && train.eval_every > 0 && (step + 1) % train.eval_every == 0 && !last) {
+    if (evaluates_ && eval_every > 0 && (step + 1) % eval_every == 0 && !last) {
       nlohmann::json record = {{"event", "eval"}, {"worker", options_.id}};
       SHOAL_RETURN_IF_ERROR(Evaluate(step + 1, /*final=*/false, &record, result));
       output_->Record(record);
