@@ -1,5 +1,5 @@
 // dl-top: a live view of a running job, from its servers' own stats: each
-// server's version, updates and bytes per second, parked reads and SSP
+// server's version, steps and bytes per second, parked reads and SSP
 // waits, the last checkpoint, every worker's step and the slowest one's lag.
 // Refreshed every --interval on a terminal; --json prints one JSON object
 // per frame (lib/ps/stats_poller.h says what it holds), --once one frame.
@@ -46,15 +46,14 @@ std::string Rate(const nlohmann::json& v) {
 std::string Render(const nlohmann::json& view) {
   std::string out;
   char line[512];
-  std::snprintf(line, sizeof line,
-                "plan %s  %s  version %s  %s updates/s  in %s  out %s  last checkpoint %s\n",
+  std::snprintf(line, sizeof line, "plan %s  %s  version %s  %s steps/s  in %s  out %s  last checkpoint %s\n",
                 view["plan"].get<std::string>().c_str(), view["consistency"].get<std::string>().c_str(),
-                Cell(view["version"]).c_str(), Cell(view["updates_per_s"], 1).c_str(),
+                Cell(view["version"]).c_str(), Cell(view["steps_per_s"], 1).c_str(),
                 Rate(view["bytes_in_per_s"]).c_str(), Rate(view["bytes_out_per_s"]).c_str(),
                 Cell(view["last_checkpoint_step"]).c_str());
   out += line;
   std::snprintf(line, sizeof line, "%-6s %-26s %8s %9s %11s %11s %6s %9s %7s %5s\n", "server", "endpoint",
-                "version", "updates/s", "in", "out", "parked", "ssp_waits", "ckpt", "done");
+                "version", "steps/s", "in", "out", "parked", "ssp_waits", "ckpt", "done");
   out += line;
   for (const auto& s : view["servers"]) {
     if (!s["reachable"].get<bool>()) {
@@ -64,7 +63,7 @@ std::string Render(const nlohmann::json& view) {
     }
     std::snprintf(line, sizeof line, "%-6d %-26s %8s %9s %11s %11s %6s %9s %7s %5s\n", s["server"].get<int>(),
                   s["endpoint"].get<std::string>().c_str(), Cell(s["version"]).c_str(),
-                  Cell(s["updates_per_s"], 1).c_str(), Rate(s["bytes_in_per_s"]).c_str(),
+                  Cell(s["steps_per_s"], 1).c_str(), Rate(s["bytes_in_per_s"]).c_str(),
                   Rate(s["bytes_out_per_s"]).c_str(), Cell(s["parked"]).c_str(), Cell(s["ssp_waits"]).c_str(),
                   Cell(s["last_checkpoint_step"]).c_str(), Cell(s["workers_done"]).c_str());
     out += line;
