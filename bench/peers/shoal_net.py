@@ -47,7 +47,7 @@ class ShoalNet(nn.Module):
         if kind == "convolution":
             k, s, p = layer["kernel"], layer.get("stride", 1), layer.get("pad", 0)
             out = [layer["num_output"]] + [(d + 2 * p - k) // s + 1 for d in x[1:]]
-            return nn.Conv2d(x[0], layer["num_output"], k, s, p), out
+            return nn.Conv2d(x[0], layer["num_output"], k, s, p, bias=layer.get("bias", True)), out
         if kind == "pooling":
             if layer.get("global"):
                 return nn.AdaptiveAvgPool2d(1) if layer.get("pool") == "avg" else nn.AdaptiveMaxPool2d(1), [x[0], 1, 1]

@@ -1,4 +1,6 @@
-// Convolution over a [C,H,W] source: num_output filters of kernel×kernel.
+// Convolution over a [C,H,W] source: num_output filters of kernel×kernel,
+// each with a bias unless `bias: false` (as before a batch norm, whose shift
+// takes its place).
 #include <cmath>
 
 #include "layers/layer_types.h"
@@ -21,27 +23,36 @@ class ConvolutionLayer : public Layer {
     SHOAL_RETURN_IF_ERROR(fields.RequiredInt("kernel", &g_.kernel, 1, kMaxWindow));
     SHOAL_RETURN_IF_ERROR(fields.Int("stride", 1, &g_.stride, 1, kMaxWindow));
     SHOAL_RETURN_IF_ERROR(fields.Int("pad", 0, &g_.pad, 0, kMaxWindow));
+    SHOAL_RETURN_IF_ERROR(fields.Bool("bias", true, &bias_));
     if (g_.kernel > g_.height + 2 * g_.pad || g_.kernel > g_.width + 2 * g_.pad)
       return fields.FieldError("kernel", "is larger than the padded source " + ShapeToString(in));
     out_shape_ = {g_.filters, g_.out_height(), g_.out_width()};
     const int fan_in = g_.channels * g_.kernel * g_.kernel;
     ParamInit init{ParamInit::Kind::kUniform, 1.0f / std::sqrt(static_cast<float>(fan_in))};
     AddParam("weight", {g_.filters, g_.channels, g_.kernel, g_.kernel}, init);
-    AddParam("bias", {g_.filters}, init);
+    if (bias_) {
+      AddParam("bias", {g_.filters}, init);
+    } else {
+      // The ops all add a bias: a zero one, and a gradient of it nobody reads.
+      zero_bias_.assign(g_.filters, 0.0f);
+      unused_bias_grad_.resize(g_.filters);
+    }
     fast_ = NewFastConvolution(g_);
     return Status::Ok();
   }
 
   void Forward(Phase, const std::vector<Layer*>& srcs) override {
     const int batch = data_.dim(0);
-    const float *x = srcs[0]->data().data(), *w = params_[0].value.data(), *b = params_[1].value.data();
+    const float *x = srcs[0]->data().data(), *w = params_[0].value.data();
+    const float* b = bias_ ? params_[1].value.data() : zero_bias_.data();
     on_fast_ = fast_ && fast_->Forward(batch, x, w, b, data_.data());
     if (!on_fast_) ConvolutionForward(g_, batch, x, w, b, data_.data(), &col_);
   }
 
   void Backward(const std::vector<Layer*>& srcs) override {
     float* dx = srcs[0]->WantsGrad() ? srcs[0]->grad().data() : nullptr;
-    float *dw = params_[0].grad.data(), *db = params_[1].grad.data();
+    float* dw = params_[0].grad.data();
+    float* db = bias_ ? params_[1].grad.data() : unused_bias_grad_.data();
     const GradWrite dx_write = SourceGradWrite(0);
     if (on_fast_)
       fast_->Backward(data_.dim(0), srcs[0]->data().data(), params_[0].value.data(), grad_.data(), dx,
@@ -51,7 +62,8 @@ class ConvolutionLayer : public Layer {
                           dw, db, dx_write, &col_);
   }
   bool CanSetSourceGrads() const override { return true; }
-  bool RunsOnGpu() const override { return true; }
+  // The GPU form takes its bias from the device: a layer without one has none.
+  bool RunsOnGpu() const override { return bias_; }
 
   bool SplitsOutputs() const override { return true; }
   double ForwardFlopsPerRecord() const override { return 2.0 * g_.filters * g_.col_rows() * g_.col_cols(); }
@@ -64,9 +76,11 @@ class ConvolutionLayer : public Layer {
 
  private:
   ConvGeometry g_{};
-  std::vector<float> col_;                 // im2col's working memory
-  std::unique_ptr<FastConvolution> fast_;  // null: im2col + sgemm
-  bool on_fast_ = false;                   // how the last Forward ran
+  bool bias_ = true;
+  std::vector<float> zero_bias_, unused_bias_grad_;  // without a bias
+  std::vector<float> col_;                           // im2col's working memory
+  std::unique_ptr<FastConvolution> fast_;            // null: im2col + sgemm
+  bool on_fast_ = false;                             // how the last Forward ran
 };
 
 }  // namespace

@@ -22,7 +22,7 @@ Status CheckRunsOnGpu(const PartitionedNet& net) {
   if (off.empty()) return Status::Ok();
   return Status::InvalidArgument(
       "train.device is cuda, but " + off +
-      " has no GPU form: on a GPU a worker runs data, fully_connected, convolution, "
+      " has no GPU form: on a GPU a worker runs data, fully_connected, convolution (with its bias), "
       "pooling, relu, sigmoid, flatten and softmax_loss (one label a record) layers, in "
       "groups of one (--strategy data)");
 }
