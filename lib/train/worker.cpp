@@ -240,12 +240,12 @@ Status Worker::Train(WorkerResult* result) {
   last_display_step_ = last_checkpoint_step_ = static_cast<long long>(first_step_);
   // Only worker 0 decides, and only where every server passes every version
   // (BSP, one server group) and no worker's carried state must match the set.
-  const TrainConfig& t = plan_.job.train;
-  asks_checkpoints_ = options_.id == 0 && remote_ && t.checkpoint_every == 0 && t.checkpoint_seconds > 0 &&
+  asks_checkpoints_ = options_.id == 0 && remote_ && train.checkpoint_every == 0 &&
+                      train.checkpoint_seconds > 0 &&
                       plan_.job.cluster.consistency == ConsistencyModel::kBsp &&
                       plan_.job.cluster.nserver_groups == 1 && !state_files_;
   const long long eval_every =
-      t.eval_every >= 0 ? t.eval_every : std::max<long long>(kDefaultEvalSpacing, (steps_ + 4) / 5);
+      train.eval_every >= 0 ? train.eval_every : std::max<long long>(kDefaultEvalSpacing, (steps_ + 4) / 5);
   window_bytes_ = Counts();
   for (long long step = static_cast<long long>(first_step_); step < steps_; ++step) {
     Batch b;
