@@ -114,12 +114,14 @@ done
 ok "two identical jobs started at once finish, each in its own directory on its own ports"
 
 # A port in use: the server fails with exit 1 naming it, and nothing is retried.
-port=$(fresh_port)
-python3 -c "import socket, sys, time; s = socket.socket(); s.bind(('127.0.0.1', int(sys.argv[1]))); s.listen(); open(sys.argv[2], 'w').close(); time.sleep(30)" \
-  "$port" "$tmp/holding" &
+# The holder takes a port the kernel gives it, which no other test can hold (a port drawn at
+# random was once in use already), and writes it down once it listens.
+python3 -c "import socket, sys, time; s = socket.socket(); s.bind(('127.0.0.1', 0)); s.listen(); open(sys.argv[1] + '.tmp', 'w').write(str(s.getsockname()[1])); __import__('os').rename(sys.argv[1] + '.tmp', sys.argv[1]); time.sleep(30)" \
+  "$tmp/holding" &
 holder=$!
 for _ in $(seq 300); do [[ -e $tmp/holding ]] && break; sleep 0.1; done
 [[ -e $tmp/holding ]] || fail "the port holder did not start"
+port=$(cat "$tmp/holding")
 rc=0
 SHOAL_BIN=$bin RUN_DIR=$tmp/busy BASE_PORT=$port "$root/scripts/train-local.sh" "$mlp" train.steps=50 \
   data.shards="$shards" >/dev/null 2>"$tmp/busy.err" || rc=$?
