@@ -61,12 +61,12 @@ ok "verify of a directory: sets complete and incomplete, the temporary file list
 # every tenth of the run: each is complete, so it was asked at a step no server had passed.
 timed=$tmp/timed
 SHOAL_BIN=$bin RUN_DIR=$timed "$root/scripts/train-local.sh" --no-eval "$root/configs/fashion-mlp.yaml" \
-  cluster.nservers_per_group=2 train.steps=3000 train.checkpoint_seconds=0.2 train.display_every=100 \
+  cluster.nservers_per_group=2 train.steps=600 train.checkpoint_seconds=0.05 train.display_every=100 \
   data.shards="$(shards_for 2)" >/dev/null 2>"$tmp/timed.err" || fail "the run failed: $(tail -n 5 "$tmp/timed.err")"
 "$bin/dl-ckpt" verify "$timed/ckpt" >"$tmp/timed.json" || fail "verify: $(cat "$tmp/timed.json")"
 # (Older than the newest three, a server may keep one file of a set the other has pruned, as above.)
 jq -e '(.sets | length) >= 3 and all(.sets[:3][]; .state == "complete")' "$tmp/timed.json" >/dev/null ||
   fail "sets asked for by worker 0: $(jq -c '[.sets[] | {step, state}]' "$tmp/timed.json")"
 steps=$(jq -r '[.sets[:3][].step] | map(tostring) | join(" ")' "$tmp/timed.json")
-jq -e 'any(.sets[:3][]; .step % 300 != 0)' "$tmp/timed.json" >/dev/null || fail "no set by time: steps $steps"
+jq -e 'any(.sets[:3][]; .step % 60 != 0)' "$tmp/timed.json" >/dev/null || fail "no set by time: steps $steps"
 ok "without checkpoint_every, worker 0 asks for sets by time and by tenths of the run, all complete (steps $steps)"
