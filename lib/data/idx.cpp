@@ -12,7 +12,7 @@ namespace {
 
 constexpr uint8_t kUnsignedByte = 0x08;
 // No published idx array has more dims; a larger rank means garbage.
-constexpr int kMaxRank = 8;
+constexpr int kMaxIdxDims = 8;
 // Any published idx file holds far less (Fashion-MNIST: 47 MB).
 constexpr uint64_t kMaxIdxBytes = uint64_t{4} << 30;
 
@@ -76,9 +76,9 @@ Status ReadIdx(const std::string& path, IdxArray* out) {
   if (magic[2] != kUnsignedByte)
     return Status::Corruption(where + ": element type " + Hex(magic[2]) + " is not unsigned byte (0x08)");
   const int rank = magic[3];
-  if (rank < 1 || rank > kMaxRank)
+  if (rank < 1 || rank > kMaxIdxDims)
     return Status::Corruption(where + ": rank " + std::to_string(rank) + " is not in 1.." +
-                              std::to_string(kMaxRank));
+                              std::to_string(kMaxIdxDims));
 
   std::vector<int> dims(rank);
   uint64_t expected = 1;
