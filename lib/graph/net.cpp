@@ -162,6 +162,12 @@ bool Net::CarriesState() const {
   return false;
 }
 
+std::string Net::SyncingLayer() const {
+  for (const auto& layer : layers_)
+    if (layer->GroupExchangePerStep().rounds > 0) return layer->name();
+  return "";
+}
+
 void Net::ResetState() {
   for (auto& layer : layers_) layer->ResetState();
 }

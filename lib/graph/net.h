@@ -53,6 +53,9 @@ class Net {
 
   DataLayer& data_layer() { return *data_; }
   LossLayer& loss_layer() { return *loss_; }
+  // The first layer that sums over every worker's batch (a batch norm with
+  // sync), or "" when none does.
+  std::string SyncingLayer() const;
   const std::vector<std::unique_ptr<Layer>>& layers() const { return layers_; }
   const std::vector<Layer*>& sources(size_t layer) const { return srcs_[layer]; }
   // Every parameter, in layer order.

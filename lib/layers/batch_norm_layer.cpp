@@ -3,7 +3,9 @@
 // the batch's statistics and moves the running ones toward them, evaluation
 // uses the running ones. The running mean and variance are parameters of
 // ParamRole::kRunningAverage: the servers keep them (checkpoints, recovery)
-// and each step's change reaches them as a gradient does.
+// and each step's change reaches them as a gradient does. With `sync` the
+// training statistics span the group's batch (PyTorch's SyncBatchNorm).
+#include "comm/group_sum.h"
 #include "layers/layer_types.h"
 #include "ops/batch_norm.h"
 
@@ -25,6 +27,7 @@ class BatchNormLayer : public Layer {
     SHOAL_RETURN_IF_ERROR(fields.Float("momentum", 0.1, &momentum, 0.0, 1.0));
     g_.eps = static_cast<float>(eps);
     momentum_ = static_cast<float>(momentum);
+    SHOAL_RETURN_IF_ERROR(fields.Bool("sync", false, &sync_));
     const Shape per_channel{g_.channels};
     AddParam("weight", per_channel, {ParamInit::Kind::kConstant, 1.0f});
     AddParam("bias", per_channel, {ParamInit::Kind::kConstant, 0.0f});
@@ -45,7 +48,8 @@ class BatchNormLayer : public Layer {
                                 params_[3].value.data(), data_.data());
       return;
     }
-    BatchNormTrainForward(g_, data_.dim(0), x, gamma, beta, data_.data(), &mean_, &inv_std_, &var_);
+    BatchNormTrainForward(g_, data_.dim(0), x, gamma, beta, data_.data(), &mean_, &inv_std_, &var_,
+                          OverGroup("statistics"));
   }
 
   // The running averages' "gradients" are their change, old − new, with
@@ -54,7 +58,7 @@ class BatchNormLayer : public Layer {
     Layer* src = srcs[0];
     BatchNormBackward(g_, data_.dim(0), src->data().data(), grad_.data(), params_[0].value.data(), mean_,
                       inv_std_, src->WantsGrad() ? src->grad().data() : nullptr, params_[0].grad.data(),
-                      params_[1].grad.data(), SourceGradWrite(0));
+                      params_[1].grad.data(), SourceGradWrite(0), OverGroup("gradient sums"));
     for (int c = 0; c < g_.channels; ++c) {
       params_[2].grad[c] = momentum_ * (params_[2].value[c] - mean_[c]);
       params_[3].grad[c] = momentum_ * (params_[3].value[c] - var_[c]);
@@ -67,10 +71,25 @@ class BatchNormLayer : public Layer {
   // Each channel's statistics span the whole batch of the worker that computes
   // it: in a model-parallel group the layer runs on rows, each worker's own.
   Dependency SourceDependency(size_t) const override { return Dependency::kFull; }
+  // Synchronised: the sums, then the squares, forward; dy's two sums backward
+  // (BatchNormTrainForward, BatchNormBackward), each a double a channel,
+  // with the count, as two floats each.
+  GroupExchange GroupExchangePerStep() const override {
+    if (!sync_) return {};
+    return {3, 1, 2.0 * (4.0 * g_.channels + 3.0)};
+  }
 
  private:
+  GroupSums OverGroup(const std::string& what) {
+    if (!sync_ || !group_sum_) return nullptr;
+    return [this, what](std::vector<double>* sums) {
+      group_sum_->Sum(sums, what + " of layer '" + name() + "'");
+    };
+  }
+
   BatchNormGeometry g_;
   float momentum_ = 0.1f;
+  bool sync_ = false;
   std::vector<float> mean_, inv_std_, var_;  // the last training pass's, per channel
 };
 

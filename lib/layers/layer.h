@@ -17,6 +17,8 @@
 
 namespace shoal {
 
+class GroupSum;
+
 enum class Phase { kTrain, kTest };
 
 // How a layer's feature depends on one source's feature: what the planner
@@ -116,6 +118,15 @@ class Layer {
   // (train.device: cuda): every op they call has a GPU form (ops/gpu_ops.h)
   // and nothing else in them reads or writes a feature on the host.
   virtual bool RunsOnGpu() const { return false; }
+  // What the layer exchanges in a training step when it sums over its
+  // group's workers (set_group_sum): rounds of sending to every peer (and
+  // how many of them the backward pass makes), and the floats sent to each
+  // peer over them all.
+  struct GroupExchange {
+    int rounds = 0, backward_rounds = 0;
+    double floats = 0.0;
+  };
+  virtual GroupExchange GroupExchangePerStep() const { return {}; }
   // Whether gradients flow into this layer (not into data, say).
   virtual bool WantsGrad() const { return true; }
   // Whether the layer works on each worker's own records only (the data
@@ -145,6 +156,9 @@ class Layer {
 
   // The key of the next training pass's draws (the runtime sets it each step).
   void set_draw_key(DrawKey key) { draw_key_ = key; }
+  // Where the layer sums over the other workers of its group, each holding
+  // its own records (lib/comm/group_sum.h); null: its batch is all there is.
+  void set_group_sum(GroupSum* sum) { group_sum_ = sum; }
   // How Backward writes each source's gradient (the net decides: PlanGradWrites).
   void set_source_grad_writes(std::vector<GradWrite> writes) { source_grad_writes_ = std::move(writes); }
 
@@ -171,6 +185,7 @@ class Layer {
   Tensor grad_;
   std::vector<Param> params_;
   DrawKey draw_key_;
+  GroupSum* group_sum_ = nullptr;
 
  private:
   std::string name_;

@@ -42,12 +42,14 @@ Placement Needed(const LayerPlan& plan_layer, Dependency dep, const Placement& h
 
 }  // namespace
 
-GroupPeers GroupPeersOf(const Plan& plan, int worker, int timeout_ms) {
+namespace {
+
+// Workers first .. first + m - 1 as one group, `worker` among them.
+GroupPeers PeersOf(const Plan& plan, int first, int m, int worker, int timeout_ms) {
   GroupPeers peers;
-  const int m = GroupSize(plan);
-  peers.rank = plan.workers.at(worker).rank;
-  peers.first_worker = worker - peers.rank;
-  for (int r = 0; r < m; ++r) peers.endpoints.push_back(plan.workers.at(peers.first_worker + r).endpoint);
+  peers.rank = worker - first;
+  peers.first_worker = first;
+  for (int r = 0; r < m; ++r) peers.endpoints.push_back(plan.workers.at(first + r).endpoint);
   peers.plan_hash = plan.hash_value();
   peers.timeout_ms = timeout_ms;
   peers.tls_dir = plan.job.cluster.tls_dir;
@@ -55,6 +57,16 @@ GroupPeers GroupPeersOf(const Plan& plan, int worker, int timeout_ms) {
     peers.max_block_floats =
         std::max<size_t>(peers.max_block_floats, layer.feature_size * plan.job.train.batch_size * m);
   return peers;
+}
+
+}  // namespace
+
+GroupPeers GroupPeersOf(const Plan& plan, int worker, int timeout_ms) {
+  return PeersOf(plan, worker - plan.workers.at(worker).rank, GroupSize(plan), worker, timeout_ms);
+}
+
+GroupPeers AllWorkersOf(const Plan& plan, int worker, int timeout_ms) {
+  return PeersOf(plan, 0, static_cast<int>(plan.workers.size()), worker, timeout_ms);
 }
 
 // What Build keeps while it goes through the net's layers in order.
@@ -79,6 +91,7 @@ Status PartitionedNet::Build(const Plan& plan, int worker, GroupChannel* channel
   net->draw_seed_ = static_cast<uint64_t>(plan.job.train.seed);
   if (net->group_size_ > 1 && !channel)
     return Status::InvalidArgument("a group of " + std::to_string(net->group_size_) + " needs a channel");
+  if (channel) net->group_sum_ = std::make_unique<GroupSum>(channel);
   const size_t n = whole->layers().size();
   if (plan.layers.size() != n) return Status::InvalidArgument("the plan's layers do not match its job's net");
   Building b{plan, *whole, channel, {}, {}, std::vector<Placement>(n), std::vector<Layer*>(n, nullptr)};
@@ -192,6 +205,10 @@ Status PartitionedNet::AddLayer(Building& b, size_t i) {
       BuildLayer(b.plan.job, *b.config.at(layer.name()), fields, const_srcs, true, &node.layer));
   node.srcs = srcs;
   node.placement = b.held[i];
+  // Each rank holds its own records: a layer whose statistics span the
+  // group's batch sums over the group.
+  if (group_sum_ && node.placement.kind == Placement::Kind::kRows)
+    node.layer->set_group_sum(group_sum_.get());
   b.local[i] = node.layer.get();
   if (auto* d = dynamic_cast<DataLayer*>(b.local[i])) data_ = d;
   if (auto* l = dynamic_cast<LossLayer*>(b.local[i])) loss_ = l;
@@ -212,6 +229,7 @@ Status PartitionedNet::Forward(Phase phase, uint64_t step, LayerHooks* hooks) {
   // Evaluation runs on the host, on the parameters' home values.
   StepMemory* memory = phase == Phase::kTrain ? memory_ : nullptr;
   ScopedGpuOps on(memory ? gpu_ : nullptr);
+  if (group_sum_ && phase == Phase::kTrain) group_sum_->BeginStep(step);
   for (size_t i = 0; i < nodes_.size(); ++i) {
     Node& node = nodes_[i];
     if (node.connection) node.connection->set_step(step);
@@ -222,6 +240,7 @@ Status PartitionedNet::Forward(Phase phase, uint64_t step, LayerHooks* hooks) {
     if (memory && gpu_) SHOAL_RETURN_IF_ERROR(gpu_->TakeStatus().Within(node.layer->name() + " forward"));
     if (memory) SHOAL_RETURN_IF_ERROR(memory->After(i));
     if (node.connection) SHOAL_RETURN_IF_ERROR(node.connection->status());
+    if (group_sum_) SHOAL_RETURN_IF_ERROR(group_sum_->status());
   }
   return Status::Ok();
 }
@@ -241,6 +260,7 @@ Status PartitionedNet::Backward(uint64_t step, LayerHooks* hooks) {
     if (memory_ && gpu_) SHOAL_RETURN_IF_ERROR(gpu_->TakeStatus().Within(node.layer->name() + " backward"));
     if (memory_) SHOAL_RETURN_IF_ERROR(memory_->After(op));
     if (node.connection) SHOAL_RETURN_IF_ERROR(node.connection->status());
+    if (group_sum_) SHOAL_RETURN_IF_ERROR(group_sum_->status());
     if (hooks) SHOAL_RETURN_IF_ERROR(hooks->AfterBackward(*node.layer, step));
   }
   if (memory_) SHOAL_RETURN_IF_ERROR(memory_->EndStep());

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "comm/group_channel.h"
+#include "comm/group_sum.h"
 #include "device/step_memory.h"
 #include "graph/net.h"
 #include "layers/data_layer.h"
@@ -38,10 +39,14 @@ class LayerHooks {
 // rank order, and the largest block a peer may send (a whole feature of the
 // group's records).
 GroupPeers GroupPeersOf(const Plan& plan, int worker, int timeout_ms);
+// Every worker of a plan of groups of one, as one group: where a layer sums
+// over all their batches (Net::SyncingLayer).
+GroupPeers AllWorkersOf(const Plan& plan, int worker, int timeout_ms);
 
 class PartitionedNet {
  public:
-  // `channel`: open, to worker `worker`'s group; unused (may be null) in groups of one.
+  // `channel`: open, to worker `worker`'s group; in groups of one, to every
+  // worker where a layer sums over them, else null.
   static Status Build(const Plan& plan, int worker, GroupChannel* channel,
                       std::unique_ptr<PartitionedNet>* net);
 
@@ -108,6 +113,8 @@ class PartitionedNet {
 
   std::vector<Node> nodes_;      // in the order they run forward
   std::vector<Layer*> cleared_;  // gradients cleared before Backward (PlanGradWrites)
+  // For the layers on rows that sum over the group (synchronised batch norm); null in a group of one.
+  std::unique_ptr<GroupSum> group_sum_;
   StepMemory* memory_ = nullptr;
   GpuOps* gpu_ = nullptr;
   DataLayer* data_ = nullptr;

@@ -4,6 +4,7 @@
 // vector source is P = 1 (a channel per feature), an image P = H·W.
 #pragma once
 
+#include <functional>
 #include <vector>
 
 #include "ops/grad_write.h"
@@ -15,21 +16,30 @@ struct BatchNormGeometry {
   float eps = 1e-5f;
 };
 
+// Synchronised batch norm (PyTorch's SyncBatchNorm): the statistics span
+// the records of several workers, each holding its own. A GroupSums replaces
+// this worker's sums (per channel, then the count of values) by the sums
+// over all of them, the same on each; null, the batch is all there is.
+using GroupSums = std::function<void(std::vector<double>* sums)>;
+
 // Training: the batch's statistics, per channel. `mean` and `inv_std`
 // (1/√(var + eps), the variance biased) are resized and kept for the
 // backward pass; `var` (resized) is the variance unbiased, as PyTorch's
 // running average takes it (the biased one where a channel has one value).
 void BatchNormTrainForward(const BatchNormGeometry& g, int batch, const float* x, const float* gamma,
                            const float* beta, float* y, std::vector<float>* mean, std::vector<float>* inv_std,
-                           std::vector<float>* var);
+                           std::vector<float>* var, const GroupSums& group = nullptr);
 // Evaluation: the running statistics.
 void BatchNormInferenceForward(const BatchNormGeometry& g, int batch, const float* x, const float* gamma,
                                const float* beta, const float* running_mean, const float* running_var,
                                float* y);
 // From the training pass's x, mean and inv_std: dx (added or set; none
-// where null), and dgamma and dbeta (set).
+// where null), and dgamma and dbeta (set: this worker's records' share).
+// With `group`, dx takes the group's sums of dy and dy·x̂, as the forward
+// pass took the group's statistics.
 void BatchNormBackward(const BatchNormGeometry& g, int batch, const float* x, const float* dy,
                        const float* gamma, const std::vector<float>& mean, const std::vector<float>& inv_std,
-                       float* dx, float* dgamma, float* dbeta, GradWrite write);
+                       float* dx, float* dgamma, float* dbeta, GradWrite write,
+                       const GroupSums& group = nullptr);
 
 }  // namespace shoal

@@ -132,6 +132,7 @@ std::vector<LayerFacts> CollectLayerFacts(const JobConfig& job, const Net& net) 
     f.wants_grad = layer->WantsGrad();
     f.is_input = dynamic_cast<const DataLayer*>(layer.get()) != nullptr;
     f.rows_only = layer->ReadsRecords();
+    f.group_exchange = layer->GroupExchangePerStep();
     const auto& srcs = config.at(f.name)->srclayers;
     for (size_t k = 0; k < srcs.size(); ++k) {
       f.srcs.push_back(index.at(srcs[k]));
@@ -265,6 +266,21 @@ LayerCost NodeCost(const LayerFacts& layer, Choice choice, const Grouping& g, co
   cost.compute_s = ComputeSeconds(layer, choice, g, p);
   if (layer.flops > 0.0) cost.backward_s = cost.compute_s * layer.backward_flops / layer.flops;
   cost.overlapped = g.overlap;
+  // Sums over every worker's batch (groups of one: MakePlan): each round
+  // sends every other worker the same floats, and waits for theirs.
+  const Layer::GroupExchange& sync = layer.group_exchange;
+  if (choice == Choice::kData && g.workers > 1 && sync.rounds > 0) {
+    Grouping all = g;
+    all.group_size = g.workers;
+    const double peers = g.workers - 1.0;
+    const Move move{peers * sync.floats, g.workers * peers * sync.floats, static_cast<double>(sync.rounds),
+                    true};
+    const double seconds = FeatureLegSeconds(move, all, p) + move.steps * p.latency_seconds();
+    cost.feature_s += seconds;
+    cost.backward_s += seconds * sync.backward_rounds / sync.rounds;
+    cost.feature_bytes_in = cost.feature_bytes_out = move.busiest * kBytesPerFloat;
+    cost.feature_floats_total = move.group_total;
+  }
   if (layer.params == 0.0 || layer.frozen) return cost;
   // Replicas of the parameters that the servers keep consistent; every
   // replica's gradients go to the servers (one leg), its values come back

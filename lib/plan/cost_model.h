@@ -41,8 +41,9 @@ struct LayerFacts {
   bool rows_only = false;       // data parallel only: the input, and the loss (it reads the records' labels)
   bool splittable = false;  // may be model parallel: splits its outputs, or follows one source elementwise
   double units = 0.0;       // what model parallelism deals out (outputs, channels); 0: divides evenly
-  std::vector<int> srcs;    // indices of source layers (earlier in the list)
-  std::vector<Dependency> deps;  // per source
+  Layer::GroupExchange group_exchange;  // data parallel in a group: its sums over the group (sync batch norm)
+  std::vector<int> srcs;                // indices of source layers (earlier in the list)
+  std::vector<Dependency> deps;         // per source
 };
 
 // Facts of every layer of a built net, in its topological order.

@@ -259,7 +259,19 @@ Status MakePlan(const JobConfig& job, const PlanOptions& options, const Partitio
   SHOAL_RETURN_IF_ERROR(IndexPlan(plan));
   AddSlices(c, m, plan);
   for (int i = 0; i < c.servers(); ++i) plan->servers.push_back({i, ""});
-  SHOAL_RETURN_IF_ERROR(PlaceEndpoints(options, m > 1, plan));
+  // Statistics summed over every worker's batch need the workers in step
+  // (BSP), each with its own records whole (groups of one), and their endpoints.
+  const std::string syncing = net->SyncingLayer();
+  if (!syncing.empty() && c.consistency != ConsistencyModel::kBsp)
+    return Status::InvalidArgument("layer '" + syncing +
+                                   "' sums its statistics over the workers (sync: true), which needs "
+                                   "cluster.consistency bsp");
+  if (!syncing.empty() && m > 1)
+    return Status::InvalidArgument("layer '" + syncing +
+                                   "' sums its statistics over the workers (sync: true), " +
+                                   "which needs groups of one worker, not " + std::to_string(m) +
+                                   ": plan it data parallel (--strategy data)");
+  SHOAL_RETURN_IF_ERROR(PlaceEndpoints(options, m > 1 || (!syncing.empty() && c.workers() > 1), plan));
   SHOAL_RETURN_IF_ERROR(CheckPlanMemory(*plan));
   // The job as every process will read it: the layers' fields resolved too.
   plan->job.resolved = net->ResolvedJob(job);

@@ -243,8 +243,12 @@ Status SearchGroupSizes(const std::vector<LayerFacts>& layers, const std::vector
   auto consider = [](Candidate c, Candidate* into) {
     if (c.totals.seconds < into->totals.seconds * (1 - 1e-12)) *into = std::move(c);
   };
-  const std::vector<int> sizes =
-      options.group_size > 0 ? std::vector<int>{options.group_size} : Divisors(job_group);
+  // Statistics summed over every worker (sync batch norm) need groups of one (MakePlan).
+  const bool syncs = std::any_of(layers.begin(), layers.end(),
+                                 [](const LayerFacts& l) { return l.group_exchange.rounds > 0; });
+  const std::vector<int> sizes = options.group_size > 0 ? std::vector<int>{options.group_size}
+                                 : syncs                ? std::vector<int>{1}
+                                                        : Divisors(job_group);
   for (int m : sizes) {
     Grouping g = base;
     g.group_size = m;

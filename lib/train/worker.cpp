@@ -49,9 +49,15 @@ Status Worker::SetUp() {
                                    " workers: it cannot run standalone");
   const int timeout_ms = options_.timeout_ms > 0 ? options_.timeout_ms : job.cluster.timeout_ms;
   SetComputeThreads(options_.threads);
-  if (group_size > 1) {
+  evaluates_ = options_.evaluate && options_.id == 0;
+  SHOAL_RETURN_IF_ERROR(Net::Build(job, &whole_, /*allocate_params=*/evaluates_));
+  // A group's channel; in groups of one, a channel over every worker where
+  // a layer sums over their batches (dl-plan gave them endpoints).
+  const bool syncs = !whole_->SyncingLayer().empty() && workers_ > 1;
+  if (group_size > 1 || syncs) {
     channel_ = std::make_unique<GroupChannel>();
-    SHOAL_RETURN_IF_ERROR(channel_->Open(GroupPeersOf(plan_, options_.id, timeout_ms)));
+    SHOAL_RETURN_IF_ERROR(channel_->Open(group_size > 1 ? GroupPeersOf(plan_, options_.id, timeout_ms)
+                                                        : AllWorkersOf(plan_, options_.id, timeout_ms)));
   }
   SHOAL_RETURN_IF_ERROR(PartitionedNet::Build(plan_, options_.id, channel_.get(), &net_));
   if (job.train.cuda) SHOAL_RETURN_IF_ERROR(CheckRunsOnGpu(*net_));
@@ -66,8 +72,6 @@ Status Worker::SetUp() {
                                                        job.train.checkpoint_every, plan_.hash_value());
     SHOAL_RETURN_IF_ERROR(state_files_->Open());
   }
-  evaluates_ = options_.evaluate && options_.id == 0;
-  SHOAL_RETURN_IF_ERROR(Net::Build(job, &whole_, /*allocate_params=*/evaluates_));
   SHOAL_RETURN_IF_ERROR(OpenShards());
   batch_ = job.train.batch_size;
   steps_ = options_.steps > 0 ? options_.steps : job.train.steps;

@@ -70,3 +70,70 @@ run rbm-other-seed 1 64 "$(shards_for 1)" train.seed=2
 python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) > 1e-3 else 1)" "$(max_rel rbm-one rbm-other-seed)" ||
   fail "the RBM comparison cannot tell runs apart"
 ok "RBM by CD-1: BSP 2 workers x 32 = 1 worker x 64 after 40 steps; another train.seed (other draws and initial values) differs"
+
+# Batch norm synchronised over the workers (sync: true) keeps the equivalence:
+# the two workers' statistics are those of the one worker's batch of 64. (A
+# bias right before a batch norm would get no gradient but rounding's.)
+# Per-worker statistics (sync: false) normalise by each half and differ.
+job=$tmp/bn.yaml
+cat >"$job" <<'YAML'
+name: bn-cnn
+model:
+  layers:
+    - {name: data, type: data, shape: [1, 28, 28]}
+    - {name: conv1, type: convolution, srclayers: data, num_output: 8, kernel: 5, stride: 2, bias: false}
+    - {name: bn1, type: batch_norm, srclayers: conv1, sync: true}
+    - {name: relu1, type: relu, srclayers: bn1}
+    - {name: fc1, type: fully_connected, srclayers: relu1, num_output: 32}
+    - {name: relu2, type: relu, srclayers: fc1}
+    - {name: bn2, type: batch_norm, srclayers: relu2, sync: true}
+    - {name: fc2, type: fully_connected, srclayers: bn2, num_output: 10}
+    - {name: loss, type: softmax_loss, srclayers: [fc2, data]}
+train: {batch_size: 32, updater: momentum, learning_rate: 0.05, momentum: 0.9}
+cluster: {nworker_groups: 1, nworkers_per_group: 2, consistency: bsp}
+data: {dataset: fashion-mnist}
+YAML
+run bn-two 2 32 "$(shards_for 2)"
+run bn-one 1 64 "$(shards_for 1)"
+"$bin/dl-ckpt" diff "$(final_ckpt "$tmp/bn-one")" "$(final_ckpt "$tmp/bn-two")" >"$tmp/bn-diff.json"
+python3 - "$tmp/bn-diff.json" <<'PY' || fail "sync batch norm parameters differ: $(cat "$tmp/bn-diff.json")"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["step_a"] == d["step_b"] == 40, d
+assert not d["only_in_a"] and not d["only_in_b"], d
+names = {t["name"] for t in d["tensors"]}
+assert {"bn1.running_mean", "bn2.running_var"} <= names, names
+assert d["max_rel"] <= 1e-4, d["max_rel"]
+print("max relative difference", d["max_rel"])
+PY
+sed -i 's/sync: true/sync: false/' "$job"
+run bn-per-worker 2 32 "$(shards_for 2)"
+python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) > 1e-3 else 1)" "$(max_rel bn-one bn-per-worker)" ||
+  fail "per-worker batch norm statistics are not told apart from the group's"
+ok "batch norm with sync: BSP 2 workers x 32 = 1 worker x 64 after 40 steps; per-worker statistics differ"
+
+# kill -9 of a worker mid-run with synchronised batch norm: its peer, waiting
+# for its sums, gives up after the timeout (as a group's peers do), and the
+# run resumes from the newest complete checkpoint set, ending bit for bit.
+sed -i 's/sync: false/sync: true/' "$job"
+supervised() {  # supervised NAME: 200 steps under train-local.sh, in the background
+  SHOAL_BIN=$bin RUN_DIR=$tmp/$1 BASE_PORT=$(fresh_port) "$root/scripts/train-local.sh" "$job" \
+    train.steps=200 train.checkpoint_every=20 train.eval_every=0 cluster.timeout_ms=4000 \
+    data.shards="$(shards_for 2)" >"$tmp/$1.out" 2>"$tmp/$1.err" &
+}
+supervised bn-calm
+wait $! || fail "the synchronised batch norm run failed: $(cat "$tmp/bn-calm.err")"
+supervised bn-killed
+runner=$!
+for _ in $(seq 600); do
+  grep -qs '"step":100,' "$tmp/bn-killed/worker-0.jsonl" && break
+  sleep 0.05
+done
+pkill -9 -f "dl-worker --plan $tmp/bn-killed/plan.json --id 1 " || fail "no worker to kill"
+wait "$runner" || fail "the run did not survive a worker's death: $(cat "$tmp/bn-killed.err")"
+grep -q "worker 1 died (exit 137)" "$tmp/bn-killed.err" || fail "no restart logged: $(cat "$tmp/bn-killed.err")"
+"$bin/dl-ckpt" diff "$(final_ckpt "$tmp/bn-calm")" "$(final_ckpt "$tmp/bn-killed")" >"$tmp/bn-kill-diff.json" ||
+  fail "dl-ckpt diff"
+jq -e '.max_abs == 0 and .step_a == 200 and .step_b == 200' "$tmp/bn-kill-diff.json" >/dev/null ||
+  fail "after the kill the parameters differ: $(head -c 400 "$tmp/bn-kill-diff.json")"
+ok "kill -9 of a worker with synchronised batch norm at step ~100: the run ends bit for bit"

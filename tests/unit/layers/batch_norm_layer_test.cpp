@@ -1,7 +1,12 @@
 // Tests for lib/layers/batch_norm_layer.cpp (its values against PyTorch's are
-// in torch_reference_test.cpp).
+// in torch_reference_test.cpp), and for its synchronised form over a group's
+// channels (lib/comm/group_sum.h).
 #include <doctest/doctest.h>
 
+#include <atomic>
+#include <thread>
+
+#include "comm/group_sum.h"
 #include "gradient_check.h"
 
 namespace shoal {
@@ -49,6 +54,138 @@ TEST_CASE("batch norm's running averages move toward the batch's statistics; eva
   CHECK(p[3].grad[0] == doctest::Approx(0.25 * (2.0 - 14.0 / 3.0)));
   layer->Forward(Phase::kTest, srcs);
   CHECK(layer->data()[3] == doctest::Approx((6.0 - 1.0) / std::sqrt(2.0001)));
+}
+
+// A group of `m` workers' channels over inproc://, each rank's sum over them.
+struct SyncGroup {
+  std::vector<std::unique_ptr<GroupChannel>> channels;
+  std::vector<std::unique_ptr<GroupSum>> sums;
+  SyncGroup(int m, int timeout_ms) {
+    static std::atomic<int> next{0};
+    GroupPeers peers;
+    const std::string base = "inproc://sync-batch-norm-" + std::to_string(next++);
+    for (int r = 0; r < m; ++r) peers.endpoints.push_back(base + "-" + std::to_string(r));
+    peers.timeout_ms = timeout_ms;
+    peers.max_block_floats = 1024;
+    for (int r = 0; r < m; ++r) {
+      peers.rank = r;
+      channels.push_back(std::make_unique<GroupChannel>());
+      const Status s = channels.back()->Open(peers);
+      INFO(s.ToString());
+      REQUIRE(s.ok());
+      sums.push_back(std::make_unique<GroupSum>(channels.back().get()));
+    }
+  }
+};
+
+// Values of the layers' parameters (scale, shift, running averages) as the
+// servers would give every worker.
+void SetParams(Layer* layer) {
+  auto& p = layer->params();
+  FillUniform(&p[0].value, 100, 1.5f);
+  FillUniform(&p[1].value, 101, 0.5f);
+  FillUniform(&p[2].value, 102, 0.5f);
+  p[3].value.Fill(2.0f);
+}
+
+TEST_CASE("synchronised batch norm over a group of 3 equals one layer over the group's batch") {
+  const Shape shape{3, 2, 2};
+  const int m = 3, batch = 2;
+  const size_t record = NumElements(shape), rows = record * batch;
+  // One layer over all m · batch records.
+  InputLayer whole_input(shape);
+  auto whole = SetUpLayer("batch_norm", "{sync: true}", {&whole_input});
+  whole_input.Allocate(m * batch);
+  whole->Allocate(m * batch);
+  FillUniform(&whole_input.data(), 7, 2.0f);
+  for (size_t i = 0; i < whole_input.data().size(); ++i) whole_input.data()[i] += 1.0f;  // a mean far from 0
+  SetParams(whole.get());
+  FillUniform(&whole->grad(), 8, 1.0f);
+  std::vector<Layer*> whole_srcs{&whole_input};
+  whole->Forward(Phase::kTrain, whole_srcs);
+  whole_input.grad().Fill(0.0f);
+  whole->Backward(whole_srcs);
+
+  // The same records dealt to m workers, each its own batch, with and without the group.
+  for (const bool synchronised : {true, false}) {
+    CAPTURE(synchronised);
+    SyncGroup group(m, 5000);
+    std::vector<std::unique_ptr<InputLayer>> inputs;
+    std::vector<std::unique_ptr<Layer>> layers;
+    for (int r = 0; r < m; ++r) {
+      inputs.push_back(std::make_unique<InputLayer>(shape));
+      layers.push_back(SetUpLayer("batch_norm", "{sync: true}", {inputs.back().get()}));
+      inputs[r]->Allocate(batch);
+      layers[r]->Allocate(batch);
+      std::copy_n(whole_input.data().data() + r * rows, rows, inputs[r]->data().data());
+      std::copy_n(whole->grad().data() + r * rows, rows, layers[r]->grad().data());
+      SetParams(layers[r].get());
+      if (synchronised) layers[r]->set_group_sum(group.sums[r].get());
+    }
+    std::vector<std::thread> threads;
+    for (int r = 0; r < m; ++r)
+      threads.emplace_back([&, r] {
+        group.sums[r]->BeginStep(4);
+        std::vector<Layer*> srcs{inputs[r].get()};
+        layers[r]->Forward(Phase::kTrain, srcs);
+        inputs[r]->grad().Fill(0.0f);
+        layers[r]->Backward(srcs);
+      });
+    for (auto& t : threads) t.join();
+    double out_diff = 0.0, grad_diff = 0.0, stats_diff = 0.0, scale_grad_diff = 0.0;
+    for (int r = 0; r < m; ++r) {
+      INFO(group.sums[r]->status().ToString());
+      REQUIRE(group.sums[r]->status().ok());
+      for (size_t i = 0; i < rows; ++i) {
+        out_diff = std::max<double>(out_diff, std::abs(layers[r]->data()[i] - whole->data()[r * rows + i]));
+        grad_diff =
+            std::max<double>(grad_diff, std::abs(inputs[r]->grad()[i] - whole_input.grad()[r * rows + i]));
+      }
+      // Every worker's running averages move as the one layer's do.
+      for (int k : {2, 3})
+        for (int c = 0; c < shape[0]; ++c)
+          stats_diff = std::max<double>(
+              stats_diff, std::abs(layers[r]->params()[k].grad[c] - whole->params()[k].grad[c]));
+    }
+    // Synchronised, the scale's and shift's gradients are each worker's
+    // share: they add up to the one layer's.
+    for (int k : {0, 1})
+      for (int c = 0; c < shape[0]; ++c) {
+        double sum = 0.0;
+        for (int r = 0; r < m; ++r) sum += layers[r]->params()[k].grad[c];
+        scale_grad_diff = std::max(scale_grad_diff, std::abs(sum - whole->params()[k].grad[c]));
+      }
+    if (synchronised) {
+      CHECK(scale_grad_diff < 1e-5);
+      CHECK(out_diff < 1e-5);
+      CHECK(grad_diff < 1e-5);
+      CHECK(stats_diff < 1e-6);
+    } else {  // per-worker statistics: the same records normalise otherwise
+      CHECK(out_diff > 1e-2);
+      CHECK(grad_diff > 1e-3);
+      CHECK(stats_diff > 1e-3);
+      CHECK(scale_grad_diff > 1e-3);
+    }
+  }
+}
+
+TEST_CASE("synchronised batch norm gives up on a silent peer, naming the layer and the step") {
+  SyncGroup group(2, 200);
+  InputLayer input({2});
+  auto layer = SetUpLayer("batch_norm", "{sync: true}", {&input});
+  input.Allocate(3);
+  layer->Allocate(3);
+  FillUniform(&input.data(), 7, 1.0f);
+  layer->set_group_sum(group.sums[0].get());
+  group.sums[0]->BeginStep(9);
+  std::vector<Layer*> srcs{&input};
+  layer->Forward(Phase::kTrain, srcs);  // rank 1 never takes part
+  const std::string error = group.sums[0]->status().ToString();
+  CHECK(error.find("waited 200 ms for statistics of layer 'under_test' (step 9) from worker 1") !=
+        std::string::npos);
+  // The rest of the step does nothing more: its backward pass waits for nobody.
+  layer->Backward(srcs);
+  CHECK(group.sums[0]->status().ToString() == error);
 }
 
 TEST_CASE("batch norm refuses a sequence source") {

@@ -60,6 +60,34 @@ std::vector<LayerFacts> FactsOf(const std::string& yaml) {
 // One leg of parameter traffic (param_s is both legs).
 double Leg(const LayerCost& c) { return c.param_s / 2.0; }
 
+TEST_CASE("a batch norm synchronised over the workers is charged its rounds and its bytes") {
+  const std::string yaml =
+      "model:\n  layers:\n"
+      "    - {name: data, type: data, shape: [16, 8, 8]}\n"
+      "    - {name: bn, type: batch_norm, srclayers: data, sync: SYNC}\n"
+      "    - {name: fc, type: fully_connected, srclayers: bn, num_output: 10}\n"
+      "    - {name: loss, type: softmax_loss, srclayers: [fc, data]}\n"
+      "train: {batch_size: 8}\n";
+  auto with = [&](const std::string& sync) {
+    std::string text = yaml;
+    return FactsOf(text.replace(text.find("SYNC"), 4, sync))[1];
+  };
+  const LayerFacts synced = with("true"), plain = with("false");
+  CHECK(synced.group_exchange.rounds == 3);
+  CHECK(synced.group_exchange.floats == 2.0 * (4 * 16 + 3));  // doubles a channel and the counts, as floats
+  CHECK(plain.group_exchange.rounds == 0);
+  ClusterProfile p = Slow();
+  p.latency_us = 100.0;
+  p.workers_per_node = 1;  // every peer over the network
+  const LayerCost cost = NodeCost(synced, Choice::kData, Workers(4), p);
+  const double bytes = 3 * synced.group_exchange.floats * 4;  // to each of 3 peers
+  CHECK(cost.feature_bytes_out == doctest::Approx(bytes));
+  CHECK(cost.feature_s == doctest::Approx(bytes / kMiB + 3 * 100e-6));
+  CHECK(cost.backward_s == doctest::Approx(cost.feature_s / 3));
+  CHECK(NodeCost(plain, Choice::kData, Workers(4), p).feature_s == 0.0);
+  CHECK(NodeCost(synced, Choice::kData, Workers(1), p).feature_s == 0.0);  // alone: nothing to sum
+}
+
 TEST_CASE("workers sharing a node share its NIC") {
   ClusterProfile p = Slow();
   const LayerFacts fc = Layer();

@@ -205,6 +205,38 @@ TEST_CASE("workers are numbered globally across groups, with endpoints for their
   CHECK(s.message() == "groups of 4 do not divide the job's 6 workers");
 }
 
+TEST_CASE(
+    "a batch norm synchronised over the workers needs BSP and groups of one, and gives them endpoints") {
+  auto job_text = [](const std::string& cluster) {
+    std::string text = MlpJob(cluster);
+    const std::string fc1 = "num_output: 256}\n";
+    return text.insert(text.find(fc1) + fc1.size(),
+                       "    - {name: bn1, type: batch_norm, srclayers: fc1, sync: true}\n");
+  };
+  // fc1 feeds relu1 still: bn1 is a branch of its own, enough to plan.
+  Plan plan = MakePlan(job_text("{nworker_groups: 1, nworkers_per_group: 2, consistency: bsp}"));
+  REQUIRE(plan.workers.size() == 2);
+  CHECK(plan.workers[0].endpoint == "tcp://127.0.0.1:5556");  // after the one server
+  CHECK(plan.workers[1].endpoint == "tcp://127.0.0.1:5557");
+
+  JobConfig job;
+  REQUIRE(
+      ParseJob(job_text("{nworker_groups: 2, nworkers_per_group: 1, consistency: async}"), "mlp.yaml", &job)
+          .ok());
+  Status s = MakeDataParallelPlan(job, PlanOptions(), &plan);
+  CHECK(s.message() ==
+        "layer 'bn1' sums its statistics over the workers (sync: true), which needs "
+        "cluster.consistency bsp");
+  REQUIRE(ParseJob(job_text("{nworker_groups: 1, nworkers_per_group: 2, consistency: bsp}"), "mlp.yaml", &job)
+              .ok());
+  Partition partition;
+  partition.group_size = 2;
+  s = MakePlan(job, PlanOptions(), partition, &plan);
+  CHECK(s.message() ==
+        "layer 'bn1' sums its statistics over the workers (sync: true), which needs groups of "
+        "one worker, not 2: plan it data parallel (--strategy data)");
+}
+
 TEST_CASE("a feature-partitioned layer's parameters are cut where each rank's rows begin") {
   JobConfig job;
   REQUIRE(ParseJob(MlpJob(), "mlp.yaml", &job).ok());  // fc1 784->256, fc2 256->128, fc3 128->10
