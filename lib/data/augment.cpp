@@ -55,10 +55,6 @@ Status EvalSide(const AugmentConfig& c, const Shape& stored, int* height, int* w
   *height = stored[1];
   *width = stored[2];
   if (c.center_crop > 0) {
-    const int shorter = c.resize > 0 ? c.resize : std::min(*height, *width);
-    if (shorter > 0 && c.center_crop > shorter)
-      return Status::InvalidArgument("data.center_crop " + std::to_string(c.center_crop) +
-                                     " is larger than the images' shorter side, " + std::to_string(shorter));
     *height = *width = c.center_crop;
   } else if (c.resize > 0) {
     return Status::InvalidArgument(
@@ -129,7 +125,8 @@ Status Augmenter::Apply(const std::vector<uint8_t>& stored, uint64_t key, uint64
   const int channels = shape_[0], out_h = shape_[1], out_w = shape_[2];
   Draws draws(seed_, key, pass);
   Image image, next;
-  Region region;  // training's random region, where it draws one
+  Region region;       // training's random region, where it draws one
+  int ox = 0, oy = 0;  // where the output's window starts in the image
   const bool resized_crop = training_ && c.resized_crop > 0;
   if (stored_ == StoredForm::kRaw) {
     image.channels = stored_shape_[0];
@@ -169,16 +166,13 @@ Status Augmenter::Apply(const std::vector<uint8_t>& stored, uint64_t key, uint64
       ResizeShorterSide(image, c.resize, &next);
       std::swap(image, next);
     }
+    // The central window, read below; zeros where the image is smaller.
     if (c.center_crop > 0) {
-      if (image.width < c.center_crop || image.height < c.center_crop)
-        return Status::InvalidArgument("an image of " + std::to_string(image.width) + " × " +
-                                       std::to_string(image.height) + " is smaller than data.center_crop");
-      CenterCrop(image, c.center_crop, c.center_crop, &next);
-      std::swap(image, next);
+      ox = CenterOffset(image.width, c.center_crop);
+      oy = CenterOffset(image.height, c.center_crop);
     }
   }
   // A random crop reads its window of the padded image; outside it, zeros.
-  int ox = 0, oy = 0;
   if (training_ && c.random_crop > 0) {
     if (image.width + 2 * c.crop_pad < out_w || image.height + 2 * c.crop_pad < out_h)
       return Status::InvalidArgument("an image of " + std::to_string(image.width) + " × " +

@@ -3,6 +3,7 @@
 #include <png.h>
 #include <turbojpeg.h>
 
+#include <cmath>
 #include <memory>
 #include <opencv2/core.hpp>
 #include <opencv2/imgproc.hpp>
@@ -208,11 +209,14 @@ void ResizeShorterSide(const Image& in, int side, Image* out) {
   ResizeRegion(in, 0, 0, in.width, in.height, w, h, out);
 }
 
+int CenterOffset(int side, int crop) {
+  if (side < crop) return -((crop - side) / 2);
+  return static_cast<int>(std::nearbyint((side - crop) / 2.0));  // the default rounding: half to even
+}
+
 void CenterCrop(const Image& in, int width, int height, Image* out) {
-  // As torchvision's CenterCrop: the offset rounded to nearest.
-  const int x = static_cast<int>((in.width - width) / 2.0 + 0.5);
-  const int y = static_cast<int>((in.height - height) / 2.0 + 0.5);
-  ResizeRegion(in, x, y, width, height, width, height, out);
+  ResizeRegion(in, CenterOffset(in.width, width), CenterOffset(in.height, height), width, height, width,
+               height, out);
 }
 
 void ConvertChannels(const Image& in, int channels, Image* out) {

@@ -51,6 +51,13 @@ Status EncodeJpeg(const Image& image, int quality, std::string* out);
 // `in` scaled so that its shorter side is `side`, the aspect kept.
 void ResizeShorterSide(const Image& in, int side, Image* out);
 
+// Where a centred window of `crop` starts along a side of `side`, as
+// torchvision's center_crop places it: the offset rounded half to even (as
+// Python's round) where the window fits, and where it does not, minus the
+// zeros torchvision pads the side with before it (half the difference,
+// rounded down).
+int CenterOffset(int side, int crop);
+
 // The central `width` × `height` of `in` (which must hold it).
 void CenterCrop(const Image& in, int width, int height, Image* out);
 

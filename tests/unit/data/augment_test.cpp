@@ -123,6 +123,34 @@ TEST_CASE(
   CHECK(s.IsCorruption());
 }
 
+TEST_CASE("a centre crop larger than the image pads it with zeros around, as torchvision's CenterCrop") {
+  // Fashion-MNIST's 28 × 28 in ResNet-20's 32 × 32: two zeros a side.
+  AugmentConfig c;
+  c.center_crop = 8;
+  Augmenter a;
+  REQUIRE(Augmenter::Make(c, Raw(1, 5, 4), false, 1, &a).ok());
+  CHECK(a.output_shape() == Shape{1, 8, 8});
+  const std::vector<float> out = Apply(a, Pixels(1, 5, 4), 0, 0);
+  // torchvision pads (8 − 4) / 2 = 2 columns on the left, and (8 − 5) / 2 = 1 row on top.
+  for (int y = 0; y < 8; ++y)
+    for (int x = 0; x < 8; ++x) {
+      const int sy = y - 1, sx = x - 2;
+      const bool inside = sy >= 0 && sy < 5 && sx >= 0 && sx < 4;
+      CAPTURE(y);
+      CAPTURE(x);
+      CHECK(out[y * 8 + x] == (inside ? (10.0f * sy + sx) * (1.0f / 255.0f) : 0.0f));
+    }
+}
+
+TEST_CASE("a centre crop's offset rounds half to even, as torchvision's round() does") {
+  CHECK(CenterOffset(33, 32) == 0);  // 0.5
+  CHECK(CenterOffset(35, 32) == 2);  // 1.5
+  CHECK(CenterOffset(37, 32) == 2);  // 2.5
+  CHECK(CenterOffset(36, 32) == 2);
+  CHECK(CenterOffset(28, 32) == -2);
+  CHECK(CenterOffset(27, 32) == -2);  // torchvision pads 2 before, 3 after
+}
+
 TEST_CASE("a data section that cannot apply to the records is refused, naming the field") {
   Augmenter a;
   AugmentConfig c;
