@@ -37,6 +37,8 @@ Options (each also read from the environment variable named):
   --profile FILE        PROFILE: cluster profile (YAML) for dl-plan
   --cluster NAME        CLUSTER: emulated hosts of scripts/netns-cluster.sh (root): workers on
                         its hosts in turn, servers on its head
+  --threads N           THREADS: compute threads of each worker (default: this machine's cores
+                        shared among the workers, at least 1)
   --no-eval             EVALUATE=no: worker 0 does not evaluate on the test set
   -h, --help            this text
 Environment: SHOAL_BIN, where the dl-* tools are (default build/).
@@ -60,6 +62,7 @@ strategy=${STRATEGY:-data}
 group_size=${GROUP_SIZE:-}
 profile=${PROFILE:-}
 cluster=${CLUSTER:-}
+threads=${THREADS:-}
 evaluate=${EVALUATE:-yes}
 start_over=${START_OVER:-no}
 resume_run=""
@@ -70,7 +73,8 @@ while (($# > 0)); do
     -h | --help) usage; exit 0 ;;
     --no-eval) evaluate=no; shift ;;
     --start-over) start_over=yes; shift ;;
-    --resume | --plan | --run-dir | --base-port | --retries | --strategy | --group-size | --profile | --cluster)
+    --resume | --plan | --run-dir | --base-port | --retries | --strategy | --group-size | --profile | --cluster | \
+      --threads)
       (($# >= 2)) || die_usage "$1 needs a value"
       case $1 in
         --resume) resume_run=$2 ;;
@@ -82,6 +86,7 @@ while (($# > 0)); do
         --group-size) group_size=$2 ;;
         --profile) profile=$2 ;;
         --cluster) cluster=$2 ;;
+        --threads) threads=$2 ;;
       esac
       shift 2 ;;
     --) shift; args+=("$@"); break ;;
@@ -91,6 +96,7 @@ while (($# > 0)); do
 done
 [[ "$retries" =~ ^[0-9]+$ ]] || die_usage "--retries must be a number, not '$retries'"
 [[ -z "$base_port" || "$base_port" =~ ^[0-9]+$ ]] || die_usage "--base-port must be a number, not '$base_port'"
+[[ -z "$threads" || "$threads" =~ ^[1-9][0-9]*$ ]] || die_usage "--threads must be a positive number, not '$threads'"
 for tool in dl-shard dl-plan dl-server dl-worker dl-ckpt; do
   [[ -x "$bin/$tool" ]] || { log "no '$bin/$tool': build first (make), or set SHOAL_BIN"; exit 1; }
 done
@@ -192,6 +198,8 @@ else
   "$bin/dl-plan" "${planning[@]}" -o "$plan"
   read_plan "$plan"
 fi
+# The workers share this machine's cores (emulated hosts are on it too).
+threads=${threads:-$(($(nproc) / workers > 1 ? $(nproc) / workers : 1))}
 # A job that names its shards brings them (images: dl-shard --images, --cifar, ...).
 if [[ -n "$shards" ]]; then
   [[ -f "$shards/manifest.json" ]] || {
@@ -264,11 +272,13 @@ start_worker() {  # start_worker W [RESUME_DIR]
   fi
   # shellcheck disable=SC2046
   if (($1 == 0)); then
-    on_host "${worker_endpoints[0]}" "$bin/dl-worker" --plan "$plan" --id 0 --shards "$shards" "${files[@]}" \
+    on_host "${worker_endpoints[0]}" "$bin/dl-worker" --plan "$plan" --id 0 --shards "$shards" --threads "$threads" \
+      "${files[@]}" \
       --state-dir "$run_dir/state" "${serves[@]}" \
       "${out[@]}" $(identity "worker 0") 2> >(follow_log "$run_dir/worker-0.log") &
   else
-    on_host "${worker_endpoints[$1]}" "$bin/dl-worker" --plan "$plan" --id "$1" --shards "$shards" "${out[@]}" \
+    on_host "${worker_endpoints[$1]}" "$bin/dl-worker" --plan "$plan" --id "$1" --shards "$shards" --threads "$threads" \
+      "${out[@]}" \
       --state-dir "$run_dir/state" "${serves[@]}" \
       $(identity "worker $1") >>"$run_dir/worker-$1.jsonl" 2> >(follow_log "$run_dir/worker-$1.log") &
   fi
