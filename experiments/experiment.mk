@@ -11,8 +11,14 @@
 #   $(OUT)/report/                  dl-report over every run: report.txt, loss and accuracy PNG/SVG
 #
 # The including Makefile sets JOB (a job file), RUNS (names), and per run
-# sets_RUN (its section.field=value overrides) and workers_RUN (W above);
-# COMMON holds overrides every run shares, TITLE the pictures' title.
+# sets_RUN (its section.field=value overrides) and workers_RUN (W above),
+# and job_RUN where a run trains another job file than JOB; COMMON holds
+# overrides every run shares, TITLE the pictures' title. SHARD_FROM says
+# what dl-shard deals (default: --dataset DATASET), SHARD_NEEDS what must
+# exist first (an image folder the including Makefile makes, say).
+# PEER_RUNS names runs the including Makefile makes itself, each a
+# $(OUT)/RUN/run/ directory as dl-report reads it (a PyTorch reference):
+# the report shows them beside RUNS, with --target TARGET where it is set.
 # EXCLUSIVE = yes makes local runs take the machine one at a time (make -j
 # still plans, shards and reports beside them): for experiments that compare
 # times, which a neighbour sharing the cores would skew.
@@ -39,14 +45,16 @@ $(TOOLS) &:
 
 # Static pattern rules: every file of the chain is a target by name, so none
 # is an intermediate that make would skip when missing or remove when done.
+SHARD_FROM ?= --dataset $(DATASET)
 SHARDS := $(sort $(foreach r,$(RUNS),$(OUT)/shards-$(workers_$(r))/manifest.json))
-$(SHARDS): $(OUT)/shards-%/manifest.json: | $(TOOLS)
-	$(BIN)/dl-shard --dataset $(DATASET) --out $(@D) --shards $* --seed $(SEED) >/dev/null
+$(SHARDS): $(OUT)/shards-%/manifest.json: $(SHARD_NEEDS) | $(TOOLS)
+	$(BIN)/dl-shard $(SHARD_FROM) --out $(@D) --shards $* --seed $(SEED) >/dev/null
 
-$(RUNS:%=$(OUT)/%/plan.json): $(OUT)/%/plan.json: $(JOB) $(MAKEFILE_LIST) $$(OUT)/shards-$$(workers_$$*)/manifest.json \
-  | $(TOOLS)
+job_of = $(or $(job_$1),$(JOB))
+$(RUNS:%=$(OUT)/%/plan.json): $(OUT)/%/plan.json: $$(call job_of,$$*) $(MAKEFILE_LIST) \
+  $$(OUT)/shards-$$(workers_$$*)/manifest.json | $(TOOLS)
 	@mkdir -p $(@D)
-	$(BIN)/dl-plan $(JOB) --strategy data \
+	$(BIN)/dl-plan $(call job_of,$*) --strategy data \
 	  $(foreach s,$(COMMON) $(sets_$*),--set $(s)) --set data.shards=$(abspath $(OUT))/shards-$(workers_$*) \
 	  -o $@.new
 	@if cmp -s $@.new $@; then rm $@.new; else mv $@.new $@; fi
@@ -59,7 +67,9 @@ ifeq ($(LAUNCH),slurm)
 launch = jq .job $1 >$2/job.json && RUN_DIR=$(abspath $2) SHOAL_ROOT=$(ROOT) SHOAL_BIN=$(BIN) \
   sbatch --wait --nodes=$(NODES) --output=$2/launch.log $(ROOT)/scripts/slurm/train.sbatch $2/job.json
 else ifeq ($(LAUNCH),local)
-launch = SHOAL_BIN=$(BIN) $(if $(filter yes,$(EXCLUSIVE)),flock $(OUT)/.machine) \
+# A command prefixed with $(exclusive) waits for the machine as runs do.
+exclusive = $(if $(filter yes,$(EXCLUSIVE)),flock $(OUT)/.machine)
+launch = SHOAL_BIN=$(BIN) $(exclusive) \
   $(ROOT)/scripts/train-local.sh --plan $1 --run-dir $2 >/dev/null 2>$2/launch.log
 else
 $(error LAUNCH is local or slurm, not '$(LAUNCH)')
@@ -68,12 +78,14 @@ $(RUNS:%=$(OUT)/%/run/run.json): $(OUT)/%/run/run.json: $(OUT)/%/plan.json
 	@rm -rf $(@D) && mkdir -p $(@D)
 	$(call launch,$<,$(@D)) || { tail -n 3 $(@D)/launch.log >&2; grep -qs '"status": "failed"' $@; }
 
-$(RUNS:%=$(OUT)/%/result.json): $(OUT)/%/result.json: $(OUT)/%/run/run.json
-	$(BIN)/dl-report --json --label $* $(<D) >$@
+REPORTED := $(RUNS) $(PEER_RUNS)
+$(REPORTED:%=$(OUT)/%/result.json): $(OUT)/%/result.json: $(OUT)/%/run/run.json
+	$(BIN)/dl-report --json --label $* $(if $(TARGET),--target $(TARGET)) $(<D) >$@
 
-$(OUT)/report/report.txt: $(RUNS:%=$(OUT)/%/result.json)
+$(OUT)/report/report.txt: $(REPORTED:%=$(OUT)/%/result.json)
 	@mkdir -p $(@D)
-	$(BIN)/dl-report $(RUNS:%=$(OUT)/%/run) $(RUNS:%=--label %) --out $(@D) --title "$(TITLE)" >$@.new
+	$(BIN)/dl-report $(REPORTED:%=$(OUT)/%/run) $(REPORTED:%=--label %) --out $(@D) --title "$(TITLE)" \
+	  $(if $(TARGET),--target $(TARGET)) >$@.new
 	@mv $@.new $@
 	@cat $@
 

@@ -89,3 +89,18 @@ expect_failure 1 "worker-0.jsonl:[0-9]+: not a JSON record" "$bin/dl-report" "$t
 expect_failure 1 "nowhere/run.json: No such file" "$bin/dl-report" "$tmp/nowhere"
 expect_failure 2 "2 --label for 1 runs" "$bin/dl-report" "$tmp/sweep/bsp-w1-lr0.05/run" --label a --label b
 ok "dl-report names a bad record's file and line, a missing run.json, a label count that does not match"
+
+# experiments/convnets, shortened: ResNet-20 on the first 512 Fashion-MNIST PNGs
+# (4 steps a run) by one worker, BSP 2 x 64 with and without synchronised batch
+# norm, and the PyTorch reference, all in one report with a target column.
+convnets=(-C "$root/experiments/convnets" OUT="$tmp/convnets" BIN="$bin" EPOCHS=1 LIMIT=512 TARGET=0.1)
+make "${convnets[@]}" report >"$tmp/convnets.log" 2>&1 || fail "experiments/convnets: $(tail -n 20 "$tmp/convnets.log")"
+for run in w1 bsp2 bsp2-sync pytorch; do
+  grep -qE "^$run +done +4 " "$tmp/convnets/report/report.txt" ||
+    fail "no finished 4-step row for $run: $(cat "$tmp/convnets/report/report.txt")"
+done
+jq -e '[.job.model.layers[] | select(.type == "batch_norm" and .sync)] | length == 21' \
+  "$tmp/convnets/bsp2-sync/plan.json" >/dev/null || fail "bsp2-sync's plan does not synchronise its 21 batch norms"
+jq -e '.job.data.random_crop.pad == 6 and .job.data.center_crop == 32 and .job.train.lr_schedule.every == 4' \
+  "$tmp/convnets/w1/plan.json" >/dev/null || fail "w1's plan lacks the recipe's overrides"
+ok "experiments/convnets: ResNet-20 from PNGs, 1 x 128, BSP 2 x 64 with and without sync batch norm, and PyTorch, in one report"
