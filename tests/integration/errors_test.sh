@@ -52,11 +52,21 @@ ok "an edited plan is refused by its content hash"
 "$bin/dl-plan" "$mlp" --strategy model --group-size 2 -o "$tmp/model.json"
 expect_failure 1 "the plan runs groups of 2 workers: it cannot run standalone" \
   "$bin/dl-worker" --plan "$tmp/model.json" --standalone --shards "$(shards_for 1)"
+# A batch norm synchronised over the workers needs BSP; standalone, one
+# worker has nothing to exchange and trains alone.
+sed 's/{name: relu1, type: relu, srclayers: fc1}/{name: bn1, type: batch_norm, srclayers: fc1, sync: true}\n    - {name: relu1, type: relu, srclayers: bn1}/' \
+  "$mlp" >"$tmp/sync-bn.yaml"
+"$bin/dl-plan" "$tmp/sync-bn.yaml" -o "$tmp/sync-bn.json"
+"$bin/dl-worker" --plan "$tmp/sync-bn.json" --standalone --no-eval --steps 5 --shards "$(shards_for 1)" \
+  >/dev/null 2>"$tmp/sync-standalone.log" || fail "a synced plan did not train standalone: $(cat "$tmp/sync-standalone.log")"
+expect_failure 1 "layer 'bn1' sums its statistics over the workers \(sync: true\), which needs cluster.consistency bsp" \
+  "$bin/dl-plan" "$tmp/sync-bn.yaml" --set cluster.consistency=async --set cluster.nworker_groups=2 \
+  --set cluster.nworkers_per_group=1
 # A layer that cannot split its features is refused naming it.
 sed 's/{name: loss, type: softmax_loss,/{name: loss, type: softmax_loss, partition_dim: 1,/' "$mlp" >"$tmp/loss-split.yaml"
 expect_failure 1 "layer 'loss': partition_dim 1 cannot be honoured: the loss is computed where its records' labels are" \
   "$bin/dl-plan" "$tmp/loss-split.yaml"
-ok "a model-parallel plan needs its group; a loss split over features is refused"
+ok "a model-parallel plan needs its group; a synced batch norm needs BSP; a loss split over features is refused"
 
 # Shards: a corrupted record is refused naming the file and the record.
 cp -r "$(shards_for 1)" "$tmp/shards"
