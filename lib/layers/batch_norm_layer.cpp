@@ -4,7 +4,7 @@
 // uses the running ones. The running mean and variance are parameters of
 // ParamRole::kRunningAverage: the servers keep them (checkpoints, recovery)
 // and each step's change reaches them as a gradient does. With `sync` the
-// training statistics span the group's batch (PyTorch's SyncBatchNorm).
+// training statistics span every worker's batch (PyTorch's SyncBatchNorm).
 #include "comm/group_sum.h"
 #include "layers/layer_types.h"
 #include "ops/batch_norm.h"

@@ -274,8 +274,10 @@ Status SearchGroupSizes(const std::vector<LayerFacts>& layers, const std::vector
   if (options.group_size == 0) {
     Grouping singletons = base, one_group = base;
     one_group.group_size = job_group;
-    for (const Candidate& c : {Candidate{Everywhere(layers, Choice::kData), singletons, report->all_data},
-                               Candidate{Everywhere(layers, Choice::kModel), one_group, report->all_model}}) {
+    std::vector<Candidate> candidates{{Everywhere(layers, Choice::kData), singletons, report->all_data}};
+    if (!syncs)  // all-model is one group of them all
+      candidates.push_back({Everywhere(layers, Choice::kModel), one_group, report->all_model});
+    for (const Candidate& c : candidates) {
       consider(c, &best_free);
       if (!report->has_overrides) consider(c, best);
     }
