@@ -125,11 +125,7 @@ supervised bn-calm
 wait $! || fail "the synchronised batch norm run failed: $(cat "$tmp/bn-calm.err")"
 supervised bn-killed
 runner=$!
-for _ in $(seq 600); do
-  grep -qs '"step":100,' "$tmp/bn-killed/worker-0.jsonl" && break
-  sleep 0.05
-done
-pkill -9 -f "dl-worker --plan $tmp/bn-killed/plan.json --id 1 " || fail "no worker to kill"
+kill_worker_at "$tmp/bn-killed" 100 1
 wait "$runner" || fail "the run did not survive a worker's death: $(cat "$tmp/bn-killed.err")"
 grep -q "worker 1 died (exit 137)" "$tmp/bn-killed.err" || fail "no restart logged: $(cat "$tmp/bn-killed.err")"
 "$bin/dl-ckpt" diff "$(final_ckpt "$tmp/bn-calm")" "$(final_ckpt "$tmp/bn-killed")" >"$tmp/bn-kill-diff.json" ||

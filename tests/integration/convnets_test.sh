@@ -83,11 +83,7 @@ ok "the export loads into PyTorch's ResNet-20 (bench/peers/shoal_net.py) and eva
 
 train worker-killed
 runner=$!
-for _ in $(seq 600); do
-  grep -qs '"step":20,' "$tmp/worker-killed/worker-0.jsonl" && break
-  sleep 0.05
-done
-pkill -9 -f "dl-worker --plan $tmp/worker-killed/plan.json --id 1 " || fail "no worker to kill"
+kill_worker_at "$tmp/worker-killed" 20 1
 wait "$runner" || fail "the run did not survive a worker's death: $(cat "$tmp/worker-killed.err")"
 grep -q "worker 1 died (exit 137); restarting it" "$tmp/worker-killed.err" ||
   fail "no restart logged: $(cat "$tmp/worker-killed.err")"

@@ -1,6 +1,6 @@
 # Shared by the integration tests: sourced as `. lib.sh BUILD_DIR REPO_ROOT`.
 # Gives: $bin, $root, $tmp (removed at exit, with every process we started),
-# fail, ok, expect_failure, peak_mb, fresh_port, wait_serving, shards_for, run_logs,
+# fail, ok, expect_failure, peak_mb, fresh_port, wait_serving, shards_for, run_logs, kill_worker_at,
 # deep_mlp_job, field.
 set -euo pipefail
 
@@ -69,6 +69,16 @@ shards_for() {
 # final_ckpt DIR [SERVER]: the newest checkpoint of a server (0 unless named) in DIR/ckpt,
 # the one a run writes at its end (BSP runs also write sets as they go: train.checkpoint_seconds).
 final_ckpt() { compgen -G "$1/ckpt/server-${2:-0}-step-*.ckpt" | sort | tail -n 1; }
+
+# kill_worker_at RUN_DIR STEP W: once the train-local run in RUN_DIR has
+# recorded STEP (worker 0's records; up to 30 s), kill -9 its worker W.
+kill_worker_at() {
+  for _ in $(seq 600); do
+    grep -qs "\"step\":$2," "$1/worker-0.jsonl" && break
+    sleep 0.05
+  done
+  pkill -9 -f "dl-worker --plan $1/plan.json --id $3 " || fail "no worker $3 to kill in $1"
+}
 
 # run_logs DIR: the last lines of every process log of a train-local run,
 # for a failure's message (what each process said before the run went wrong).
