@@ -29,18 +29,26 @@ run() {  # run NAME WORKERS BATCH SHARDS [OVERRIDE...]: trains $job
 
 max_rel() { "$bin/dl-ckpt" diff "$(final_ckpt "$tmp/$1")" "$(final_ckpt "$tmp/$2")" | python3 -c 'import json,sys; print(json.load(sys.stdin)["max_rel"])'; }
 
-run two 2 32 "$(shards_for 2)"
-run one 1 64 "$(shards_for 1)"
-"$bin/dl-ckpt" diff "$(final_ckpt "$tmp/one")" "$(final_ckpt "$tmp/two")" >"$tmp/diff.json"
-python3 - "$tmp/diff.json" <<'PY' || fail "parameters differ: $(cat "$tmp/diff.json")"
+# same_params A B WHAT ASSERTION: runs A and B both end at step 40 with the
+# same tensors, equal to 1e-4 relative; ASSERTION (Python) checks the diff `d`
+# further: which tensors it holds.
+same_params() {
+  "$bin/dl-ckpt" diff "$(final_ckpt "$tmp/$1")" "$(final_ckpt "$tmp/$2")" >"$tmp/$2-diff.json"
+  python3 - "$tmp/$2-diff.json" "$4" <<'PY' || fail "$3 differ: $(cat "$tmp/$2-diff.json")"
 import json, sys
 d = json.load(open(sys.argv[1]))
 assert d["step_a"] == d["step_b"] == 40, d
 assert not d["only_in_a"] and not d["only_in_b"], d
-assert len(d["tensors"]) == 12, d  # 3 layers x (weight, bias) x (value, velocity)
+exec(sys.argv[2])
 assert d["max_rel"] <= 1e-4, d["max_rel"]
 print("max relative difference", d["max_rel"])
 PY
+}
+
+run two 2 32 "$(shards_for 2)"
+run one 1 64 "$(shards_for 1)"
+# 3 layers x (weight, bias) x (value, velocity)
+same_params one two parameters 'assert len(d["tensors"]) == 12, d'
 ok "BSP 2 workers x 32 = 1 worker x 64 after 40 steps (max relative difference <= 1e-4)"
 
 # The comparison can fail: the same run with another learning rate, or with
@@ -56,16 +64,8 @@ job=$tmp/rbm.yaml
 sed 's/num_output: 1000/num_output: 64/' "$root/configs/fashion-rbm1.yaml" >"$job"
 run rbm-two 2 32 "$(shards_for 2)"
 run rbm-one 1 64 "$(shards_for 1)"
-"$bin/dl-ckpt" diff "$(final_ckpt "$tmp/rbm-one")" "$(final_ckpt "$tmp/rbm-two")" >"$tmp/rbm-diff.json"
-python3 - "$tmp/rbm-diff.json" <<'PY' || fail "RBM parameters differ: $(cat "$tmp/rbm-diff.json")"
-import json, sys
-d = json.load(open(sys.argv[1]))
-assert d["step_a"] == d["step_b"] == 40, d
-assert not d["only_in_a"] and not d["only_in_b"], d
-assert len(d["tensors"]) == 6, d  # weight, bias, visible_bias x (value, velocity)
-assert d["max_rel"] <= 1e-4, d["max_rel"]
-print("max relative difference", d["max_rel"])
-PY
+# weight, bias, visible_bias x (value, velocity)
+same_params rbm-one rbm-two "RBM parameters" 'assert len(d["tensors"]) == 6, d'
 run rbm-other-seed 1 64 "$(shards_for 1)" train.seed=2
 python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) > 1e-3 else 1)" "$(max_rel rbm-one rbm-other-seed)" ||
   fail "the RBM comparison cannot tell runs apart"
@@ -95,17 +95,8 @@ data: {dataset: fashion-mnist}
 YAML
 run bn-two 2 32 "$(shards_for 2)"
 run bn-one 1 64 "$(shards_for 1)"
-"$bin/dl-ckpt" diff "$(final_ckpt "$tmp/bn-one")" "$(final_ckpt "$tmp/bn-two")" >"$tmp/bn-diff.json"
-python3 - "$tmp/bn-diff.json" <<'PY' || fail "sync batch norm parameters differ: $(cat "$tmp/bn-diff.json")"
-import json, sys
-d = json.load(open(sys.argv[1]))
-assert d["step_a"] == d["step_b"] == 40, d
-assert not d["only_in_a"] and not d["only_in_b"], d
-names = {t["name"] for t in d["tensors"]}
-assert {"bn1.running_mean", "bn2.running_var"} <= names, names
-assert d["max_rel"] <= 1e-4, d["max_rel"]
-print("max relative difference", d["max_rel"])
-PY
+same_params bn-one bn-two "sync batch norm parameters" \
+  'assert {"bn1.running_mean", "bn2.running_var"} <= {t["name"] for t in d["tensors"]}, d["tensors"]'
 sed -i 's/sync: true/sync: false/' "$job"
 run bn-per-worker 2 32 "$(shards_for 2)"
 python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) > 1e-3 else 1)" "$(max_rel bn-one bn-per-worker)" ||
