@@ -146,9 +146,10 @@ events=$run_dir/processes.jsonl  # one line per start and exit: what run.json su
 read_plan() {  # read_plan FILE
   local summary
   summary=$("$bin/dl-plan" check "$1") || exit 1
-  { read -r workers; read -r servers; read -r separate; read -r dataset; read -r shards; read -r shard_seed
-    read -r plan_hash; } < <(jq -r '.workers, .servers, (if .server_worker_separate then "yes" else "no" end),
-                                   .data.dataset, .data.shards, .data.shard_seed, .hash' <<<"$summary")
+  { read -r workers; read -r servers; read -r separate; read -r exchange; read -r dataset; read -r shards
+    read -r shard_seed; read -r plan_hash; } < <(jq -r '.workers, .servers,
+      (if .server_worker_separate then "yes" else "no" end), (if .workers_exchange then "yes" else "no" end),
+      .data.dataset, .data.shards, .data.shard_seed, .hash' <<<"$summary")
   mapfile -t server_endpoints < <(jq -r '.server_endpoints[]' <<<"$summary")
   mapfile -t worker_endpoints < <(jq -r '.worker_endpoints[]' <<<"$summary")
 }
@@ -398,45 +399,52 @@ next_exit() {
   done_pid=${done_pid:-}
 }
 
-# server_named_by NAME: the index of the server a worker that gave up names
-# in its last log lines (by endpoint), or nothing.
-server_named_by() {
-  local i last
-  last=$(tail -n 5 "$run_dir/${1/ /-}.log" 2>/dev/null) || return 0
+# peer_named_by NAME [TRIES]: the process a worker that gave up names in its last
+# log lines, "server I" (by endpoint) or "worker W" (a peer inside the step), or
+# nothing. Its last words may reach the log (through tee) a moment after it
+# ended: up to TRIES tenths of a second.
+peer_named_by() {
+  local i last log=$run_dir/${1/ /-}.log
+  for ((i = 0; i < ${2:-0}; i++)); do
+    [[ "$(tail -n 1 "$log" 2>/dev/null)" != *" error: "* ]] || break
+    sleep 0.1
+  done
+  last=$(tail -n 5 "$log" 2>/dev/null) || return 0
   for ((i = 0; i < ${#server_endpoints[@]}; i++)); do
     if [[ "$last" == *"server '${server_endpoints[$i]}'"* ]]; then
-      echo "$i"
+      echo "server $i"
       return 0
     fi
   done
+  if [[ "$last" =~ from\ worker\ ([0-9]+)\ at\ \' ]]; then echo "worker ${BASH_REMATCH[1]}"; fi
 }
 
-# server_running I TRIES: whether server I's process still runs after TRIES
+# still_running NAME TRIES: whether NAME's process still runs after TRIES
 # tenths of a second (one that was stopping has ended by then).
-server_running() {
+still_running() {
   local tries pid
   for ((tries = 0; tries < $2; tries++)); do
     for pid in "${!name_of[@]}"; do
-      [[ "${name_of[$pid]}" != "server $1" ]] || running "$pid" || return 1
+      [[ "${name_of[$pid]}" != "$1" ]] || running "$pid" || return 1
     done
     sleep 0.1
   done
   for pid in "${!name_of[@]}"; do
-    [[ "${name_of[$pid]}" != "server $1" ]] || return 0
+    [[ "${name_of[$pid]}" != "$1" ]] || return 0
   done
   return 1
 }
 
-# blamed_by_workers TRIES: "I worker W" for the first worker seen ended, within
-# TRIES tenths of a second, naming server I as the one it gave up on.
+# blamed_by_workers TRIES: "PEER|worker W" for the first worker seen ended,
+# within TRIES tenths of a second, naming PEER as the one it gave up on.
 blamed_by_workers() {
   local tries pid named
   for ((tries = 0; tries < $1; tries++)); do
     for pid in "${!name_of[@]}"; do
       if [[ "${name_of[$pid]}" != worker* ]] || running "$pid"; then continue; fi
-      named=$(server_named_by "${name_of[$pid]}")
+      named=$(peer_named_by "${name_of[$pid]}")
       if [[ -n "$named" ]]; then
-        echo "$named ${name_of[$pid]}"
+        echo "$named|${name_of[$pid]}"
         return 0
       fi
     done
@@ -459,13 +467,13 @@ while ((${#name_of[@]} > 0)); do
     what=died
     exited=$name
     if [[ "$name" == worker* ]]; then
-      # A worker that gave up (exit 3) names the server in its last words.
+      # A worker that gave up (exit 3) names the server or peer in its last words.
       named=""
-      ((status != 3)) || named=$(server_named_by "$name")
+      ((status != 3)) || named=$(peer_named_by "$name" 20)
       if [[ -n "$named" ]]; then
-        server_running "$named" 10 && what="stopped answering"
+        still_running "$named" 10 && what="stopped answering"
         why="$name gave up on it: exit $status"
-        name="server $named"
+        name=$named
       else
         # Otherwise a server that has died is to blame. A worker may have heard
         # its server stopping a moment before the server exits: 2 s to be seen gone.
@@ -487,17 +495,23 @@ while ((${#name_of[@]} > 0)); do
       fi
     fi
     if [[ "$exited" == server* ]] && ((status == 3)) && blamed=$(blamed_by_workers 30) &&
-      [[ -n "$blamed" && "server ${blamed%% *}" != "$name" ]]; then
+      [[ -n "$blamed" && "${blamed%|*}" != "$name" ]]; then
       # A server that gave up on its silent workers only outlasted them: they were
-      # waiting on a stalled server, and give up on it a moment later, naming it.
+      # waiting on a stalled server or peer, and give up on it a moment later, naming it.
       what="stopped answering"
-      why="${blamed#* } gave up on it: exit 3; $name gave up on its silent workers"
-      name="server ${blamed%% *}"
+      still_running "${blamed%|*}" 10 || what=died
+      why="${blamed#*|} gave up on it: exit 3; $name gave up on its silent workers"
+      name=${blamed%|*}
     fi
     # A worker that hosts its server takes the server with it.
     [[ "$separate" == yes || "$name" != worker* ]] || { why="$name died: exit $status"; name="server ${name#worker }"; }
-    if [[ "$name" == server* ]]; then
-      log "$name $what ($why); restarting every server from the newest checkpoint they all have, and the workers (retry $restarts of $retries)"
+    # Workers that exchange inside each step cannot take a restarted peer back
+    # mid-step: they all restart, as for a server.
+    also=""
+    [[ "$name" != worker* || "$exchange" == no ]] ||
+      also="; the other workers exchange with it inside every step"
+    if [[ "$name" == server* || -n "$also" ]]; then
+      log "$name $what ($why)$also; restarting every server from the newest checkpoint they all have, and the workers (retry $restarts of $retries)"
       stop_all
       from=$(prepare_resume "$restarts")
       [[ -n "$from" ]] || log "no checkpoint to resume from; starting over"

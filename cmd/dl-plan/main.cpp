@@ -30,7 +30,8 @@ int WriteOut(const std::string& path, const std::string& text) {
 }
 
 // What `dl-plan check` prints: what the plan runs, for people and scripts.
-nlohmann::json CheckSummary(const std::string& path, const Plan& plan) {
+// `workers_exchange`: whether its workers exchange inside each step (WorkersExchange).
+nlohmann::json CheckSummary(const std::string& path, const Plan& plan, bool workers_exchange) {
   nlohmann::json servers = nlohmann::json::array(), workers = nlohmann::json::array();
   for (const ServerPlan& server : plan.servers) servers.push_back(server.endpoint);
   for (const WorkerPlan& worker : plan.workers) workers.push_back(worker.endpoint);
@@ -45,6 +46,7 @@ nlohmann::json CheckSummary(const std::string& path, const Plan& plan) {
           {"consistency", plan.job.cluster.consistency},
           {"server_endpoints", servers},
           {"worker_endpoints", workers},
+          {"workers_exchange", workers_exchange},
           {"data", {{"dataset", data.dataset}, {"shards", data.shards}, {"shard_seed", data.shard_seed}}}};
 }
 
@@ -156,8 +158,10 @@ CLI::App* AddCheck(CLI::App& app, PlanFileFlags* f) {
 int RunCheck(const PlanFileFlags& f) {
   Plan plan;
   Status s = LoadPlan(f.path, &plan);
+  bool exchange = false;
+  if (s.ok()) s = WorkersExchange(plan, &exchange);
   if (!s.ok()) return ReportFailure(s);
-  return WriteOut("", CheckSummary(f.path, plan).dump(2) + "\n");
+  return WriteOut("", CheckSummary(f.path, plan, exchange).dump(2) + "\n");
 }
 
 CLI::App* AddRelocate(CLI::App& app, PlanFileFlags* f) {

@@ -237,6 +237,13 @@ void AddSlices(const ClusterConfig& c, int m, Plan* plan) {
 
 }  // namespace
 
+Status WorkersExchange(const Plan& plan, bool* exchange) {
+  std::unique_ptr<Net> net;
+  SHOAL_RETURN_IF_ERROR(Net::Build(plan.job, &net, /*allocate_params=*/false));
+  *exchange = plan.group_size > 1 || (!net->SyncingLayer().empty() && plan.workers.size() > 1);
+  return Status::Ok();
+}
+
 Status MakePlan(const JobConfig& job, const PlanOptions& options, const Partition& partition, Plan* plan) {
   std::unique_ptr<Net> net;
   SHOAL_RETURN_IF_ERROR(Net::Build(job, &net, /*allocate_params=*/false));

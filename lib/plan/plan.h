@@ -110,6 +110,13 @@ Status MakePlan(const JobConfig& job, const PlanOptions& options, const Partitio
 // Every layer on partition_dim 0, in groups of one.
 Status MakeDataParallelPlan(const JobConfig& job, const PlanOptions& options, Plan* plan);
 
+// Whether the plan's workers exchange with each other inside every step:
+// groups of more than one, or a layer that sums over every worker's batch
+// (sync: true). Then no worker can rejoin a step its peers are in, and a
+// supervisor restarts them all from a checkpoint set when one dies. Fails
+// only where the plan's net does not build (LoadPlan has built it).
+Status WorkersExchange(const Plan& plan, bool* exchange);
+
 // Fills what a plan derives from its content, so that lookups are by index
 // (a plan of a million slices is written and read in linear time): each
 // parameter's layer, each slice's parameter, the group size. Fails naming a

@@ -38,3 +38,24 @@ done
 ((SECONDS - killed_at <= timeout_ms / 1000 + 7)) ||
   fail "the peers took $((SECONDS - killed_at)) s to give up (timeout $timeout_ms ms)"
 ok "worker 1 of a model-parallel group killed: workers 0 and 2 exit 3 within the timeout, naming worker 1"
+
+# Under train-local, a group member's death restarts every process from the
+# newest complete checkpoint set at once (a restarted worker could not take up
+# a step its peers are in), and the run ends with the undisturbed one's bits.
+supervised() {  # supervised NAME: 200 steps of a model-parallel group of 2, in the background
+  SHOAL_BIN=$bin RUN_DIR=$tmp/$1 BASE_PORT=$(fresh_port) "$root/scripts/train-local.sh" \
+    "$root/configs/fashion-mlp.yaml" --strategy model --group-size 2 train.steps=200 train.checkpoint_every=20 \
+    train.eval_every=0 data.shards="$(shards_for 2)" >"$tmp/$1.out" 2>"$tmp/$1.err" &
+}
+supervised calm
+wait $! || fail "the undisturbed group run failed: $(cat "$tmp/calm.err")$(run_logs "$tmp/calm")"
+supervised killed
+runner=$!
+kill_worker_at "$tmp/killed" 100 1
+wait "$runner" || fail "the group run did not survive a worker's death: $(cat "$tmp/killed.err")"
+grep -q "worker 1 died (exit 137); the other workers exchange with it inside every step; restarting every server" \
+  "$tmp/killed.err" || fail "no restart of every process logged: $(cat "$tmp/killed.err")"
+"$bin/dl-ckpt" diff "$(final_ckpt "$tmp/calm")" "$(final_ckpt "$tmp/killed")" >"$tmp/diff.json" || fail "dl-ckpt diff"
+jq -e '.max_abs == 0 and .step_a == 200 and .step_b == 200' "$tmp/diff.json" >/dev/null ||
+  fail "after the kill the parameters differ: $(head -c 400 "$tmp/diff.json")"
+ok "train-local, a model-parallel group's worker killed at step ~100: every process restarts, the run ends bit for bit"

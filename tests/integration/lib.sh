@@ -70,14 +70,14 @@ shards_for() {
 # the one a run writes at its end (BSP runs also write sets as they go: train.checkpoint_seconds).
 final_ckpt() { compgen -G "$1/ckpt/server-${2:-0}-step-*.ckpt" | sort | tail -n 1; }
 
-# kill_worker_at RUN_DIR STEP W: once the train-local run in RUN_DIR has
-# recorded STEP (worker 0's records; up to 30 s), kill -9 its worker W.
+# kill_worker_at RUN_DIR STEP W [SIGNAL]: once the train-local run in RUN_DIR has
+# recorded STEP (worker 0's records; up to 30 s), send its worker W SIGNAL (KILL).
 kill_worker_at() {
   for _ in $(seq 600); do
     grep -qs "\"step\":$2," "$1/worker-0.jsonl" && break
     sleep 0.05
   done
-  pkill -9 -f "dl-worker --plan $1/plan.json --id $3 " || fail "no worker $3 to kill in $1"
+  pkill "-${4:-KILL}" -f "dl-worker --plan $1/plan.json --id $3 " || fail "no worker $3 to signal in $1"
 }
 
 # run_logs DIR: the last lines of every process log of a train-local run,

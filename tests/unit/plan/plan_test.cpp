@@ -194,6 +194,9 @@ TEST_CASE("workers are numbered globally across groups, with endpoints for their
   Plan plan;
   REQUIRE(MakePlan(job, PlanOptions(), partition, &plan).ok());
   REQUIRE(plan.workers.size() == 6);
+  bool exchange = false;
+  REQUIRE(WorkersExchange(plan, &exchange).ok());
+  CHECK(exchange);  // a group's features pass between its workers inside each step
   for (int i = 0; i < 6; ++i) {
     CHECK(plan.workers[i].id == i);
     CHECK(plan.workers[i].group == i / 3);
@@ -218,6 +221,15 @@ TEST_CASE(
   REQUIRE(plan.workers.size() == 2);
   CHECK(plan.workers[0].endpoint == "tcp://127.0.0.1:5556");  // after the one server
   CHECK(plan.workers[1].endpoint == "tcp://127.0.0.1:5557");
+  bool exchange = false;
+  REQUIRE(WorkersExchange(plan, &exchange).ok());
+  CHECK(exchange);  // the sums pass between the workers inside each step
+  plan = MakePlan(job_text("{nworker_groups: 1, nworkers_per_group: 1, consistency: bsp}"));
+  REQUIRE(WorkersExchange(plan, &exchange).ok());
+  CHECK_FALSE(exchange);  // one worker has nobody to sum with
+  plan = MakePlan(MlpJob("{nworker_groups: 1, nworkers_per_group: 2, consistency: bsp}"));
+  REQUIRE(WorkersExchange(plan, &exchange).ok());
+  CHECK_FALSE(exchange);  // data parallel: each worker talks to its servers alone
 
   JobConfig job;
   REQUIRE(
