@@ -244,8 +244,7 @@ Status SearchGroupSizes(const std::vector<LayerFacts>& layers, const std::vector
     if (c.totals.seconds < into->totals.seconds * (1 - 1e-12)) *into = std::move(c);
   };
   // Statistics summed over every worker (sync batch norm) need groups of one (MakePlan).
-  const bool syncs = std::any_of(layers.begin(), layers.end(),
-                                 [](const LayerFacts& l) { return l.group_exchange.rounds > 0; });
+  const bool syncs = !report->syncing.empty();
   const std::vector<int> sizes = options.group_size > 0 ? std::vector<int>{options.group_size}
                                  : syncs                ? std::vector<int>{1}
                                                         : Divisors(job_group);
@@ -303,6 +302,8 @@ Status PlanLayers(const std::vector<LayerFacts>& layers, const std::vector<Layer
     report->ranks.push_back(std::max(o.rank, 0));
     report->has_overrides |= o.has_partition;
   }
+  for (const LayerFacts& l : layers)
+    if (l.group_exchange.rounds > 0 && report->syncing.empty()) report->syncing = l.name;
   const std::vector<int>& ranks = report->ranks;
   const Grouping base = BaseGrouping(layers, batch, options);
   Grouping one_group = base;

@@ -65,6 +65,7 @@ struct PartitionReport {
   PlanTotals optimum;                     // the free optimum, overrides ignored
   PlanTotals all_data;                    // every layer data parallel (M = 1)
   PlanTotals all_model;                   // every layer model parallel, one group of N (of the job's group)
+  std::string syncing;                    // a layer that sums over every worker's batch: groups of one only
   std::vector<PlanTotals> by_group_size;  // the best plan for each M tried
   size_t max_states = 0;
   bool has_overrides = false;

@@ -82,6 +82,8 @@ json ReportToJson(const PartitionReport& r) {
                  {"optimum", TotalsJson(r.optimum)},
                  {"all_data", TotalsJson(r.all_data)},
                  {"all_model", TotalsJson(r.all_model)}};
+  // A synced layer rules the one group of every worker out: its cost is what it would be.
+  if (!r.syncing.empty() && r.all_model.group_size > 1) j["totals"]["all_model"]["runs"] = false;
   j["group_sizes"] = json::array();
   for (const auto& t : r.by_group_size) j["group_sizes"].push_back(TotalsJson(t));
   return j;
@@ -152,7 +154,11 @@ std::string ExplainReport(const PartitionReport& r) {
   out += TotalsLine("chosen", r.chosen);
   if (r.has_overrides) out += TotalsLine("optimum (no overrides)", r.optimum);
   out += TotalsLine("all data parallel", r.all_data);
-  out += TotalsLine("all model parallel", r.all_model);
+  if (r.syncing.empty() || r.all_model.group_size == 1)
+    out += TotalsLine("all model parallel", r.all_model);
+  else
+    out += "  all model parallel       cannot run: layer '" + r.syncing +
+           "' sums over every worker's batch (sync: true), which needs groups of one\n";
   if (r.has_overrides) out += "  (* a choice fixed in the job file)\n";
   return out;
 }

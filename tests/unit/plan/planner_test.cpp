@@ -516,5 +516,26 @@ TEST_CASE("--workers N writes a plan of N workers sharing the job's step, in the
                  "12 workers do not make the job's 5 worker groups (cluster.nworker_groups) of equal size"));
 }
 
+TEST_CASE("a synced batch norm keeps the search to groups of one, and all-model is shown as unable to run") {
+  JobConfig job = LoadJob("configs/resnet20.yaml", {"cluster.nworkers_per_group=4"});
+  REQUIRE(job.layers[2].name == "bn1");
+  Edit(&job, {2, "sync", "true"});
+  PlannerOptions o;
+  PartitionReport r;
+  REQUIRE(PlanJob(job, o, &r).ok());
+  CHECK(r.syncing == "bn1");
+  CHECK(r.grouping.group_size == 1);
+  for (const PlanTotals& t : r.by_group_size) CHECK(t.group_size == 1);
+  CHECK(r.all_model.group_size == 4);  // priced all the same
+  CHECK(Contains(ExplainReport(r),
+                 "all model parallel       cannot run: layer 'bn1' sums over every "
+                 "worker's batch (sync: true), which needs groups of one"));
+  CHECK(ReportToJson(r)["totals"]["all_model"]["runs"] == false);
+  Edit(&job, {2, "sync", "false"});
+  REQUIRE(PlanJob(job, o, &r).ok());
+  CHECK(r.syncing.empty());
+  CHECK_FALSE(ReportToJson(r)["totals"]["all_model"].contains("runs"));
+}
+
 }  // namespace
 }  // namespace shoal
