@@ -3,7 +3,9 @@
 #include <png.h>
 #include <turbojpeg.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <memory>
 #include <opencv2/core.hpp>
 #include <opencv2/imgproc.hpp>
@@ -215,8 +217,18 @@ int CenterOffset(int side, int crop) {
 }
 
 void CenterCrop(const Image& in, int width, int height, Image* out) {
-  ResizeRegion(in, CenterOffset(in.width, width), CenterOffset(in.height, height), width, height, width,
-               height, out);
+  const int ox = CenterOffset(in.width, width), oy = CenterOffset(in.height, height);
+  if (ox >= 0 && oy >= 0) return ResizeRegion(in, ox, oy, width, height, width, height, out);
+  // The window reaches past the image: what it covers, among zeros.
+  out->width = width;
+  out->height = height;
+  out->channels = in.channels;
+  out->pixels.assign(out->bytes(), 0);
+  const int x0 = std::max(ox, 0), x1 = std::min(in.width, ox + width);
+  const size_t pixel = in.channels;
+  for (int y = std::max(oy, 0); y < std::min(in.height, oy + height); ++y)
+    std::memcpy(out->pixels.data() + ((static_cast<size_t>(y - oy) * width) + (x0 - ox)) * pixel,
+                in.pixels.data() + (static_cast<size_t>(y) * in.width + x0) * pixel, (x1 - x0) * pixel);
 }
 
 void ConvertChannels(const Image& in, int channels, Image* out) {

@@ -58,7 +58,8 @@ void ResizeShorterSide(const Image& in, int side, Image* out);
 // rounded down).
 int CenterOffset(int side, int crop);
 
-// The central `width` × `height` of `in` (which must hold it).
+// The central `width` × `height` of `in`, as torchvision's CenterCrop: where
+// `in` is smaller, it sits in the middle of zeros (CenterOffset).
 void CenterCrop(const Image& in, int width, int height, Image* out);
 
 // The rectangle (x, y, w, h) of `in` scaled to `out_w` × `out_h`.

@@ -83,12 +83,6 @@ Made Make(const Slot& slot, const ImageShardOptions& o, const Form& form) {
     std::swap(image, scaled);
   }
   if (o.center_crop > 0) {
-    if (image.width < o.center_crop || image.height < o.center_crop) {
-      m.status = Status::InvalidArgument(slot.source->Name(slot.index) + " is " +
-                                         std::to_string(image.width) + " × " + std::to_string(image.height) +
-                                         ", smaller than --center-crop " + std::to_string(o.center_crop));
-      return m;
-    }
     CenterCrop(image, o.center_crop, o.center_crop, &scaled);
     std::swap(image, scaled);
   }

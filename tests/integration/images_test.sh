@@ -29,6 +29,17 @@ for f in train-00000.shard test.shard; do
   cmp -s "$tmp/from-png/$f" "$tmp/from-idx/$f" || fail "$f from the PNGs differs from the idx files'"
 done
 ok "the Fashion-MNIST PNGs listed in idx order shard to the idx files' bytes"
+# A centre crop larger than the images pads them with zeros, as torchvision's
+# CenterCrop: the same pixel sums over 32 x 32 instead of 28 x 28.
+"$bin/dl-shard" --images "$tmp/png/train.txt" --test-dir "$tmp/png/test.txt" --out "$tmp/padded" --shards 1 \
+  --seed 5 --center-crop 32 >/dev/null || fail "dl-shard --center-crop 32 of 28 x 28 images"
+python3 - "$tmp/padded/manifest.json" "$tmp/from-png/manifest.json" <<'PY' || fail "the padded records' statistics"
+import json, sys
+padded, plain = (json.load(open(p)) for p in sys.argv[1:])
+assert padded["record_shape"] == [1, 32, 32], padded["record_shape"]
+assert abs(padded["mean"][0] - plain["mean"][0] * 784 / 1024) < 1e-9 * plain["mean"][0], (padded, plain)
+PY
+ok "--center-crop 32 of 28 x 28 images pads them with zeros (mean x 784/1024)"
 train() {  # train NAME SHARDS: 40 steps of the CNN, one process
   "$bin/dl-plan" "$cnn" --set cluster.nworkers_per_group=1 --set train.steps=40 --set train.batch_size=16 \
     -o "$tmp/$1.json" >/dev/null

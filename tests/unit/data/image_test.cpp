@@ -126,5 +126,26 @@ TEST_CASE("resizing keeps the aspect of the shorter side, crops take the centre"
   CHECK(out.pixels == wide.pixels);
 }
 
+TEST_CASE("a centre crop larger than the image pads it with zeros, as torchvision's CenterCrop") {
+  // 5 wide, 3 high into 8 × 2: 1 zero column left of it, 2 right (torchvision pads (8 − 5) / 2
+  // before), and rows 0 and 1 of it (round((3 − 2) / 2) = 0, half to even).
+  const Image small = Gradient(5, 3, 3);
+  Image out;
+  CenterCrop(small, 8, 2, &out);
+  REQUIRE(out.width == 8);
+  REQUIRE(out.height == 2);
+  REQUIRE(out.channels == 3);
+  for (int y = 0; y < 2; ++y)
+    for (int x = 0; x < 8; ++x)
+      for (int ch = 0; ch < 3; ++ch) {
+        const bool inside = x >= 1 && x < 6;
+        const uint8_t want = inside ? small.pixels[(y * 5 + x - 1) * 3 + ch] : 0;
+        INFO("x " << x << " y " << y << " channel " << ch);
+        CHECK(out.pixels[(y * 8 + x) * 3 + ch] == want);
+      }
+  CHECK(CenterOffset(5, 8) == -1);
+  CHECK(CenterOffset(3, 2) == 0);
+}
+
 }  // namespace
 }  // namespace shoal
