@@ -504,7 +504,10 @@ while ((${#name_of[@]} > 0)); do
       name=${blamed%|*}
     fi
     # A worker that hosts its server takes the server with it.
-    [[ "$separate" == yes || "$name" != worker* ]] || { why="$name died: exit $status"; name="server ${name#worker }"; }
+    if [[ "$separate" == no && "$name" == worker* ]]; then
+      [[ "$name" != "$exited" ]] || why="$name died: exit $status"
+      name="server ${name#worker }"
+    fi
     # Workers that exchange inside each step cannot take a restarted peer back
     # mid-step: they all restart, as for a server.
     also=""
