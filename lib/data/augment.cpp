@@ -163,7 +163,7 @@ Status Augmenter::Apply(const std::vector<uint8_t>& stored, uint64_t key, uint64
     std::swap(image, next);
   } else if (!(training_ && c.random_crop > 0)) {
     if (c.resize > 0) {
-      ResizeShorterSide(image, c.resize, &next);
+      SHOAL_RETURN_IF_ERROR(ResizeShorterSide(image, c.resize, &next));
       std::swap(image, next);
     }
     // The central window, read below; zeros where the image is smaller.

@@ -202,13 +202,19 @@ void ResizeRegion(const Image& in, int x, int y, int w, int h, int out_w, int ou
   cv::resize(region, dst, dst.size(), 0, 0, how);
 }
 
-void ResizeShorterSide(const Image& in, int side, Image* out) {
+Status ResizeShorterSide(const Image& in, int side, Image* out) {
   const bool wide = in.width >= in.height;
   const double scale = static_cast<double>(side) / (wide ? in.height : in.width);
   // As torchvision's Resize(side): the longer side scaled and truncated.
-  const int w = wide ? std::max(1, static_cast<int>(in.width * scale)) : side;
-  const int h = wide ? side : std::max(1, static_cast<int>(in.height * scale));
+  const double longer = std::max(1.0, std::floor((wide ? in.width : in.height) * scale));
+  if (longer * side > static_cast<double>(kMaxImagePixels))
+    return Status::InvalidArgument("an image of " + std::to_string(in.width) + " × " +
+                                   std::to_string(in.height) + " scaled to a shorter side of " +
+                                   std::to_string(side) + " would hold more than " +
+                                   std::to_string(kMaxImagePixels) + " pixels");
+  const int w = wide ? static_cast<int>(longer) : side, h = wide ? side : static_cast<int>(longer);
   ResizeRegion(in, 0, 0, in.width, in.height, w, h, out);
+  return Status::Ok();
 }
 
 int CenterOffset(int side, int crop) {

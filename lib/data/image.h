@@ -48,8 +48,10 @@ Status ImageSize(const uint8_t* data, size_t size, int* width, int* height);
 // `image` as a JPEG of `quality` (1..100), 4:2:0 chroma for colour.
 Status EncodeJpeg(const Image& image, int quality, std::string* out);
 
-// `in` scaled so that its shorter side is `side`, the aspect kept.
-void ResizeShorterSide(const Image& in, int side, Image* out);
+// `in` scaled so that its shorter side is `side`, the aspect kept. Fails,
+// naming both sizes, where the result would hold more than kMaxImagePixels
+// (a long, thin image scaled up).
+Status ResizeShorterSide(const Image& in, int side, Image* out);
 
 // Where a centred window of `crop` starts along a side of `side`, as
 // torchvision's center_crop places it: the offset rounded half to even (as

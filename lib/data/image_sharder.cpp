@@ -79,7 +79,8 @@ Made Make(const Slot& slot, const ImageShardOptions& o, const Form& form) {
   if (!m.status.ok()) return m;
   const bool reshaped = o.resize > 0 || o.center_crop > 0;
   if (o.resize > 0) {
-    ResizeShorterSide(image, o.resize, &scaled);
+    m.status = ResizeShorterSide(image, o.resize, &scaled).Within(slot.source->Name(slot.index));
+    if (!m.status.ok()) return m;
     std::swap(image, scaled);
   }
   if (o.center_crop > 0) {
@@ -190,7 +191,7 @@ Status Probe(const std::vector<Slot>& slots, const ImageShardOptions& o, Form* f
     if (!slot.source->Read(slot.index, o.channels, &image, &label).ok()) continue;
     form->channels = image.channels;
     if (o.resize > 0) {
-      ResizeShorterSide(image, o.resize, &scaled);
+      if (!ResizeShorterSide(image, o.resize, &scaled).ok()) continue;  // Make names it
       std::swap(image, scaled);
     }
     form->width = o.center_crop > 0 ? o.center_crop : image.width;
@@ -260,6 +261,10 @@ Status CheckOptions(const RecordSource& train, const ImageShardOptions& o) {
   if (o.resize < 0 || o.center_crop < 0 || o.resize > kMaxImageSide || o.center_crop > kMaxImageSide)
     return Status::InvalidArgument("--resize and --center-crop must be in 0.." +
                                    std::to_string(kMaxImageSide));
+  if (int64_t{o.center_crop} * o.center_crop > kMaxImagePixels)
+    return Status::InvalidArgument("--center-crop " + std::to_string(o.center_crop) +
+                                   " makes records of more than " + std::to_string(kMaxImagePixels) +
+                                   " pixels");
   if (train.size() == 0) return Status::InvalidArgument("no training images");
   return Status::Ok();
 }

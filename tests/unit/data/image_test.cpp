@@ -111,12 +111,16 @@ TEST_CASE("a PNG header claiming 100000 × 100000 pixels is refused before its p
 TEST_CASE("resizing keeps the aspect of the shorter side, crops take the centre") {
   const Image wide = Gradient(100, 50, 3);
   Image out;
-  ResizeShorterSide(wide, 20, &out);
+  REQUIRE(ResizeShorterSide(wide, 20, &out).ok());
   CHECK(out.width == 40);
   CHECK(out.height == 20);
-  ResizeShorterSide(Gradient(30, 90, 1), 10, &out);
+  REQUIRE(ResizeShorterSide(Gradient(30, 90, 1), 10, &out).ok());
   CHECK(out.width == 10);
   CHECK(out.height == 30);
+  // A long, thin image scaled up would be larger than any image read: refused, not allocated.
+  const Status s = ResizeShorterSide(Gradient(4096, 1, 1), 4096, &out);
+  CHECK(s.message() ==
+        "an image of 4096 × 1 scaled to a shorter side of 4096 would hold more than 134217728 pixels");
   CenterCrop(wide, 10, 10, &out);
   CHECK(out.width == 10);
   CHECK(out.height == 10);
