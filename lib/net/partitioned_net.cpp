@@ -225,6 +225,16 @@ void PartitionedNet::Allocate(int batch) {
   data_->labels().resize(batch);
 }
 
+double PartitionedNet::TrainingFlops(int batch) const {
+  double flops = 0.0;
+  for (const auto& node : nodes_) {
+    if (node.connection) continue;
+    const size_t records = BlockAt(node.placement, rank_, group_size_, batch, 1).records.size();
+    flops += records * (node.layer->ForwardFlopsPerRecord() + node.layer->BackwardFlopsPerRecord());
+  }
+  return flops;
+}
+
 Status PartitionedNet::Forward(Phase phase, uint64_t step, LayerHooks* hooks) {
   // Evaluation runs on the host, on the parameters' home values.
   StepMemory* memory = phase == Phase::kTrain ? memory_ : nullptr;

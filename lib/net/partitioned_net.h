@@ -86,6 +86,10 @@ class PartitionedNet {
   LossLayer& loss_layer() { return *loss_; }
   // The parameters this worker holds (lib/plan/partition.h), named as the plan's.
   std::vector<Param*> params();
+  // The floating-point operations of one training step of `batch` records
+  // per worker on this rank: each layer's forward and backward counts (as
+  // dl-plan's cost model counts them) times the records it holds.
+  double TrainingFlops(int batch) const;
   // Feature bytes so far, summed over the connection layers (ConnectionLayer::bytes_in/out).
   uint64_t feature_bytes_in() const;
   uint64_t feature_bytes_out() const;

@@ -462,6 +462,7 @@ Status Worker::Finish(WorkerResult* result) {
                     {"encode", step_busy_.encode},
                     {"wait_servers", step_busy_.wait},
                     {"decode", step_busy_.decode}};
+  done["flops_per_step"] = net_->TrainingFlops(batch_);
   done["kernels"] = {{"sgemm", SgemmBackend()},
                      {"onednn", OneDnnDescription()},
                      {"openblas_core", OpenBlasCore()},

@@ -232,6 +232,21 @@ TEST_CASE(
   CheckAgainstWhole(plan, whole, group);
 }
 
+TEST_CASE("partitioned net: the ranks' training FLOPs add up to the whole net's on the group's records") {
+  for (const bool hybrid : {true, false}) {
+    INFO((hybrid ? "hybrid" : "all data"));
+    const Plan plan = hybrid ? MakeGroupPlan(kHybridDims, kHybridLocations) : MakeGroupPlan({}, {});
+    const Whole whole(plan);
+    GroupRun group(plan, whole);
+    double want = 0.0;
+    for (const auto& layer : whole.net->layers())
+      want += kM * kBatch * (layer->ForwardFlopsPerRecord() + layer->BackwardFlopsPerRecord());
+    const double got = group.ranks[0].net->TrainingFlops(kBatch) + group.ranks[1].net->TrainingFlops(kBatch);
+    CHECK(want > 0.0);
+    CHECK(Near(got, want));
+  }
+}
+
 TEST_CASE("partitioned net, hybrid: the same again on later steps, the gradients set afresh each time") {
   const Plan plan = MakeGroupPlan(kHybridDims, kHybridLocations);
   const Whole whole(plan);
