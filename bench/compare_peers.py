@@ -23,9 +23,11 @@ Rows (--rows, any of):
   and the test set's loss after those steps (within 5% asked).
 
 - convnets: configs/resnet20.yaml (batch 128) and configs/cifar10-singa.yaml (batch 100)
-  on synthetic CIFAR-10 records (scripts/make-image-data.py cifar), one process at 1 and
-  2 threads, no augmentation, for --convnet-steps steps: dl-worker --standalone against
-  peers/torch_convnet.py (the job's net built by peers/shoal_net.py): ms per step.
+  on synthetic CIFAR-10 records (scripts/make-image-data.py cifar), configs/alexnet-67.yaml
+  and configs/googlenet-64.yaml (batch 32) on synthetic images of their input's size
+  (make-image-data.py npy, dl-shard --npy), one process at 1 and 2 threads, no augmentation,
+  for --convnet-steps steps: dl-worker --standalone against peers/torch_convnet.py (the job's
+  net built by peers/shoal_net.py, on the same arrays): ms per step.
 
 - gpu (make bench-gpu; not among the default rows): one process, batch 64, on GPU 0:
   dl-worker --standalone with train.device=cuda against peers/torch_single.py --device cuda.
@@ -59,10 +61,13 @@ a shared machine's drift weighs on both alike; pair i of a single, gpu, bsp or t
 runs both sides with seed i (the initial parameters and the data order), so a
 time-to-accuracy row is measured over as many draws as pairs. A row's ratio is the
 median of its pairs' ratios, with their range, and the JSON keeps every pair. Under
-each shoal row of single and bsp, where its time went (the median run's), per step:
-worker 0's compute, input, encode, waiting on servers and decode, and the servers'
+each shoal row of single, bsp and convnets, where its time went (the median run's), per
+step: worker 0's compute, input, encode, waiting on servers and decode, and the servers'
 update, encode and decode, from the processes' own counters (`time_s`, `handle_s`,
-...); under each time-to-accuracy row, each pair's steps to the target.
+...); and its operations a step (`flops_per_step`, the cost model's count) over its compute
+time and over the whole step, as fractions of one thread's sgemm rate (`dl-plan calibrate`,
+measured once a bench run) times its compute threads. Under each time-to-accuracy row,
+each pair's steps to the target.
 Usage: bench/run.sh [--rows single,bsp,tta,rbm,char-rnn,convnets,images,png,exchange,gpu] [--models mlp,cnn] [--repeats N] [--steps N]
 """
 import argparse, itertools, json, math, os, signal, statistics, subprocess, sys, tempfile, time
@@ -116,15 +121,24 @@ WHERE = (("compute", "compute"), ("input", "input"), ("encode", "encode"), ("wai
          ("server_decode", "decode"))
 
 
-def where_the_time_goes(records, run_dir=None):
+def where_the_time_goes(records, peak_gflops, run_dir=None):
     """ms per step: worker 0's own counters (its done record's time_s) and, for a
     run with servers, theirs (each one's last record, in its own output or, for a
-    server in its worker's process, in the worker's), summed over the servers."""
+    server in its worker's process, in the worker's), summed over the servers.
+    With them, the rate of worker 0's operations (its flops_per_step) over its
+    compute time and over the whole step, each as a fraction of `peak_gflops`
+    (one thread's sgemm rate) times its compute threads."""
     done = last(records, "done")
     t, steps = done.get("time_s"), done["steps"]
     if not t or not steps:
         return None
     profile = {k: 1000 * t[k] / steps for k in ("compute", "input", "encode", "wait_servers", "decode")}
+    flops, threads = done.get("flops_per_step"), (done.get("kernels") or {}).get("compute_threads", 1)
+    if flops and profile["compute"] > 0:
+        peak = peak_gflops * threads
+        profile.update(gflops_per_step=flops / 1e9, compute_gflops_per_s=flops / 1e6 / profile["compute"],
+                       peak_gflops_per_s=peak, compute_of_peak=flops / 1e6 / profile["compute"] / peak,
+                       step_of_peak=flops / 1e6 / (1000 * t["steps"] / steps) / peak)
     if run_dir:
         servers = []
         for name in sorted(os.listdir(run_dir)):
@@ -143,7 +157,13 @@ def details_line(row):
     if "steps" in row["details"]:
         return "    steps to the target (shoal/peer): " + ", ".join(
             f"{x['shoal_details']['steps']}/{x['peer_details']['steps']}" for x in row["pairs"])
-    return "    ms/step: " + ", ".join(f"{label} {row['details'][k]:.2f}" for k, label in WHERE if k in row["details"])
+    d = row["details"]
+    line = "    ms/step: " + ", ".join(f"{label} {d[k]:.2f}" for k, label in WHERE if k in d)
+    if "compute_of_peak" in d:
+        line += (f"\n    {d['gflops_per_step']:.3g} GFLOP a step, computed at {d['compute_gflops_per_s']:.1f} GFLOP/s:"
+                 f" {d['compute_of_peak']:.2f} of the sgemm peak ({d['peak_gflops_per_s']:.1f} GFLOP/s),"
+                 f" {d['step_of_peak']:.2f} over the whole step")
+    return line
 
 
 def kernels_line(facts):
@@ -164,12 +184,21 @@ class Bench:
         self.a, self.tmp, self.runs = a, tmp, 0
         self.choices = {}  # kernels(): (script, shape...) -> the peer's fastest kernels
         self.facts = {}    # what each side last computed with: {"peer": ..., "shoal": ...}
+        self.sgemm_gflops = None  # one thread's, measured once (peak())
 
     def tool(self, name):
         return os.path.join(self.a.bin, name)
 
     def job(self, model):
         return os.path.join(self.a.root, "configs", f"fashion-{model}.yaml")
+
+    def peak(self):
+        """One compute thread's sgemm rate, GFLOP/s, as dl-plan calibrate measures it."""
+        if self.sgemm_gflops is None:
+            out = subprocess.run([self.tool("dl-plan"), "calibrate"], capture_output=True, text=True, check=True).stdout
+            self.sgemm_gflops = float(next(l.split(":")[1] for l in out.splitlines()
+                                           if l.strip().startswith("gflops_per_worker:")))
+        return self.sgemm_gflops
 
     def shards(self, n):
         d = os.path.join(self.a.bin, "bench-shards", f"fashion-mnist-{n}")
@@ -245,7 +274,7 @@ class Bench:
     def shoal_single(self, model, threads, seed, overrides=()):
         r = run([self.tool("dl-worker"), "--plan", self.single_plan(model, seed, overrides), "--standalone", "--no-eval",
                  "--threads", str(threads), "--steps", str(self.a.steps), "--shards", self.shards(1)])
-        return self.shoal_done(r)["ms_per_step_median"], where_the_time_goes(r)
+        return self.shoal_done(r)["ms_per_step_median"], where_the_time_goes(r, self.peak())
 
     # --- shoal, servers and workers --------------------------------------------------
     def train_local(self, model, workers, seed, overrides, until=None):
@@ -283,7 +312,7 @@ class Bench:
         placement = [f"cluster.nservers_per_group={workers}", "cluster.server_worker_separate=false"] if allreduce else []
         r, run_dir = self.train_local(model, workers, seed,
                                       [f"train.steps={self.a.steps}", f"train.overlap={str(overlap).lower()}", *placement])
-        return self.shoal_done(r)["ms_per_step_median"], where_the_time_goes(r, run_dir)
+        return self.shoal_done(r)["ms_per_step_median"], where_the_time_goes(r, self.peak(), run_dir)
 
     # --- time to accuracy ------------------------------------------------------------
     def reached(self, r):
@@ -379,33 +408,45 @@ cluster: {{nworkers_per_group: 1}}
         r = self.peer("torch_char_rnn.py", self.corpus(), "--threads", threads, "--steps", self.a.rnn_steps)
         return r["ms_per_step_median"], r["test_loss"], r["test_accuracy"]
 
-    # --- convnets of configs/ on synthetic CIFAR-10 records ---------------------------
-    CONVNETS = (("resnet20", 128), ("cifar10-singa", 100))
+    # --- convnets of configs/ on synthetic images -------------------------------------
+    # (job, batch, input side): 32 trains on CIFAR-10 records, another side on numpy arrays.
+    CONVNETS = (("resnet20", 128, 32), ("cifar10-singa", 100, 32), ("alexnet-67", 32, 67), ("googlenet-64", 32, 64))
 
-    def cifar(self):
-        """(the CIFAR-10 binary files' directory, its shards), made once a bench run."""
-        folder, shards = os.path.join(self.tmp, "cifar"), os.path.join(self.tmp, "cifar-shards")
+    def convnet_images(self, side):
+        """(the peer's data arguments, the shards) of 3 × side × side images, made once a
+        bench run: synthetic CIFAR-10 batches at 32, else synthetic images as numpy arrays
+        (scripts/make-image-data.py npy); a speed row times the step, not what it learns."""
+        folder, shards = os.path.join(self.tmp, f"images-{side}"), os.path.join(self.tmp, f"shards-{side}")
+        make = ["/usr/bin/python3", os.path.join(self.a.root, "scripts", "make-image-data.py")]
+        if side == 32:
+            data, sharding = ["--cifar", folder], ["--cifar", folder]
+        else:
+            images, labels = os.path.join(folder, "images.npy"), os.path.join(folder, "labels.npy")
+            data, sharding = ["--npy", images, labels], ["--npy", images, labels, "--layout", "nchw"]
         if not os.path.exists(shards):
-            run(["/usr/bin/python3", os.path.join(self.a.root, "scripts", "make-image-data.py"), "cifar", folder,
-                 "--records", "2000"])
-            run([self.tool("dl-shard"), "--cifar", folder, "--out", shards, "--shards", "1"])
-        return folder, shards
+            run(make + (["cifar", folder, "--records", "2000"] if side == 32 else
+                        ["npy", folder, "--records", "512", "--test-records", "0", "--side", str(side),
+                         "--layout", "nchw"]))
+            run([self.tool("dl-shard"), *sharding, "--out", shards, "--shards", "1"])
+        return data, shards
 
-    def shoal_convnet(self, job, batch, threads):
+    def shoal_convnet(self, job, batch, side, threads):
         self.runs += 1
         plan = os.path.join(self.tmp, f"convnet-{self.runs}.json")
-        _, shards = self.cifar()
+        _, shards = self.convnet_images(side)
         # A few dozen steps are too few to judge learning by (SINGA's net starts slowly).
-        sets = [x for o in (f"train.batch_size={batch}", "data.mirror=false", "data.random_crop={size: 32, pad: 0}",
+        # The records are the input's size: a random crop of it (ResNet-20's) takes it whole.
+        crop = ["data.random_crop={size: %d, pad: 0}" % side] if job == "resnet20" else []
+        sets = [x for o in (f"train.batch_size={batch}", "data.mirror=false", *crop,
                             f"data.shards={shards}", "train.divergence_check=false") for x in ("--set", o)]
         run([self.tool("dl-plan"), os.path.join(self.a.root, "configs", f"{job}.yaml"), *sets, "-o", plan])
         r = run([self.tool("dl-worker"), "--plan", plan, "--standalone", "--no-eval", "--threads", str(threads),
                  "--steps", str(self.a.convnet_steps + 10), "--shards", shards])
-        return (self.shoal_done(r)["ms_per_step_median"],)
+        return self.shoal_done(r)["ms_per_step_median"], where_the_time_goes(r, self.peak())
 
-    def peer_convnet(self, job, batch, threads):
-        folder, _ = self.cifar()
-        r = self.peer("torch_convnet.py", os.path.join(self.a.root, "configs", f"{job}.yaml"), "--cifar", folder,
+    def peer_convnet(self, job, batch, side, threads):
+        data, _ = self.convnet_images(side)
+        r = self.peer("torch_convnet.py", os.path.join(self.a.root, "configs", f"{job}.yaml"), *data,
                       "--batch", batch, "--threads", threads, "--steps", self.a.convnet_steps)
         return (r["ms_per_step_median"],)
 
@@ -539,11 +580,15 @@ def alternated(b, a, shoal, peer):
     return runs
 
 
-def speed_rows(runs, case, model):
-    """A ms/step row for each thread count of alternated()'s runs."""
+def speed_rows(runs, case, model, details=False):
+    """A ms/step row for each thread count of alternated()'s runs; with `details`, the
+    second item of shoal's result says where the median run's time went."""
     for threads, (pairs, facts) in runs.items():
-        yield summarise(f"{case}, {threads} thread(s)", {"model": model, "threads": threads, "unit": "ms/step",
-                                                          "target": 1.0}, [pair(s[0], p[0]) for s, p in pairs], facts)
+        row = summarise(f"{case}, {threads} thread(s)", {"model": model, "threads": threads, "unit": "ms/step",
+                                                         "target": 1.0}, [pair(s[0], p[0]) for s, p in pairs], facts)
+        if details:
+            row["details"] = sorted((s for s, _ in pairs), key=lambda s: s[0])[len(pairs) // 2][1]
+        yield row
 
 
 def rbm_rows(b, a):
@@ -569,10 +614,10 @@ def char_rnn_rows(b, a):
 
 def convnet_rows(b, a):
     """Each convnet's speed rows, at 1 and 2 threads."""
-    for job, batch in (c for c in b.CONVNETS if c[0] in a.convnets):
-        runs = alternated(b, a, lambda t, j=job, n=batch: b.shoal_convnet(j, n, t),
-                          lambda t, j=job, n=batch: b.peer_convnet(j, n, t))
-        yield from speed_rows(runs, f"{job} single process, batch {batch}", job)
+    for job, batch, side in (c for c in b.CONVNETS if c[0] in a.convnets):
+        runs = alternated(b, a, lambda t, j=job, n=batch, s=side: b.shoal_convnet(j, n, s, t),
+                          lambda t, j=job, n=batch, s=side: b.peer_convnet(j, n, s, t))
+        yield from speed_rows(runs, f"{job} single process, batch {batch}", job, details=True)
 
 
 def spread(values):
@@ -628,7 +673,7 @@ def main():
     ap.add_argument("--rnn-steps", type=int, default=200, help="steps of the char-RNN rows")
     ap.add_argument("--rbm-epochs", type=int, default=1, help="epochs of the RBM rows")
     ap.add_argument("--convnet-steps", type=int, default=30, help="timed steps of the convnet rows")
-    ap.add_argument("--convnets", default="resnet20,cifar10-singa", type=lambda s: s.split(","),
+    ap.add_argument("--convnets", default="resnet20,cifar10-singa,alexnet-67,googlenet-64", type=lambda s: s.split(","),
                     help="the configs/ jobs of the convnet rows")
     ap.add_argument("--tta-max-steps", type=int, default=4000, help="steps a time-to-accuracy run may take")
     a = ap.parse_args()

@@ -19,12 +19,13 @@
       the CIFAR-100 one: OUT/train.bin (5 * records) and OUT/test.bin (records), a record
       being a coarse label byte (fine // 5), a fine label byte and the same 3072 bytes.
   make-image-data.py npy OUT [--records 1000] [--test-records N] [--layout nhwc|nchw]
-                     [--dtype uint8|float32] [--npz]
+                     [--dtype uint8|float32] [--npz] [--side 32]
       OUT/images.npy, OUT/labels.npy, OUT/test_images.npy and OUT/test_labels.npy (with
-      --npz, OUT/data.npz holding arrays of those names): 32x32 RGB images, uint8 or
-      float32 in [0, 1], and int64 labels 0..9.
+      --npz, OUT/data.npz holding arrays of those names): RGB images of side x side
+      (32x32 by default), uint8 or float32 in [0, 1], and int64 labels 0..9.
 
-cifar and npy draw the synthetic images at 32x32 and 10 classes (100 with --hundred).
+cifar and npy draw the synthetic images at 32x32 (npy: at --side) and 10 classes (100
+with --hundred).
 cifar --from DIR takes its images from an image folder instead (DIR/train and DIR/test
 or DIR/val, as fashion-png and synthetic write them): shorter side to 32, centre crop,
 RGB, labels by class folder in name order, the records drawn at random (--seed).
@@ -262,19 +263,19 @@ def synthetic(a):
 
 
 def draw_small(task):
-    seed, items = task
-    return np.stack([np.asarray(render(seed, split, cls, index, size=32)) for split, cls, index in items])
+    seed, items, side = task
+    return np.stack([np.asarray(render(seed, split, cls, index, size=side)) for split, cls, index in items])
 
 
-def synthetic_set(seed, split, n, classes, threads):
-    """n synthetic 32x32 images (uint8, n x 32 x 32 x 3) and their labels: item i of the
-    split is image i // classes of class i % classes, so the classes are balanced, and
-    the items come in an order drawn from the seed."""
+def synthetic_set(seed, split, n, classes, threads, side=32):
+    """n synthetic side x side images (uint8, n x side x side x 3) and their labels: item i
+    of the split is image i // classes of class i % classes, so the classes are balanced,
+    and the items come in an order drawn from the seed."""
     order = np.random.default_rng([seed, SPLITS[split], 1 << 30]).permutation(n)
     labels = order % classes
     items = [(split, int(i % classes), int(i // classes)) for i in order]
-    images = np.concatenate(pool_map(draw_small, [(seed, c) for c in chunks(items, 64)], threads)) if n else \
-        np.zeros((0, 32, 32, 3), np.uint8)
+    images = np.concatenate(pool_map(draw_small, [(seed, c, side) for c in chunks(items, 64)], threads)) if n else \
+        np.zeros((0, side, side, 3), np.uint8)
     return images, labels.astype(np.int64)
 
 
@@ -348,7 +349,7 @@ def npy(a):
     test_records = a.records if a.test_records is None else a.test_records
     arrays = {}
     for prefix, split, n in (("", "train", a.records), ("test_", "val", test_records)):
-        images, labels = synthetic_set(a.seed, split, n, 10, a.threads)
+        images, labels = synthetic_set(a.seed, split, n, 10, a.threads, a.side)
         if a.layout == "nchw":
             images = np.ascontiguousarray(images.transpose(0, 3, 1, 2))
         if a.dtype == "float32":
@@ -399,13 +400,14 @@ def main():
     p.add_argument("--hundred", action="store_true", help="CIFAR-100's format: train.bin and test.bin")
     p.set_defaults(fn=cifar)
 
-    p = sub.add_parser("npy", parents=[common, seeded], help="numpy arrays of 32x32 RGB images and labels")
+    p = sub.add_parser("npy", parents=[common, seeded], help="numpy arrays of RGB images and labels")
     p.add_argument("out")
     p.add_argument("--records", type=int, default=1000, help="training records")
     p.add_argument("--test-records", type=int, help="test records (default: --records)")
     p.add_argument("--layout", choices=["nhwc", "nchw"], default="nhwc")
     p.add_argument("--dtype", choices=["uint8", "float32"], default="uint8", help="float32 is scaled to [0, 1]")
     p.add_argument("--npz", action="store_true", help="one data.npz instead of .npy files")
+    p.add_argument("--side", type=int, default=32, help="the images' width and height")
     p.set_defaults(fn=npy)
 
     a = ap.parse_args()

@@ -1,12 +1,14 @@
 #!/usr/bin/python3
-"""PyTorch peer for a shoal job's convnet (configs/resnet20.yaml, cifar10-singa.yaml):
-the net bench/peers/shoal_net.py builds from the job, trained in one process on the
-CIFAR-10 binary files of DIR (data_batch_*.bin, as scripts/make-image-data.py cifar
-writes them), pixels / 255 normalised per channel, with the job's updater settings
-(SGD, momentum, weight decay). No augmentation: both sides time the step alone.
+"""PyTorch peer for a shoal job's convnet (configs/resnet20.yaml, cifar10-singa.yaml,
+alexnet-67.yaml, googlenet-64.yaml): the net bench/peers/shoal_net.py builds from the
+job, trained in one process on the CIFAR-10 binary files of DIR (data_batch_*.bin, as
+scripts/make-image-data.py cifar writes them) or on uint8 images [N, C, H, W] and their
+labels as numpy arrays (make-image-data.py npy), pixels / 255 normalised per channel,
+with the job's updater settings (SGD, momentum, weight decay). No augmentation: both
+sides time the step alone.
 
-  torch_convnet.py JOB.yaml --cifar DIR [--threads N] [--batch B] [--steps S]
-                   [--blas-core CORE] [--cpu-capability CAP]
+  torch_convnet.py JOB.yaml (--cifar DIR | --npy IMAGES LABELS) [--threads N] [--batch B]
+                   [--steps S] [--blas-core CORE] [--cpu-capability CAP]
 
 Prints one JSON line: ms per training step (median past the first 10 steps)."""
 import argparse, json, os, sys
@@ -16,7 +18,9 @@ import common
 
 ap = argparse.ArgumentParser()
 ap.add_argument("job")
-ap.add_argument("--cifar", required=True)
+data = ap.add_mutually_exclusive_group(required=True)
+data.add_argument("--cifar", help="CIFAR-10 binary batches' folder")
+data.add_argument("--npy", nargs=2, metavar=("IMAGES", "LABELS"), help="uint8 images [N, C, H, W] and labels")
 ap.add_argument("--threads", type=int, default=1)
 ap.add_argument("--batch", type=int, default=128)
 ap.add_argument("--steps", type=int, default=50)
@@ -34,11 +38,15 @@ import yaml
 import shoal_net
 
 torch.manual_seed(a.seed)
-raw = numpy.concatenate([numpy.fromfile(f, numpy.uint8).reshape(-1, 3073)
-                         for f in sorted(glob.glob(os.path.join(a.cifar, "data_batch_*.bin")))])
-x = torch.tensor(raw[:, 1:].astype(numpy.float32).reshape(-1, 3, 32, 32) / 255.0)
+if a.cifar:
+    raw = numpy.concatenate([numpy.fromfile(f, numpy.uint8).reshape(-1, 3073)
+                             for f in sorted(glob.glob(os.path.join(a.cifar, "data_batch_*.bin")))])
+    pixels, labels = raw[:, 1:].reshape(-1, 3, 32, 32), raw[:, 0]
+else:
+    pixels, labels = numpy.load(a.npy[0]), numpy.load(a.npy[1])
+x = torch.tensor(pixels.astype(numpy.float32) / 255.0)
 x = (x - x.mean((0, 2, 3), keepdim=True)) / x.std((0, 2, 3), keepdim=True)
-y = torch.tensor(raw[:, 0].astype(numpy.int64))
+y = torch.tensor(labels.astype(numpy.int64))
 with open(a.job) as f:
     job = yaml.safe_load(f)
 train = job.get("train", {})
