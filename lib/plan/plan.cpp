@@ -237,10 +237,14 @@ void AddSlices(const ClusterConfig& c, int m, Plan* plan) {
 
 }  // namespace
 
+bool ExchangeInStep(int group_size, int workers, const Net& net) {
+  return group_size > 1 || (!net.SyncingLayer().empty() && workers > 1);
+}
+
 Status WorkersExchange(const Plan& plan, bool* exchange) {
   std::unique_ptr<Net> net;
   SHOAL_RETURN_IF_ERROR(Net::Build(plan.job, &net, /*allocate_params=*/false));
-  *exchange = plan.group_size > 1 || (!net->SyncingLayer().empty() && plan.workers.size() > 1);
+  *exchange = ExchangeInStep(plan.group_size, static_cast<int>(plan.workers.size()), *net);
   return Status::Ok();
 }
 
@@ -278,7 +282,7 @@ Status MakePlan(const JobConfig& job, const PlanOptions& options, const Partitio
                                    "' sums its statistics over the workers (sync: true), " +
                                    "which needs groups of one worker, not " + std::to_string(m) +
                                    ": plan it data parallel (--strategy data)");
-  SHOAL_RETURN_IF_ERROR(PlaceEndpoints(options, m > 1 || (!syncing.empty() && c.workers() > 1), plan));
+  SHOAL_RETURN_IF_ERROR(PlaceEndpoints(options, ExchangeInStep(m, c.workers(), *net), plan));
   SHOAL_RETURN_IF_ERROR(CheckPlanMemory(*plan));
   // The job as every process will read it: the layers' fields resolved too.
   plan->job.resolved = net->ResolvedJob(job);

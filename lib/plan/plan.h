@@ -15,6 +15,8 @@
 
 namespace shoal {
 
+class Net;
+
 struct LayerPlan {
   std::string name;
   std::string type;
@@ -110,11 +112,14 @@ Status MakePlan(const JobConfig& job, const PlanOptions& options, const Partitio
 // Every layer on partition_dim 0, in groups of one.
 Status MakeDataParallelPlan(const JobConfig& job, const PlanOptions& options, Plan* plan);
 
-// Whether the plan's workers exchange with each other inside every step:
-// groups of more than one, or a layer that sums over every worker's batch
-// (sync: true). Then no worker can rejoin a step its peers are in, and a
-// supervisor restarts them all from a checkpoint set when one dies. Fails
-// only where the plan's net does not build (LoadPlan has built it).
+// Whether `workers` workers in groups of `group_size`, training `net`,
+// exchange with each other inside every step: groups of more than one, or
+// a layer that sums over every worker's batch (sync: true). Then no worker
+// can rejoin a step its peers are in, and a supervisor restarts them all
+// from a checkpoint set when one dies.
+bool ExchangeInStep(int group_size, int workers, const Net& net);
+// The same for a plan. Fails only where the plan's net does not build
+// (LoadPlan has built it).
 Status WorkersExchange(const Plan& plan, bool* exchange);
 
 // Fills what a plan derives from its content, so that lookups are by index

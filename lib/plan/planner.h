@@ -72,6 +72,9 @@ struct PartitionReport {
   int advised_servers = 0;  // a server group's fewest whose step is within 1% of one a node's
   // With --exchange: each exchange tried and its step (the chosen plan's).
   std::vector<std::pair<std::string, double>> exchanges;
+
+  // Whether all_model's one group of every worker can run (a synced layer needs groups of one).
+  bool AllModelRuns() const { return syncing.empty() || all_model.group_size == 1; }
 };
 
 // The job on `workers` workers (0: its own), as SINGA scales it: the step's mini-batch

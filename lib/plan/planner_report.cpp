@@ -83,7 +83,7 @@ json ReportToJson(const PartitionReport& r) {
                  {"all_data", TotalsJson(r.all_data)},
                  {"all_model", TotalsJson(r.all_model)}};
   // A synced layer rules the one group of every worker out: its cost is what it would be.
-  if (!r.syncing.empty() && r.all_model.group_size > 1) j["totals"]["all_model"]["runs"] = false;
+  if (!r.AllModelRuns()) j["totals"]["all_model"]["runs"] = false;
   j["group_sizes"] = json::array();
   for (const auto& t : r.by_group_size) j["group_sizes"].push_back(TotalsJson(t));
   return j;
@@ -154,7 +154,7 @@ std::string ExplainReport(const PartitionReport& r) {
   out += TotalsLine("chosen", r.chosen);
   if (r.has_overrides) out += TotalsLine("optimum (no overrides)", r.optimum);
   out += TotalsLine("all data parallel", r.all_data);
-  if (r.syncing.empty() || r.all_model.group_size == 1)
+  if (r.AllModelRuns())
     out += TotalsLine("all model parallel", r.all_model);
   else
     out += "  all model parallel       cannot run: layer '" + r.syncing +

@@ -53,8 +53,7 @@ Status Worker::SetUp() {
   SHOAL_RETURN_IF_ERROR(Net::Build(job, &whole_, /*allocate_params=*/evaluates_));
   // A group's channel; in groups of one, a channel over every worker where
   // a layer sums over their batches (dl-plan gave them endpoints).
-  const bool syncs = !whole_->SyncingLayer().empty() && workers_ > 1;
-  if (group_size > 1 || syncs) {
+  if (ExchangeInStep(group_size, workers_, *whole_)) {
     channel_ = std::make_unique<GroupChannel>();
     SHOAL_RETURN_IF_ERROR(channel_->Open(group_size > 1 ? GroupPeersOf(plan_, options_.id, timeout_ms)
                                                         : AllWorkersOf(plan_, options_.id, timeout_ms)));
