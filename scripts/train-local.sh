@@ -498,8 +498,7 @@ while ((${#name_of[@]} > 0)); do
       [[ -n "$blamed" && "${blamed%|*}" != "$name" ]]; then
       # A server that gave up on its silent workers only outlasted them: they were
       # waiting on a stalled server or peer, and give up on it a moment later, naming it.
-      what="stopped answering"
-      still_running "${blamed%|*}" 10 || what=died
+      still_running "${blamed%|*}" 10 && what="stopped answering"
       why="${blamed#*|} gave up on it: exit 3; $name gave up on its silent workers"
       name=${blamed%|*}
     fi

@@ -120,13 +120,7 @@ kill_worker_at "$tmp/bn-killed" 100 1
 wait "$runner" || fail "the run did not survive a worker's death: $(cat "$tmp/bn-killed.err")"
 grep -q "worker 1 died (exit 137); the other workers exchange with it inside every step; restarting every server" \
   "$tmp/bn-killed.err" || fail "no restart of every process logged: $(cat "$tmp/bn-killed.err")"
-ends_as_calm() {  # ends_as_calm NAME: run NAME ends at step 200 with bn-calm's bits
-  "$bin/dl-ckpt" diff "$(final_ckpt "$tmp/bn-calm")" "$(final_ckpt "$tmp/$1")" >"$tmp/$1-diff.json" ||
-    fail "dl-ckpt diff"
-  jq -e '.max_abs == 0 and .step_a == 200 and .step_b == 200' "$tmp/$1-diff.json" >/dev/null ||
-    fail "after $1 the parameters differ: $(head -c 400 "$tmp/$1-diff.json")"
-}
-ends_as_calm bn-killed
+same_bits "$tmp/bn-calm" "$tmp/bn-killed" 200
 ok "kill -9 of a worker with synchronised batch norm at step ~100: every process restarts, the run ends bit for bit"
 
 # A stalled worker (SIGSTOP): every process restarts and the run ends bit
@@ -140,5 +134,5 @@ kill_worker_at "$tmp/bn-stalled" 100 1 STOP
 wait "$runner" || fail "the run did not survive a stalled worker: $(cat "$tmp/bn-stalled.err")"
 grep -Eq "(worker 1 stopped answering|server 0 (died|stopped answering)) \(worker 0 gave up on it: exit 3" \
   "$tmp/bn-stalled.err" || fail "no restart of every process blamed on worker 1 or server 0: $(cat "$tmp/bn-stalled.err")"
-ends_as_calm bn-stalled
+same_bits "$tmp/bn-calm" "$tmp/bn-stalled" 200
 ok "a stalled worker with synchronised batch norm: every process restarts, the run ends bit for bit"

@@ -55,7 +55,5 @@ kill_worker_at "$tmp/killed" 100 1
 wait "$runner" || fail "the group run did not survive a worker's death: $(cat "$tmp/killed.err")"
 grep -q "worker 1 died (exit 137); the other workers exchange with it inside every step; restarting every server" \
   "$tmp/killed.err" || fail "no restart of every process logged: $(cat "$tmp/killed.err")"
-"$bin/dl-ckpt" diff "$(final_ckpt "$tmp/calm")" "$(final_ckpt "$tmp/killed")" >"$tmp/diff.json" || fail "dl-ckpt diff"
-jq -e '.max_abs == 0 and .step_a == 200 and .step_b == 200' "$tmp/diff.json" >/dev/null ||
-  fail "after the kill the parameters differ: $(head -c 400 "$tmp/diff.json")"
+same_bits "$tmp/calm" "$tmp/killed" 200
 ok "train-local, a model-parallel group's worker killed at step ~100: every process restarts, the run ends bit for bit"

@@ -1,7 +1,7 @@
 # Shared by the integration tests: sourced as `. lib.sh BUILD_DIR REPO_ROOT`.
 # Gives: $bin, $root, $tmp (removed at exit, with every process we started),
 # fail, ok, expect_failure, peak_mb, fresh_port, wait_serving, shards_for, run_logs, kill_worker_at,
-# deep_mlp_job, field.
+# same_bits, deep_mlp_job, field.
 set -euo pipefail
 
 bin=$(cd "${1:?usage: TEST BUILD_DIR REPO_ROOT}" && pwd)
@@ -78,6 +78,14 @@ kill_worker_at() {
     sleep 0.05
   done
   pkill "-${4:-KILL}" -f "dl-worker --plan $1/plan.json --id $3 " || fail "no worker $3 to signal in $1"
+}
+
+# same_bits A B STEP: runs A and B (directories with a ckpt/) both end at STEP
+# with server 0's parameters equal bit for bit.
+same_bits() {
+  "$bin/dl-ckpt" diff "$(final_ckpt "$1")" "$(final_ckpt "$2")" >"$2-diff.json" || fail "dl-ckpt diff $1 $2"
+  jq -e --argjson s "$3" '.max_abs == 0 and .step_a == $s and .step_b == $s' "$2-diff.json" >/dev/null ||
+    fail "$2 does not end as $1 did: $(head -c 400 "$2-diff.json")"
 }
 
 # run_logs DIR: the last lines of every process log of a train-local run,
