@@ -127,9 +127,11 @@ def where_the_time_goes(records, peak_gflops, run_dir=None):
     server in its worker's process, in the worker's), summed over the servers.
     With them, the rate of worker 0's operations (its flops_per_step) over its
     compute time and over the whole step, each as a fraction of `peak_gflops`
-    (one thread's sgemm rate) times its compute threads."""
+    (one thread's sgemm rate) times its compute threads; and its layers' time
+    summed by type (the done record's `layers`): the four costliest types' shares
+    of the layers' time and the rates they computed at."""
     done = last(records, "done")
-    t, steps = done.get("time_s"), done["steps"]
+    t, steps = done.get("time_s"), done.get("steps_timed") or done["steps"]
     if not t or not steps:
         return None
     profile = {k: 1000 * t[k] / steps for k in ("compute", "input", "encode", "wait_servers", "decode")}
@@ -139,6 +141,15 @@ def where_the_time_goes(records, peak_gflops, run_dir=None):
         profile.update(gflops_per_step=flops / 1e9, compute_gflops_per_s=flops / 1e6 / profile["compute"],
                        peak_gflops_per_s=peak, compute_of_peak=flops / 1e6 / profile["compute"] / peak,
                        step_of_peak=flops / 1e6 / (1000 * t["steps"] / steps) / peak)
+    by_type = {}
+    for layer in done.get("layers") or []:
+        seconds, ops = by_type.get(layer["type"], (0.0, 0.0))
+        by_type[layer["type"]] = (seconds + layer["forward_s"] + layer["backward_s"], ops + layer["flops_per_step"])
+    total = sum(seconds for seconds, _ in by_type.values())
+    if total > 0:
+        profile["layer_types"] = [
+            {"type": kind, "share": seconds / total, "gflops_per_s": ops * steps / seconds / 1e9 if seconds else 0.0}
+            for kind, (seconds, ops) in sorted(by_type.items(), key=lambda kv: -kv[1][0])[:4]]
     if run_dir:
         servers = []
         for name in sorted(os.listdir(run_dir)):
@@ -163,6 +174,9 @@ def details_line(row):
         line += (f"\n    {d['gflops_per_step']:.3g} GFLOP a step, computed at {d['compute_gflops_per_s']:.1f} GFLOP/s:"
                  f" {d['compute_of_peak']:.2f} of the sgemm peak ({d['peak_gflops_per_s']:.1f} GFLOP/s),"
                  f" {d['step_of_peak']:.2f} over the whole step")
+    if d.get("layer_types"):
+        line += "\n    layers by type (share, GFLOP/s): " + ", ".join(
+            f"{x['type']} {x['share']:.0%} {x['gflops_per_s']:.1f}" for x in d["layer_types"])
     return line
 
 

@@ -1,6 +1,7 @@
 #include "net/partitioned_net.h"
 
 #include <algorithm>
+#include <chrono>
 #include <map>
 
 #include "graph/net.h"
@@ -57,6 +58,18 @@ GroupPeers PeersOf(const Plan& plan, int first, int m, int worker, int timeout_m
     peers.max_block_floats =
         std::max<size_t>(peers.max_block_floats, layer.feature_size * plan.job.train.batch_size * m);
   return peers;
+}
+
+double SecondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// Both passes' operations of one node for `batch` records per worker; none for a connection.
+double NodeFlops(const Layer& layer, bool connection, const Placement& placement, int rank, int group_size,
+                 int batch) {
+  if (connection) return 0.0;
+  const size_t records = BlockAt(placement, rank, group_size, batch, 1).records.size();
+  return records * (layer.ForwardFlopsPerRecord() + layer.BackwardFlopsPerRecord());
 }
 
 }  // namespace
@@ -227,12 +240,19 @@ void PartitionedNet::Allocate(int batch) {
 
 double PartitionedNet::TrainingFlops(int batch) const {
   double flops = 0.0;
-  for (const auto& node : nodes_) {
-    if (node.connection) continue;
-    const size_t records = BlockAt(node.placement, rank_, group_size_, batch, 1).records.size();
-    flops += records * (node.layer->ForwardFlopsPerRecord() + node.layer->BackwardFlopsPerRecord());
-  }
+  for (const auto& node : nodes_)
+    flops += NodeFlops(*node.layer, node.connection != nullptr, node.placement, rank_, group_size_, batch);
   return flops;
+}
+
+std::vector<PartitionedNet::LayerTime> PartitionedNet::LayerTimes(int batch) const {
+  std::vector<LayerTime> times;
+  for (const auto& node : nodes_)
+    times.push_back(
+        {node.layer->name(), node.connection ? "connection" : node.layer->type(), node.forward_s,
+         node.backward_s,
+         NodeFlops(*node.layer, node.connection != nullptr, node.placement, rank_, group_size_, batch)});
+  return times;
 }
 
 Status PartitionedNet::Forward(Phase phase, uint64_t step, LayerHooks* hooks) {
@@ -246,7 +266,9 @@ Status PartitionedNet::Forward(Phase phase, uint64_t step, LayerHooks* hooks) {
     node.layer->set_draw_key({draw_seed_, step});
     if (hooks) SHOAL_RETURN_IF_ERROR(hooks->BeforeForward(*node.layer));
     if (memory) SHOAL_RETURN_IF_ERROR(memory->Before(i));
+    const auto start = std::chrono::steady_clock::now();
     node.layer->Forward(phase, node.srcs);
+    if (phase == Phase::kTrain) node.forward_s += SecondsSince(start);
     if (memory && gpu_) SHOAL_RETURN_IF_ERROR(gpu_->TakeStatus().Within(node.layer->name() + " forward"));
     if (memory) SHOAL_RETURN_IF_ERROR(memory->After(i));
     if (node.connection) SHOAL_RETURN_IF_ERROR(node.connection->status());
@@ -266,7 +288,9 @@ Status PartitionedNet::Backward(uint64_t step, LayerHooks* hooks) {
     const size_t op = 2 * nodes_.size() - 1 - i;  // TrainingStepOps: backward passes follow the forward ones
     if (node.connection) node.connection->set_step(step);
     if (memory_) SHOAL_RETURN_IF_ERROR(memory_->Before(op));
+    const auto start = std::chrono::steady_clock::now();
     node.layer->Backward(node.srcs);
+    node.backward_s += SecondsSince(start);
     if (memory_ && gpu_) SHOAL_RETURN_IF_ERROR(gpu_->TakeStatus().Within(node.layer->name() + " backward"));
     if (memory_) SHOAL_RETURN_IF_ERROR(memory_->After(op));
     if (node.connection) SHOAL_RETURN_IF_ERROR(node.connection->status());

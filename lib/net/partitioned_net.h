@@ -90,6 +90,16 @@ class PartitionedNet {
   // per worker on this rank: each layer's forward and backward counts (as
   // dl-plan's cost model counts them) times the records it holds.
   double TrainingFlops(int batch) const;
+  // Where a layer's training passes spent their time, summed over the steps
+  // so far (the first included), on the host's clock. A connection layer's
+  // time is mostly its wait for the group's other workers. On a GPU it is what
+  // the host took to issue the passes, not what the GPU took to run them.
+  struct LayerTime {
+    std::string name, type;
+    double forward_s = 0.0, backward_s = 0.0;
+    double flops_per_step = 0.0;  // both passes, as TrainingFlops counts them
+  };
+  std::vector<LayerTime> LayerTimes(int batch) const;
   // Feature bytes so far, summed over the connection layers (ConnectionLayer::bytes_in/out).
   uint64_t feature_bytes_in() const;
   uint64_t feature_bytes_out() const;
@@ -100,8 +110,9 @@ class PartitionedNet {
   struct Node {
     std::unique_ptr<Layer> layer;
     std::vector<Layer*> srcs;
-    ConnectionLayer* connection = nullptr;  // when the layer is one
-    Placement placement;                    // of its feature: how many records this rank holds
+    ConnectionLayer* connection = nullptr;     // when the layer is one
+    Placement placement;                       // of its feature: how many records this rank holds
+    double forward_s = 0.0, backward_s = 0.0;  // training passes so far (LayerTimes)
   };
 
   struct Building;

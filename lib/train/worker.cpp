@@ -453,8 +453,9 @@ Status Worker::Finish(WorkerResult* result) {
                          {"train_seconds", train_seconds},
                          {"ms_per_step_median", result->ms_per_step_median},
                          {"final_loss", result->final_loss}};
-  // Where the steps' time went; compute includes what the forward and
+  // Where the steps' time went, over the steps this process ran; compute includes what the forward and
   // backward passes wait for features of a group's other workers.
+  done["steps_timed"] = step_ms_.size();
   done["time_s"] = {{"input", input_seconds_},
                     {"steps", step_seconds_},
                     {"compute", step_seconds_ - step_busy_.total()},
@@ -462,6 +463,14 @@ Status Worker::Finish(WorkerResult* result) {
                     {"wait_servers", step_busy_.wait},
                     {"decode", step_busy_.decode}};
   done["flops_per_step"] = net_->TrainingFlops(batch_);
+  // Each layer's share of compute, over the same steps (PartitionedNet::LayerTimes).
+  nlohmann::json& layers = done["layers"] = nlohmann::json::array();
+  for (const PartitionedNet::LayerTime& t : net_->LayerTimes(batch_))
+    layers.push_back({{"layer", t.name},
+                      {"type", t.type},
+                      {"forward_s", t.forward_s},
+                      {"backward_s", t.backward_s},
+                      {"flops_per_step", t.flops_per_step}});
   done["kernels"] = {{"sgemm", SgemmBackend()},
                      {"onednn", OneDnnDescription()},
                      {"openblas_core", OpenBlasCore()},

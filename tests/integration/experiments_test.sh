@@ -80,6 +80,29 @@ grep -E '"event":"(step|eval|done)"' "$one/worker-0.jsonl" >>"$tmp/restarted/wor
 grep -q "restarted: restarted" "$tmp/restarted-report/loss.svg" || fail "loss.svg does not mark the restart"
 ok "dl-report --target: the first evaluation that reached it, or none; a restart is a new life, marked"
 
+# --layers: each worker's time per layer, which adds up to no more than its
+# steps took; the MLP's fully connected layers computed at a rate.
+"$bin/dl-report" "$one" --layers --json >"$tmp/layers.json" || fail "dl-report --layers failed"
+python3 - "$tmp/layers.json" "$one" <<'PY' ||
+import json, sys
+[run] = json.load(open(sys.argv[1]))
+assert [w["worker"] for w in run["workers"]] == [0, 1], run
+for w in run["workers"]:
+    done = [json.loads(l) for l in open(f"{sys.argv[2]}/worker-{w['worker']}.jsonl") if '"done"' in l][-1]
+    assert w["steps"] == done["steps_timed"] == 60, (w["steps"], done)
+    layers = w["layers"]
+    assert abs(sum(l["share"] for l in layers) - 1) < 1e-6, layers
+    spent = sum(l["forward_ms"] + l["backward_ms"] for l in layers) * w["steps"] / 1000
+    assert 0 < spent <= done["time_s"]["steps"], (spent, done["time_s"])
+    dense = [l for l in layers if l["type"] == "fully_connected"]
+    assert dense and all(l["forward_ms"] > 0 and l["gflops_per_s"] > 0 for l in dense), layers
+PY
+  fail "dl-report --layers does not match the workers' records: $(cat "$tmp/layers.json")"
+grep -q "^bsp-w2-lr0.05: worker 1, 60 steps" <("$bin/dl-report" "$one" --label bsp-w2-lr0.05 --layers) ||
+  fail "dl-report --layers has no table for worker 1"
+expect_failure 2 "it takes neither --out nor --target" "$bin/dl-report" "$one" --layers --target 0.5
+ok "dl-report --layers: per worker, each layer's ms a step, share and rate, within the steps' time"
+
 # Bad input is named, with its file and line; nothing is drawn.
 cp -r "$tmp/sweep/bsp-w1-lr0.05/run" "$tmp/bad"
 echo '{"event": "step", "step": 80, "loss": "x", "elapsed_s": 1}' >>"$tmp/bad/worker-0.jsonl"
