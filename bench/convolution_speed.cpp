@@ -3,7 +3,7 @@
 // direct convolution and Winograd's, where each takes the geometry; the
 // kernels alternate, `repeats` times each, so that a noisy machine weighs on
 // all alike. Prints one JSON line per geometry: each kernel's median ms.
-//   convolution_speed [THREADS] [REPEATS]
+//   convolution_speed [THREADS] [REPEATS] [BATCH]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -39,7 +39,7 @@ double Median(std::vector<double> v) {
 int main(int argc, char** argv) {
   const int threads = argc > 1 ? std::atoi(argv[1]) : 1;
   const int repeats = argc > 2 ? std::max(1, std::atoi(argv[2])) : 5;
-  const int batch = 64;
+  const int batch = argc > 3 ? std::max(1, std::atoi(argv[3])) : 64;
   SetComputeThreads(threads);
   const Case cases[] = {
       {"fashion-cnn conv2: 32 -> 64, 5x5 pad 2, 14x14", {32, 14, 14, 64, 5, 1, 2}},
@@ -48,6 +48,15 @@ int main(int argc, char** argv) {
       {"64 -> 64, 3x3 pad 1, 28x28", {64, 28, 28, 64, 3, 1, 1}},
       {"32 -> 32, 3x3 pad 1, 28x28", {32, 28, 28, 32, 3, 1, 1}},
       {"16 -> 16, 3x3 pad 1, 28x28", {16, 28, 28, 16, 3, 1, 1}},
+      {"resnet20 stage 1: 16 -> 16, 3x3 pad 1, 32x32", {16, 32, 32, 16, 3, 1, 1}},
+      {"resnet20 stage 2: 32 -> 32, 3x3 pad 1, 16x16", {32, 16, 16, 32, 3, 1, 1}},
+      {"resnet20 stage 3: 64 -> 64, 3x3 pad 1, 8x8", {64, 8, 8, 64, 3, 1, 1}},
+      {"alexnet-67 conv2: 96 -> 256, 5x5 pad 2, 7x7", {96, 7, 7, 256, 5, 1, 2}},
+      {"alexnet-67 conv4: 384 -> 384, 3x3 pad 1, 3x3", {384, 3, 3, 384, 3, 1, 1}},
+      {"googlenet-64 conv2: 64 -> 192, 3x3 pad 1, 16x16", {64, 16, 16, 192, 3, 1, 1}},
+      {"googlenet-64 i3b_3x3: 128 -> 192, 3x3 pad 1, 8x8", {128, 8, 8, 192, 3, 1, 1}},
+      {"googlenet-64 i4a_3x3: 96 -> 208, 3x3 pad 1, 4x4", {96, 4, 4, 208, 3, 1, 1}},
+      {"googlenet-64 i5a_3x3: 160 -> 320, 3x3 pad 1, 2x2", {160, 2, 2, 320, 3, 1, 1}},
   };
   for (const Case& c : cases) {
     const ConvGeometry& g = c.g;

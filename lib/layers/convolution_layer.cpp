@@ -68,7 +68,9 @@ class ConvolutionLayer : public Layer {
   bool SplitsOutputs() const override { return true; }
   double ForwardFlopsPerRecord() const override { return 2.0 * g_.filters * g_.col_rows() * g_.col_cols(); }
   int WinogradFromUnits() const override {
-    // A part keeps the geometry but for its filters (model parallelism).
+    // A part keeps the geometry but for its filters (model parallelism). A
+    // part with fewer filters can be taken where the whole is not (more of
+    // its tiles fit a group); 0 prices those parts on the direct kernel.
     for (ConvGeometry part = g_; part.filters >= 1; --part.filters)
       if (!WinogradTakes(part)) return part.filters < g_.filters ? part.filters + 1 : 0;
     return 1;

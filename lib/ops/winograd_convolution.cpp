@@ -380,21 +380,26 @@ class Winograd final : public FastConvolution {
     const int in = flip ? k_count : c_count, out = flip ? c_count : k_count, lanes = Lanes(out);
     const size_t plane = static_cast<size_t>(in) * lanes;
     // Laid out [r][r][in][lanes], so the transform runs on vectors of out.
+    // Both loops write disjoint values: the tasks split them without changing any.
     filters_.assign(static_cast<size_t>(r) * r * plane, 0.0f);
-    for (int k = 0; k < k_count; ++k)
-      for (int c = 0; c < c_count; ++c)
-        for (int i = 0; i < r; ++i)
-          for (int j = 0; j < r; ++j) {
-            const float value = w[((static_cast<size_t>(k) * c_count + c) * r + i) * r + j];
-            const int a = flip ? r - 1 - i : i, b = flip ? r - 1 - j : j;
-            const size_t at = (a * r + b) * plane;
-            filters_[at + (flip ? static_cast<size_t>(k) * lanes + c : static_cast<size_t>(c) * lanes + k)] =
-                value;
-          }
+    ParallelFor(k_count, [&](int, int begin, int end) {
+      for (int k = begin; k < end; ++k)
+        for (int c = 0; c < c_count; ++c)
+          for (int i = 0; i < r; ++i)
+            for (int j = 0; j < r; ++j) {
+              const float value = w[((static_cast<size_t>(k) * c_count + c) * r + i) * r + j];
+              const int a = flip ? r - 1 - i : i, b = flip ? r - 1 - j : j;
+              const size_t at = (a * r + b) * plane;
+              filters_[at + (flip ? static_cast<size_t>(k) * lanes + c
+                                  : static_cast<size_t>(c) * lanes + k)] = value;
+            }
+    });
     u_.resize(forward_.points * plane);
-    for (int c = 0; c < in; ++c)
-      Transform(g_r_, filters_.data() + static_cast<size_t>(c) * lanes, r * plane, plane,
-                u_.data() + static_cast<size_t>(c) * lanes, plane, lanes);
+    ParallelFor(in, [&](int, int begin, int end) {
+      for (int c = begin; c < end; ++c)
+        Transform(g_r_, filters_.data() + static_cast<size_t>(c) * lanes, r * plane, plane,
+                  u_.data() + static_cast<size_t>(c) * lanes, plane, lanes);
+    });
   }
 
   // Each task takes a contiguous share of the images with its own working memory.
@@ -436,21 +441,29 @@ class Winograd final : public FastConvolution {
       std::fill(padded, padded + t.padded_size() + dy_padded, 0.0f);
       WeightGradientImages(begin, end, x, dy, s, s + sums - lanes, padded, dy_tiles, v, d);
     });
+    // Each value adds the tasks' sums in task order, however the values are split.
     float* total = base;
-    for (int task = 1; task < tasks; ++task) {
-      const float* other = base + task * work;
-      for (size_t i = 0; i < sums; ++i) total[i] += other[i];
-    }
+    if (tasks > 1)
+      ParallelFor(static_cast<int>((sums + kLanes - 1) / kLanes), [&](int, int begin, int end) {
+        const size_t first = static_cast<size_t>(begin) * kLanes, last = std::min(sums, size_t{kLanes} * end);
+        for (int task = 1; task < tasks; ++task) {
+          const float* other = base + task * work;
+          for (size_t i = first; i < last; ++i) total[i] += other[i];
+        }
+      });
     std::copy(total + sums - lanes, total + sums - lanes + k_count, db);
-    const size_t plane = static_cast<size_t>(c_count) * lanes;
-    out_.resize(static_cast<size_t>(r) * r * lanes);
-    for (int c = 0; c < c_count; ++c) {
-      Transform(at_r_, total + static_cast<size_t>(c) * lanes, forward_.alpha * plane, plane, out_.data(),
-                lanes, lanes);
-      for (int k = 0; k < k_count; ++k)
-        for (int i = 0; i < r * r; ++i)
-          dw[(static_cast<size_t>(k) * c_count + c) * r * r + i] = out_[i * lanes + k];
-    }
+    const size_t plane = static_cast<size_t>(c_count) * lanes, out = static_cast<size_t>(r) * r * lanes;
+    out_.resize(out * ParallelTasks(c_count));
+    ParallelFor(c_count, [&](int task, int begin, int end) {
+      float* o = out_.data() + task * out;
+      for (int c = begin; c < end; ++c) {
+        Transform(at_r_, total + static_cast<size_t>(c) * lanes, forward_.alpha * plane, plane, o, lanes,
+                  lanes);
+        for (int k = 0; k < k_count; ++k)
+          for (int i = 0; i < r * r; ++i)
+            dw[(static_cast<size_t>(k) * c_count + c) * r * r + i] = o[i * lanes + k];
+      }
+    });
   }
 
   // One task's images [begin, end): adds into s [points][C][lanes] and
@@ -509,6 +522,14 @@ class Winograd final : public FastConvolution {
 // measures a geometry against oneDNN's direct kernel.
 int MinChannels(int kernel) { return TileFor(kernel) == 8 ? 16 : 32; }
 
+// The fewest tiles a group of products spans. The weight gradient's sgemms
+// sum over a group's tiles, so fewer make them thin. They also read and
+// write every product of C × K channels, and the filters' transforms cost as
+// much again each step. Small images with many channels (AlexNet's and
+// GoogLeNet's last stages) give such groups, and there oneDNN's direct
+// kernel is faster (build/convolution_speed).
+constexpr int kMinGroupTiles = 16;
+
 }  // namespace
 
 bool WinogradEnabled() {
@@ -517,8 +538,11 @@ bool WinogradEnabled() {
 }
 
 bool WinogradTakes(const ConvGeometry& g) {
-  return WinogradEnabled() && g.stride == 1 && g.kernel >= 2 && g.kernel <= 5 && g.pad < g.kernel &&
-         g.channels >= MinChannels(g.kernel) && g.filters >= MinChannels(g.kernel);
+  if (!WinogradEnabled() || g.stride != 1 || g.kernel < 2 || g.kernel > 5 || g.pad >= g.kernel ||
+      g.channels < MinChannels(g.kernel) || g.filters < MinChannels(g.kernel))
+    return false;
+  const Tiling t(g.channels, g.height, g.width, g.filters, g.kernel, g.pad);
+  return t.rows_per_group * t.tw >= kMinGroupTiles;
 }
 
 std::unique_ptr<FastConvolution> NewWinogradConvolution(const ConvGeometry& g) {

@@ -59,7 +59,8 @@ TEST_CASE("Winograd convolution matches im2col + sgemm") {
 }
 
 TEST_CASE(
-    "Winograd takes stride 1, kernels 2 to 5, padding below the kernel, 16 channels or more (32 for 3 x 3)") {
+    "Winograd takes stride 1, kernels 2 to 5, padding below the kernel, 16 channels or more (32 for 3 x 3), "
+    "16 tiles a group") {
   CHECK(WinogradTakes({32, 8, 8, 32, 3, 1, 2}));
   CHECK_FALSE(WinogradTakes({32, 8, 8, 32, 3, 2, 1}));    // stride 2
   CHECK_FALSE(WinogradTakes({32, 8, 8, 32, 1, 1, 0}));    // 1 × 1: nothing to save
@@ -68,6 +69,9 @@ TEST_CASE(
   CHECK_FALSE(WinogradTakes({1, 28, 28, 32, 5, 1, 2}));   // one channel in
   CHECK(WinogradTakes({16, 28, 28, 16, 5, 1, 2}));        // sixteen in and out
   CHECK_FALSE(WinogradTakes({16, 28, 28, 32, 3, 1, 1}));  // sixteen in, 3 × 3
+  CHECK(WinogradTakes({64, 8, 8, 64, 3, 1, 1}));          // ResNet-20's last stage: 32 tiles a group
+  CHECK_FALSE(WinogradTakes({384, 3, 3, 384, 3, 1, 1}));  // AlexNet's conv4: one tile an image, 8 a group
+  CHECK_FALSE(WinogradTakes({96, 7, 7, 256, 5, 1, 2}));   // AlexNet's conv2: 8 tiles a group
   CHECK_FALSE(WinogradTakes({32, 28, 28, 31, 3, 1, 1}));  // thirty-one out, 3 × 3
   CHECK_FALSE(WinogradTakes({15, 28, 28, 32, 5, 1, 2}));  // fifteen in
   CHECK_FALSE(WinogradTakes({64, 8, 8, 15, 5, 1, 2}));    // fifteen out
