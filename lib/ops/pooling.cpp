@@ -74,14 +74,16 @@ void PoolPlanes(const PoolGeometry& g, int begin, int end, const float* x, float
           out[i * ow + j] = sum / static_cast<float>(rows.padded * cols.padded);
           continue;
         }
+        // Selects, as in MaxPool2x2; the first of equal values wins.
         float best = -std::numeric_limits<float>::infinity();
         int32_t where = rows.begin * g.width + cols.begin;
         for (int h = rows.begin; h < rows.end; ++h)
-          for (int w = cols.begin; w < cols.end; ++w)
-            if (in[h * g.width + w] > best) {
-              best = in[h * g.width + w];
-              where = h * g.width + w;
-            }
+          for (int w = cols.begin; w < cols.end; ++w) {
+            const int32_t at = h * g.width + w;
+            const bool more = in[at] > best;
+            where = more ? at : where;
+            best = more ? in[at] : best;
+          }
         out[i * ow + j] = best;
         arg[i * ow + j] = where;
       }
