@@ -17,23 +17,40 @@ void ForChannels(const BatchNormGeometry& g, int batch, const Fn& fn) {
   });
 }
 
+// Σ term(p) over a plane's n values, in double, as eight interleaved partial
+// sums added in a fixed order. One running sum would wait on each addition;
+// eight run side by side, and the result never depends on timing.
+template <typename Term>
+double PlaneSum(int n, const Term& term) {
+  double part[8] = {};
+  int p = 0;
+  for (; p + 8 <= n; p += 8)
+    for (int j = 0; j < 8; ++j) part[j] += term(p + j);
+  for (; p < n; ++p) part[0] += term(p);
+  return ((part[0] + part[1]) + (part[2] + part[3])) + ((part[4] + part[5]) + (part[6] + part[7]));
+}
+
 // A channel's values, as `at` finds its plane in each record (ForChannels).
 template <typename At>
 double ChannelSum(const BatchNormGeometry& g, int batch, const float* x, const At& at) {
   double sum = 0.0;
-  for (int r = 0; r < batch; ++r)
-    for (int p = 0; p < g.plane; ++p) sum += x[at(r) + p];
+  for (int r = 0; r < batch; ++r) {
+    const float* plane = x + at(r);
+    sum += PlaneSum(g.plane, [&](int p) { return static_cast<double>(plane[p]); });
+  }
   return sum;
 }
 
 template <typename At>
 double ChannelSquares(const BatchNormGeometry& g, int batch, const float* x, double mean, const At& at) {
   double squares = 0.0;
-  for (int r = 0; r < batch; ++r)
-    for (int p = 0; p < g.plane; ++p) {
-      const double d = x[at(r) + p] - mean;
-      squares += d * d;
-    }
+  for (int r = 0; r < batch; ++r) {
+    const float* plane = x + at(r);
+    squares += PlaneSum(g.plane, [&](int p) {
+      const double d = plane[p] - mean;
+      return d * d;
+    });
+  }
   return squares;
 }
 
@@ -58,12 +75,12 @@ template <typename At>
 void ChannelGradSums(const BatchNormGeometry& g, int batch, const float* x, const float* dy, float m,
                      float inv, double* sum_dy, double* sum_dy_xhat, const At& at) {
   *sum_dy = *sum_dy_xhat = 0.0;
-  for (int r = 0; r < batch; ++r)
-    for (int p = 0; p < g.plane; ++p) {
-      const size_t i = at(r) + p;
-      *sum_dy += dy[i];
-      *sum_dy_xhat += static_cast<double>(dy[i]) * ((x[i] - m) * inv);
-    }
+  for (int r = 0; r < batch; ++r) {
+    const size_t i = at(r);
+    *sum_dy += PlaneSum(g.plane, [&](int p) { return static_cast<double>(dy[i + p]); });
+    *sum_dy_xhat +=
+        PlaneSum(g.plane, [&](int p) { return static_cast<double>(dy[i + p]) * ((x[i + p] - m) * inv); });
+  }
 }
 
 // dx = gamma·inv_std·(dy − Σdy/M − x̂·Σdy·x̂/M) over channel c's M values.
