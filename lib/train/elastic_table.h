@@ -31,6 +31,8 @@ class ElasticTable : public ParamTable {
   Status Finish() override { return centre_->Finish(); }
   Status Report(const std::string& metric) override { return centre_->Report(metric); }
   std::unique_ptr<Keepalive> KeepBusy(const std::string& what) override { return centre_->KeepBusy(what); }
+  void Computing(uint64_t step) override { centre_->Computing(step); }
+  void Computed() override { centre_->Computed(); }
   Status FetchAll(const std::vector<Param*>& whole, uint64_t version) override {
     return centre_->FetchAll(whole, version);
   }

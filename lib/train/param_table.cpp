@@ -18,11 +18,15 @@ namespace shoal {
 
 Keepalive::Keepalive(std::vector<std::unique_ptr<RpcClient>> clients, MsgHeader header, std::string what,
                      int timeout_ms)
-    : clients_(std::move(clients)),
-      header_(header),
-      what_(std::move(what)),
-      every_(std::max(timeout_ms / 4, 1)) {
+    : clients_(std::move(clients)), header_(header), every_(std::max(timeout_ms / 4, 1)) {
   header_.type = MsgType::kAlive;
+  if (!what.empty()) {
+    // Busy already for a quarter timeout: the first word goes at once.
+    MutexLock lock(&mu_);
+    busy_ = true;
+    what_ = std::move(what);
+    since_ = std::chrono::steady_clock::now() - every_;
+  }
   thread_ = std::thread([this] { Run(); });
 }
 
@@ -35,21 +39,55 @@ Keepalive::~Keepalive() {
   thread_.join();
 }
 
+void Keepalive::Begin(std::string what) {
+  MutexLock lock(&mu_);
+  busy_ = true;
+  what_ = std::move(what);
+  since_ = std::chrono::steady_clock::now();
+}
+
+void Keepalive::End() {
+  MutexLock lock(&mu_);
+  busy_ = false;
+}
+
+Keepalive::Pause::Pause(Keepalive* keepalive) : keepalive_(keepalive) {
+  if (!keepalive_) return;
+  MutexLock lock(&keepalive_->mu_);
+  ++keepalive_->pauses_;
+}
+
+Keepalive::Pause::~Pause() {
+  if (!keepalive_) return;
+  MutexLock lock(&keepalive_->mu_);
+  --keepalive_->pauses_;
+}
+
 void Keepalive::Run() {
-  // Each round tells every server at once: one that is slow to answer does not hold up the others.
   for (;;) {
-    std::vector<Status> sent;
-    for (auto& client : clients_) sent.push_back(client->Send(header_, {}, what_));
-    for (size_t s = 0; s < clients_.size(); ++s) {
-      Reply reply;
-      const Status answered = sent[s].ok() ? clients_[s]->Receive(&reply) : sent[s];
-      if (!answered.ok()) Log("a keepalive (" + what_ + ") failed: " + answered.ToString());
+    std::string what;
+    {
+      MutexLock lock(&mu_);
+      if (stop_) return;
+      if (busy_ && pauses_ == 0 && std::chrono::steady_clock::now() - since_ >= every_) what = what_;
     }
+    if (!what.empty()) Tell(what);
     MutexLock lock(&mu_);
     const auto next = std::chrono::steady_clock::now() + every_;
     while (!stop_ && stop_cv_.WaitUntil(next)) {
     }
     if (stop_) return;
+  }
+}
+
+void Keepalive::Tell(const std::string& what) {
+  // Every server at once: one that is slow to answer does not hold up the others.
+  std::vector<Status> sent;
+  for (auto& client : clients_) sent.push_back(client->Send(header_, {}, what));
+  for (size_t s = 0; s < clients_.size(); ++s) {
+    Reply reply;
+    const Status answered = sent[s].ok() ? clients_[s]->Receive(&reply) : sent[s];
+    if (!answered.ok()) Log("a keepalive (" + what + ") failed: " + answered.ToString());
   }
 }
 
@@ -288,6 +326,7 @@ Status RemoteTable::TimedSend(RpcClient* client, const MsgHeader& header,
 
 Status RemoteTable::TimedReceive(RpcClient* client, Reply* reply) {
   Timed timed(&waiting_);
+  const Keepalive::Pause waits(computing_.get());
   return client->Receive(reply);
 }
 
@@ -307,6 +346,18 @@ void RemoteTable::NoteBusy(const RpcClient& client, const std::string& why) {
   busy_noted_ = why;
   Log("worker " + std::to_string(worker_) + ": server '" + client.endpoint() + "' says " + why +
       "; asking again while it is");
+}
+
+void RemoteTable::Computing(uint64_t step) {
+  if (!computing_made_) {
+    computing_made_ = true;
+    computing_ = KeepBusy("");
+  }
+  if (computing_) computing_->Begin("computing step " + std::to_string(step));
+}
+
+void RemoteTable::Computed() {
+  if (computing_) computing_->End();
 }
 
 std::unique_ptr<Keepalive> RemoteTable::KeepBusy(const std::string& what) {

@@ -24,15 +24,18 @@
 
 namespace shoal {
 
-// While it lives, a thread tells each of a worker's servers, every quarter
-// of cluster.timeout_ms, what the worker is busy with (a kAlive request): a
+// A thread that tells each of a worker's servers, every quarter of
+// cluster.timeout_ms, what the worker is busy with (a kAlive request): a
 // server then answers the other workers' requests waiting on it `busy`,
 // and they ask again, where they would have timed out. So the timeout
-// bounds a worker's silence, not its work. Only a worker that waits on no
-// server may hold one, or those waiting on each other would never time out.
+// bounds a worker's silence, not its work.
+// A worker that waits on a server must not be told busy meanwhile: the
+// others waiting on it, and it on them, would never time out. Its waits
+// hold a Pause, and nothing is sent while one lives.
 class Keepalive {
  public:
-  // `clients`: one per server, of its own (RpcClient::Share).
+  // `clients`: one per server, of its own (RpcClient::Share). Busy with
+  // `what` from now until destroyed; with `what` empty, only from Begin to End.
   Keepalive(std::vector<std::unique_ptr<RpcClient>> clients, MsgHeader header, std::string what,
             int timeout_ms);
   // Stops the thread; waits for a request in flight (at most the timeout).
@@ -40,16 +43,38 @@ class Keepalive {
   Keepalive(const Keepalive&) = delete;
   Keepalive& operator=(const Keepalive&) = delete;
 
+  // Busy with `what` from now. The first word goes a quarter of the timeout
+  // later, so a spell shorter than that sends nothing.
+  void Begin(std::string what) EXCLUDES(mu_);
+  void End() EXCLUDES(mu_);
+
+  // While it lives, `keepalive` (may be null) sends nothing.
+  class Pause {
+   public:
+    explicit Pause(Keepalive* keepalive);
+    ~Pause();
+    Pause(const Pause&) = delete;
+    Pause& operator=(const Pause&) = delete;
+
+   private:
+    Keepalive* const keepalive_;
+  };
+
  private:
   void Run() EXCLUDES(mu_);
+  // One kAlive to every server at once, then every answer.
+  void Tell(const std::string& what);
 
   std::vector<std::unique_ptr<RpcClient>> clients_;
   MsgHeader header_;
-  std::string what_;
   std::chrono::milliseconds every_;
   Mutex mu_;
   CondVar stop_cv_{&mu_};
   bool stop_ GUARDED_BY(mu_) = false;
+  bool busy_ GUARDED_BY(mu_) = false;
+  std::string what_ GUARDED_BY(mu_);
+  std::chrono::steady_clock::time_point since_ GUARDED_BY(mu_);  // busy since
+  int pauses_ GUARDED_BY(mu_) = 0;
   std::thread thread_;
 };
 
@@ -77,6 +102,23 @@ class ParamTable {
   // result lives (Keepalive); null where no server waits on it. A worker
   // whose servers cannot be reached learns so from its next request.
   virtual std::unique_ptr<Keepalive> KeepBusy(const std::string& /*what*/) { return nullptr; }
+  // Step `step`'s passes compute from Computing to Computed. A step that
+  // takes more than a quarter of the timeout is told to the servers as
+  // Keepalive tells them; its waits on servers are not.
+  virtual void Computing(uint64_t /*step*/) {}
+  virtual void Computed() {}
+};
+
+// ParamTable::Computing for its scope: Computed at its end, an early return's too.
+class ComputingSpell {
+ public:
+  ComputingSpell(ParamTable* table, uint64_t step) : table_(table) { table_->Computing(step); }
+  ~ComputingSpell() { table_->Computed(); }
+  ComputingSpell(const ComputingSpell&) = delete;
+  ComputingSpell& operator=(const ComputingSpell&) = delete;
+
+ private:
+  ParamTable* const table_;
 };
 
 class LocalTable : public ParamTable {
@@ -130,6 +172,8 @@ class RemoteTable : public ParamTable, public LayerHooks {
   Status CheckpointAt(uint64_t version);
   Status FetchAll(const std::vector<Param*>& whole, uint64_t version) override;
   std::unique_ptr<Keepalive> KeepBusy(const std::string& what) override;
+  void Computing(uint64_t step) override;
+  void Computed() override;
   Status BeforeForward(const Layer& layer) override;
   Status AfterBackward(const Layer& layer, uint64_t step) override;
   // Collects every reply still in flight: the params then hold the values
@@ -229,6 +273,10 @@ class RemoteTable : public ParamTable, public LayerHooks {
   uint64_t updates_sent_ = 0;
   TimeSum encoding_, waiting_, decoding_;
   std::string busy_noted_;  // the last kBusy answer logged
+  // Tells the servers of a long step (Computing); made at the first, null
+  // where a client could not be shared (the next request says why).
+  std::unique_ptr<Keepalive> computing_;
+  bool computing_made_ = false;
 };
 
 }  // namespace shoal

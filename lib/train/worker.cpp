@@ -290,17 +290,23 @@ Status Worker::Step(long long step, const Batch& b) {
     SHOAL_RETURN_IF_ERROR(RestoreState(step));
   std::memcpy(net_->data_layer().data().data(), b.pixels.data(), 4 * b.pixels.size());
   net_->data_layer().labels() = b.labels;
-  SHOAL_RETURN_IF_ERROR(net_->Forward(Phase::kTrain, step, hooks_));
-  // The state the next step starts from, before anything of this step leaves:
-  // a restart rejoins at this step or the next, and finds both.
-  if (state_files_) SHOAL_RETURN_IF_ERROR(state_files_->Save(step + 1, net_->CarriedStates()));
-  // A diverged step's gradients never reach the servers (nor their
-  // checkpoints): checked before backprop, which sends them as it goes.
-  const double loss = net_->loss_layer().loss();
-  if (!std::isfinite(loss))
-    return Status::InvalidArgument("the loss diverged at step " + std::to_string(step) + TrainingAdvice());
-  if (options_.slow_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(options_.slow_ms));
-  SHOAL_RETURN_IF_ERROR(net_->Backward(step, hooks_));
+  double loss = 0.0;
+  {
+    // A step longer than a quarter of the timeout is told to the servers:
+    // the timeout bounds silence, not work.
+    const ComputingSpell computing(table_.get(), static_cast<uint64_t>(step));
+    SHOAL_RETURN_IF_ERROR(net_->Forward(Phase::kTrain, step, hooks_));
+    // The state the next step starts from, before anything of this step leaves:
+    // a restart rejoins at this step or the next, and finds both.
+    if (state_files_) SHOAL_RETURN_IF_ERROR(state_files_->Save(step + 1, net_->CarriedStates()));
+    // A diverged step's gradients never reach the servers (nor their
+    // checkpoints): checked before backprop, which sends them as it goes.
+    loss = net_->loss_layer().loss();
+    if (!std::isfinite(loss))
+      return Status::InvalidArgument("the loss diverged at step " + std::to_string(step) + TrainingAdvice());
+    if (options_.slow_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(options_.slow_ms));
+    SHOAL_RETURN_IF_ERROR(net_->Backward(step, hooks_));
+  }
   // Nothing has left yet (clip_norm turns overlap off): the whole gradient is here.
   if (plan_.job.train.clip_norm > 0.0) ClipGradientNorm(params_, plan_.job.train.clip_norm);
   SHOAL_RETURN_IF_ERROR(table_->Push(step, loss));
