@@ -400,9 +400,11 @@ next_exit() {
 }
 
 # peer_named_by NAME [TRIES]: the process a worker that gave up names in its last
-# log lines, "server I" (by endpoint) or "worker W" (a peer inside the step), or
-# nothing. Its last words may reach the log (through tee) a moment after it
-# ended: up to TRIES tenths of a second.
+# log lines, or nothing: "worker W" when a server it waited on answered that
+# one worker's update was missing ("not from worker W") or when a peer inside
+# the step was silent ("from worker W at '…'"), else "server I" (by endpoint).
+# Its last words may reach the log (through tee) a moment after it ended: up to
+# TRIES tenths of a second.
 peer_named_by() {
   local i last log=$run_dir/${1/ /-}.log
   for ((i = 0; i < ${2:-0}; i++)); do
@@ -410,6 +412,10 @@ peer_named_by() {
     sleep 0.1
   done
   last=$(tail -n 5 "$log" 2>/dev/null) || return 0
+  if [[ "$last" =~ not\ from\ worker\ ([0-9]+)([^0-9,]|$) ]]; then
+    echo "worker ${BASH_REMATCH[1]}"
+    return 0
+  fi
   for ((i = 0; i < ${#server_endpoints[@]}; i++)); do
     if [[ "$last" == *"server '${server_endpoints[$i]}'"* ]]; then
       echo "server $i"
@@ -512,7 +518,9 @@ while ((${#name_of[@]} > 0)); do
     also=""
     [[ "$name" != worker* || "$exchange" == no ]] ||
       also="; the other workers exchange with it inside every step"
-    if [[ "$name" == server* || -n "$also" ]]; then
+    # A worker that another gave up waiting for (a stalled one) is restarted
+    # with every process: the one that gave up starts again too.
+    if [[ "$name" == server* || -n "$also" || "$name" != "$exited" ]]; then
       log "$name $what ($why)$also; restarting every server from the newest checkpoint they all have, and the workers (retry $restarts of $retries)"
       stop_all
       from=$(prepare_resume "$restarts")

@@ -3,7 +3,9 @@
 # it (exit 3), and the supervisor names the server, not a worker, as what
 # failed; it kills the stopped server (SIGKILL after SIGTERM's grace),
 # restarts every server from the newest complete checkpoint set, and the BSP
-# run ends bit for bit as the undisturbed one.
+# run ends bit for bit as the undisturbed one. A stopped data-parallel worker
+# is named from what its server answered the other ("not from worker 1"), and
+# the run, restarted whole, ends bit for bit as well.
 . "$(dirname "$0")/lib.sh"
 
 train=(env SHOAL_BIN="$bin" "$root/scripts/train-local.sh" --no-eval "$root/configs/fashion-mlp.yaml"
@@ -25,10 +27,28 @@ grep -qE "server 0 stopped answering \(worker [01] gave up on it: exit 3[;)].*; 
   fail "the supervisor blamed another process: $(cat "$tmp/stalled.err")"
 ok "a stopped server is named as what failed, killed and restarted with the others"
 
-for s in 0 1; do
-  calm=$tmp/calm/ckpt/server-$s-step-0000000500.ckpt
-  "$bin/dl-ckpt" diff "$calm" "$tmp/stalled/ckpt/server-$s-step-0000000500.ckpt" >"$tmp/diff.json" ||
-    fail "server $s's final checkpoints differ: $(cat "$tmp/diff.json")"
-  [[ $(jq .max_abs "$tmp/diff.json") == 0 ]] || fail "server $s: $(cat "$tmp/diff.json")"
-done
+# same_as_calm RUN: both servers' final checkpoints equal the undisturbed run's, bit for bit.
+same_as_calm() {
+  local s
+  for s in 0 1; do
+    "$bin/dl-ckpt" diff "$tmp/calm/ckpt/server-$s-step-0000000500.ckpt" \
+      "$tmp/$1/ckpt/server-$s-step-0000000500.ckpt" >"$tmp/diff.json" ||
+      fail "$1: server $s's final checkpoints differ: $(cat "$tmp/diff.json")"
+    [[ $(jq .max_abs "$tmp/diff.json") == 0 ]] || fail "$1: server $s: $(cat "$tmp/diff.json")"
+  done
+}
+same_as_calm stalled
 ok "the run recovered from the stopped server ends bit for bit as the undisturbed one"
+
+RUN_DIR=$tmp/stalled-worker "${train[@]}" >/dev/null 2>"$tmp/stalled-worker.err" &
+runner=$!
+for _ in $(seq 600); do
+  [[ -f "$tmp/stalled-worker/ckpt/server-0-step-0000000200.ckpt" ]] && break
+  sleep 0.05
+done
+pkill -STOP -f "dl-worker --plan $tmp/stalled-worker/plan.json --id 1 " || fail "no worker 1 to stop"
+wait "$runner" || fail "the run with a stopped worker failed: $(cat "$tmp/stalled-worker.err")"
+grep -qE "worker 1 stopped answering \(worker 0 gave up on it: exit 3[;)].*; restarting every server" \
+  "$tmp/stalled-worker.err" || fail "the supervisor did not name the stopped worker: $(cat "$tmp/stalled-worker.err")"
+same_as_calm stalled-worker
+ok "a stopped worker is named from its server's answer, and the run restarted whole ends bit for bit"
