@@ -13,14 +13,20 @@ train=(env SHOAL_BIN="$bin" "$root/scripts/train-local.sh" --no-eval "$root/conf
   train.display_every=50 data.shards="$(shards_for 2)")
 RUN_DIR=$tmp/calm "${train[@]}" >/dev/null 2>"$tmp/calm.err" || fail "the undisturbed run failed: $(cat "$tmp/calm.err")"
 
-RUN_DIR=$tmp/stalled "${train[@]}" >/dev/null 2>"$tmp/stalled.err" &
-runner=$!
-for _ in $(seq 600); do
-  [[ -f "$tmp/stalled/ckpt/server-0-step-0000000200.ckpt" ]] && break
-  sleep 0.05
-done
-pkill -STOP -f "dl-server --plan $tmp/stalled/plan.json --id 0 " || fail "no server 0 to stop"
-wait "$runner" || fail "the run with a stopped server failed: $(cat "$tmp/stalled.err")"
+# stalled RUN TOOL ID: runs the job in $tmp/RUN and, once its step-200 set
+# begins, stops (SIGSTOP) its process TOOL --id ID; waits for the run to end.
+stalled() {
+  RUN_DIR=$tmp/$1 "${train[@]}" >/dev/null 2>"$tmp/$1.err" &
+  local runner=$!
+  for _ in $(seq 600); do
+    [[ -f "$tmp/$1/ckpt/server-0-step-0000000200.ckpt" ]] && break
+    sleep 0.05
+  done
+  pkill -STOP -f "$2 --plan $tmp/$1/plan.json --id $3 " || fail "no $2 --id $3 to stop"
+  wait "$runner"
+}
+
+stalled stalled dl-server 0 || fail "the run with a stopped server failed: $(cat "$tmp/stalled.err")"
 grep -qE "server 0 stopped answering \(worker [01] gave up on it: exit 3[;)].*; restarting every server" \
   "$tmp/stalled.err" || fail "the supervisor did not name the stopped server: $(cat "$tmp/stalled.err")"
 ! grep -q "server 1 died\|worker [01] died" "$tmp/stalled.err" ||
@@ -40,14 +46,7 @@ same_as_calm() {
 same_as_calm stalled
 ok "the run recovered from the stopped server ends bit for bit as the undisturbed one"
 
-RUN_DIR=$tmp/stalled-worker "${train[@]}" >/dev/null 2>"$tmp/stalled-worker.err" &
-runner=$!
-for _ in $(seq 600); do
-  [[ -f "$tmp/stalled-worker/ckpt/server-0-step-0000000200.ckpt" ]] && break
-  sleep 0.05
-done
-pkill -STOP -f "dl-worker --plan $tmp/stalled-worker/plan.json --id 1 " || fail "no worker 1 to stop"
-wait "$runner" || fail "the run with a stopped worker failed: $(cat "$tmp/stalled-worker.err")"
+stalled stalled-worker dl-worker 1 || fail "the run with a stopped worker failed: $(cat "$tmp/stalled-worker.err")"
 grep -qE "worker 1 stopped answering \(worker 0 gave up on it: exit 3[;)].*; restarting every server" \
   "$tmp/stalled-worker.err" || fail "the supervisor did not name the stopped worker: $(cat "$tmp/stalled-worker.err")"
 same_as_calm stalled-worker
