@@ -331,6 +331,7 @@ Status RemoteTable::TimedReceive(RpcClient* client, Reply* reply) {
 }
 
 Status RemoteTable::ReceiveWhileBusy(RpcClient* client, Reply* reply, const std::function<Status()>& again) {
+  const Keepalive::Pause waits(computing_.get());  // asking again is waiting too
   SHOAL_RETURN_IF_ERROR(TimedReceive(client, reply));
   while (reply->view().header.type == MsgType::kBusy) {
     NoteBusy(*client, reply->view().text);
@@ -473,7 +474,8 @@ Status RemoteTable::Exchange(uint64_t step) {
 Status RemoteTable::Finish() {
   SHOAL_RETURN_IF_ERROR(Settle());
   SHOAL_RETURN_IF_ERROR(RoundTrip({MsgType::kDone, 0, exchanged_, Send::kNothing, Take::kValues, ""}));
-  lanes_.clear();  // hang up now: the servers wait for it before they exit
+  computing_.reset();  // hang up now: the servers wait for it before they exit
+  lanes_.clear();
   clients_.clear();
   return Status::Ok();
 }

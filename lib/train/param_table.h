@@ -29,9 +29,12 @@ namespace shoal {
 // server then answers the other workers' requests waiting on it `busy`,
 // and they ask again, where they would have timed out. So the timeout
 // bounds a worker's silence, not its work.
-// A worker that waits on a server must not be told busy meanwhile: the
-// others waiting on it, and it on them, would never time out. Its waits
-// hold a Pause, and nothing is sent while one lives.
+// A worker that waits on a server must stop telling it is busy: the others
+// waiting on it, and it on them, would never time out. Its waits hold a
+// Pause, and nothing is sent while one lives; a server counts a worker busy
+// for a timeout after its last word, so such a wait gives up within two
+// timeouts, not one. Waits on a group's peers (model parallelism, a synced
+// batch norm) are not paused: their own timeout bounds them.
 class Keepalive {
  public:
   // `clients`: one per server, of its own (RpcClient::Share). Busy with
@@ -43,8 +46,9 @@ class Keepalive {
   Keepalive(const Keepalive&) = delete;
   Keepalive& operator=(const Keepalive&) = delete;
 
-  // Busy with `what` from now. The first word goes a quarter of the timeout
-  // later, so a spell shorter than that sends nothing.
+  // Busy with `what` from now. The thread looks every quarter of the
+  // timeout, and tells once the spell has lasted that long: its first word
+  // goes one to two quarters after Begin, and a shorter spell sends none.
   void Begin(std::string what) EXCLUDES(mu_);
   void End() EXCLUDES(mu_);
 
