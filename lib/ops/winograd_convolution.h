@@ -26,9 +26,10 @@ bool WinogradEnabled();
 // Whether Winograd computes a convolution of geometry g here:
 // SHOAL_WINOGRAD not 0 or off in the environment (read once), stride 1,
 // kernel 2 to 5, pad below the kernel, at least 16 channels in and out
-// for kernels of 4 and 5, 32 for 2 and 3, and images wide enough, for their
-// channels, that one sgemm spans 16 tiles or more. Elsewhere the transforms
-// cost more than the products save (build/convolution_speed measures it).
+// for kernels of 4 and 5, 32 for 2 and 3, and room in a group of products
+// (its budget of floats, shared by the channels in and out) for 16 tiles
+// or more. Elsewhere the transforms cost more than the products save
+// (build/convolution_speed measures it).
 bool WinogradTakes(const ConvGeometry& g);
 
 // Null unless WinogradTakes(g). Its Forward returns false only where a GPU

@@ -35,10 +35,12 @@ struct LayerFacts {
   double backward_flops = 0.0;  // of flops, the backward pass's
   double rows_per_record = 1;   // rows a record gives the layer's products (Layer::RowsPerRecord)
   double chained_flops = 0.0;   // of flops, a recurrence's: one row a record, step after step
-  double winograd_units = 0.0;  // a part with this many units or more runs on Winograd's kernel; 0: never
-  bool wants_grad = true;       // gradients flow back into this layer's feature
-  bool is_input = false;        // read from the shards by records: data parallel only
-  bool rows_only = false;       // data parallel only: the input, and the loss (it reads the records' labels)
+  // A part with this many units or more runs on Winograd's kernel; 0: the whole layer does not
+  // (a smaller part may, where more of its tiles fit a group, and is priced as direct all the same).
+  double winograd_units = 0.0;
+  bool wants_grad = true;   // gradients flow back into this layer's feature
+  bool is_input = false;    // read from the shards by records: data parallel only
+  bool rows_only = false;   // data parallel only: the input, and the loss (it reads the records' labels)
   bool splittable = false;  // may be model parallel: splits its outputs, or follows one source elementwise
   double units = 0.0;       // what model parallelism deals out (outputs, channels); 0: divides evenly
   Layer::GroupExchange group_exchange;  // data parallel in a group: its sums over the group (sync batch norm)
