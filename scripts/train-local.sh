@@ -320,7 +320,14 @@ stop_all() {
 }
 
 restarts=0
-finish() {  # finish STATUS EXIT_CODE: run.json, then exit
+finish() {  # finish STATUS EXIT_CODE: the logs' last lines, run.json, then exit
+  # A log's follower (follow_log) writes its process's last lines a moment
+  # after the process ends: up to 2 s for them, so the logs are whole on exit.
+  local i
+  for ((i = 0; i < 20; i++)); do
+    pgrep -f "^tee -a $run_dir/" >/dev/null || break
+    sleep 0.1
+  done
   python3 "$root/scripts/run-record.py" "$run_dir" "$1" "$started" "$(now)" "$plan_hash" "$restarts" "${shards:-}" \
     "$0" "${command_line[@]}" || true
   exit "$2"
@@ -401,7 +408,7 @@ next_exit() {
 
 # peer_named_by NAME [TRIES]: the process a worker that gave up names in its last
 # log lines, or nothing: "worker W" when a server it waited on answered that
-# one worker's update was missing ("not from worker W") or when a peer inside
+# one worker's update was missing (its last line: "not from worker W") or when a peer inside
 # the step was silent ("from worker W at '…'"), else "server I" (by endpoint).
 # Its last words may reach the log (through tee) a moment after it ended: up to
 # TRIES tenths of a second.
@@ -412,7 +419,7 @@ peer_named_by() {
     sleep 0.1
   done
   last=$(tail -n 5 "$log" 2>/dev/null) || return 0
-  if [[ "$last" =~ not\ from\ worker\ ([0-9]+)([^0-9,]|$) ]]; then
+  if [[ "${last##*$'\n'}" =~ not\ from\ worker\ ([0-9]+)([^0-9,]|$) ]]; then
     echo "worker ${BASH_REMATCH[1]}"
     return 0
   fi
