@@ -19,7 +19,7 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 # Tests that make network namespaces or start Slurm's daemons need root;
 # elsewhere they are skipped (exit 77, which ctest reports as skipped).
 require_root() { ((EUID == 0)) || { echo "skipped: needs root"; exit 77; }; }
-ok() { echo "ok - $*"; }
+ok() { echo "ok - $* (${SECONDS}s)"; }
 
 # expect_failure CODE PATTERN CMD...: CMD must exit CODE with PATTERN (grep -E) on stderr.
 expect_failure() {

@@ -1,9 +1,12 @@
 // Tests for lib/tensor/tensor.h: a tensor bound to other memory (a device
-// memory manager's) reads and writes there, and its home is untouched.
+// memory manager's) reads and writes there, and its home is untouched; large
+// values start on a huge page's boundary (outside AddressSanitizer), zeroed,
+// and survive growing and shrinking.
 #include "tensor/tensor.h"
 
 #include <doctest/doctest.h>
 
+#include <cstdint>
 #include <vector>
 
 namespace shoal {
@@ -36,6 +39,23 @@ TEST_CASE("a copy of a bound tensor holds its current values at home; a move kee
   CHECK(moved.data() == device.data());
   moved.Reshape({3});  // reshaping drops the binding
   CHECK_FALSE(moved.bound());
+}
+
+TEST_CASE("large values are zeroed, kept across a reshape, and on a huge page's boundary unsanitized") {
+  const int floats = static_cast<int>(kHugePage / sizeof(float)) + 3;  // past a boundary: a partial last page
+  Tensor t({floats});
+  CHECK(t[0] == 0.0f);
+  CHECK(t[floats - 1] == 0.0f);
+  t[floats - 1] = 4.0f;
+  if (MapsLargeBlocks()) CHECK(reinterpret_cast<uintptr_t>(t.data()) % kHugePage == 0);
+  t.Reshape({2 * floats});  // grows: moved to a new block
+  CHECK(t[floats - 1] == 4.0f);
+  CHECK(t[2 * floats - 1] == 0.0f);
+  t.Reshape({16});  // shrinks below the threshold, in place
+  CHECK(t[15] == 0.0f);
+  Tensor small({16});
+  small = t;  // a copy's block has its own size
+  CHECK(small.size() == 16);
 }
 
 }  // namespace
