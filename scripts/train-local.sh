@@ -32,6 +32,8 @@ Options (each also read from the environment variable named):
                         that holds another run is refused (exit 2): --resume it instead
   --base-port N         BASE_PORT: the first server port (default: free ports below 32000)
   --retries N           RETRIES: restarts allowed in all (default 3)
+  --stop-grace S        STOP_GRACE: seconds a stopped run's processes have to end after SIGTERM,
+                        before SIGKILL (default 10)
   --strategy S          STRATEGY: dl-plan's --strategy: data (default), model, optimal
   --group-size M        GROUP_SIZE: workers per group for dl-plan
   --profile FILE        PROFILE: cluster profile (YAML) for dl-plan
@@ -58,6 +60,7 @@ bin=${SHOAL_BIN:-$root/build}
 run_dir=${RUN_DIR:-}
 base_port=${BASE_PORT:-}
 retries=${RETRIES:-3}
+stop_grace=${STOP_GRACE:-10}
 strategy=${STRATEGY:-data}
 group_size=${GROUP_SIZE:-}
 profile=${PROFILE:-}
@@ -73,7 +76,7 @@ while (($# > 0)); do
     -h | --help) usage; exit 0 ;;
     --no-eval) evaluate=no; shift ;;
     --start-over) start_over=yes; shift ;;
-    --resume | --plan | --run-dir | --base-port | --retries | --strategy | --group-size | --profile | --cluster | \
+    --resume | --plan | --run-dir | --base-port | --retries | --stop-grace | --strategy | --group-size | --profile | --cluster | \
       --threads)
       (($# >= 2)) || die_usage "$1 needs a value"
       case $1 in
@@ -82,6 +85,7 @@ while (($# > 0)); do
         --run-dir) run_dir=$2 ;;
         --base-port) base_port=$2 ;;
         --retries) retries=$2 ;;
+        --stop-grace) stop_grace=$2 ;;
         --strategy) strategy=$2 ;;
         --group-size) group_size=$2 ;;
         --profile) profile=$2 ;;
@@ -95,6 +99,7 @@ while (($# > 0)); do
   esac
 done
 [[ "$retries" =~ ^[0-9]+$ ]] || die_usage "--retries must be a number, not '$retries'"
+[[ "$stop_grace" =~ ^[0-9]+$ ]] || die_usage "--stop-grace must be a number of seconds, not '$stop_grace'"
 [[ -z "$base_port" || "$base_port" =~ ^[0-9]+$ ]] || die_usage "--base-port must be a number, not '$base_port'"
 [[ -z "$threads" || "$threads" =~ ^[1-9][0-9]*$ ]] || die_usage "--threads must be a positive number, not '$threads'"
 for tool in dl-shard dl-plan dl-server dl-worker dl-ckpt; do
@@ -297,7 +302,6 @@ reaped() {  # reaped PID STATUS
 alive() { [[ "$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null)" =~ ^[^ZX]$ ]]; }
 # SIGTERM to every process, and SIGKILL to those still there after
 # $stop_grace seconds (a stopped process never acts on SIGTERM).
-stop_grace=10
 stop_all() {
   local pid status deadline=$((SECONDS + stop_grace)) left
   for pid in "${!name_of[@]}"; do kill "$pid" 2>/dev/null || true; done
