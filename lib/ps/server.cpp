@@ -121,7 +121,8 @@ Status ParameterServer::Run() {
     rpc_.Drain(config_.timeout_ms, 0);
     AwaitWorkersHangUp();
   } else {
-    rpc_.Drain(config_.timeout_ms, 1000);  // a moment for whoever is connected
+    // A moment for whoever is connected: a second, less where the plan's timeout is short.
+    rpc_.Drain(config_.timeout_ms, std::min(1000, config_.timeout_ms / 4));
   }
   rpc_.Close();
   refusals_.Flush();
