@@ -63,7 +63,7 @@ constexpr uint64_t kEvalStreams = 32;
 // Evaluation batches hold up to kEvalRecords records, fewer where their
 // features and feature gradients would pass kEvalBytes (a deep convnet's).
 constexpr int kEvalRecords = 500;
-constexpr size_t kEvalBytes = size_t{512} << 20;
+constexpr size_t kEvalBytes = size_t{128} << 20;
 
 int EvalBatch(const Net& net) {
   size_t floats = 0;

@@ -46,7 +46,7 @@ struct EvalResult {
   nlohmann::json Metric(const std::string& set = "test") const;
 };
 // Runs the net over every record of `test` (test phase), in batches of up to
-// 500 records (fewer where their features would pass 512 MiB), and leaves it shaped
+// 500 records (fewer where their features would pass 128 MiB), and leaves it shaped
 // for batches of `restore_batch` records again (0: as evaluation left it).
 // A net that carries state (a GRU with carry_state) reads the test records as
 // 32 streams, its state carried from batch to batch as in training (the last
