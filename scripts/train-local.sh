@@ -32,8 +32,9 @@ Options (each also read from the environment variable named):
                         that holds another run is refused (exit 2): --resume it instead
   --base-port N         BASE_PORT: the first server port (default: free ports below 32000)
   --retries N           RETRIES: restarts allowed in all (default 3)
-  --stop-grace S        STOP_GRACE: seconds a stopped run's processes have to end after SIGTERM,
-                        before SIGKILL (default 10)
+  --stop-grace S        STOP_GRACE: seconds the run's processes have to end after SIGTERM before
+                        SIGKILL, whenever they are stopped: at the end, on a failure, before
+                        restarting them all (default 10)
   --strategy S          STRATEGY: dl-plan's --strategy: data (default), model, optimal
   --group-size M        GROUP_SIZE: workers per group for dl-plan
   --profile FILE        PROFILE: cluster profile (YAML) for dl-plan
@@ -98,8 +99,9 @@ while (($# > 0)); do
     *) args+=("$1"); shift ;;
   esac
 done
-[[ "$retries" =~ ^[0-9]+$ ]] || die_usage "--retries must be a number, not '$retries'"
-[[ "$stop_grace" =~ ^[0-9]+$ ]] || die_usage "--stop-grace must be a number of seconds, not '$stop_grace'"
+# (No leading zeros: bash's arithmetic would read 08 as octal, and fail.)
+[[ "$retries" =~ ^(0|[1-9][0-9]*)$ ]] || die_usage "--retries must be a number, not '$retries'"
+[[ "$stop_grace" =~ ^(0|[1-9][0-9]*)$ ]] || die_usage "--stop-grace must be a number of seconds, not '$stop_grace'"
 [[ -z "$base_port" || "$base_port" =~ ^[0-9]+$ ]] || die_usage "--base-port must be a number, not '$base_port'"
 [[ -z "$threads" || "$threads" =~ ^[1-9][0-9]*$ ]] || die_usage "--threads must be a positive number, not '$threads'"
 for tool in dl-shard dl-plan dl-server dl-worker dl-ckpt; do

@@ -73,7 +73,7 @@ with_sigint() { exec python3 -c 'import os, signal, sys; signal.signal(signal.SI
 SHOAL_BIN=$bin RUN_DIR=$tmp/stopped with_sigint "$root/scripts/train-local.sh" "$mlp" train.steps=1500 \
   data.shards="$shards" >/dev/null 2>"$tmp/stopped.err" &
 supervisor=$!
-for _ in $(seq 400); do grep -q '"step":700,' "$tmp/stopped/worker-0.jsonl" 2>/dev/null && break; sleep 0.05; done
+for _ in $(seq 400); do grep -q '"step":400,' "$tmp/stopped/worker-0.jsonl" 2>/dev/null && break; sleep 0.05; done
 kill -INT "$supervisor"
 rc=0
 wait "$supervisor" || rc=$?
