@@ -60,9 +60,8 @@ void* AllocateBlock(size_t bytes) {
   if (map == MAP_FAILED) throw std::bad_alloc();
   char* const first = static_cast<char*>(map);
   char* const block = first + (kHugePage - reinterpret_cast<uintptr_t>(first) % kHugePage) % kHugePage;
-  char* const last = first + length + kHugePage;
   if (block > first) munmap(first, block - first);
-  if (last > block + length) munmap(block + length, last - (block + length));
+  munmap(block + length, first + kHugePage - block);  // the rest: never empty
   // Advice only: where transparent huge pages are off, it changes nothing.
   madvise(block, length, MADV_HUGEPAGE);
   return block;

@@ -13,10 +13,11 @@ namespace shoal {
 
 // A tensor's values of kHugePage bytes or more are mapped on their own, on
 // a huge page's boundary, and the kernel is advised to back them with huge
-// pages (transparent huge pages in "madvise" mode). A feature map's first
-// touch then faults once per huge page rather than once per small page, and
-// its sweeps miss the TLB less. Smaller blocks, and every block under
-// AddressSanitizer, come from operator new. Throws std::bad_alloc, as new.
+// pages. Where its transparent huge pages are on ("madvise" or "always"), a
+// feature map's first touch then faults once per huge page rather than once
+// per small page, and its sweeps miss the TLB less. Smaller blocks, and every
+// block under AddressSanitizer, come from operator new. Throws
+// std::bad_alloc, as new does.
 constexpr size_t kHugePage = size_t{2} << 20;
 void* AllocateBlock(size_t bytes);
 void FreeBlock(void* block, size_t bytes);

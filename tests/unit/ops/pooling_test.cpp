@@ -93,7 +93,6 @@ void CheckAgainstReference(const PoolGeometry& g, int batch, std::mt19937* rng) 
 
 TEST_CASE("pooling: every window shape, stride, pad and rounding gives the plain loop's results") {
   std::mt19937 rng(7);
-  int cases = 0;
   for (PoolKind kind : {PoolKind::kMax, PoolKind::kAvg})
     for (int kernel = 1; kernel <= 4; ++kernel)
       for (int stride = 1; stride <= 4; ++stride)
@@ -102,23 +101,22 @@ TEST_CASE("pooling: every window shape, stride, pad and rounding gives the plain
             for (int side : {kernel, 5, 8}) {
               PoolGeometry g{2,      side, side + 1, kernel,   kernel + (kernel == 3 ? -1 : 0),
                              stride, pad,  kind,     ceil_mode};
-              if (g.kernel_w < 1 || g.kernel_w > g.width + 2 * pad) continue;
               INFO("kind " << (kind == PoolKind::kMax ? "max" : "avg") << ", kernel " << g.kernel_h << "x"
                            << g.kernel_w << ", stride " << stride << ", pad " << pad << ", ceil_mode "
                            << ceil_mode << ", input " << g.height << "x" << g.width);
               CheckAgainstReference(g, 3, &rng);
-              ++cases;
             }
-  CHECK(cases > 300);
 }
 
 TEST_CASE("pooling: two threads give one thread's results, on planes large enough to split") {
   std::mt19937 rng(11);
   for (PoolKind kind : {PoolKind::kMax, PoolKind::kAvg}) {
     const PoolGeometry g{16, 24, 24, 3, 3, 2, 1, kind, true};
+    struct OneThreadAgain {
+      ~OneThreadAgain() { SetComputeThreads(1); }
+    } again;
     SetComputeThreads(2);
     CheckAgainstReference(g, 8, &rng);
-    SetComputeThreads(1);
   }
 }
 
