@@ -141,14 +141,14 @@ def where_the_time_goes(records, peak_gflops, run_dir=None):
         profile.update(gflops_per_step=flops / 1e9, compute_gflops_per_s=flops / 1e6 / profile["compute"],
                        peak_gflops_per_s=peak, compute_of_peak=flops / 1e6 / profile["compute"] / peak,
                        step_of_peak=flops / 1e6 / (1000 * t["steps"] / steps) / peak)
-    by_type = {}
+    by_type, layer_steps = {}, done.get("layer_steps") or steps
     for layer in done.get("layers") or []:
         seconds, ops = by_type.get(layer["type"], (0.0, 0.0))
         by_type[layer["type"]] = (seconds + layer["forward_s"] + layer["backward_s"], ops + layer["flops_per_step"])
     total = sum(seconds for seconds, _ in by_type.values())
     if total > 0:
         profile["layer_types"] = [
-            {"type": kind, "share": seconds / total, "gflops_per_s": ops * steps / seconds / 1e9 if seconds else 0.0}
+            {"type": kind, "share": seconds / total, "gflops_per_s": ops * layer_steps / seconds / 1e9 if seconds else 0.0}
             for kind, (seconds, ops) in sorted(by_type.items(), key=lambda kv: -kv[1][0])[:4]]
     if run_dir:
         servers = []

@@ -316,6 +316,7 @@ Status Worker::Step(long long step, const Batch& b) {
   if (remote_ && DisplaysAfter(step)) SHOAL_RETURN_IF_ERROR(remote_->Settle());
   step_ms_.push_back(1000.0 * SecondsSince(t0));
   step_seconds_ += step_ms_.back() / 1000.0;
+  if (step_ms_.size() == 1) first_step_layers_ = net_->LayerTimes(batch_);
   if (remote_) {
     const RemoteTable::Busy after = remote_->busy();
     step_busy_.encode += after.encode - before.encode;
@@ -469,9 +470,20 @@ Status Worker::Finish(WorkerResult* result) {
                     {"wait_servers", step_busy_.wait},
                     {"decode", step_busy_.decode}};
   done["flops_per_step"] = net_->TrainingFlops(batch_);
-  // Each layer's share of compute, over the same steps (PartitionedNet::LayerTimes).
+  // Each layer's time over the same steps but the first (PartitionedNet::LayerTimes),
+  // whose setup (kernels chosen, memory first touched) a step does not repeat.
+  std::vector<PartitionedNet::LayerTime> times = net_->LayerTimes(batch_);
+  size_t layer_steps = step_ms_.size();
+  if (layer_steps > 1 && first_step_layers_.size() == times.size()) {
+    --layer_steps;
+    for (size_t i = 0; i < times.size(); ++i) {
+      times[i].forward_s -= first_step_layers_[i].forward_s;
+      times[i].backward_s -= first_step_layers_[i].backward_s;
+    }
+  }
+  done["layer_steps"] = layer_steps;
   nlohmann::json& layers = done["layers"] = nlohmann::json::array();
-  for (const PartitionedNet::LayerTime& t : net_->LayerTimes(batch_))
+  for (const PartitionedNet::LayerTime& t : times)
     layers.push_back({{"layer", t.name},
                       {"type", t.type},
                       {"forward_s", t.forward_s},

@@ -128,6 +128,8 @@ class Worker {
   // The step loop's reporting.
   Clock::time_point start_;
   std::vector<double> step_ms_;
+  std::vector<PartitionedNet::LayerTime>
+      first_step_layers_;  // the layers' times after this life's first step
   double window_loss_ = 0.0;
   int window_ = 0;
   Clock::time_point last_display_;

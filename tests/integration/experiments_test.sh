@@ -89,7 +89,7 @@ import json, sys
 assert [w["worker"] for w in run["workers"]] == [0, 1], run
 for w in run["workers"]:
     done = [json.loads(l) for l in open(f"{sys.argv[2]}/worker-{w['worker']}.jsonl") if '"done"' in l][-1]
-    assert w["steps"] == done["steps_timed"] == 60, (w["steps"], done)
+    assert w["steps"] == done["layer_steps"] == 59 and done["steps_timed"] == 60, (w["steps"], done)
     layers = w["layers"]
     spent = sum(l["forward_ms"] + l["backward_ms"] for l in layers) * w["steps"] / 1000
     assert 0 < spent <= done["time_s"]["steps"], (spent, done["time_s"])
@@ -97,7 +97,7 @@ for w in run["workers"]:
     assert dense and all(l["forward_ms"] > 0 and l["gflops_per_s"] > 0 for l in dense), layers
 PY
   fail "dl-report --layers does not match the workers' records: $(cat "$tmp/layers.json")"
-grep -q "^bsp-w2-lr0.05: worker 1, 60 steps" <("$bin/dl-report" "$one" --label bsp-w2-lr0.05 --layers) ||
+grep -q "^bsp-w2-lr0.05: worker 1, 59 steps timed" <("$bin/dl-report" "$one" --label bsp-w2-lr0.05 --layers) ||
   fail "dl-report --layers has no table for worker 1"
 expect_failure 2 "it takes neither --out nor --target" "$bin/dl-report" "$one" --layers --target 0.5
 cp -r "$one" "$tmp/bad-layers"
