@@ -9,6 +9,7 @@
 #include "plan/calibrate.h"
 #include "plan/plan.h"
 #include "plan/planner.h"
+#include "plan/rate_fit.h"
 #include "tool_main.h"
 #include "train/device_memory_fit.h"
 
@@ -109,6 +110,7 @@ struct CalibrateFlags {
   CalibrateOptions calibration;
   std::string out, serve;
   double serve_seconds = 60.0;
+  std::vector<std::string> fit_runs;  // run directories whose layer times the layer rates are fitted to
 };
 
 CLI::App* AddCalibrate(CLI::App& app, CalibrateFlags* f) {
@@ -128,6 +130,10 @@ CLI::App* AddCalibrate(CLI::App& app, CalibrateFlags* f) {
   calibrate->add_option("--name", f->calibration.name, "the profile's name");
   calibrate->add_option("--seconds", f->calibration.seconds_each, "time spent on each measurement")
       ->check(CLI::Range(0.01, 10.0));
+  calibrate->add_option(
+      "--fit-run", f->fit_runs,
+      "a run directory (train-local --run-dir) of groups of one worker, repeatable: each layer "
+      "type's rate is fitted to its layers' measured times (the table goes to standard error)");
   return calibrate;
 }
 
@@ -139,7 +145,16 @@ int RunCalibrate(const CalibrateFlags& f) {
   ClusterProfile profile;
   Status s = Calibrate(f.calibration, &profile);
   if (!s.ok()) return ReportFailure(s);
-  return WriteOut(f.out, ClusterProfileToYaml(profile, "measured by dl-plan calibrate"));
+  std::string comment = "measured by dl-plan calibrate";
+  if (!f.fit_runs.empty()) {
+    RateFit fit;
+    s = FitLayerRates(f.fit_runs, &profile, &fit);
+    if (!s.ok()) return ReportFailure(s);
+    Log(DescribeFit(fit));
+    comment += "; layer_gflops fitted to the layer times of " + std::to_string(f.fit_runs.size()) +
+               " run(s) of workers with " + std::to_string(fit.compute_threads) + " compute thread(s)";
+  }
+  return WriteOut(f.out, ClusterProfileToYaml(profile, comment));
 }
 
 // dl-plan check and dl-plan relocate: a plan already written.

@@ -55,6 +55,50 @@ PY
   fail "dl-plan with the calibrated profile"
 ok "dl-plan calibrate writes a profile (compute by layer type and batch, its spread, memory, network) that dl-plan loads"
 
+# --fit-run: a standalone run of the Fashion-MNIST CNN, its records beside
+# its plan, fits each layer type's rate; under the fitted profile the model
+# gives each type's layers the seconds the worker measured.
+fashion=$(shards_for 1)
+mkdir "$tmp/run"
+cnn=("$root/configs/fashion-cnn.yaml" --set "data.shards=$fashion" --set train.batch_size=32
+     --set cluster.nworkers_per_group=1 --strategy data)
+"$bin/dl-plan" "${cnn[@]}" -o "$tmp/run/plan.json" || fail "dl-plan of the CNN"
+"$bin/dl-worker" --plan "$tmp/run/plan.json" --standalone --no-eval --steps 8 --shards "$fashion" \
+  >"$tmp/run/worker-0.jsonl" 2>"$tmp/run/worker-0.log" || fail "the standalone run: $(tail -n 5 "$tmp/run/worker-0.log")"
+"$bin/dl-plan" calibrate --seconds 0.05 --fit-run "$tmp/run" -o "$tmp/fitted.yaml" 2>"$tmp/fit.log" ||
+  fail "dl-plan calibrate --fit-run: $(cat "$tmp/fit.log")"
+grep -qE "^  $tmp/run: [0-9.]+ ms against [0-9.]+ ms" "$tmp/fit.log" || fail "no predicted step: $(cat "$tmp/fit.log")"
+"$bin/dl-plan" "${cnn[@]}" --cluster "$tmp/fitted.yaml" -o "$tmp/refit.json" || fail "dl-plan with the fitted profile"
+python3 - "$tmp/fitted.yaml" "$tmp/refit.json" "$tmp/run/worker-0.jsonl" <<'PY' || fail "the fit does not give the measured times"
+import json, sys, yaml
+rates = yaml.safe_load(open(sys.argv[1]))["layer_gflops"]
+planned = {l["name"]: l["compute_seconds"] for l in json.load(open(sys.argv[2]))["planner"]["layers"]}
+done = [json.loads(l) for l in open(sys.argv[3]) if '"done"' in l][-1]
+measured, modelled = {}, {}
+for l in done["layers"]:
+    if l["type"] in rates and l["layer"] in planned and planned[l["layer"]] > 0:
+        measured[l["type"]] = measured.get(l["type"], 0) + (l["forward_s"] + l["backward_s"]) / done["layer_steps"]
+        modelled[l["type"]] = modelled.get(l["type"], 0) + planned[l["layer"]]
+assert {"convolution", "pooling", "fully_connected"} <= set(measured), (rates, measured)
+for t in measured:  # to the 6 digits the profile writes
+    assert abs(modelled[t] / measured[t] - 1) < 1e-4, (t, modelled[t], measured[t])
+PY
+cp -r "$tmp/run" "$tmp/bad-run"
+sed -i 's/"forward_s":[^,]*,/"forward_s":"x",/' "$tmp/bad-run/worker-0.jsonl"
+expect_failure 1 "worker-0.jsonl:[0-9]+: layer '[a-z0-9_]+': 'forward_s' is \"x\", not a finite number" \
+  "$bin/dl-plan" calibrate --seconds 0.01 --fit-run "$tmp/bad-run"
+rm "$tmp/bad-run/plan.json"
+expect_failure 1 "bad-run/plan.json" "$bin/dl-plan" calibrate --seconds 0.01 --fit-run "$tmp/bad-run"
+"$bin/dl-plan" "$root/configs/fashion-mlp.yaml" --set cluster.nworkers_per_group=1 -o "$tmp/bad-run/plan.json" ||
+  fail "dl-plan of the MLP"
+cp "$tmp/run/worker-0.jsonl" "$tmp/bad-run/worker-0.jsonl"
+expect_failure 1 "has no layer '[a-z0-9_]+': the records are not of this plan's run" \
+  "$bin/dl-plan" calibrate --seconds 0.01 --fit-run "$tmp/bad-run"
+"$bin/dl-plan" "$root/configs/fashion-cnn.yaml" --set cluster.nworkers_per_group=2 --group-size 2 --strategy model \
+  -o "$tmp/bad-run/plan.json" || fail "dl-plan of a group of two"
+expect_failure 1 "groups of 2 workers" "$bin/dl-plan" calibrate --seconds 0.01 --fit-run "$tmp/bad-run"
+ok "calibrate --fit-run fits each layer type's rate to a run's layer times, and names a bad run"
+
 # Two peers measured at once, as a node's NIC is; a peer that is not there is named.
 port=$(fresh_port)
 "$bin/dl-plan" calibrate --serve "tcp://127.0.0.1:$port" --serve-seconds 30 &
