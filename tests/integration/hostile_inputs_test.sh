@@ -145,8 +145,11 @@ b[at + 788:at + 792] = struct.pack("<I", zlib.crc32(bytes(b[at:at + 788])))
 open(path, "wb").write(b)
 PY
 rehash_manifest "$tmp/shards" train-00000.shard
+# Records are checked as batches take them: ten batches of 6000 take the epoch's every record.
+"$bin/dl-plan" "$mlp" --set train.batch_size=6000 --set cluster.nworkers_per_group=1 -o "$tmp/epoch.json" ||
+  fail "dl-plan of batches of 6000"
 refused 1 "train-00000.shard': record 0: label 12 is not one of the 10 classes" \
-  "$bin/dl-worker" --plan "$tmp/small.json" --standalone --shards "$tmp/shards" --steps 940
+  "$bin/dl-worker" --plan "$tmp/epoch.json" --standalone --shards "$tmp/shards" --steps 10
 cp "$(shards_for 1)/train-00000.shard" "$tmp/shards/"
 printf '\x01' | dd of="$tmp/shards/train-00000.shard" bs=1 seek=1000 conv=notrunc status=none
 refused 1 "train-00000.shard' has FNV-1a 64 [0-9a-f]{16}; .*manifest.json' says [0-9a-f]{16} \(the file changed" \

@@ -74,7 +74,8 @@ SHOAL_BIN=$bin RUN_DIR=$tmp/stopped with_sigint "$root/scripts/train-local.sh" "
   data.shards="$shards" >/dev/null 2>"$tmp/stopped.err" &
 supervisor=$!
 for _ in $(seq 400); do grep -q '"step":400,' "$tmp/stopped/worker-0.jsonl" 2>/dev/null && break; sleep 0.05; done
-kill -INT "$supervisor"
+kill -INT "$supervisor" 2>/dev/null ||
+  fail "the run ended before its Ctrl-C at step 400: $(tail -n 20 "$tmp/stopped.err"; tail -n 3 "$tmp/stopped/worker-0.jsonl")"
 rc=0
 wait "$supervisor" || rc=$?
 ((rc == 130)) || fail "an interrupted run exited $rc, want 130"
