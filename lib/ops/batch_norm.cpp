@@ -7,21 +7,29 @@
 namespace shoal {
 namespace {
 
-// Runs fn(c, at(r)) for each channel c and record r, at(r) the offset of
-// channel c's plane in record r; channels are split over the compute threads.
+// One channel's values: `batch` planes of `plane` values, each `stride` after
+// the one before (channel c of every record of [C, P]).
+struct ChannelPlanes {
+  size_t first, stride;
+  int batch, plane;
+  size_t at(int r) const { return first + r * stride; }
+};
+
+// Runs fn(c, planes) for each channel c, the channels split over the compute threads.
 template <typename Fn>
 void ForChannels(const BatchNormGeometry& g, int batch, const Fn& fn) {
   const size_t plane = static_cast<size_t>(g.plane), record = plane * g.channels;
   ParallelFor(g.channels, [&](int, int begin, int end) {
-    for (int c = begin; c < end; ++c) fn(c, [&](int r) { return r * record + c * plane; });
+    for (int c = begin; c < end; ++c) fn(c, ChannelPlanes{c * plane, record, batch, g.plane});
   });
 }
 
 // Σ term(p) over a plane's n values, in double, as eight interleaved partial
 // sums added in a fixed order. One running sum would wait on each addition;
-// eight run side by side, and the result never depends on timing.
+// eight run side by side, and the result never depends on timing. Inlined
+// into each of a kernel's clones below, to be compiled for its instructions.
 template <typename Term>
-double PlaneSum(int n, const Term& term) {
+[[gnu::always_inline]] inline double PlaneSum(int n, const Term& term) {
   double part[8] = {};
   int p = 0;
   for (; p + 8 <= n; p += 8)
@@ -30,23 +38,26 @@ double PlaneSum(int n, const Term& term) {
   return ((part[0] + part[1]) + (part[2] + part[3])) + ((part[4] + part[5]) + (part[6] + part[7]));
 }
 
-// A channel's values, as `at` finds its plane in each record (ForChannels).
-template <typename At>
-double ChannelSum(const BatchNormGeometry& g, int batch, const float* x, const At& at) {
+// The kernels below sweep a channel's planes: they are compiled for AVX-512
+// and AVX2 as well, chosen at load by the CPU (the build targets plain
+// x86-64). This file compiles without fused multiply-adds (CMakeLists.txt),
+// so each clone computes the same bits.
+#define SHOAL_VECTOR_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+
+SHOAL_VECTOR_CLONES double ChannelSum(const float* x, ChannelPlanes ch) {
   double sum = 0.0;
-  for (int r = 0; r < batch; ++r) {
-    const float* plane = x + at(r);
-    sum += PlaneSum(g.plane, [&](int p) { return static_cast<double>(plane[p]); });
+  for (int r = 0; r < ch.batch; ++r) {
+    const float* plane = x + ch.at(r);
+    sum += PlaneSum(ch.plane, [&](int p) { return static_cast<double>(plane[p]); });
   }
   return sum;
 }
 
-template <typename At>
-double ChannelSquares(const BatchNormGeometry& g, int batch, const float* x, double mean, const At& at) {
+SHOAL_VECTOR_CLONES double ChannelSquares(const float* x, ChannelPlanes ch, double mean) {
   double squares = 0.0;
-  for (int r = 0; r < batch; ++r) {
-    const float* plane = x + at(r);
-    squares += PlaneSum(g.plane, [&](int p) {
+  for (int r = 0; r < ch.batch; ++r) {
+    const float* plane = x + ch.at(r);
+    squares += PlaneSum(ch.plane, [&](int p) {
       const double d = plane[p] - mean;
       return d * d;
     });
@@ -54,48 +65,65 @@ double ChannelSquares(const BatchNormGeometry& g, int batch, const float* x, dou
   return squares;
 }
 
+// y = x·scale + shift over the channel.
+SHOAL_VECTOR_CLONES void ScaleShift(const float* x, ChannelPlanes ch, float scale, float shift, float* y) {
+  for (int r = 0; r < ch.batch; ++r) {
+    const float* in = x + ch.at(r);
+    float* out = y + ch.at(r);
+    for (int p = 0; p < ch.plane; ++p) out[p] = in[p] * scale + shift;
+  }
+}
+
+// The channel's sums of dy and dy·x̂. Two sweeps of a plane, each of one
+// sum, run faster than one of both.
+SHOAL_VECTOR_CLONES void ChannelGradSums(const float* x, const float* dy, ChannelPlanes ch, float m,
+                                         float inv, double* sum_dy, double* sum_dy_xhat) {
+  *sum_dy = *sum_dy_xhat = 0.0;
+  for (int r = 0; r < ch.batch; ++r) {
+    const float* xs = x + ch.at(r);
+    const float* dys = dy + ch.at(r);
+    *sum_dy += PlaneSum(ch.plane, [&](int p) { return static_cast<double>(dys[p]); });
+    *sum_dy_xhat +=
+        PlaneSum(ch.plane, [&](int p) { return static_cast<double>(dys[p]) * ((xs[p] - m) * inv); });
+  }
+}
+
+// dx = k·(dy − mean_dy − x̂·mean_dy_xhat) over the channel, x̂ = (x − m)·inv.
+SHOAL_VECTOR_CLONES void ChannelInputGrad(const float* x, const float* dy, ChannelPlanes ch, float m,
+                                          float inv, float k, float mean_dy, float mean_dy_xhat, float* dx,
+                                          GradWrite write) {
+  // WriteGrad's loops, written out: a template it instantiates would not take this clone's instructions.
+  for (int r = 0; r < ch.batch; ++r) {
+    const float* xs = x + ch.at(r);
+    const float* dys = dy + ch.at(r);
+    float* __restrict out = dx + ch.at(r);
+    if (write == GradWrite::kAdd)
+      for (int p = 0; p < ch.plane; ++p) out[p] += k * (dys[p] - mean_dy - (xs[p] - m) * inv * mean_dy_xhat);
+    else
+      for (int p = 0; p < ch.plane; ++p) out[p] = k * (dys[p] - mean_dy - (xs[p] - m) * inv * mean_dy_xhat);
+  }
+}
+
+#undef SHOAL_VECTOR_CLONES
+
 // Channel c's statistics from its sum and squares over `count` values, then y.
-template <typename At>
-void NormalizeChannel(const BatchNormGeometry& g, int batch, int c, const float* x, const float* gamma,
+void NormalizeChannel(const BatchNormGeometry& g, int c, ChannelPlanes ch, const float* x, const float* gamma,
                       const float* beta, double m, double squares, double count, float* y,
-                      std::vector<float>* mean, std::vector<float>* inv_std, std::vector<float>* var,
-                      const At& at) {
+                      std::vector<float>* mean, std::vector<float>* inv_std, std::vector<float>* var) {
   const double biased = squares / count;
   const float inv = static_cast<float>(1.0 / std::sqrt(biased + g.eps));
   (*mean)[c] = static_cast<float>(m);
   (*inv_std)[c] = inv;
   (*var)[c] = static_cast<float>(count > 1.0 ? squares / (count - 1.0) : biased);
-  const float scale = gamma[c] * inv, shift = beta[c] - static_cast<float>(m) * scale;
-  for (int r = 0; r < batch; ++r)
-    for (int p = 0; p < g.plane; ++p) y[at(r) + p] = x[at(r) + p] * scale + shift;
-}
-
-// Channel c's sums of dy and dy·x̂.
-template <typename At>
-void ChannelGradSums(const BatchNormGeometry& g, int batch, const float* x, const float* dy, float m,
-                     float inv, double* sum_dy, double* sum_dy_xhat, const At& at) {
-  *sum_dy = *sum_dy_xhat = 0.0;
-  for (int r = 0; r < batch; ++r) {
-    const size_t i = at(r);
-    *sum_dy += PlaneSum(g.plane, [&](int p) { return static_cast<double>(dy[i + p]); });
-    *sum_dy_xhat +=
-        PlaneSum(g.plane, [&](int p) { return static_cast<double>(dy[i + p]) * ((x[i + p] - m) * inv); });
-  }
+  const float scale = gamma[c] * inv;
+  ScaleShift(x, ch, scale, beta[c] - static_cast<float>(m) * scale, y);
 }
 
 // dx = gamma·inv_std·(dy − Σdy/M − x̂·Σdy·x̂/M) over channel c's M values.
-template <typename At>
-void ChannelInputGrad(const BatchNormGeometry& g, int batch, int c, const float* x, const float* dy,
-                      const float* gamma, float m, float inv, double sum_dy, double sum_dy_xhat, double count,
-                      float* dx, GradWrite write, const At& at) {
-  const float k = gamma[c] * inv, mean_dy = static_cast<float>(sum_dy / count),
-              mean_dy_xhat = static_cast<float>(sum_dy_xhat / count);
-  for (int r = 0; r < batch; ++r) {
-    const size_t plane = at(r);
-    WriteGrad(0, g.plane, write, dx + plane, [&](size_t p) {
-      return k * (dy[plane + p] - mean_dy - (x[plane + p] - m) * inv * mean_dy_xhat);
-    });
-  }
+void InputGrad(int c, ChannelPlanes ch, const float* x, const float* dy, const float* gamma, float m,
+               float inv, double sum_dy, double sum_dy_xhat, double count, float* dx, GradWrite write) {
+  ChannelInputGrad(x, dy, ch, m, inv, gamma[c] * inv, static_cast<float>(sum_dy / count),
+                   static_cast<float>(sum_dy_xhat / count), dx, write);
 }
 
 }  // namespace
@@ -111,37 +139,33 @@ void BatchNormTrainForward(const BatchNormGeometry& g, int batch, const float* x
   var->resize(g.channels);
   const double count = static_cast<double>(batch) * g.plane;
   if (!group) {
-    ForChannels(g, batch, [&](int c, const auto& at) {
-      const double m = ChannelSum(g, batch, x, at) / count;
-      NormalizeChannel(g, batch, c, x, gamma, beta, m, ChannelSquares(g, batch, x, m, at), count, y, mean,
-                       inv_std, var, at);
+    ForChannels(g, batch, [&](int c, ChannelPlanes ch) {
+      const double m = ChannelSum(x, ch) / count;
+      NormalizeChannel(g, c, ch, x, gamma, beta, m, ChannelSquares(x, ch, m), count, y, mean, inv_std, var);
     });
     return;
   }
   const size_t channels = static_cast<size_t>(g.channels);
   std::vector<double> sums(channels + 1), squares(channels + 1);
-  ForChannels(g, batch, [&](int c, const auto& at) { sums[c] = ChannelSum(g, batch, x, at); });
+  ForChannels(g, batch, [&](int c, ChannelPlanes ch) { sums[c] = ChannelSum(x, ch); });
   sums[channels] = count;
   group(&sums);
   const double total = sums[channels];
   ForChannels(g, batch,
-              [&](int c, const auto& at) { squares[c] = ChannelSquares(g, batch, x, sums[c] / total, at); });
+              [&](int c, ChannelPlanes ch) { squares[c] = ChannelSquares(x, ch, sums[c] / total); });
   squares[channels] = count;
   group(&squares);
-  ForChannels(g, batch, [&](int c, const auto& at) {
-    NormalizeChannel(g, batch, c, x, gamma, beta, sums[c] / total, squares[c], total, y, mean, inv_std, var,
-                     at);
+  ForChannels(g, batch, [&](int c, ChannelPlanes ch) {
+    NormalizeChannel(g, c, ch, x, gamma, beta, sums[c] / total, squares[c], total, y, mean, inv_std, var);
   });
 }
 
 void BatchNormInferenceForward(const BatchNormGeometry& g, int batch, const float* x, const float* gamma,
                                const float* beta, const float* running_mean, const float* running_var,
                                float* y) {
-  ForChannels(g, batch, [&](int c, const auto& at) {
+  ForChannels(g, batch, [&](int c, ChannelPlanes ch) {
     const float scale = gamma[c] / std::sqrt(running_var[c] + g.eps);
-    const float shift = beta[c] - running_mean[c] * scale;
-    for (int r = 0; r < batch; ++r)
-      for (int p = 0; p < g.plane; ++p) y[at(r) + p] = x[at(r) + p] * scale + shift;
+    ScaleShift(x, ch, scale, beta[c] - running_mean[c] * scale, y);
   });
 }
 
@@ -154,17 +178,16 @@ void BatchNormBackward(const BatchNormGeometry& g, int batch, const float* x, co
   const size_t channels = static_cast<size_t>(g.channels);
   // Per channel: Σdy, then Σdy·x̂; then the count of values.
   std::vector<double> sums(group ? 2 * channels + 1 : 0);
-  ForChannels(g, batch, [&](int c, const auto& at) {
+  ForChannels(g, batch, [&](int c, ChannelPlanes ch) {
     double sum_dy, sum_dy_xhat;
-    ChannelGradSums(g, batch, x, dy, mean[c], inv_std[c], &sum_dy, &sum_dy_xhat, at);
+    ChannelGradSums(x, dy, ch, mean[c], inv_std[c], &sum_dy, &sum_dy_xhat);
     dbeta[c] = static_cast<float>(sum_dy);
     dgamma[c] = static_cast<float>(sum_dy_xhat);
     if (group) {
       sums[c] = sum_dy;
       sums[channels + c] = sum_dy_xhat;
     } else if (dx) {
-      ChannelInputGrad(g, batch, c, x, dy, gamma, mean[c], inv_std[c], sum_dy, sum_dy_xhat, count, dx, write,
-                       at);
+      InputGrad(c, ch, x, dy, gamma, mean[c], inv_std[c], sum_dy, sum_dy_xhat, count, dx, write);
     }
   });
   if (!group) return;
@@ -172,9 +195,9 @@ void BatchNormBackward(const BatchNormGeometry& g, int batch, const float* x, co
   sums[2 * channels] = count;
   group(&sums);
   if (!dx) return;
-  ForChannels(g, batch, [&](int c, const auto& at) {
-    ChannelInputGrad(g, batch, c, x, dy, gamma, mean[c], inv_std[c], sums[c], sums[channels + c],
-                     sums[2 * channels], dx, write, at);
+  ForChannels(g, batch, [&](int c, ChannelPlanes ch) {
+    InputGrad(c, ch, x, dy, gamma, mean[c], inv_std[c], sums[c], sums[channels + c], sums[2 * channels], dx,
+              write);
   });
 }
 
