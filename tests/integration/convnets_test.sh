@@ -6,7 +6,7 @@
 # leaves the final checkpoint bit for bit the undisturbed run's.
 . "$(dirname "$0")/lib.sh"
 
-/usr/bin/python3 "$root/scripts/make-image-data.py" cifar "$tmp/cifar" --records 300 >/dev/null ||
+/usr/bin/python3 "$root/scripts/make-image-data.py" cifar "$tmp/cifar" --records 100 >/dev/null ||
   fail "make-image-data.py cifar"
 for n in 1 2; do
   "$bin/dl-shard" --cifar "$tmp/cifar" --out "$tmp/shards-$n" --shards "$n" >/dev/null || fail "dl-shard --cifar ($n)"
