@@ -32,7 +32,7 @@ SANITIZE_CONFIGURE = cmake -S . -B $(SANITIZE_BUILD) -DCMAKE_BUILD_TYPE=RelWithD
 test-sanitize: deps
 	@$(SANITIZE_CONFIGURE)
 	@cmake --build $(SANITIZE_BUILD) -j$(JOBS)
-	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 HOSTILE_REQUESTS=4000 \
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	  scripts/run-tests.sh $(SANITIZE_BUILD) -j$(JOBS) --timeout 600 -LE long
 
 fuzz: deps

@@ -10,7 +10,7 @@
 . "$(dirname "$0")/lib.sh"
 
 shards=$(shards_for 2)
-requests=${HOSTILE_REQUESTS:-10000}
+requests=${HOSTILE_REQUESTS:-4000}
 steps=$((requests * 3 / 10))  # the run lasts while the requests come
 
 run() {  # run NAME [hostile]: a 2-server BSP run; servers' peak RSS in NAME/rss-<i>
