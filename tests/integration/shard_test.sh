@@ -25,7 +25,7 @@ assert s["test_records"] == 10000 and s["commit"], s
 PY
 echo "ok - dl-shard writes 2 shards and prints one JSON summary line"
 
-python3 - "$schema" "$tmp/fm" "$bin/tests/fnv1a64" <<'PY' || fail "manifest"
+python3 - "$schema" "$tmp/fm" "$build/tests/fnv1a64" <<'PY' || fail "manifest"
 import json, os, subprocess, sys, jsonschema
 schema = json.load(open(sys.argv[1]))
 d, fnv_tool = sys.argv[2:]
