@@ -132,8 +132,8 @@ CLI::App* AddCalibrate(CLI::App& app, CalibrateFlags* f) {
       ->check(CLI::Range(0.01, 10.0));
   calibrate->add_option(
       "--fit-run", f->fit_runs,
-      "a run directory (train-local --run-dir) of groups of one worker, repeatable: each layer "
-      "type's rate is fitted to its layers' measured times (the table goes to standard error)");
+      "a run directory (train-local --run-dir) whose workers computed alone on the CPU, repeatable: each "
+      "layer type's rate is fitted to its layers' measured times (the table goes to standard error)");
   return calibrate;
 }
 
@@ -142,17 +142,24 @@ int RunCalibrate(const CalibrateFlags& f) {
     Status s = ServeEcho(f.serve, f.serve_seconds);
     return s.ok() ? kExitOk : ReportFailure(s);
   }
+  // The runs are read before anything is measured: a bad one costs no calibration.
+  std::vector<FitRun> runs(f.fit_runs.size());
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const Status read = ReadFitRun(f.fit_runs[i], &runs[i]);
+    if (!read.ok()) return ReportFailure(read);
+  }
   ClusterProfile profile;
   Status s = Calibrate(f.calibration, &profile);
   if (!s.ok()) return ReportFailure(s);
   std::string comment = "measured by dl-plan calibrate";
-  if (!f.fit_runs.empty()) {
+  if (!runs.empty()) {
     RateFit fit;
-    s = FitLayerRates(f.fit_runs, &profile, &fit);
+    s = FitLayerRates(runs, &profile, &fit);
     if (!s.ok()) return ReportFailure(s);
     Log(DescribeFit(fit));
     comment += "; layer_gflops fitted to the layer times of " + std::to_string(f.fit_runs.size()) +
-               " run(s) of workers with " + std::to_string(fit.compute_threads) + " compute thread(s)";
+               " run(s) of workers with " + std::to_string(fit.compute_threads) +
+               " compute thread(s); the sgemm rate and the batch effect are one thread's";
   }
   return WriteOut(f.out, ClusterProfileToYaml(profile, comment));
 }

@@ -3,14 +3,14 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <map>
 #include <nlohmann/json.hpp>
 #include <regex>
 
+#include "core/json_text.h"
 #include "plan/cost_model.h"
-#include "plan/plan.h"
 #include "plan/planner.h"
 
 namespace shoal {
@@ -18,109 +18,132 @@ namespace {
 
 using nlohmann::json;
 
-// What one worker's "done" record says of its steps.
-struct WorkerTimes {
-  std::map<std::string, double> layer_s;  // per layer: forward and backward seconds a step
-  double step_s = 0.0;                    // its median step
-  int threads = 0;                        // its compute threads
-};
+// A records file's line: a done record of a net of thousands of layers is a
+// small fraction of it.
+constexpr size_t kMaxLine = 16u << 20;
+constexpr double kMaxSeconds = 1e9;  // a time no run takes: a record beyond it is not a run's
+constexpr int kMaxThreads = 1 << 16;
+// What a profile's layer_gflops holds (ParseClusterProfile).
+constexpr double kLowestRate = 1e-6, kHighestRate = 1e9;
 
-Status FiniteNumber(const json& j, const char* key, const std::string& where, double* out) {
+// Text from a record, short enough for a message.
+std::string Clip(const std::string& text) {
+  constexpr size_t kShown = 60;
+  return text.size() <= kShown ? text : text.substr(0, kShown) + "...";
+}
+
+Status Number(const json& j, const char* key, const std::string& where, double max, double* out) {
   const auto it = j.find(key);
-  if (it == j.end() || !it->is_number() || !std::isfinite(it->get<double>()) || it->get<double>() < 0.0)
-    return Status::InvalidArgument(where + ": '" + key + "' is " + (it == j.end() ? "missing" : it->dump()) +
-                                   ", not a finite number of zero or more");
+  if (it == j.end() || !it->is_number() || !(it->get<double>() >= 0.0 && it->get<double>() <= max))
+    return Status::InvalidArgument(where + ": '" + key + "' is " +
+                                   (it == j.end() ? "missing" : Clip(it->dump())) +
+                                   ", not a number from 0 to " + Clip(json(max).dump()));
   *out = it->get<double>();
   return Status::Ok();
 }
 
-// The last "done" record of a worker's records file, line by line: a
-// record's line is read whole, and no more than one line is held at a time.
+Status Count(const json& j, const char* key, const std::string& where, int64_t max, int64_t* out) {
+  const auto it = j.find(key);
+  if (it == j.end() || !it->is_number_integer() || it->get<int64_t>() < 1 || it->get<int64_t>() > max)
+    return Status::InvalidArgument(where + ": '" + key + "' is " +
+                                   (it == j.end() ? "missing" : Clip(it->dump())) +
+                                   ", not a count from 1 to " + std::to_string(max));
+  *out = it->get<int64_t>();
+  return Status::Ok();
+}
+
+// Keeps the last "done" record of a worker's records file, and where it is.
+// Only lines naming "done" are parsed; no line longer than kMaxLine is held.
 Status ReadDone(const std::string& path, json* done, std::string* where) {
-  std::ifstream in(path);
-  if (!in) return Status::IOError("cannot read '" + path + "'");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status::IOError("cannot read '" + path + "': " + std::strerror(errno));
   std::string line;
-  for (size_t number = 1; std::getline(in, line); ++number) {
-    if (line.find("\"done\"") == std::string::npos) continue;
-    json record = json::parse(line, nullptr, /*allow_exceptions=*/false);
-    if (!record.is_object())
-      return Status::InvalidArgument(path + ":" + std::to_string(number) + ": not a JSON record");
+  size_t number = 1;
+  auto take = [&]() -> Status {
+    const std::string at = path + ":" + std::to_string(number++);
+    if (line.find("\"done\"") == std::string::npos) return Status::Ok();
+    json record;
+    SHOAL_RETURN_IF_ERROR(ParseJson(line, at, &record, kMaxLine));
+    if (!record.is_object()) return Status::InvalidArgument(at + ": not a JSON object");
     const auto event = record.find("event");
-    if (event == record.end() || *event != "done") continue;
-    *done = std::move(record);
-    *where = path + ":" + std::to_string(number);
+    if (event != record.end() && *event == "done") {
+      *done = std::move(record);
+      *where = at;
+    }
+    return Status::Ok();
+  };
+  std::vector<char> piece(1 << 20);
+  while (in.read(piece.data(), static_cast<std::streamsize>(piece.size())) || in.gcount() > 0) {
+    const char* p = piece.data();
+    const char* end = p + in.gcount();
+    while (p < end) {
+      const char* newline = static_cast<const char*>(std::memchr(p, '\n', static_cast<size_t>(end - p)));
+      const char* stop = newline != nullptr ? newline : end;
+      if (line.size() + static_cast<size_t>(stop - p) > kMaxLine)
+        return Status::InvalidArgument(path + ":" + std::to_string(number) + ": a line longer than " +
+                                       std::to_string(kMaxLine) + " bytes: not a worker's record");
+      line.append(p, stop);
+      if (newline == nullptr) break;
+      SHOAL_RETURN_IF_ERROR(take());
+      line.clear();
+      p = newline + 1;
+    }
   }
   if (in.bad()) return Status::IOError("cannot read '" + path + "'");
+  if (!line.empty()) SHOAL_RETURN_IF_ERROR(take());
   if (done->is_null())
     return Status::InvalidArgument(path + ": no \"done\" record: the worker never finished");
   return Status::Ok();
 }
 
-Status ReadWorker(const std::string& path, WorkerTimes* times) {
+Status ReadWorker(const std::string& path, FitRun::Worker* worker) {
   json done;
   std::string where;
   SHOAL_RETURN_IF_ERROR(ReadDone(path, &done, &where));
-  double steps = 0.0, ms = 0.0, threads = 0.0;
-  SHOAL_RETURN_IF_ERROR(FiniteNumber(done, "layer_steps", where, &steps));
-  SHOAL_RETURN_IF_ERROR(FiniteNumber(done, "ms_per_step_median", where, &ms));
+  int64_t steps = 0, threads = 0;
+  double ms = 0.0;
+  SHOAL_RETURN_IF_ERROR(Count(done, "layer_steps", where, int64_t{1} << 53, &steps));
+  SHOAL_RETURN_IF_ERROR(Number(done, "ms_per_step_median", where, kMaxSeconds * 1e3, &ms));
   const auto kernels = done.find("kernels");
   if (kernels == done.end() || !kernels->is_object())
-    return Status::InvalidArgument(where + ": no 'kernels' (a record of a build before layer timing)");
-  SHOAL_RETURN_IF_ERROR(FiniteNumber(*kernels, "compute_threads", where + ": kernels", &threads));
+    return Status::InvalidArgument(where + ": no 'kernels': not a done record of this build's workers");
+  SHOAL_RETURN_IF_ERROR(Count(*kernels, "compute_threads", where + ": kernels", kMaxThreads, &threads));
   const auto layers = done.find("layers");
-  if (steps < 1.0 || layers == done.end() || !layers->is_array())
-    return Status::InvalidArgument(where + ": no timed steps with their 'layers'");
-  times->step_s = ms / 1000.0;
-  times->threads = static_cast<int>(threads);
+  if (layers == done.end() || !layers->is_array())
+    return Status::InvalidArgument(where + ": no 'layers' list of the layers' times");
+  worker->step_s = ms / 1e3;
+  worker->threads = static_cast<int>(threads);
   for (const json& layer : *layers) {
     const auto name = layer.is_object() ? layer.find("layer") : layer.end();
     if (!layer.is_object() || name == layer.end() || !name->is_string())
-      return Status::InvalidArgument(where +
-                                     ": a layer's record without its name: " + layer.dump().substr(0, 80));
+      return Status::InvalidArgument(where + ": a layer's record without its name: " + Clip(layer.dump()));
     double forward = 0.0, backward = 0.0;
-    const std::string named = where + ": layer '" + name->get<std::string>() + "'";
-    SHOAL_RETURN_IF_ERROR(FiniteNumber(layer, "forward_s", named, &forward));
-    SHOAL_RETURN_IF_ERROR(FiniteNumber(layer, "backward_s", named, &backward));
-    times->layer_s[name->get<std::string>()] = (forward + backward) / steps;
-  }
-  return Status::Ok();
-}
-
-// Every worker's times in a run directory (worker-N.jsonl), by N.
-Status ReadWorkers(const std::string& dir, std::vector<WorkerTimes>* workers) {
-  static const std::regex kRecords(R"(worker-[0-9]+\.jsonl)");
-  std::vector<std::string> paths;
-  std::error_code ec;
-  for (const auto& entry : std::filesystem::directory_iterator(dir, ec))
-    if (std::regex_match(entry.path().filename().string(), kRecords)) paths.push_back(entry.path().string());
-  if (ec) return Status::IOError("cannot list '" + dir + "': " + ec.message());
-  if (paths.empty())
-    return Status::InvalidArgument("'" + dir + "' holds no worker's records (worker-N.jsonl)");
-  std::sort(paths.begin(), paths.end());
-  for (const std::string& path : paths) {
-    workers->emplace_back();
-    SHOAL_RETURN_IF_ERROR(ReadWorker(path, &workers->back()));
+    const std::string named = where + ": layer '" + Clip(name->get<std::string>()) + "'";
+    SHOAL_RETURN_IF_ERROR(Number(layer, "forward_s", named, kMaxSeconds, &forward));
+    SHOAL_RETURN_IF_ERROR(Number(layer, "backward_s", named, kMaxSeconds, &backward));
+    worker->layer_s[name->get<std::string>()] = (forward + backward) / static_cast<double>(steps);
   }
   return Status::Ok();
 }
 
 // A profile in which every layer type computes at 1 GFLOP/s, the batch's
-// and Winograd's effects kept, no straggler: a layer's seconds there are
-// its operations in GFLOP as the cost model weighs them.
-ClusterProfile UnitRates(const ClusterProfile& measured) {
+// effect kept, no straggler: a layer's seconds there are its operations in
+// GFLOP as the cost model weighs them.
+ClusterProfile UnitRates(const ClusterProfile& measured, double winograd_speedup) {
   ClusterProfile unit = measured;
   unit.gflops_per_worker = 1.0;
   unit.layer_gflops.clear();
   unit.compute_cv = 0.0;
+  unit.winograd_speedup = winograd_speedup;
   return unit;
 }
 
 // The data-parallel plan of a run's job, as the cost model prices it under `profile`.
-Status PlanRun(const Plan& plan, const ClusterProfile& profile, PartitionReport* report) {
+Status PlanRun(const FitRun& run, const ClusterProfile& profile, PartitionReport* report) {
   PlannerOptions options;
   options.strategy = Strategy::kData;
   options.profile = profile;
-  return PlanJob(plan.job, options, report);
+  return PlanJob(run.plan.job, options, report).Within("'" + run.dir + "/plan.json'");
 }
 
 double Median(std::vector<double> values) {
@@ -130,13 +153,45 @@ double Median(std::vector<double> values) {
 
 }  // namespace
 
-Status FitLayerRates(const std::vector<std::string>& run_dirs, ClusterProfile* profile, RateFit* fit) {
+Status ReadFitRun(const std::string& dir, FitRun* run) {
+  *run = FitRun();
+  run->dir = dir;
+  SHOAL_RETURN_IF_ERROR(LoadPlan(dir + "/plan.json", &run->plan));
+  bool exchange = false;
+  SHOAL_RETURN_IF_ERROR(WorkersExchange(run->plan, &exchange));
+  if (exchange)
+    return Status::InvalidArgument("'" + dir +
+                                   "': its workers exchange inside each step (groups of more than one, or "
+                                   "synchronised batch norm), so a layer's time holds waits for the others: "
+                                   "fit to runs whose workers compute alone");
+  if (run->plan.job.train.device != "cpu")
+    return Status::InvalidArgument("'" + dir + "': its workers trained on '" + run->plan.job.train.device +
+                                   "', where a layer's time is what the host took to issue it");
+  static const std::regex kRecords(R"(worker-[0-9]+\.jsonl)");
+  std::vector<std::string> paths;
+  std::error_code ec;
+  for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
+    if (std::regex_match(it->path().filename().string(), kRecords)) paths.push_back(it->path().string());
+  if (ec) return Status::IOError("cannot list '" + dir + "': " + ec.message());
+  if (paths.empty())
+    return Status::InvalidArgument("'" + dir + "' holds no worker's records (worker-N.jsonl)");
+  std::sort(paths.begin(), paths.end());
+  for (const std::string& path : paths) {
+    run->workers.emplace_back();
+    SHOAL_RETURN_IF_ERROR(ReadWorker(path, &run->workers.back()));
+    if (run->workers.back().threads != run->workers.front().threads)
+      return Status::InvalidArgument("'" + dir + "': workers of " +
+                                     std::to_string(run->workers.front().threads) + " and " +
+                                     std::to_string(run->workers.back().threads) + " compute threads");
+  }
+  return Status::Ok();
+}
+
+Status FitLayerRates(const std::vector<FitRun>& runs, ClusterProfile* profile, RateFit* fit) {
   *fit = RateFit();
   // The layers Winograd's kernel takes are weighed apart (the same operations
   // at a speedup of 1): the rate is fitted to the others, the speedup to them.
-  ClusterProfile plain = UnitRates(*profile), faster = plain;
-  plain.winograd_speedup = 1.0;
-  faster.winograd_speedup = 2.0;
+  const ClusterProfile plain = UnitRates(*profile, 1.0), faster = UnitRates(*profile, 2.0);
   struct Sums {
     double weighed = 0.0, measured = 0.0;  // in GFLOP at 1 GFLOP/s, and seconds
   };
@@ -145,41 +200,29 @@ Status FitLayerRates(const std::vector<std::string>& run_dirs, ClusterProfile* p
     int layers = 0;
   };
   std::map<std::string, TypeSums> by_type;
-  std::vector<Plan> plans(run_dirs.size());
-  for (size_t r = 0; r < run_dirs.size(); ++r) {
-    const std::string& dir = run_dirs[r];
-    Plan& plan = plans[r];
-    SHOAL_RETURN_IF_ERROR(LoadPlan(dir + "/plan.json", &plan));
-    if (plan.group_size > 1)
-      return Status::InvalidArgument("'" + dir + "': its plan has groups of " +
-                                     std::to_string(plan.group_size) +
-                                     " workers, whose layer times include waits for each other: fit to "
-                                     "runs of groups of one");
-    std::vector<WorkerTimes> workers;
-    SHOAL_RETURN_IF_ERROR(ReadWorkers(dir, &workers));
+  for (const FitRun& run : runs) {
+    const int threads = run.workers.front().threads;
+    if (fit->compute_threads == 0) fit->compute_threads = threads;
+    if (threads != fit->compute_threads)
+      return Status::InvalidArgument(
+          "'" + run.dir + "': workers of " + std::to_string(threads) + " compute threads, another run's of " +
+          std::to_string(fit->compute_threads) + ": a profile describes one kind of worker");
     std::vector<double> steps;
-    for (const WorkerTimes& w : workers) {
-      if (fit->compute_threads == 0) fit->compute_threads = w.threads;
-      if (w.threads != fit->compute_threads)
-        return Status::InvalidArgument("'" + dir + "': workers of " + std::to_string(w.threads) + " and " +
-                                       std::to_string(fit->compute_threads) +
-                                       " compute threads; a profile describes one kind of worker");
-      steps.push_back(w.step_s);
-    }
-    fit->runs.push_back({dir, Median(steps), 0.0});
+    for (const FitRun::Worker& w : run.workers) steps.push_back(w.step_s);
+    fit->runs.push_back({run.dir, Median(steps), 0.0});
     PartitionReport report;
-    SHOAL_RETURN_IF_ERROR(PlanRun(plan, plain, &report).Within("'" + dir + "/plan.json'"));
+    SHOAL_RETURN_IF_ERROR(PlanRun(run, plain, &report));
     for (size_t l = 0; l < report.layers.size(); ++l) {
       const LayerFacts& layer = report.layers[l];
       const double weighed = NodeCost(layer, report.choices[l], report.grouping, plain).compute_s;
       if (weighed <= 0.0) continue;  // no operations: nothing to fit
       double measured = 0.0;
-      for (const WorkerTimes& w : workers) {
+      for (const FitRun::Worker& w : run.workers) {
         const auto it = w.layer_s.find(layer.name);
         if (it == w.layer_s.end())
-          return Status::InvalidArgument("'" + dir + "': a worker's record has no layer '" + layer.name +
+          return Status::InvalidArgument("'" + run.dir + "': a worker's record has no layer '" + layer.name +
                                          "': the records are not of this plan's run");
-        measured += it->second / workers.size();
+        measured += it->second / static_cast<double>(run.workers.size());
       }
       const bool winograd = NodeCost(layer, report.choices[l], report.grouping, faster).compute_s < weighed;
       TypeSums& sums = by_type[layer.type];
@@ -189,38 +232,45 @@ Status FitLayerRates(const std::vector<std::string>& run_dirs, ClusterProfile* p
       ++sums.layers;
     }
   }
+  // Only convolutions run on Winograd's kernel: the one speedup is theirs.
   for (const auto& [type, sums] : by_type) {
     const Sums& direct = sums.direct;
     const Sums& winograd = sums.winograd;
     double rate = 0.0;
     if (direct.measured > 0.0) {
       rate = direct.weighed / direct.measured;
-      if (winograd.measured > 0.0)
-        profile->winograd_speedup = std::clamp(winograd.weighed / winograd.measured / rate, 0.01, 100.0);
+      const double speedup = winograd.measured > 0.0 ? winograd.weighed / winograd.measured / rate : NAN;
+      if (std::isfinite(speedup)) profile->winograd_speedup = std::clamp(speedup, 0.01, 100.0);
     } else if (winograd.measured > 0.0) {  // only Winograd's layers: the speedup stays as measured
       rate = winograd.weighed / winograd.measured / profile->winograd_speedup;
     } else {
       continue;  // too fast for the clock: the rate stays as measured
     }
+    if (!(rate >= kLowestRate && rate <= kHighestRate))
+      return Status::InvalidArgument(
+          "the runs' " + type + " layers fit a rate of " + Clip(json(rate).dump()) +
+          " GFLOP/s, outside what a profile holds (1e-6 to 1e9): are their times real?");
     profile->layer_gflops[type] = rate;
     fit->types.push_back({type, rate, sums.layers, direct.measured + winograd.measured});
   }
+  if (fit->types.empty())
+    return Status::InvalidArgument(
+        "nothing to fit: no layer of the runs has both operations and a measured time");
   fit->winograd_speedup = profile->winograd_speedup;
-  for (size_t r = 0; r < plans.size(); ++r) {
+  for (size_t r = 0; r < runs.size(); ++r) {
     PartitionReport report;
-    SHOAL_RETURN_IF_ERROR(PlanRun(plans[r], *profile, &report));
+    SHOAL_RETURN_IF_ERROR(PlanRun(runs[r], *profile, &report));
     fit->runs[r].predicted_step_s = report.chosen.seconds;
   }
   return Status::Ok();
 }
 
 std::string DescribeFit(const RateFit& fit) {
-  std::string out;
-  char line[512];
+  char line[256];
   std::snprintf(line, sizeof line, "layer rates fitted to %zu run%s (workers of %d compute thread%s):\n",
                 fit.runs.size(), fit.runs.size() == 1 ? "" : "s", fit.compute_threads,
                 fit.compute_threads == 1 ? "" : "s");
-  out += line;
+  std::string out = line;
   for (const RateFit::TypeRate& t : fit.types) {
     std::snprintf(line, sizeof line, "  %-18s %9.2f GFLOP/s  (%d layers, %.2f ms a step)\n", t.type.c_str(),
                   t.gflops, t.layers, t.seconds * 1e3);
@@ -229,12 +279,12 @@ std::string DescribeFit(const RateFit& fit) {
   std::snprintf(line, sizeof line, "  Winograd's convolutions %.2f times the rate of the others\n",
                 fit.winograd_speedup);
   out += line;
-  out += "each run's step under the fitted profile, predicted against measured:\n";
+  out += "each run's step under the fitted profile, predicted against measured:";
   for (const RateFit::RunCheck& r : fit.runs) {
     const double off = r.measured_step_s > 0.0 ? r.predicted_step_s / r.measured_step_s - 1.0 : 0.0;
-    std::snprintf(line, sizeof line, "  %s: %.2f ms against %.2f ms (%+.1f%%)\n", r.run.c_str(),
-                  r.predicted_step_s * 1e3, r.measured_step_s * 1e3, off * 100.0);
-    out += line;
+    std::snprintf(line, sizeof line, ": %.2f ms against %.2f ms (%+.1f%%)", r.predicted_step_s * 1e3,
+                  r.measured_step_s * 1e3, off * 100.0);
+    out += "\n  " + r.run + line;
   }
   return out;
 }

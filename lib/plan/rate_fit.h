@@ -6,13 +6,39 @@
 // per-layer times prices them as they ran.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
 #include "core/status.h"
 #include "plan/cluster_profile.h"
+#include "plan/plan.h"
 
 namespace shoal {
+
+// A run as train-local writes it: plan.json, and each worker's records
+// (worker-N.jsonl) whose last "done" record has the layers' forward and
+// backward seconds over the steps it timed but the first (layer_steps).
+struct FitRun {
+  struct Worker {
+    std::map<std::string, double> layer_s;  // per layer: forward and backward seconds a step
+    double step_s = 0.0;                    // its median step
+    int threads = 0;                        // its compute threads
+  };
+  std::string dir;
+  Plan plan;
+  std::vector<Worker> workers;
+};
+
+// Reads and checks run `dir`. Fails, naming the run and the file, on: no
+// plan.json; a plan whose workers exchange inside each step (groups of more
+// than one, or synchronised batch norm: a layer's time there includes waits
+// for the others) or train on a GPU (a layer's time there is what the host
+// took to issue it); no worker's records, or one without a "done" record; a
+// line longer than a record can be, or one holding "done" that is not a JSON
+// object; times that are not finite numbers from 0 to 1e9 s; layer_steps or
+// compute_threads that are not counts; workers of different compute threads.
+Status ReadFitRun(const std::string& dir, FitRun* run);
 
 struct RateFit {
   struct TypeRate {
@@ -26,7 +52,7 @@ struct RateFit {
     double measured_step_s = 0.0;   // the median of the workers' median steps
     double predicted_step_s = 0.0;  // the step dl-plan predicts for the run's plan under the fitted profile
   };
-  int compute_threads = 0;        // of every run's workers: the profile describes such workers
+  int compute_threads = 0;        // of every run's workers
   double winograd_speedup = 1.0;  // the profile's after the fit
   std::vector<TypeRate> types;
   std::vector<RunCheck> runs;
@@ -36,17 +62,13 @@ struct RateFit {
 // runs, to the rate at which the cost model (lib/plan/cost_model.h) gives
 // the type's layers the seconds their workers measured; where convolutions
 // ran on both kernels, the rate is fitted to the direct kernel's layers and
-// winograd_speedup to the others (else it stays). A run is a directory
-// train-local wrote: plan.json and each worker's records (worker-N.jsonl),
-// whose last "done" record has the layers' forward and backward seconds over
-// the steps it timed but the first (layer_steps). The rest of the profile is kept.
-// Fails, naming the run and the file, on: a directory without plan.json or
-// without a worker's "done" record; a plan whose groups hold more than one
-// worker (a layer's time there includes waits for the group); a record that
-// is not JSON, or whose times are not finite numbers of zero or more; a
-// record without one of the plan's layers; runs whose workers computed on
-// different numbers of threads.
-Status FitLayerRates(const std::vector<std::string>& run_dirs, ClusterProfile* profile, RateFit* fit);
+// winograd_speedup to the others (else it stays). The rest of the profile
+// is kept: its sgemm rate and its batch effect stay those of one thread,
+// whatever threads the runs' workers computed on. Fails, naming the run, on
+// runs of different compute threads, on a plan the cost model cannot price,
+// on a fitted rate outside what a profile holds (1e-6 to 1e9 GFLOP/s), and
+// where no layer has both operations and a measured time.
+Status FitLayerRates(const std::vector<FitRun>& runs, ClusterProfile* profile, RateFit* fit);
 
 // The fit as a table: each type's rate, then each run's step predicted
 // against measured.

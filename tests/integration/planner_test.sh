@@ -84,9 +84,22 @@ for t in measured:  # to the 6 digits the profile writes
     assert abs(modelled[t] / measured[t] - 1) < 1e-4, (t, modelled[t], measured[t])
 PY
 cp -r "$tmp/run" "$tmp/bad-run"
-sed -i 's/"forward_s":[^,]*,/"forward_s":"x",/' "$tmp/bad-run/worker-0.jsonl"
-expect_failure 1 "worker-0.jsonl:[0-9]+: layer '[a-z0-9_]+': 'forward_s' is \"x\", not a finite number" \
+# fit_refused PATTERN SED: the run's records edited by SED are refused, naming PATTERN.
+fit_refused() {
+  sed -E "$2" "$tmp/run/worker-0.jsonl" >"$tmp/bad-run/worker-0.jsonl"
+  expect_failure 1 "$1" "$bin/dl-plan" calibrate --seconds 0.01 --fit-run "$tmp/bad-run"
+}
+fit_refused "worker-0.jsonl:[0-9]+: layer '[a-z0-9_]+': 'forward_s' is \"x\", not a number from 0" \
+  's/"forward_s":[^,]*,/"forward_s":"x",/'
+fit_refused "'forward_s' is -1, not a number from 0" 's/"forward_s":[^,]*,/"forward_s":-1,/'
+fit_refused "'layer_steps' is missing" 's/"layer_steps":[0-9]+,//'
+fit_refused "'compute_threads' is 2.5, not a count from 1" 's/"compute_threads":[0-9]+/"compute_threads":2.5/'
+fit_refused "layers fit a rate of .* outside what a profile holds" \
+  's/"forward_s":[^,]*,/"forward_s":1e-300,/g; s/"backward_s":[^,]*,/"backward_s":0,/g'
+printf '{"event":"done",%*s\n' 20000000 "" >"$tmp/bad-run/worker-0.jsonl"
+expect_failure 1 "worker-0.jsonl:1: a line longer than [0-9]+ bytes" \
   "$bin/dl-plan" calibrate --seconds 0.01 --fit-run "$tmp/bad-run"
+cp "$tmp/run/worker-0.jsonl" "$tmp/bad-run/worker-0.jsonl"
 rm "$tmp/bad-run/plan.json"
 expect_failure 1 "bad-run/plan.json" "$bin/dl-plan" calibrate --seconds 0.01 --fit-run "$tmp/bad-run"
 "$bin/dl-plan" "$root/configs/fashion-mlp.yaml" --set cluster.nworkers_per_group=1 -o "$tmp/bad-run/plan.json" ||
@@ -96,7 +109,7 @@ expect_failure 1 "has no layer '[a-z0-9_]+': the records are not of this plan's 
   "$bin/dl-plan" calibrate --seconds 0.01 --fit-run "$tmp/bad-run"
 "$bin/dl-plan" "$root/configs/fashion-cnn.yaml" --set cluster.nworkers_per_group=2 --group-size 2 --strategy model \
   -o "$tmp/bad-run/plan.json" || fail "dl-plan of a group of two"
-expect_failure 1 "groups of 2 workers" "$bin/dl-plan" calibrate --seconds 0.01 --fit-run "$tmp/bad-run"
+expect_failure 1 "its workers exchange inside each step" "$bin/dl-plan" calibrate --seconds 0.01 --fit-run "$tmp/bad-run"
 ok "calibrate --fit-run fits each layer type's rate to a run's layer times, and names a bad run"
 
 # Two peers measured at once, as a node's NIC is; a peer that is not there is named.
