@@ -10,8 +10,10 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <vector>
 
 #include "core/fault_injection.h"
+#include "core/hash.h"
 #include "core/text.h"
 
 namespace shoal {
@@ -75,6 +77,19 @@ Status ReadFile(const std::string& path, std::string* contents, size_t max_bytes
     return Status::InvalidArgument(name + " is larger than " + std::to_string(max_bytes) + " bytes");
   if (failed) return Status::IOError("cannot read " + name + ": " + ErrnoText());
   return Status::Ok();
+}
+
+Status Fnv1a64OfFile(int fd, const std::string& what, uint64_t* hash) {
+  *hash = kFnv1a64Start;
+  std::vector<unsigned char> piece(1 << 20);
+  for (uint64_t at = 0;;) {
+    const ssize_t n = pread(fd, piece.data(), piece.size(), static_cast<off_t>(at));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return Status::IOError("cannot read " + what + ": " + std::strerror(errno));
+    if (n == 0) return Status::Ok();
+    *hash = Fnv1a64(*hash, piece.data(), static_cast<size_t>(n));
+    at += static_cast<uint64_t>(n);
+  }
 }
 
 Status WriteFileAtomic(const std::string& given, const std::string& contents, bool sync) {

@@ -17,6 +17,11 @@ Status ReadFile(const std::string& path, std::string* contents, size_t max_bytes
 // fails, Corruption when the file ends first. `where` names the file in both.
 Status ReadAt(int fd, uint64_t offset, void* data, size_t size, const std::string& where);
 
+// The FNV-1a 64 (core/hash.h) of all that file `fd` holds, read from its
+// start in pieces (its offset left alone); IOError naming it as `what` when
+// a read fails ("cannot read " + what + ": ...").
+Status Fnv1a64OfFile(int fd, const std::string& what, uint64_t* hash);
+
 // Writes `contents` so that `path` holds either its old bytes or all the new
 // ones, never a mix: temporary file, fsync, rename, fsync of the directory.
 // Without `sync` the file survives the writer's crash but not the machine's

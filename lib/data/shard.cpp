@@ -358,17 +358,9 @@ Status ShardReader::Open(const std::string& dir, const ShardInfo& info, const Ma
     return Status::Corruption(where + " holds " + (stored_ == StoredForm::kJpeg ? "encoded" : "raw") +
                               " records; '" + dir + "/manifest.json' says they are " +
                               (manifest.stored == StoredForm::kJpeg ? "encoded" : "raw"));
-  // The whole file against the manifest's hash of it (read once, in pieces).
-  uint64_t hash = kFnv1a64Start;
-  std::vector<unsigned char> chunk(1 << 20);
-  for (uint64_t at = 0;;) {
-    const ssize_t n = pread(fd_, chunk.data(), chunk.size(), static_cast<off_t>(at));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return Status::IOError("cannot read " + where + ": " + std::strerror(errno));
-    if (n == 0) break;
-    hash = Fnv1a64(hash, chunk.data(), static_cast<size_t>(n));
-    at += static_cast<uint64_t>(n);
-  }
+  // The whole file against the manifest's hash of it.
+  uint64_t hash = 0;
+  SHOAL_RETURN_IF_ERROR(Fnv1a64OfFile(fd_, where, &hash));
   if (HexU64(hash) != info.fnv1a64)
     return Status::Corruption(where + " has FNV-1a 64 " + HexU64(hash) + "; '" + dir +
                               "/manifest.json' says " + info.fnv1a64 +

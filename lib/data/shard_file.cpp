@@ -139,17 +139,9 @@ Status ShardFileWriter::Finish(ShardInfo* info) {
   header.replace(header_bytes_ - 4, 4, crc);
   if (pwrite(fd_, header.data(), header_bytes_, 0) != static_cast<ssize_t>(header_bytes_))
     return Status::IOError("cannot write '" + temp_ + "': " + std::strerror(errno));
-  // The whole file's hash, which the manifest records, read back in pieces.
-  uint64_t hash = kFnv1a64Start;
-  std::vector<unsigned char> chunk(1 << 20);
-  for (uint64_t at = 0;;) {
-    const ssize_t n = pread(fd_, chunk.data(), chunk.size(), static_cast<off_t>(at));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return Status::IOError("cannot read back '" + temp_ + "': " + std::strerror(errno));
-    if (n == 0) break;
-    hash = Fnv1a64(hash, chunk.data(), static_cast<size_t>(n));
-    at += static_cast<uint64_t>(n);
-  }
+  // The whole file's hash, which the manifest records, read back.
+  uint64_t hash = 0;
+  SHOAL_RETURN_IF_ERROR(Fnv1a64OfFile(fd_, "back '" + temp_ + "'", &hash));
   if (fsync(fd_) != 0) return Status::IOError("cannot sync '" + temp_ + "': " + std::strerror(errno));
   close(fd_);
   fd_ = -1;
