@@ -88,7 +88,7 @@ def main(out):
     plt.close()
 
     # The top two principal directions: the covariance's eigenvectors of the largest
-    # eigenvalues (the SVD of the centred 60000 x 784 images gives the same, 30 times slower).
+    # eigenvalues (the SVD of the centred images gives the same plane, far more slowly).
     mean = x.mean(0)
     centred = x - mean
     _, vectors = np.linalg.eigh(centred.T @ centred)

@@ -78,6 +78,8 @@ PY
 
 # HYBRID_MODELS: the models compared (the im2col run of tests/CMakeLists.txt: the CNN alone).
 models=" ${HYBRID_MODELS:-mlp cnn} "
+for m in $models; do [[ $m == mlp || $m == cnn ]] || fail "HYBRID_MODELS: '$m' is neither mlp nor cnn"; done
+[[ -n "${models// /}" ]] || fail "HYBRID_MODELS names no model"
 mlp=$root/configs/fashion-mlp.yaml
 if [[ $models == *" mlp "* ]]; then
 run mlp-1x64 "$mlp" 1 64 --strategy data

@@ -8,7 +8,7 @@
 # the run, restarted whole, ends bit for bit as well.
 . "$(dirname "$0")/lib.sh"
 
-train=(env SHOAL_BIN="$bin" "$root/scripts/train-local.sh" --no-eval --stop-grace 2 "$root/configs/fashion-mlp.yaml"
+train=(env SHOAL_BIN="$bin" "$root/scripts/train-local.sh" --no-eval --stop-grace 3 "$root/configs/fashion-mlp.yaml"
   cluster.nservers_per_group=2 cluster.timeout_ms=2000 train.steps=500 train.checkpoint_every=100
   train.display_every=50 data.shards="$(shards_for 2)")
 RUN_DIR=$tmp/calm "${train[@]}" >/dev/null 2>"$tmp/calm.err" || fail "the undisturbed run failed: $(cat "$tmp/calm.err")"
