@@ -16,6 +16,15 @@ cleanup() {
 trap cleanup EXIT
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
+
+# The tests, and the scripts they start, call python3 hundreds of times: the
+# interpreter PATH names is found once and linked first on PATH, so that a
+# version manager's shim (pyenv's) resolves it once, not on every call.
+python=$(python3 -c 'import sys; print(sys.executable)') || fail "no python3 on PATH"
+mkdir "$tmp/python"
+ln -s "$python" "$tmp/python/python3"
+PATH=$tmp/python:$PATH
+
 # Tests that make network namespaces or start Slurm's daemons need root;
 # elsewhere they are skipped (exit 77, which ctest reports as skipped).
 require_root() { ((EUID == 0)) || { echo "skipped: needs root"; exit 77; }; }
