@@ -133,7 +133,8 @@ CLI::App* AddCalibrate(CLI::App& app, CalibrateFlags* f) {
   calibrate->add_option(
       "--fit-run", f->fit_runs,
       "a run directory (train-local --run-dir) whose workers computed alone on the CPU, repeatable: each "
-      "layer type's rate is fitted to its layers' measured times (the table goes to standard error)");
+      "layer type's rate is fitted to its layers' measured times, and a loopback profile's bandwidth to the "
+      "steps of runs that exchanged (the table goes to standard error)");
   return calibrate;
 }
 
@@ -154,12 +155,14 @@ int RunCalibrate(const CalibrateFlags& f) {
   std::string comment = "measured by dl-plan calibrate";
   if (!runs.empty()) {
     RateFit fit;
-    s = FitLayerRates(runs, &profile, &fit);
+    s = FitLayerRates(runs, f.calibration.peers.empty(), &profile, &fit);
     if (!s.ok()) return ReportFailure(s);
     Log(DescribeFit(fit));
     comment += "; layer_gflops fitted to the layer times of " + std::to_string(f.fit_runs.size()) +
                " run(s) of workers with " + std::to_string(fit.compute_threads) +
                " compute thread(s); the sgemm rate and the batch effect are one thread's";
+    if (fit.network == RateFit::Network::kFitted || fit.network == RateFit::Network::kFittedAtEnd)
+      comment += "; bandwidth_gbps fitted to the runs' steps";
   }
   return WriteOut(f.out, ClusterProfileToYaml(profile, comment));
 }

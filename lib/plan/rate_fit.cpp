@@ -113,6 +113,8 @@ Status ReadWorker(const std::string& path, FitRun::Worker* worker) {
     return Status::InvalidArgument(where + ": no 'layers' list of the layers' times");
   worker->step_s = ms / 1e3;
   worker->threads = static_cast<int>(threads);
+  const auto sent = done.find("updates_sent");  // absent where the worker ran --standalone
+  worker->exchanged = sent != done.end() && sent->is_number_unsigned() && sent->get<uint64_t>() > 0;
   for (const json& layer : *layers) {
     const auto name = layer.is_object() ? layer.find("layer") : layer.end();
     if (!layer.is_object() || name == layer.end() || !name->is_string())
@@ -144,6 +146,86 @@ Status PlanRun(const FitRun& run, const ClusterProfile& profile, PartitionReport
   options.strategy = Strategy::kData;
   options.profile = profile;
   return PlanJob(run.plan.job, options, report).Within("'" + run.dir + "/plan.json'");
+}
+
+// Whether `endpoint` is on this machine: loopback TCP, or IPC.
+bool OnLoopback(const std::string& endpoint) {
+  for (const char* prefix : {"ipc://", "inproc://", "tcp://127.", "tcp://localhost:", "tcp://[::1]:"})
+    if (endpoint.rfind(prefix, 0) == 0) return true;
+  return false;
+}
+
+// Whether every worker of `run` exchanged with servers on this machine.
+bool ExchangedOnLoopback(const FitRun& run) {
+  for (const FitRun::Worker& w : run.workers)
+    if (!w.exchanged) return false;
+  for (const ServerPlan& server : run.plan.servers)
+    if (!OnLoopback(server.endpoint)) return false;
+  return true;
+}
+
+// A run's plan as priced, and its measured step.
+struct Priced {
+  PartitionReport report;
+  double measured_s = 0.0;
+};
+
+// The runs' predicted steps under `profile` with its links at `gbps`.
+std::vector<double> PredictedSteps(const std::vector<Priced>& runs, const ClusterProfile& profile,
+                                   double gbps) {
+  ClusterProfile p = profile;
+  p.bandwidth_gbps = gbps;
+  if (profile.server_gbps > 0.0) p.server_gbps = profile.server_gbps * gbps / profile.bandwidth_gbps;
+  std::vector<double> steps;
+  for (const Priced& run : runs)
+    steps.push_back(
+        EvaluateChoices(run.report.layers, run.report.choices, run.report.ranks, run.report.grouping, p)
+            .seconds);
+  return steps;
+}
+
+// Fits `profile`'s bandwidth to `runs` (FitLayerRates). A scan of the range
+// finds the best of its points; a golden-section search refines it between
+// that point's neighbours.
+RateFit::Network FitBandwidth(const std::vector<Priced>& runs, ClusterProfile* profile) {
+  if (runs.empty()) return RateFit::Network::kNoExchange;
+  const double now = profile->bandwidth_gbps;
+  const std::vector<double> slower = PredictedSteps(runs, *profile, now / 2),
+                            faster = PredictedSteps(runs, *profile, now * 2);
+  bool matters = false;
+  for (size_t r = 0; r < runs.size(); ++r) matters |= slower[r] > faster[r] * 1.02;
+  if (!matters) return RateFit::Network::kNoEffect;
+  auto misfit = [&](double log_gbps) {
+    const std::vector<double> steps = PredictedSteps(runs, *profile, std::exp(log_gbps));
+    double sum = 0.0;
+    for (size_t r = 0; r < runs.size(); ++r) sum += std::pow(std::log(steps[r] / runs[r].measured_s), 2);
+    return sum;
+  };
+  constexpr int kPoints = 121;
+  const double lo = std::log(0.01), hi = std::log(1e4), pitch = (hi - lo) / (kPoints - 1);
+  int best = 0;
+  double best_misfit = misfit(lo);
+  for (int i = 1; i < kPoints; ++i) {
+    const double m = misfit(lo + i * pitch);
+    if (m < best_misfit) best = i, best_misfit = m;
+  }
+  const bool at_end = best == 0 || best == kPoints - 1;
+  double a = lo + best * pitch, b = a;
+  if (!at_end) {
+    a -= pitch, b += pitch;
+    const double golden = (std::sqrt(5.0) - 1) / 2;
+    for (int i = 0; i < 40; ++i) {
+      const double c = b - golden * (b - a), d = a + golden * (b - a);
+      if (misfit(c) < misfit(d))
+        b = d;
+      else
+        a = c;
+    }
+  }
+  const double gbps = std::exp((a + b) / 2);
+  if (profile->server_gbps > 0.0) profile->server_gbps *= gbps / now;
+  profile->bandwidth_gbps = gbps;
+  return at_end ? RateFit::Network::kFittedAtEnd : RateFit::Network::kFitted;
 }
 
 double Median(std::vector<double> values) {
@@ -187,7 +269,8 @@ Status ReadFitRun(const std::string& dir, FitRun* run) {
   return Status::Ok();
 }
 
-Status FitLayerRates(const std::vector<FitRun>& runs, ClusterProfile* profile, RateFit* fit) {
+Status FitLayerRates(const std::vector<FitRun>& runs, bool fit_bandwidth, ClusterProfile* profile,
+                     RateFit* fit) {
   *fit = RateFit();
   // The layers Winograd's kernel takes are weighed apart (the same operations
   // at a speedup of 1): the rate is fitted to the others, the speedup to them.
@@ -257,11 +340,17 @@ Status FitLayerRates(const std::vector<FitRun>& runs, ClusterProfile* profile, R
     return Status::InvalidArgument(
         "nothing to fit: no layer of the runs has both operations and a measured time");
   fit->winograd_speedup = profile->winograd_speedup;
+  fit->measured_gbps = profile->bandwidth_gbps;
+  std::vector<Priced> priced(runs.size()), exchanged;
   for (size_t r = 0; r < runs.size(); ++r) {
-    PartitionReport report;
-    SHOAL_RETURN_IF_ERROR(PlanRun(runs[r], *profile, &report));
-    fit->runs[r].predicted_step_s = report.chosen.seconds;
+    SHOAL_RETURN_IF_ERROR(PlanRun(runs[r], *profile, &priced[r].report));
+    priced[r].measured_s = fit->runs[r].measured_step_s;
+    if (ExchangedOnLoopback(runs[r]) && priced[r].measured_s > 0.0) exchanged.push_back(priced[r]);
   }
+  fit->network = fit_bandwidth ? FitBandwidth(exchanged, profile) : RateFit::Network::kNotAsked;
+  fit->fitted_gbps = profile->bandwidth_gbps;
+  const std::vector<double> steps = PredictedSteps(priced, *profile, profile->bandwidth_gbps);
+  for (size_t r = 0; r < runs.size(); ++r) fit->runs[r].predicted_step_s = steps[r];
   return Status::Ok();
 }
 
@@ -278,6 +367,36 @@ std::string DescribeFit(const RateFit& fit) {
   }
   std::snprintf(line, sizeof line, "  Winograd's convolutions %.2f times the rate of the others\n",
                 fit.winograd_speedup);
+  out += line;
+  switch (fit.network) {
+    case RateFit::Network::kFitted:
+      std::snprintf(line, sizeof line,
+                    "  the loopback bandwidth %.2f Gbit/s, fitted to the runs' steps (measured %.2f)\n",
+                    fit.fitted_gbps, fit.measured_gbps);
+      break;
+    case RateFit::Network::kFittedAtEnd:
+      std::snprintf(
+          line, sizeof line,
+          "  the loopback bandwidth %.2f Gbit/s, the end of the range searched (measured %.2f): %s\n",
+          fit.fitted_gbps, fit.measured_gbps,
+          fit.fitted_gbps > fit.measured_gbps ? "the runs' layers alone take their steps"
+                                              : "no bandwidth explains steps this long");
+      break;
+    case RateFit::Network::kNotAsked:
+      std::snprintf(line, sizeof line, "  the bandwidth as measured between machines, %.2f Gbit/s\n",
+                    fit.measured_gbps);
+      break;
+    case RateFit::Network::kNoExchange:
+      std::snprintf(line, sizeof line,
+                    "  the bandwidth as measured, %.2f Gbit/s: no run exchanged with servers on loopback\n",
+                    fit.measured_gbps);
+      break;
+    case RateFit::Network::kNoEffect:
+      std::snprintf(line, sizeof line,
+                    "  the bandwidth as measured, %.2f Gbit/s: no run's step depends on it\n",
+                    fit.measured_gbps);
+      break;
+  }
   out += line;
   out += "each run's step under the fitted profile, predicted against measured:";
   for (const RateFit::RunCheck& r : fit.runs) {

@@ -24,6 +24,7 @@ struct FitRun {
     std::map<std::string, double> layer_s;  // per layer: forward and backward seconds a step
     double step_s = 0.0;                    // its median step
     int threads = 0;                        // its compute threads
+    bool exchanged = false;                 // it sent updates to servers (not --standalone)
   };
   std::string dir;
   Plan plan;
@@ -41,6 +42,14 @@ struct FitRun {
 Status ReadFitRun(const std::string& dir, FitRun* run);
 
 struct RateFit {
+  // What became of the profile's bandwidth.
+  enum class Network {
+    kFitted,       // fitted to the steps of the runs that exchanged over loopback
+    kFittedAtEnd,  // the same, at an end of the range searched
+    kNotAsked,     // the profile's network is measured between machines (--peer), not loopback
+    kNoExchange,   // no run exchanged with its servers over loopback
+    kNoEffect,     // no run's predicted step depends on it
+  };
   struct TypeRate {
     std::string type;
     double gflops = 0.0;   // the fitted rate, as the profile's layer_gflops holds it
@@ -54,6 +63,8 @@ struct RateFit {
   };
   int compute_threads = 0;        // of every run's workers
   double winograd_speedup = 1.0;  // the profile's after the fit
+  Network network = Network::kNotAsked;
+  double measured_gbps = 0.0, fitted_gbps = 0.0;  // the profile's bandwidth before and after
   std::vector<TypeRate> types;
   std::vector<RunCheck> runs;
 };
@@ -68,7 +79,22 @@ struct RateFit {
 // runs of different compute threads, on a plan the cost model cannot price,
 // on a fitted rate outside what a profile holds (1e-6 to 1e9 GFLOP/s), and
 // where no layer has both operations and a measured time.
-Status FitLayerRates(const std::vector<FitRun>& runs, ClusterProfile* profile, RateFit* fit);
+//
+// With `fit_bandwidth` (a profile measured on loopback), the bandwidth is
+// then fitted too, to the runs whose workers exchanged with servers on
+// loopback: the one at which their predicted steps are nearest their
+// measured ones (least squares of the logarithm of their ratio), between
+// 0.01 and 10000 Gbit/s. A server's own link (server_gbps), where set, moves
+// with it. A calibration's loopback measure depends on how long it measures,
+// and what a step's exchange costs on top of the wire (copies, the
+// messages' framing) is part of what the runs measured. The best fit may be
+// an end of the range: the fastest where the runs' layers alone take their
+// steps (the exchange hid behind compute on cores the layers left idle), the
+// slowest where no bandwidth explains steps that long. The bandwidth stays
+// where no run exchanged, or where halving or doubling it moves no run's
+// predicted step by 2%.
+Status FitLayerRates(const std::vector<FitRun>& runs, bool fit_bandwidth, ClusterProfile* profile,
+                     RateFit* fit);
 
 // The fit as a table: each type's rate, then each run's step predicted
 // against measured.

@@ -68,6 +68,7 @@ cnn=("$root/configs/fashion-cnn.yaml" --set "data.shards=$fashion" --set train.b
 "$bin/dl-plan" calibrate --seconds 0.05 --fit-run "$tmp/run" -o "$tmp/fitted.yaml" 2>"$tmp/fit.log" ||
   fail "dl-plan calibrate --fit-run: $(cat "$tmp/fit.log")"
 grep -qE "^  $tmp/run: [0-9.]+ ms against [0-9.]+ ms" "$tmp/fit.log" || fail "no predicted step: $(cat "$tmp/fit.log")"
+grep -q "no run exchanged with servers on loopback" "$tmp/fit.log" || fail "a standalone run fitted the bandwidth: $(cat "$tmp/fit.log")"
 "$bin/dl-plan" "${cnn[@]}" --cluster "$tmp/fitted.yaml" -o "$tmp/refit.json" || fail "dl-plan with the fitted profile"
 python3 - "$tmp/fitted.yaml" "$tmp/refit.json" "$tmp/run/worker-0.jsonl" <<'PY' || fail "the fit does not give the measured times"
 import json, sys, yaml
@@ -111,6 +112,33 @@ expect_failure 1 "has no layer '[a-z0-9_]+': the records are not of this plan's 
   -o "$tmp/bad-run/plan.json" || fail "dl-plan of a group of two"
 expect_failure 1 "its workers exchange inside each step" "$bin/dl-plan" calibrate --seconds 0.01 --fit-run "$tmp/bad-run"
 ok "calibrate --fit-run fits each layer type's rate to a run's layer times, and names a bad run"
+
+# A run that exchanged with its server on loopback fits the bandwidth too. The
+# same run's records with steps 3 times as long as measured fit a slower link,
+# at which the predicted step is the recorded one.
+SHOAL_BIN=$bin "$root/scripts/train-local.sh" --run-dir "$tmp/mlp-run" --no-eval "$root/configs/fashion-mlp.yaml" \
+  cluster.nworkers_per_group=1 train.steps=40 "data.shards=$fashion" >/dev/null 2>"$tmp/mlp-run.log" ||
+  fail "the MLP run: $(tail -n 5 "$tmp/mlp-run.log")"
+"$bin/dl-plan" calibrate --seconds 0.05 --fit-run "$tmp/mlp-run" -o "$tmp/fitted-net.yaml" 2>"$tmp/fit-net.log" ||
+  fail "dl-plan calibrate with an exchanging run: $(cat "$tmp/fit-net.log")"
+grep -qE "loopback bandwidth [0-9.]+ Gbit/s, (fitted to the runs' steps|the end of the range searched)" \
+  "$tmp/fit-net.log" || fail "the bandwidth was not fitted: $(cat "$tmp/fit-net.log")"
+cp -r "$tmp/mlp-run" "$tmp/slow-run"
+python3 - "$tmp/slow-run/worker-0.jsonl" <<'PY'
+import json, sys
+records = [json.loads(l) for l in open(sys.argv[1])]
+for r in records:
+    if r.get("event") == "done":
+        r["ms_per_step_median"] *= 3
+open(sys.argv[1], "w").writelines(json.dumps(r) + "\n" for r in records)
+PY
+"$bin/dl-plan" calibrate --seconds 0.05 --fit-run "$tmp/slow-run" -o "$tmp/fitted-slow.yaml" 2>"$tmp/fit-slow.log" ||
+  fail "dl-plan calibrate with slower steps: $(cat "$tmp/fit-slow.log")"
+grep -qE "^  $tmp/slow-run: [0-9.]+ ms against [0-9.]+ ms \([+-]0\.[0-9]%\)" "$tmp/fit-slow.log" ||
+  fail "the predicted step is not the recorded one: $(cat "$tmp/fit-slow.log")"
+python3 -c "import sys, yaml; a, b = (yaml.safe_load(open(p))['bandwidth_gbps'] for p in sys.argv[1:]); assert b < a, (a, b)" \
+  "$tmp/fitted-net.yaml" "$tmp/fitted-slow.yaml" || fail "slower steps did not fit a slower link"
+ok "calibrate --fit-run fits a loopback profile's bandwidth to runs that exchanged, not to a standalone run"
 
 # Two peers measured at once, as a node's NIC is; a peer that is not there is named.
 port=$(fresh_port)
