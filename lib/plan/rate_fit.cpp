@@ -189,11 +189,12 @@ std::vector<double> PredictedSteps(const std::vector<Priced>& runs, const Cluste
 // that point's neighbours.
 RateFit::Network FitBandwidth(const std::vector<Priced>& runs, ClusterProfile* profile) {
   if (runs.empty()) return RateFit::Network::kNoExchange;
-  const double now = profile->bandwidth_gbps;
-  const std::vector<double> slower = PredictedSteps(runs, *profile, now / 2),
-                            faster = PredictedSteps(runs, *profile, now * 2);
+  constexpr int kPoints = 121;
+  constexpr double kSlowest = 0.01, kFastest = 1e4;  // Gbit/s
+  const std::vector<double> slowest = PredictedSteps(runs, *profile, kSlowest),
+                            fastest = PredictedSteps(runs, *profile, kFastest);
   bool matters = false;
-  for (size_t r = 0; r < runs.size(); ++r) matters |= slower[r] > faster[r] * 1.02;
+  for (size_t r = 0; r < runs.size(); ++r) matters |= slowest[r] > fastest[r] * 1.02;
   if (!matters) return RateFit::Network::kNoEffect;
   auto misfit = [&](double log_gbps) {
     const std::vector<double> steps = PredictedSteps(runs, *profile, std::exp(log_gbps));
@@ -201,8 +202,8 @@ RateFit::Network FitBandwidth(const std::vector<Priced>& runs, ClusterProfile* p
     for (size_t r = 0; r < runs.size(); ++r) sum += std::pow(std::log(steps[r] / runs[r].measured_s), 2);
     return sum;
   };
-  constexpr int kPoints = 121;
-  const double lo = std::log(0.01), hi = std::log(1e4), pitch = (hi - lo) / (kPoints - 1);
+  const double now = profile->bandwidth_gbps;
+  const double lo = std::log(kSlowest), hi = std::log(kFastest), pitch = (hi - lo) / (kPoints - 1);
   int best = 0;
   double best_misfit = misfit(lo);
   for (int i = 1; i < kPoints; ++i) {

@@ -48,7 +48,7 @@ struct RateFit {
     kFittedAtEnd,  // the same, at an end of the range searched
     kNotAsked,     // the profile's network is measured between machines (--peer), not loopback
     kNoExchange,   // no run exchanged with its servers over loopback
-    kNoEffect,     // no run's predicted step depends on it
+    kNoEffect,     // no run's predicted step depends on it anywhere in the range
   };
   struct TypeRate {
     std::string type;
@@ -91,8 +91,8 @@ struct RateFit {
 // an end of the range: the fastest where the runs' layers alone take their
 // steps (the exchange hid behind compute on cores the layers left idle), the
 // slowest where no bandwidth explains steps that long. The bandwidth stays
-// where no run exchanged, or where halving or doubling it moves no run's
-// predicted step by 2%.
+// where no run exchanged, or where no bandwidth in the range moves any run's
+// predicted step by 2% (nothing of theirs travels).
 Status FitLayerRates(const std::vector<FitRun>& runs, bool fit_bandwidth, ClusterProfile* profile,
                      RateFit* fit);
 

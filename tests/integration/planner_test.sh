@@ -114,8 +114,8 @@ expect_failure 1 "its workers exchange inside each step" "$bin/dl-plan" calibrat
 ok "calibrate --fit-run fits each layer type's rate to a run's layer times, and names a bad run"
 
 # A run that exchanged with its server on loopback fits the bandwidth too. The
-# same run's records with steps 3 times as long as measured fit a slower link,
-# at which the predicted step is the recorded one.
+# same run's records with steps 10 ms longer than its layers took fit a link
+# inside the range searched, at which the predicted step is the recorded one.
 SHOAL_BIN=$bin "$root/scripts/train-local.sh" --run-dir "$tmp/mlp-run" --no-eval "$root/configs/fashion-mlp.yaml" \
   cluster.nworkers_per_group=1 train.steps=40 "data.shards=$fashion" >/dev/null 2>"$tmp/mlp-run.log" ||
   fail "the MLP run: $(tail -n 5 "$tmp/mlp-run.log")"
@@ -129,15 +129,15 @@ import json, sys
 records = [json.loads(l) for l in open(sys.argv[1])]
 for r in records:
     if r.get("event") == "done":
-        r["ms_per_step_median"] *= 3
+        layers_ms = sum(l["forward_s"] + l["backward_s"] for l in r["layers"]) / r["layer_steps"] * 1e3
+        r["ms_per_step_median"] = layers_ms + 10
 open(sys.argv[1], "w").writelines(json.dumps(r) + "\n" for r in records)
 PY
 "$bin/dl-plan" calibrate --seconds 0.05 --fit-run "$tmp/slow-run" -o "$tmp/fitted-slow.yaml" 2>"$tmp/fit-slow.log" ||
   fail "dl-plan calibrate with slower steps: $(cat "$tmp/fit-slow.log")"
-grep -qE "^  $tmp/slow-run: [0-9.]+ ms against [0-9.]+ ms \([+-]0\.[0-9]%\)" "$tmp/fit-slow.log" ||
+grep -qE "loopback bandwidth [0-9.]+ Gbit/s, fitted to the runs' steps" "$tmp/fit-slow.log" &&
+  grep -qE "^  $tmp/slow-run: [0-9.]+ ms against [0-9.]+ ms \([+-]0\.[0-9]%\)" "$tmp/fit-slow.log" ||
   fail "the predicted step is not the recorded one: $(cat "$tmp/fit-slow.log")"
-python3 -c "import sys, yaml; a, b = (yaml.safe_load(open(p))['bandwidth_gbps'] for p in sys.argv[1:]); assert b < a, (a, b)" \
-  "$tmp/fitted-net.yaml" "$tmp/fitted-slow.yaml" || fail "slower steps did not fit a slower link"
 ok "calibrate --fit-run fits a loopback profile's bandwidth to runs that exchanged, not to a standalone run"
 
 # Two peers measured at once, as a node's NIC is; a peer that is not there is named.
