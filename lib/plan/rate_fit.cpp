@@ -170,16 +170,20 @@ struct Priced {
   double measured_s = 0.0;
 };
 
-// The runs' predicted steps under `profile` with its links at `gbps`.
-std::vector<double> PredictedSteps(const std::vector<Priced>& runs, const ClusterProfile& profile,
-                                   double gbps) {
+// `profile` with its links at `gbps`; a server's own link, where set, in proportion.
+ClusterProfile AtBandwidth(const ClusterProfile& profile, double gbps) {
   ClusterProfile p = profile;
   p.bandwidth_gbps = gbps;
   if (profile.server_gbps > 0.0) p.server_gbps = profile.server_gbps * gbps / profile.bandwidth_gbps;
+  return p;
+}
+
+// The runs' predicted steps under `profile`.
+std::vector<double> PredictedSteps(const std::vector<Priced>& runs, const ClusterProfile& profile) {
   std::vector<double> steps;
   for (const Priced& run : runs)
     steps.push_back(
-        EvaluateChoices(run.report.layers, run.report.choices, run.report.ranks, run.report.grouping, p)
+        EvaluateChoices(run.report.layers, run.report.choices, run.report.ranks, run.report.grouping, profile)
             .seconds);
   return steps;
 }
@@ -191,18 +195,17 @@ RateFit::Network FitBandwidth(const std::vector<Priced>& runs, ClusterProfile* p
   if (runs.empty()) return RateFit::Network::kNoExchange;
   constexpr int kPoints = 121;
   constexpr double kSlowest = 0.01, kFastest = 1e4;  // Gbit/s
-  const std::vector<double> slowest = PredictedSteps(runs, *profile, kSlowest),
-                            fastest = PredictedSteps(runs, *profile, kFastest);
+  const std::vector<double> slowest = PredictedSteps(runs, AtBandwidth(*profile, kSlowest)),
+                            fastest = PredictedSteps(runs, AtBandwidth(*profile, kFastest));
   bool matters = false;
   for (size_t r = 0; r < runs.size(); ++r) matters |= slowest[r] > fastest[r] * 1.02;
   if (!matters) return RateFit::Network::kNoEffect;
   auto misfit = [&](double log_gbps) {
-    const std::vector<double> steps = PredictedSteps(runs, *profile, std::exp(log_gbps));
+    const std::vector<double> steps = PredictedSteps(runs, AtBandwidth(*profile, std::exp(log_gbps)));
     double sum = 0.0;
     for (size_t r = 0; r < runs.size(); ++r) sum += std::pow(std::log(steps[r] / runs[r].measured_s), 2);
     return sum;
   };
-  const double now = profile->bandwidth_gbps;
   const double lo = std::log(kSlowest), hi = std::log(kFastest), pitch = (hi - lo) / (kPoints - 1);
   int best = 0;
   double best_misfit = misfit(lo);
@@ -223,9 +226,7 @@ RateFit::Network FitBandwidth(const std::vector<Priced>& runs, ClusterProfile* p
         a = c;
     }
   }
-  const double gbps = std::exp((a + b) / 2);
-  if (profile->server_gbps > 0.0) profile->server_gbps *= gbps / now;
-  profile->bandwidth_gbps = gbps;
+  *profile = AtBandwidth(*profile, std::exp((a + b) / 2));
   return at_end ? RateFit::Network::kFittedAtEnd : RateFit::Network::kFitted;
 }
 
@@ -350,7 +351,7 @@ Status FitLayerRates(const std::vector<FitRun>& runs, bool fit_bandwidth, Cluste
   }
   fit->network = fit_bandwidth ? FitBandwidth(exchanged, profile) : RateFit::Network::kNotAsked;
   fit->fitted_gbps = profile->bandwidth_gbps;
-  const std::vector<double> steps = PredictedSteps(priced, *profile, profile->bandwidth_gbps);
+  const std::vector<double> steps = PredictedSteps(priced, *profile);
   for (size_t r = 0; r < runs.size(); ++r) fit->runs[r].predicted_step_s = steps[r];
   return Status::Ok();
 }
