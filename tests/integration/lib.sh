@@ -18,11 +18,14 @@ trap cleanup EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
 # The tests, and the scripts they start, call python3 hundreds of times: the
-# interpreter PATH names is found once and linked first on PATH, so that a
-# version manager's shim (pyenv's) resolves it once, not on every call.
+# interpreter PATH names is found once and exec'd from a script first on
+# PATH, so that a version manager's shim (pyenv's) resolves it once, not on
+# every call. Not a link: a virtual environment's interpreter knows its
+# environment only when started by its own path.
 python=$(python3 -c 'import sys; print(sys.executable)') || fail "no python3 on PATH"
 mkdir "$tmp/python"
-ln -s "$python" "$tmp/python/python3"
+printf '#!/bin/sh\nexec %q "$@"\n' "$python" >"$tmp/python/python3"
+chmod +x "$tmp/python/python3"
 PATH=$tmp/python:$PATH
 
 # Tests that make network namespaces or start Slurm's daemons need root;
