@@ -59,12 +59,12 @@ class BatchNormLayer : public Layer {
     BatchNormBackward(g_, data_.dim(0), src->data().data(), grad_.data(), params_[0].value.data(), mean_,
                       inv_std_, src->WantsGrad() ? src->grad().data() : nullptr, params_[0].grad.data(),
                       params_[1].grad.data(), SourceGradWrite(0), OverGroup("gradient sums"));
-    for (int c = 0; c < g_.channels; ++c) {
-      params_[2].grad[c] = momentum_ * (params_[2].value[c] - mean_[c]);
-      params_[3].grad[c] = momentum_ * (params_[3].value[c] - var_[c]);
-    }
+    BatchNormRunningChanges(g_, momentum_, params_[2].value.data(), params_[3].value.data(), mean_, var_,
+                            params_[2].grad.data(), params_[3].grad.data());
   }
   bool CanSetSourceGrads() const override { return true; }
+  // A synchronised layer's sums cross the host's network.
+  bool RunsOnGpu() const override { return !sync_; }
 
   // Statistics (two passes), then a multiply-add per value.
   double ForwardFlopsPerRecord() const override { return 5.0 * feature_size(); }

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "layers/layer_types.h"
+#include "ops/elementwise.h"
 
 namespace shoal {
 namespace {
@@ -29,29 +30,25 @@ class ConcatLayer : public Layer {
 
   // Per record, the sources' features one after another.
   void Forward(Phase, const std::vector<Layer*>& srcs) override {
-    const size_t out = feature_size();
-    for (int r = 0; r < data_.dim(0); ++r) {
-      float* y = data_.data() + r * out;
-      for (size_t k = 0; k < srcs.size(); ++k) {
-        const float* x = srcs[k]->data().data() + r * sizes_[k];
-        y = std::copy(x, x + sizes_[k], y);
-      }
+    size_t at = 0;
+    for (size_t k = 0; k < srcs.size(); ++k) {
+      CopyRows(data_.dim(0), sizes_[k], srcs[k]->data().data(), sizes_[k], data_.data() + at, feature_size(),
+               GradWrite::kSet);
+      at += sizes_[k];
     }
   }
 
   void Backward(const std::vector<Layer*>& srcs) override {
-    const size_t out = feature_size();
-    for (int r = 0; r < data_.dim(0); ++r) {
-      const float* dy = grad_.data() + r * out;
-      for (size_t k = 0; k < srcs.size(); ++k) {
-        if (srcs[k]->WantsGrad()) {
-          float* dx = srcs[k]->grad().data() + r * sizes_[k];
-          for (size_t i = 0; i < sizes_[k]; ++i) dx[i] += dy[i];
-        }
-        dy += sizes_[k];
-      }
+    size_t at = 0;
+    for (size_t k = 0; k < srcs.size(); ++k) {
+      if (srcs[k]->WantsGrad())
+        CopyRows(data_.dim(0), sizes_[k], grad_.data() + at, feature_size(), srcs[k]->grad().data(),
+                 sizes_[k], SourceGradWrite(k));
+      at += sizes_[k];
     }
   }
+  bool CanSetSourceGrads() const override { return true; }
+  bool RunsOnGpu() const override { return true; }
 
   // A partition of the output by channels is a partition of each source by channels.
   Dependency SourceDependency(size_t) const override { return Dependency::kElementwise; }

@@ -6,6 +6,7 @@
 #include "layers/layer_types.h"
 #include "ops/convolution.h"
 #include "ops/fast_convolution.h"
+#include "ops/gpu_ops.h"
 #include "ops/winograd_convolution.h"
 
 namespace shoal {
@@ -33,7 +34,8 @@ class ConvolutionLayer : public Layer {
     if (bias_) {
       AddParam("bias", {g_.filters}, init);
     } else {
-      // The ops all add a bias: a zero one, and a gradient of it nobody reads.
+      // The host's ops all add a bias: a zero one, and a gradient of it nobody
+      // reads. A GPU's take none (null).
       zero_bias_.assign(g_.filters, 0.0f);
       unused_bias_grad_.resize(g_.filters);
     }
@@ -44,7 +46,7 @@ class ConvolutionLayer : public Layer {
   void Forward(Phase, const std::vector<Layer*>& srcs) override {
     const int batch = data_.dim(0);
     const float *x = srcs[0]->data().data(), *w = params_[0].value.data();
-    const float* b = bias_ ? params_[1].value.data() : zero_bias_.data();
+    const float* b = bias_ ? params_[1].value.data() : CurrentGpuOps() ? nullptr : zero_bias_.data();
     on_fast_ = fast_ && fast_->Forward(batch, x, w, b, data_.data());
     if (!on_fast_) ConvolutionForward(g_, batch, x, w, b, data_.data(), &col_);
   }
@@ -52,7 +54,7 @@ class ConvolutionLayer : public Layer {
   void Backward(const std::vector<Layer*>& srcs) override {
     float* dx = srcs[0]->WantsGrad() ? srcs[0]->grad().data() : nullptr;
     float* dw = params_[0].grad.data();
-    float* db = bias_ ? params_[1].grad.data() : unused_bias_grad_.data();
+    float* db = bias_ ? params_[1].grad.data() : CurrentGpuOps() ? nullptr : unused_bias_grad_.data();
     const GradWrite dx_write = SourceGradWrite(0);
     if (on_fast_)
       fast_->Backward(data_.dim(0), srcs[0]->data().data(), params_[0].value.data(), grad_.data(), dx,
@@ -62,8 +64,7 @@ class ConvolutionLayer : public Layer {
                           dw, db, dx_write, &col_);
   }
   bool CanSetSourceGrads() const override { return true; }
-  // The GPU form takes its bias from the device: a layer without one has none.
-  bool RunsOnGpu() const override { return bias_; }
+  bool RunsOnGpu() const override { return true; }
 
   bool SplitsOutputs() const override { return true; }
   double ForwardFlopsPerRecord() const override { return 2.0 * g_.filters * g_.col_rows() * g_.col_cols(); }

@@ -62,6 +62,8 @@ class DropoutLayer : public Layer {
       DropoutBackward(data_.size(), mask_, grad_.data(), srcs[0]->grad().data(), SourceGradWrite(0));
   }
   bool CanSetSourceGrads() const override { return true; }
+  // Evaluation runs on the host.
+  bool RunsOnGpu() const override { return true; }
   double ForwardFlopsPerRecord() const override { return static_cast<double>(feature_size()); }
   Dependency SourceDependency(size_t) const override { return Dependency::kElementwise; }
 

@@ -35,6 +35,7 @@ class LrnLayer : public Layer {
                   srcs[0]->grad().data(), SourceGradWrite(0));
   }
   bool CanSetSourceGrads() const override { return true; }
+  bool RunsOnGpu() const override { return LrnHasGpuForm(g_); }
 
   // A square, the window's running sum, a power and a product per value.
   double ForwardFlopsPerRecord() const override { return 6.0 * feature_size(); }

@@ -50,8 +50,7 @@ class PoolingLayer : public Layer {
                    srcs[0]->grad().data(), SourceGradWrite(0));
   }
   bool CanSetSourceGrads() const override { return true; }
-  // cuDNN has no window that runs past the padded input.
-  bool RunsOnGpu() const override { return !g_.Overhangs(); }
+  bool RunsOnGpu() const override { return true; }
 
   double ForwardFlopsPerRecord() const override { return 1.0 * feature_size() * g_.kernel_h * g_.kernel_w; }
   // Output channel c reads input channel c only.

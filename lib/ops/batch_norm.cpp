@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "ops/gpu_ops.h"
 #include "ops/parallel.h"
 
 namespace shoal {
@@ -134,6 +135,7 @@ void InputGrad(int c, ChannelPlanes ch, const float* x, const float* dy, const f
 void BatchNormTrainForward(const BatchNormGeometry& g, int batch, const float* x, const float* gamma,
                            const float* beta, float* y, std::vector<float>* mean, std::vector<float>* inv_std,
                            std::vector<float>* var, const GroupSums& group) {
+  if (GpuOps* gpu = CurrentGpuOps()) return gpu->BatchNormTrainForward(g, batch, x, gamma, beta, y, mean);
   mean->resize(g.channels);
   inv_std->resize(g.channels);
   var->resize(g.channels);
@@ -163,6 +165,8 @@ void BatchNormTrainForward(const BatchNormGeometry& g, int batch, const float* x
 void BatchNormInferenceForward(const BatchNormGeometry& g, int batch, const float* x, const float* gamma,
                                const float* beta, const float* running_mean, const float* running_var,
                                float* y) {
+  if (GpuOps* gpu = CurrentGpuOps())
+    return gpu->BatchNormInferenceForward(g, batch, x, gamma, beta, running_mean, running_var, y);
   ForChannels(g, batch, [&](int c, ChannelPlanes ch) {
     const float scale = gamma[c] / std::sqrt(running_var[c] + g.eps);
     ScaleShift(x, ch, scale, beta[c] - running_mean[c] * scale, y);
@@ -174,6 +178,8 @@ void BatchNormInferenceForward(const BatchNormGeometry& g, int batch, const floa
 void BatchNormBackward(const BatchNormGeometry& g, int batch, const float* x, const float* dy,
                        const float* gamma, const std::vector<float>& mean, const std::vector<float>& inv_std,
                        float* dx, float* dgamma, float* dbeta, GradWrite write, const GroupSums& group) {
+  if (GpuOps* gpu = CurrentGpuOps())
+    return gpu->BatchNormBackward(g, batch, x, dy, gamma, &mean, dx, dgamma, dbeta, write);
   const double count = static_cast<double>(batch) * g.plane;
   const size_t channels = static_cast<size_t>(g.channels);
   // Per channel: Σdy, then Σdy·x̂; then the count of values.
@@ -199,6 +205,18 @@ void BatchNormBackward(const BatchNormGeometry& g, int batch, const float* x, co
     InputGrad(c, ch, x, dy, gamma, mean[c], inv_std[c], sums[c], sums[channels + c], sums[2 * channels], dx,
               write);
   });
+}
+
+void BatchNormRunningChanges(const BatchNormGeometry& g, float momentum, const float* running_mean,
+                             const float* running_var, const std::vector<float>& mean,
+                             const std::vector<float>& var, float* mean_change, float* var_change) {
+  if (GpuOps* gpu = CurrentGpuOps())
+    return gpu->BatchNormRunningChanges(g, momentum, running_mean, running_var, &mean, mean_change,
+                                        var_change);
+  for (int c = 0; c < g.channels; ++c) {
+    mean_change[c] = momentum * (running_mean[c] - mean[c]);
+    var_change[c] = momentum * (running_var[c] - var[c]);
+  }
 }
 
 }  // namespace shoal

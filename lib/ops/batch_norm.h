@@ -26,6 +26,8 @@ using GroupSums = std::function<void(std::vector<double>* sums)>;
 // (1/√(var + eps), the variance biased) are resized and kept for the
 // backward pass; `var` (resized) is the variance unbiased, as PyTorch's
 // running average takes it (the biased one where a channel has one value).
+// A GPU (gpu_ops.h) keeps the three in its own memory, under their address,
+// and takes no group.
 void BatchNormTrainForward(const BatchNormGeometry& g, int batch, const float* x, const float* gamma,
                            const float* beta, float* y, std::vector<float>* mean, std::vector<float>* inv_std,
                            std::vector<float>* var, const GroupSums& group = nullptr);
@@ -41,5 +43,12 @@ void BatchNormBackward(const BatchNormGeometry& g, int batch, const float* x, co
                        const float* gamma, const std::vector<float>& mean, const std::vector<float>& inv_std,
                        float* dx, float* dgamma, float* dbeta, GradWrite write,
                        const GroupSums& group = nullptr);
+
+// The running averages' changes, as the servers take them (a gradient's
+// place): momentum·(running − batch), for the mean and for the variance, from
+// the training pass's `mean` and `var`.
+void BatchNormRunningChanges(const BatchNormGeometry& g, float momentum, const float* running_mean,
+                             const float* running_var, const std::vector<float>& mean,
+                             const std::vector<float>& var, float* mean_change, float* var_change);
 
 }  // namespace shoal

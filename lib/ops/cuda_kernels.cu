@@ -1,4 +1,5 @@
 #include <cfloat>
+#include <cmath>
 
 #include "ops/cuda_kernels.h"
 
@@ -40,6 +41,108 @@ __global__ void SigmoidGradKernel(size_t n, const float* y, const float* dy, flo
 __global__ void AddIntoKernel(size_t n, const float* x, float* y) {
   const size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x;
   if (i < n) y[i] += x[i];
+}
+
+__global__ void MultiplyKernel(size_t n, const float* x, const float* m, float* y, bool add) {
+  const size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x;
+  if (i >= n) return;
+  const float v = x[i] * m[i];
+  y[i] = add ? y[i] + v : v;
+}
+
+__global__ void AddRowsKernel(size_t n, size_t cols, const float* x, size_t x_stride, float* y,
+                              size_t y_stride) {
+  const size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x;
+  if (i >= n) return;
+  const size_t r = i / cols, c = i % cols;
+  y[r * y_stride + c] += x[r * x_stride + c];
+}
+
+__global__ void RunningChangeKernel(int n, float momentum, const float* running, const float* batch,
+                                    float* change) {
+  const int c = blockIdx.x * blockDim.x + threadIdx.x;
+  if (c < n) change[c] = momentum * (running[c] - batch[c]);
+}
+
+// A window's rows or columns [begin, end) within the input, and the count an
+// average divides by (the window within the padded input), as the host's.
+struct Span {
+  int begin, end, padded;
+};
+__device__ Span WindowSpan(int out, int stride, int pad, int kernel, int in) {
+  const int start = out * stride - pad;
+  const int stop = min(start + kernel, in + pad);
+  return {max(start, 0), min(stop, in), stop - start};
+}
+
+// The first of the window's largest values in row-major order, as an index
+// into the plane `in`, and that value.
+__device__ int Winner(const float* in, int width, Span rows, Span cols, float* best) {
+  int where = rows.begin * width + cols.begin;
+  *best = -INFINITY;
+  for (int h = rows.begin; h < rows.end; ++h)
+    for (int w = cols.begin; w < cols.end; ++w) {
+      const int at = h * width + w;
+      if (in[at] > *best) *best = in[at], where = at;
+    }
+  return where;
+}
+
+// One thread an output value.
+__global__ void PoolKernel(PoolShape s, const float* x, float* y) {
+  const size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x;
+  const size_t plane_out = static_cast<size_t>(s.out_height) * s.out_width;
+  if (i >= plane_out * s.planes) return;
+  const int col = static_cast<int>(i % s.out_width), row = static_cast<int>(i / s.out_width % s.out_height);
+  const float* in = x + i / plane_out * s.height * s.width;
+  const Span rows = WindowSpan(row, s.stride, s.pad, s.kernel_h, s.height);
+  const Span cols = WindowSpan(col, s.stride, s.pad, s.kernel_w, s.width);
+  if (s.average) {
+    float sum = 0.0f;
+    for (int h = rows.begin; h < rows.end; ++h)
+      for (int w = cols.begin; w < cols.end; ++w) sum += in[h * s.width + w];
+    y[i] = sum / static_cast<float>(rows.padded * cols.padded);
+  } else {
+    float best;
+    Winner(in, s.width, rows, cols, &best);
+    y[i] = best;
+  }
+}
+
+// The windows along one axis that hold input index `at`: [first, last].
+__device__ void Holding(int at, int pad, int kernel, int stride, int outs, int* first, int* last) {
+  const int span = at + pad - kernel;  // a window starting after this one holds `at`
+  *first = span < 0 ? 0 : span / stride + 1;
+  *last = min(outs - 1, (at + pad) / stride);
+}
+
+// One thread an input value: the windows that hold it in the host's order,
+// row by row, so that the sums round as the host's do.
+__global__ void PoolGradKernel(PoolShape s, const float* x, const float* dy, float* dx, bool add) {
+  const size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x;
+  const size_t plane_in = static_cast<size_t>(s.height) * s.width;
+  if (i >= plane_in * s.planes) return;
+  const int w = static_cast<int>(i % s.width), h = static_cast<int>(i / s.width % s.height);
+  const size_t plane = i / plane_in;
+  const float* in = x + plane * plane_in;
+  const float* d = dy + plane * s.out_height * s.out_width;
+  int row_first, row_last, col_first, col_last;
+  Holding(h, s.pad, s.kernel_h, s.stride, s.out_height, &row_first, &row_last);
+  Holding(w, s.pad, s.kernel_w, s.stride, s.out_width, &col_first, &col_last);
+  float sum = add ? dx[i] : 0.0f;
+  for (int r = row_first; r <= row_last; ++r) {
+    const Span rows = WindowSpan(r, s.stride, s.pad, s.kernel_h, s.height);
+    for (int c = col_first; c <= col_last; ++c) {
+      const Span cols = WindowSpan(c, s.stride, s.pad, s.kernel_w, s.width);
+      const float g = d[r * s.out_width + c];
+      float best;
+      if (s.average)
+        sum += g / static_cast<float>(rows.padded * cols.padded);
+      else if (Winner(in, s.width, rows, cols, &best) == h * s.width + w)
+        sum += g;
+    }
+  }
+  dx[i] = sum;
 }
 
 // As the host's (ops/softmax_loss.cpp): the first arg-max wins, sums in double.
@@ -96,6 +199,24 @@ void SigmoidGrad(size_t n, const float* y, const float* dy, float* dx, bool add)
 }
 void AddInto(size_t n, const float* x, float* y) {
   if (n) AddIntoKernel<<<Blocks(n), kThreads>>>(n, x, y);
+}
+void Multiply(size_t n, const float* x, const float* m, float* y, bool add) {
+  if (n) MultiplyKernel<<<Blocks(n), kThreads>>>(n, x, m, y, add);
+}
+void AddRows(int rows, size_t cols, const float* x, size_t x_stride, float* y, size_t y_stride) {
+  const size_t n = static_cast<size_t>(rows) * cols;
+  if (n) AddRowsKernel<<<Blocks(n), kThreads>>>(n, cols, x, x_stride, y, y_stride);
+}
+void RunningChange(int n, float momentum, const float* running, const float* batch, float* change) {
+  if (n > 0) RunningChangeKernel<<<Blocks(n), kThreads>>>(n, momentum, running, batch, change);
+}
+void Pool(const PoolShape& s, const float* x, float* y) {
+  const size_t n = static_cast<size_t>(s.planes) * s.out_height * s.out_width;
+  if (n) PoolKernel<<<Blocks(n), kThreads>>>(s, x, y);
+}
+void PoolGrad(const PoolShape& s, const float* x, const float* dy, float* dx, bool add) {
+  const size_t n = static_cast<size_t>(s.planes) * s.height * s.width;
+  if (n) PoolGradKernel<<<Blocks(n), kThreads>>>(s, x, dy, dx, add);
 }
 void SoftmaxCrossEntropy(int batch, int classes, const float* logits, const int32_t* labels, float* prob,
                          double* row_loss, int32_t* row_hit) {

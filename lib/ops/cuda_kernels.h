@@ -15,6 +15,26 @@ void ReluGrad(size_t n, const float* y, const float* dy, float* dx, bool add);
 void Sigmoid(size_t n, const float* x, float* y);
 void SigmoidGrad(size_t n, const float* y, const float* dy, float* dx, bool add);
 void AddInto(size_t n, const float* x, float* y);  // y += x
+// y = x·m, or y += x·m with `add`.
+void Multiply(size_t n, const float* x, const float* m, float* y, bool add);
+// y[r·y_stride + i] += x[r·x_stride + i] for i < cols, r < rows.
+void AddRows(int rows, size_t cols, const float* x, size_t x_stride, float* y, size_t y_stride);
+// change[c] = momentum·(running[c] − batch[c]), for c < n (batch_norm.h).
+void RunningChange(int n, float momentum, const float* running, const float* batch, float* change);
+
+// Max or average pooling over `planes` planes as the host's (pooling.cpp),
+// every window, also one that runs past the padded input (which cuDNN has
+// no form for): the first of a window's largest values wins; an average
+// divides by the window's size within the padded input.
+struct PoolShape {
+  int planes, height, width, out_height, out_width, kernel_h, kernel_w, stride, pad;
+  bool average;
+};
+void Pool(const PoolShape& s, const float* x, float* y);
+// dx from dy, an input's sum gathered from the windows that hold it, in the
+// host's order; `add`: into dx, else set.
+void PoolGrad(const PoolShape& s, const float* x, const float* dy, float* dx, bool add);
+
 // Softmax cross-entropy, one thread a row: prob, and per row its loss
 // (0 where the label names no class) and whether its arg-max is the label.
 void SoftmaxCrossEntropy(int batch, int classes, const float* logits, const int32_t* labels, float* prob,

@@ -1,6 +1,7 @@
-// GpuOps on CUDA (gpu_ops.h): fully connected on cuBLAS, convolution and
-// max pooling on cuDNN, the element-wise ops and the softmax loss on kernels
-// of ours (cuda_kernels.cu). Everything runs on the legacy default stream,
+// GpuOps on CUDA (gpu_ops.h): fully connected on cuBLAS; convolution,
+// pooling, batch norm and LRN on cuDNN; the element-wise ops, the softmax
+// loss and the pooling windows cuDNN has no form for on kernels of ours
+// (cuda_kernels.cu). Everything runs on the legacy default stream,
 // in the order the passes call it; the memory manager's copies run on a
 // stream of their own and wait for what was queued here before them
 // (device/cuda_device.cpp). Built as libshoal_cuda.so (CMakeLists.txt).
@@ -44,6 +45,7 @@ class Scratch {
       data_ = nullptr;
     return data_;
   }
+  T* data() const { return data_; }
 
  private:
   T* data_ = nullptr;
@@ -63,6 +65,13 @@ struct ConvPlan {
 struct PoolPlan {
   cudnnTensorDescriptor_t x = nullptr, y = nullptr;
   cudnnPoolingDescriptor_t pool = nullptr;
+};
+
+// Batch norm's and LRN's: x and y as [N, C, P, 1], batch norm's per-channel
+// tensors as [1, C, 1, 1], and LRN's window.
+struct NormPlan {
+  cudnnTensorDescriptor_t x = nullptr, channels = nullptr;
+  cudnnLRNDescriptor_t lrn = nullptr;
 };
 
 // A convolution's workspace stays within this, and within what the
@@ -92,6 +101,16 @@ void Destroy(PoolPlan& p) {
   cudnnDestroyTensorDescriptor(p.x), cudnnDestroyTensorDescriptor(p.y), cudnnDestroyPoolingDescriptor(p.pool);
 }
 
+void Destroy(NormPlan& p) {
+  cudnnDestroyTensorDescriptor(p.x), cudnnDestroyTensorDescriptor(p.channels),
+      cudnnDestroyLRNDescriptor(p.lrn);
+}
+
+cuda::PoolShape Shape(const PoolGeometry& g, int batch) {
+  return {batch * g.channels, g.height,   g.width,  g.out_height(), g.out_width(),
+          g.kernel_h,         g.kernel_w, g.stride, g.pad,          g.kind == PoolKind::kAvg};
+}
+
 class CudaOps : public GpuOps {
  public:
   CudaOps(int ordinal, cublasHandle_t blas, cudnnHandle_t dnn) : blas_(blas), dnn_(dnn) {
@@ -106,6 +125,7 @@ class CudaOps : public GpuOps {
     if (workspace_) device_->Free(workspace_, workspace_bytes_);
     for (auto& [key, p] : conv_plans_) Destroy(p);
     for (auto& [key, p] : pool_plans_) Destroy(p);
+    for (auto& [key, p] : norm_plans_) Destroy(p);
     cudnnDestroy(dnn_);
     cublasDestroy(blas_);
   }
@@ -156,7 +176,7 @@ class CudaOps : public GpuOps {
     Check(cudnnConvolutionForward(dnn_, &one, p->x, x, p->w, w, p->conv, p->forward, workspace, p->workspace,
                                   &zero, p->y, y),
           "convolution forward");
-    Check(cudnnAddTensor(dnn_, &one, p->bias, b, &one, p->y, y), "convolution bias");
+    if (b) Check(cudnnAddTensor(dnn_, &one, p->bias, b, &one, p->y, y), "convolution bias");
   }
 
   void ConvolutionBackward(const ConvGeometry& g, int batch, const float* x, const float* w, const float* dy,
@@ -165,8 +185,9 @@ class CudaOps : public GpuOps {
     void* workspace = Workspace(p);
     if (!p || (p->workspace && !workspace)) return;
     const float one = 1.0f, zero = 0.0f, beta = dx_write == GradWrite::kAdd ? 1.0f : 0.0f;
-    Check(cudnnConvolutionBackwardBias(dnn_, &one, p->y, dy, &zero, p->bias, db),
-          "convolution bias gradient");
+    if (db)
+      Check(cudnnConvolutionBackwardBias(dnn_, &one, p->y, dy, &zero, p->bias, db),
+            "convolution bias gradient");
     Check(cudnnConvolutionBackwardFilter(dnn_, &one, p->x, x, p->y, dy, p->conv, p->backward_filter,
                                          workspace, p->workspace, &zero, p->w, dw),
           "convolution weight gradient");
@@ -177,6 +198,7 @@ class CudaOps : public GpuOps {
   }
 
   void PoolForward(const PoolGeometry& g, int batch, const float* x, float* y) override {
+    if (g.Overhangs()) return cuda::Pool(Shape(g, batch), x, y);
     const PoolPlan* p = Plan(g, batch);
     if (!p) return;
     const float one = 1.0f, zero = 0.0f;
@@ -185,11 +207,94 @@ class CudaOps : public GpuOps {
 
   void PoolBackward(const PoolGeometry& g, int batch, const float* x, const float* y, const float* dy,
                     float* dx, GradWrite write) override {
+    if (g.Overhangs()) return cuda::PoolGrad(Shape(g, batch), x, dy, dx, write == GradWrite::kAdd);
     const PoolPlan* p = Plan(g, batch);
     if (!p) return;
     const float one = 1.0f, beta = write == GradWrite::kAdd ? 1.0f : 0.0f;
     Check(cudnnPoolingBackward(dnn_, p->pool, &one, p->y, y, p->y, dy, p->x, x, &beta, p->x, dx),
           "pooling backward");
+  }
+
+  // Spatial batch norm over [N, C, P, 1]: per channel, as the host's.
+  void BatchNormTrainForward(const BatchNormGeometry& g, int batch, const float* x, const float* gamma,
+                             const float* beta, float* y, const void* stats) override {
+    if (static_cast<double>(batch) * g.plane < 2) {
+      Fail("batch norm over one value a channel has no unbiased variance (a batch of " +
+           std::to_string(batch) + ")");
+      return;
+    }
+    const NormPlan* p = Plan(g, batch);
+    float* s = Stats(stats, g.channels);
+    if (!p || !s) return;
+    const int c = g.channels;
+    // cuDNN blends its running averages with what they held: zeros, not garbage.
+    if (!Check(cudaMemsetAsync(s + 2 * c, 0, 2 * c * sizeof(float), nullptr), "batch norm statistics"))
+      return;
+    const float one = 1.0f, zero = 0.0f;
+    Check(cudnnBatchNormalizationForwardTraining(dnn_, CUDNN_BATCHNORM_SPATIAL, &one, &zero, p->x, x, p->x, y,
+                                                 p->channels, gamma, beta, 1.0, s + 3 * c, s + 2 * c, g.eps,
+                                                 s, s + c),
+          "batch norm forward");
+  }
+
+  void BatchNormInferenceForward(const BatchNormGeometry& g, int batch, const float* x, const float* gamma,
+                                 const float* beta, const float* running_mean, const float* running_var,
+                                 float* y) override {
+    const NormPlan* p = Plan(g, batch);
+    if (!p) return;
+    const float one = 1.0f, zero = 0.0f;
+    Check(
+        cudnnBatchNormalizationForwardInference(dnn_, CUDNN_BATCHNORM_SPATIAL, &one, &zero, p->x, x, p->x, y,
+                                                p->channels, gamma, beta, running_mean, running_var, g.eps),
+        "batch norm inference");
+  }
+
+  void BatchNormBackward(const BatchNormGeometry& g, int batch, const float* x, const float* dy,
+                         const float* gamma, const void* stats, float* dx, float* dgamma, float* dbeta,
+                         GradWrite write) override {
+    const NormPlan* p = Plan(g, batch);
+    const float* s = KeptStats(stats);
+    if (!p || !s) return;
+    // cuDNN computes dx whether wanted or not.
+    if (!dx) {
+      cudaError_t e = cudaSuccess;
+      dx = unwanted_dx_.Get(static_cast<size_t>(batch) * g.channels * g.plane, &e);
+      if (!Check(e, "batch norm scratch")) return;
+      write = GradWrite::kSet;
+    }
+    const float one = 1.0f, zero = 0.0f, beta = write == GradWrite::kAdd ? 1.0f : 0.0f;
+    Check(cudnnBatchNormalizationBackward(dnn_, CUDNN_BATCHNORM_SPATIAL, &one, &beta, &one, &zero, p->x, x,
+                                          p->x, dy, p->x, dx, p->channels, gamma, dgamma, dbeta, g.eps, s,
+                                          s + g.channels),
+          "batch norm backward");
+  }
+
+  void BatchNormRunningChanges(const BatchNormGeometry& g, float momentum, const float* running_mean,
+                               const float* running_var, const void* stats, float* mean_change,
+                               float* var_change) override {
+    const float* s = KeptStats(stats);
+    if (!s) return;
+    cuda::RunningChange(g.channels, momentum, running_mean, s, mean_change);
+    cuda::RunningChange(g.channels, momentum, running_var, s + 2 * g.channels, var_change);
+  }
+
+  void LrnForward(const LrnGeometry& g, int batch, const float* x, float* y) override {
+    const NormPlan* p = Plan(g, batch);
+    if (!p) return;
+    const float one = 1.0f, zero = 0.0f;
+    Check(cudnnLRNCrossChannelForward(dnn_, p->lrn, CUDNN_LRN_CROSS_CHANNEL_DIM1, &one, p->x, x, &zero, p->x,
+                                      y),
+          "LRN forward");
+  }
+
+  void LrnBackward(const LrnGeometry& g, int batch, const float* x, const float* y, const float* dy,
+                   float* dx, GradWrite write) override {
+    const NormPlan* p = Plan(g, batch);
+    if (!p) return;
+    const float one = 1.0f, beta = write == GradWrite::kAdd ? 1.0f : 0.0f;
+    Check(cudnnLRNCrossChannelBackward(dnn_, p->lrn, CUDNN_LRN_CROSS_CHANNEL_DIM1, &one, p->x, y, p->x, dy,
+                                       p->x, x, &beta, p->x, dx),
+          "LRN backward");
   }
 
   void ReluForward(size_t n, const float* x, float* y) override { cuda::Relu(n, x, y); }
@@ -208,6 +313,33 @@ class CudaOps : public GpuOps {
       cuda::AddInto(n, dy, dx);
     else
       IdentityForward(n, dy, dx);
+  }
+
+  void CopyRows(int rows, size_t cols, const float* x, size_t x_stride, float* y, size_t y_stride,
+                GradWrite write) override {
+    if (write == GradWrite::kAdd) return cuda::AddRows(rows, cols, x, x_stride, y, y_stride);
+    if (rows > 0 && cols > 0)
+      Check(cudaMemcpy2DAsync(y, y_stride * sizeof(float), x, x_stride * sizeof(float), cols * sizeof(float),
+                              rows, cudaMemcpyDeviceToDevice, nullptr),
+            "copy of rows");
+  }
+
+  void MaskForward(size_t n, const float* host_mask, const void* key, const float* x, float* y) override {
+    cudaError_t e = cudaSuccess;
+    float* mask = masks_[key].Get(n, &e);
+    if (!Check(e, "dropout mask") ||
+        !Check(cudaMemcpy(mask, host_mask, n * sizeof(float), cudaMemcpyHostToDevice), "dropout mask"))
+      return;
+    cuda::Multiply(n, x, mask, y, false);
+  }
+
+  void MaskBackward(size_t n, const void* key, const float* dy, float* dx, GradWrite write) override {
+    auto it = masks_.find(key);
+    if (it == masks_.end() || !it->second.data()) {
+      Fail("dropout's backward pass before its training pass");
+      return;
+    }
+    cuda::Multiply(n, dy, it->second.data(), dx, write == GradWrite::kAdd);
   }
 
   float SoftmaxCrossEntropyForward(int batch, int classes, const float* logits, const int32_t* labels,
@@ -374,8 +506,8 @@ class CudaOps : public GpuOps {
     return &conv_plans_.emplace(key, p).first->second;
   }
 
+  // Where no window runs past the padded input (Overhangs: cuda::Pool's).
   const PoolPlan* Plan(const PoolGeometry& g, int batch) {
-    // A window past the padded input (ceil_mode) has no cuDNN form: the layer runs on the host then.
     const auto key = std::make_tuple(g.channels, g.height, g.width, g.kernel_h, g.kernel_w, g.stride, g.pad,
                                      static_cast<int>(g.kind), batch);
     if (auto it = pool_plans_.find(key); it != pool_plans_.end()) return &it->second;
@@ -399,6 +531,57 @@ class CudaOps : public GpuOps {
     return &pool_plans_.emplace(key, p).first->second;
   }
 
+  // Batch norm's (lrn null) or LRN's descriptors, for `channels` channels of
+  // `plane` values, `batch` records.
+  const NormPlan* NormPlanFor(int channels, int plane, int batch, const LrnGeometry* lrn) {
+    const auto key = std::make_tuple(channels, plane, batch, lrn ? lrn->size : 0, lrn ? lrn->alpha : 0.0f,
+                                     lrn ? lrn->beta : 0.0f, lrn ? lrn->k : 0.0f);
+    if (auto it = norm_plans_.find(key); it != norm_plans_.end()) return &it->second;
+    NormPlan p;
+    const char* what = lrn ? "LRN descriptors" : "batch norm descriptors";
+    if (!Check(cudnnCreateTensorDescriptor(&p.x), what) ||
+        !Check(
+            cudnnSetTensor4dDescriptor(p.x, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, batch, channels, plane, 1),
+            what))
+      return Discard(p);
+    if (lrn) {
+      if (!LrnHasGpuForm(*lrn)) {
+        Fail("cuDNN has no LRN of size " + std::to_string(lrn->size) + ", k " + std::to_string(lrn->k) +
+             " and beta " + std::to_string(lrn->beta));
+        return Discard(p);
+      }
+      if (!Check(cudnnCreateLRNDescriptor(&p.lrn), what) ||
+          !Check(cudnnSetLRNDescriptor(p.lrn, lrn->size, lrn->alpha, lrn->beta, lrn->k), what))
+        return Discard(p);
+    } else if (!Check(cudnnCreateTensorDescriptor(&p.channels), what) ||
+               !Check(cudnnDeriveBNTensorDescriptor(p.channels, p.x, CUDNN_BATCHNORM_SPATIAL), what)) {
+      return Discard(p);
+    }
+    return &norm_plans_.emplace(key, p).first->second;
+  }
+  const NormPlan* Plan(const BatchNormGeometry& g, int batch) {
+    return NormPlanFor(g.channels, g.plane, batch, nullptr);
+  }
+  const NormPlan* Plan(const LrnGeometry& g, int batch) {
+    return NormPlanFor(g.channels, g.plane, batch, &g);
+  }
+
+  // A batch norm layer's statistics between its passes, kept under `key`,
+  // per channel: the mean, 1/√(var + eps) and the unbiased variance as cuDNN
+  // writes them, then the running mean that cuDNN insists on updating (with
+  // a factor of 1, to the batch's: never read). Made room for by the training pass.
+  float* Stats(const void* key, int channels) {
+    cudaError_t e = cudaSuccess;
+    float* s = batch_stats_[key].Get(4 * static_cast<size_t>(channels), &e);
+    return Check(e, "batch norm statistics") ? s : nullptr;
+  }
+  const float* KeptStats(const void* key) {
+    auto it = batch_stats_.find(key);
+    if (it != batch_stats_.end() && it->second.data()) return it->second.data();
+    Fail("batch norm's backward pass before its training pass");
+    return nullptr;
+  }
+
   // A plan whose making failed: its descriptors go, and the op does nothing.
   template <typename P>
   static const P* Discard(P& p) {
@@ -416,6 +599,9 @@ class CudaOps : public GpuOps {
   Status status_;
   std::map<std::tuple<int, int, int, int, int, int, int, int>, ConvPlan> conv_plans_;
   std::map<std::tuple<int, int, int, int, int, int, int, int, int>, PoolPlan> pool_plans_;
+  std::map<std::tuple<int, int, int, int, float, float, float>, NormPlan> norm_plans_;
+  std::map<const void*, Scratch<float>> batch_stats_, masks_;  // a layer's, under its host vector's address
+  Scratch<float> unwanted_dx_;
   Device* device_ = nullptr;  // the workspace's
   void* workspace_ = nullptr;
   size_t workspace_bytes_ = 0;

@@ -76,14 +76,21 @@ void DropoutForward(size_t n, float ratio, const float* x, float* y, std::vector
   mask->resize(n);
   const float scale = 1.0f / (1.0f - ratio);
   std::uniform_real_distribution<float> uniform(0.0f, 1.0f);
-  for (size_t i = 0; i < n; ++i) {
-    (*mask)[i] = uniform(*rng) >= ratio ? scale : 0.0f;
-    y[i] = x[i] * (*mask)[i];
-  }
+  for (size_t i = 0; i < n; ++i) (*mask)[i] = uniform(*rng) >= ratio ? scale : 0.0f;
+  if (GpuOps* gpu = CurrentGpuOps()) return gpu->MaskForward(n, mask->data(), mask, x, y);
+  for (size_t i = 0; i < n; ++i) y[i] = x[i] * (*mask)[i];
 }
 
 void DropoutBackward(size_t n, const std::vector<float>& mask, const float* dy, float* dx, GradWrite write) {
+  if (GpuOps* gpu = CurrentGpuOps()) return gpu->MaskBackward(n, &mask, dy, dx, write);
   WriteGrad(0, n, write, dx, [&](size_t i) { return dy[i] * mask[i]; });
+}
+
+void CopyRows(int rows, size_t cols, const float* x, size_t x_stride, float* y, size_t y_stride,
+              GradWrite write) {
+  if (GpuOps* gpu = CurrentGpuOps()) return gpu->CopyRows(rows, cols, x, x_stride, y, y_stride, write);
+  for (int r = 0; r < rows; ++r)
+    WriteGrad(0, cols, write, y + r * y_stride, [&](size_t i) { return x[r * x_stride + i]; });
 }
 
 }  // namespace shoal

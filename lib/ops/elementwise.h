@@ -23,7 +23,14 @@ void IdentityBackward(size_t n, const float* dy, float* dx, GradWrite write);
 // y += x, on the current device: a sum of features (the add layer).
 inline void AddInto(size_t n, const float* x, float* y) { IdentityBackward(n, x, y, GradWrite::kAdd); }
 
+// Rows of `cols` floats, `rows` of them, from x (one every x_stride floats)
+// into y (one every y_stride), set or added: a concatenation's parts.
+void CopyRows(int rows, size_t cols, const float* x, size_t x_stride, float* y, size_t y_stride,
+              GradWrite write);
+
 // Inverted dropout: kept units are scaled by 1/(1-ratio) so evaluation is a copy.
+// The mask is drawn on the host, also for a GPU (gpu_ops.h), which keeps a
+// copy of it in its own memory under the mask's address.
 void DropoutForward(size_t n, float ratio, const float* x, float* y, std::vector<float>* mask,
                     std::mt19937* rng);
 void DropoutBackward(size_t n, const std::vector<float>& mask, const float* dy, float* dx, GradWrite write);

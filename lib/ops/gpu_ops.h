@@ -14,14 +14,16 @@
 
 #include "core/status.h"
 #include "device/device.h"
+#include "ops/batch_norm.h"
 #include "ops/convolution.h"
 #include "ops/grad_write.h"
+#include "ops/lrn.h"
 #include "ops/pooling.h"
 
 namespace shoal {
 
 // Raised whenever GpuOps changes: LoadCudaOps refuses a module built for another.
-inline constexpr int kGpuOpsVersion = 1;
+inline constexpr int kGpuOpsVersion = 2;
 
 class GpuOps {
  public:
@@ -37,8 +39,9 @@ class GpuOps {
   virtual void TakeWorkspaceFrom(Device* device) = 0;
 
   // As the host ops of the same names (fully_connected.h, convolution.h,
-  // pooling.h, elementwise.h, softmax_loss.h); every pointer is device
-  // memory except the labels, which are the host's.
+  // pooling.h, batch_norm.h, lrn.h, elementwise.h, softmax_loss.h); every
+  // pointer is device memory except the labels, which are the host's. A
+  // convolution's bias and its gradient may be null: none.
   virtual void FullyConnectedForward(int batch, int in, int out, const float* x, const float* w,
                                      const float* b, float* y) = 0;
   virtual void FullyConnectedBackward(int batch, int in, int out, const float* x, const float* w,
@@ -51,12 +54,37 @@ class GpuOps {
   virtual void PoolForward(const PoolGeometry& g, int batch, const float* x, float* y) = 0;
   virtual void PoolBackward(const PoolGeometry& g, int batch, const float* x, const float* y, const float* dy,
                             float* dx, GradWrite write) = 0;
+  // Batch norm without a group (a synchronised one runs on the host). The
+  // batch's statistics stay in device memory that the ops keep from the
+  // training pass to the backward pass and RunningChanges, under the key
+  // `stats` (the address of the host's vectors, which a GPU leaves unwritten).
+  virtual void BatchNormTrainForward(const BatchNormGeometry& g, int batch, const float* x,
+                                     const float* gamma, const float* beta, float* y, const void* stats) = 0;
+  virtual void BatchNormInferenceForward(const BatchNormGeometry& g, int batch, const float* x,
+                                         const float* gamma, const float* beta, const float* running_mean,
+                                         const float* running_var, float* y) = 0;
+  virtual void BatchNormBackward(const BatchNormGeometry& g, int batch, const float* x, const float* dy,
+                                 const float* gamma, const void* stats, float* dx, float* dgamma,
+                                 float* dbeta, GradWrite write) = 0;
+  virtual void BatchNormRunningChanges(const BatchNormGeometry& g, float momentum, const float* running_mean,
+                                       const float* running_var, const void* stats, float* mean_change,
+                                       float* var_change) = 0;
+  // Only where LrnHasGpuForm(g) (lrn.h).
+  virtual void LrnForward(const LrnGeometry& g, int batch, const float* x, float* y) = 0;
+  virtual void LrnBackward(const LrnGeometry& g, int batch, const float* x, const float* y, const float* dy,
+                           float* dx, GradWrite write) = 0;
   virtual void ReluForward(size_t n, const float* x, float* y) = 0;
   virtual void ReluBackward(size_t n, const float* y, const float* dy, float* dx, GradWrite write) = 0;
   virtual void SigmoidForward(size_t n, const float* x, float* y) = 0;
   virtual void SigmoidBackward(size_t n, const float* y, const float* dy, float* dx, GradWrite write) = 0;
   virtual void IdentityForward(size_t n, const float* x, float* y) = 0;
   virtual void IdentityBackward(size_t n, const float* dy, float* dx, GradWrite write) = 0;
+  virtual void CopyRows(int rows, size_t cols, const float* x, size_t x_stride, float* y, size_t y_stride,
+                        GradWrite write) = 0;
+  // Dropout's: y = x·mask with the host's `mask`, copied to device memory
+  // kept under `key` for the backward pass's dx = dy·mask.
+  virtual void MaskForward(size_t n, const float* host_mask, const void* key, const float* x, float* y) = 0;
+  virtual void MaskBackward(size_t n, const void* key, const float* dy, float* dx, GradWrite write) = 0;
   virtual float SoftmaxCrossEntropyForward(int batch, int classes, const float* logits, const int32_t* labels,
                                            float* prob, int* correct) = 0;
   virtual void SoftmaxCrossEntropyBackward(int batch, int classes, const float* prob, const int32_t* labels,

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "ops/gpu_ops.h"
 #include "ops/parallel.h"
 
 namespace shoal {
@@ -45,6 +46,7 @@ void InversePowers(const float* s, size_t n, float beta, float* out) {
 
 // Records are split over the compute threads.
 void LrnForward(const LrnGeometry& g, int batch, const float* x, float* y, std::vector<float>* scale) {
+  if (GpuOps* gpu = CurrentGpuOps()) return gpu->LrnForward(g, batch, x, y);
   const size_t record = static_cast<size_t>(g.channels) * g.plane;
   scale->resize(record * batch);
   float* s = scale->data();
@@ -65,6 +67,7 @@ void LrnForward(const LrnGeometry& g, int batch, const float* x, float* y, std::
 
 void LrnBackward(const LrnGeometry& g, int batch, const float* x, const float* y, const float* dy,
                  const std::vector<float>& scale, float* dx, GradWrite write) {
+  if (GpuOps* gpu = CurrentGpuOps()) return gpu->LrnBackward(g, batch, x, y, dy, dx, write);
   const size_t record = static_cast<size_t>(g.channels) * g.plane;
   const float factor = 2.0f * g.alpha * g.beta / static_cast<float>(g.size);
   ParallelFor(batch, [&](int, int begin, int end) {

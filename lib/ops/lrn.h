@@ -24,4 +24,11 @@ void LrnForward(const LrnGeometry& g, int batch, const float* x, float* y, std::
 void LrnBackward(const LrnGeometry& g, int batch, const float* x, const float* y, const float* dy,
                  const std::vector<float>& scale, float* dx, GradWrite write);
 
+// Whether a GPU (gpu_ops.h) computes this LRN: cuDNN's, whose window is
+// this one for odd sizes up to 15, with k ≥ 1e-5 and beta ≥ 0.01. There the
+// scale stays unwritten: cuDNN's backward pass finds it from x.
+inline bool LrnHasGpuForm(const LrnGeometry& g) {
+  return g.size % 2 == 1 && g.size <= 15 && g.k >= 1e-5f && g.beta >= 0.01f;
+}
+
 }  // namespace shoal

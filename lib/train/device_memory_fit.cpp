@@ -22,9 +22,10 @@ Status CheckRunsOnGpu(const PartitionedNet& net) {
   if (off.empty()) return Status::Ok();
   return Status::InvalidArgument(
       "train.device is cuda, but " + off +
-      " has no GPU form: on a GPU a worker runs data, fully_connected, convolution (with its bias), "
-      "pooling, relu, sigmoid, flatten and softmax_loss (one label a record) layers, in "
-      "groups of one (--strategy data)");
+      " has no GPU form: on a GPU a worker runs data, fully_connected, convolution, pooling, batch_norm "
+      "(without sync), lrn (of an odd local_size up to 15, k >= 1e-5, beta >= 0.01), relu, sigmoid, flatten, "
+      "add, concat, dropout and softmax_loss (one label a record) layers, in groups of one (--strategy "
+      "data)");
 }
 
 Status CheckDeviceMemoryFits(const Plan& plan) {

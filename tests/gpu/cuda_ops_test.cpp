@@ -2,7 +2,8 @@
 // libshoal_cuda.so): each op's forward and backward on the GPU equal to the
 // host's, the reference, within 1e-4 relative to the largest value, for
 // both ways of writing a source's gradient (kSet and kAdd), at shapes of
-// the MLP and the CNN (strided, padded, odd sizes too).
+// the MLP, the CNN and the convnets (strided, padded, odd sizes, pools
+// rounding up, batch norm, LRN, concatenation, dropout).
 // Exits 77 (ctest: skipped) on a machine without a GPU.
 #define DOCTEST_CONFIG_IMPLEMENT
 #include <cuda_runtime_api.h>
@@ -15,10 +16,12 @@
 #include <vector>
 
 #include "device/cuda_device.h"
+#include "ops/batch_norm.h"
 #include "ops/convolution.h"
 #include "ops/elementwise.h"
 #include "ops/fully_connected.h"
 #include "ops/gpu_ops.h"
+#include "ops/lrn.h"
 #include "ops/pooling.h"
 #include "ops/softmax_loss.h"
 
@@ -154,9 +157,48 @@ TEST_CASE("convolution, forward and backward, as im2col + sgemm computes it") {
   }
 }
 
-TEST_CASE("max and average pooling, forward and backward") {
-  for (const PoolGeometry& g : {PoolGeometry{32, 28, 28, 2, 2, 2}, PoolGeometry{5, 9, 7, 3, 3, 2},
-                                PoolGeometry{4, 9, 7, 3, 3, 1, 1, PoolKind::kAvg}}) {
+TEST_CASE("a convolution without a bias: the host's with a zero one") {
+  const ConvGeometry g{16, 8, 8, 32, 3, 1, 1};
+  const int batch = 4;
+  const size_t in = size_t(batch) * g.channels * g.height * g.width;
+  const size_t out = size_t(batch) * g.filters * g.out_height() * g.out_width();
+  const auto x = Random(in, 61), w = Random(size_t(g.filters) * g.col_rows(), 62, 0.2f), dy = Random(out, 63);
+  const std::vector<float> zero(g.filters, 0.0f);
+  std::vector<float> y(out), dx(in), dw(w.size()), db(g.filters), scratch;
+  ConvolutionForward(g, batch, x.data(), w.data(), zero.data(), y.data(), &scratch);
+  ConvolutionBackward(g, batch, x.data(), w.data(), dy.data(), dx.data(), dw.data(), db.data(),
+                      GradWrite::kSet, &scratch);
+  OnGpu gx(x), gw(w), gdy(dy), gy(Unwritten(out)), gdx(Unwritten(in)), gdw(Unwritten(dw.size()));
+  OnDevice([&] {
+    ConvolutionForward(g, batch, gx.get(), gw.get(), nullptr, gy.get(), &scratch);
+    ConvolutionBackward(g, batch, gx.get(), gw.get(), gdy.get(), gdx.get(), gdw.get(), nullptr,
+                        GradWrite::kSet, &scratch);
+  });
+  CheckClose(y, gy.Host(), "y");
+  CheckClose(dx, gdx.Host(), "dx");
+  CheckClose(dw, gdw.Host(), "dw");
+}
+
+PoolGeometry CeilMode(PoolGeometry g) {
+  g.ceil_mode = true;
+  return g;
+}
+
+TEST_CASE("max and average pooling, forward and backward, windows past the padded input too") {
+  const PoolGeometry shapes[] = {
+      {32, 28, 28, 2, 2, 2},
+      {5, 9, 7, 3, 3, 2},
+      {4, 9, 7, 3, 3, 1, 1, PoolKind::kAvg},
+      // SINGA's and GoogLeNet's pools, rounding up: the last windows overhang (our kernels).
+      CeilMode({4, 32, 32, 3, 3, 2}),
+      CeilMode({3, 16, 16, 3, 3, 2, 0, PoolKind::kAvg}),
+      CeilMode({5, 10, 8, 3, 3, 2, 1, PoolKind::kAvg}),
+      CeilMode({4, 10, 9, 3, 2, 2, 1}),
+      // Global average pooling, as ResNet's.
+      {64, 8, 8, 8, 8, 1, 0, PoolKind::kAvg}};
+  int overhanging = 0;
+  for (const PoolGeometry& g : shapes) {
+    overhanging += g.Overhangs();
     const int batch = 3;
     const size_t in = size_t(batch) * g.channels * g.height * g.width;
     const size_t out = size_t(batch) * g.channels * g.out_height() * g.out_width();
@@ -171,6 +213,103 @@ TEST_CASE("max and average pooling, forward and backward") {
       OnDevice([&] {
         PoolForward(g, batch, gx.get(), gy.get(), &argmax);
         PoolBackward(g, batch, gx.get(), gy.get(), gdy.get(), argmax, gdx.get(), write);
+      });
+      CheckClose(y, gy.Host(), "y");
+      CheckClose(dx, gdx.Host(), "dx");
+    }
+  }
+  CHECK(overhanging == 4);
+}
+
+TEST_CASE(
+    "batch norm: training, its backward pass and running changes, evaluation; per channel and feature") {
+  struct Case {
+    BatchNormGeometry g;
+    int batch;
+  };
+  // An image's channels, a vector's features, and odd sizes.
+  for (const Case& k : {Case{{16, 64}, 5}, Case{{10, 1}, 7}, Case{{3, 35, 1e-3f}, 2}}) {
+    const BatchNormGeometry& g = k.g;
+    const size_t n = size_t(k.batch) * g.channels * g.plane, c = g.channels;
+    auto positive = [](std::vector<float> v) {
+      for (float& f : v) f = 1.0f + 0.5f * f;
+      return v;
+    };
+    const auto x = Random(n, 71, 3.0f), dy = Random(n, 72), dx0 = Random(n, 73),
+               gamma = positive(Random(c, 74)), beta = Random(c, 75), running_mean = Random(c, 76),
+               running_var = positive(Random(c, 77));
+    const float momentum = 0.1f;
+    for (GradWrite write : {GradWrite::kSet, GradWrite::kAdd}) {
+      for (bool want_dx : {true, false}) {
+        INFO("channels " << g.channels << ", plane " << g.plane << ", dx "
+                         << (want_dx ? "wanted" : "not wanted"));
+        std::vector<float> y(n), dx = dx0, dgamma(c), dbeta(c), mean_change(c), var_change(c), eval(n), mean,
+                                 inv_std, var;
+        BatchNormTrainForward(g, k.batch, x.data(), gamma.data(), beta.data(), y.data(), &mean, &inv_std,
+                              &var);
+        BatchNormBackward(g, k.batch, x.data(), dy.data(), gamma.data(), mean, inv_std,
+                          want_dx ? dx.data() : nullptr, dgamma.data(), dbeta.data(), write);
+        BatchNormRunningChanges(g, momentum, running_mean.data(), running_var.data(), mean, var,
+                                mean_change.data(), var_change.data());
+        BatchNormInferenceForward(g, k.batch, x.data(), gamma.data(), beta.data(), running_mean.data(),
+                                  running_var.data(), eval.data());
+        OnGpu gx(x), gdy(dy), gdx(dx0), ggamma(gamma), gbeta(beta), grm(running_mean), grv(running_var),
+            gy(Unwritten(n)), gdgamma(Unwritten(c)), gdbeta(Unwritten(c)), gmc(Unwritten(c)),
+            gvc(Unwritten(c)), geval(Unwritten(n));
+        std::vector<float> gpu_mean, gpu_inv_std, gpu_var;  // the key of the GPU's own
+        OnDevice([&] {
+          BatchNormTrainForward(g, k.batch, gx.get(), ggamma.get(), gbeta.get(), gy.get(), &gpu_mean,
+                                &gpu_inv_std, &gpu_var);
+          BatchNormBackward(g, k.batch, gx.get(), gdy.get(), ggamma.get(), gpu_mean, gpu_inv_std,
+                            want_dx ? gdx.get() : nullptr, gdgamma.get(), gdbeta.get(), write);
+          BatchNormRunningChanges(g, momentum, grm.get(), grv.get(), gpu_mean, gpu_var, gmc.get(), gvc.get());
+          BatchNormInferenceForward(g, k.batch, gx.get(), ggamma.get(), gbeta.get(), grm.get(), grv.get(),
+                                    geval.get());
+        });
+        CheckClose(y, gy.Host(), "y");
+        CheckClose(dx, gdx.Host(), "dx");
+        CheckClose(dgamma, gdgamma.Host(), "dgamma");
+        CheckClose(dbeta, gdbeta.Host(), "dbeta");
+        CheckClose(mean_change, gmc.Host(), "the running mean's change");
+        CheckClose(var_change, gvc.Host(), "the running variance's change");
+        CheckClose(eval, geval.Host(), "evaluation's y");
+      }
+    }
+  }
+}
+
+TEST_CASE("batch norm over one value a channel is refused on the GPU, saying why") {
+  const BatchNormGeometry g{4, 1};
+  OnGpu x(Random(4, 81)), gamma(Random(4, 82)), beta(Random(4, 83)), y(Unwritten(4));
+  std::vector<float> mean, inv_std, var;
+  {
+    ScopedGpuOps on(&Gpu());
+    BatchNormTrainForward(g, 1, x.get(), gamma.get(), beta.get(), y.get(), &mean, &inv_std, &var);
+  }
+  const Status s = Gpu().TakeStatus();
+  CHECK_FALSE(s.ok());
+  CHECK(s.message().find("one value a channel") != std::string::npos);
+}
+
+TEST_CASE("LRN across channels, forward and backward, at the window's edges too") {
+  // AlexNet's size with a strong alpha (its effect shows), and a window wider than the channels.
+  for (const LrnGeometry& g :
+       {LrnGeometry{16, 49, 5, 0.5f, 0.75f, 2.0f}, LrnGeometry{7, 6, 3, 1.0f, 0.5f, 1.0f},
+        LrnGeometry{3, 10, 7, 2.0f, 1.5f, 0.5f}}) {
+    REQUIRE(LrnHasGpuForm(g));
+    const int batch = 3;
+    const size_t n = size_t(batch) * g.channels * g.plane;
+    const auto x = Random(n, 91, 2.0f), dy = Random(n, 92), dx0 = Random(n, 93);
+    for (GradWrite write : {GradWrite::kSet, GradWrite::kAdd}) {
+      INFO("size " << g.size << " over " << g.channels << " channels");
+      std::vector<float> y(n), dx = dx0, scale;
+      LrnForward(g, batch, x.data(), y.data(), &scale);
+      LrnBackward(g, batch, x.data(), y.data(), dy.data(), scale, dx.data(), write);
+      OnGpu gx(x), gy(Unwritten(n)), gdy(dy), gdx(dx0);
+      std::vector<float> unused;
+      OnDevice([&] {
+        LrnForward(g, batch, gx.get(), gy.get(), &unused);
+        LrnBackward(g, batch, gx.get(), gy.get(), gdy.get(), unused, gdx.get(), write);
       });
       CheckClose(y, gy.Host(), "y");
       CheckClose(dx, gdx.Host(), "dx");
@@ -208,6 +347,35 @@ TEST_CASE("relu, sigmoid and identity, forward and backward") {
       IdentityForward(n, gx.get(), gy.get());
       IdentityBackward(n, gdy.get(), gdx.get(), write);
     });
+    CHECK(gy.Host() == y);
+    CHECK(gdx.Host() == dx);
+  }
+}
+
+TEST_CASE("rows copied and added between strides (a concatenation's parts), and dropout's mask") {
+  const int rows = 9;
+  const size_t cols = 1000, x_stride = 1300, y_stride = 2500;
+  const auto x = Random(rows * x_stride, 101), y0 = Random(rows * y_stride, 102);
+  for (GradWrite write : {GradWrite::kSet, GradWrite::kAdd}) {
+    std::vector<float> y = y0;
+    CopyRows(rows, cols, x.data(), x_stride, y.data(), y_stride, write);
+    OnGpu gx(x), gy(y0);
+    OnDevice([&] { CopyRows(rows, cols, gx.get(), x_stride, gy.get(), y_stride, write); });
+    CHECK(gy.Host() == y);
+  }
+  const size_t n = 50001;
+  const auto xd = Random(n, 105), dy = Random(n, 103), dx0 = Random(n, 104);
+  for (GradWrite write : {GradWrite::kSet, GradWrite::kAdd}) {
+    std::vector<float> y(n), dx = dx0, mask, gpu_mask;
+    std::mt19937 rng(7), gpu_rng(7);
+    DropoutForward(n, 0.3f, xd.data(), y.data(), &mask, &rng);
+    DropoutBackward(n, mask, dy.data(), dx.data(), write);
+    OnGpu gx(xd), gy(Unwritten(n)), gdy(dy), gdx(dx0);
+    OnDevice([&] {
+      DropoutForward(n, 0.3f, gx.get(), gy.get(), &gpu_mask, &gpu_rng);
+      DropoutBackward(n, gpu_mask, gdy.get(), gdx.get(), write);
+    });
+    CHECK(gpu_mask == mask);  // drawn on the host, as the CPU run's
     CHECK(gy.Host() == y);
     CHECK(gdx.Host() == dx);
   }

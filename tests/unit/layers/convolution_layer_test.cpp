@@ -31,7 +31,6 @@ TEST_CASE("convolution with bias: false has its weights alone, and their gradien
   auto layer = SetUpLayer("convolution", "{num_output: 3, kernel: 3, pad: 1, bias: false}", {&input});
   CHECK(layer->param_count() == 3 * 2 * 3 * 3);
   CHECK(layer->params().size() == 1);
-  CHECK_FALSE(layer->RunsOnGpu());
   CheckOneInputLayer("convolution", "{num_output: 3, kernel: 3, pad: 1, bias: false}", {2, 4, 4}, 2);
 }
 
