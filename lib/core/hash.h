@@ -18,14 +18,28 @@ uint64_t Fnv1a64(const std::string& bytes);
 inline constexpr uint64_t kFnv1a64Start = 14695981039346656037ull;
 uint64_t Fnv1a64(uint64_t hash, const void* data, size_t size);
 
+// The two below compile for a GPU too (lib/ops/cuda_kernels.cu), so that
+// its draws are the host's bit for bit.
+#ifdef __CUDACC__
+#define SHOAL_HOST_DEVICE __host__ __device__
+#else
+#define SHOAL_HOST_DEVICE
+#endif
+
 // SplitMix64's finaliser: a bijective mix of 64 bits, each output bit
 // depending on every input bit; the step of counter-based random draws.
-inline uint64_t Mix64(uint64_t x) {
+SHOAL_HOST_DEVICE inline uint64_t Mix64(uint64_t x) {
   x ^= x >> 30;
   x *= 0xbf58476d1ce4e5b9ull;
   x ^= x >> 27;
   x *= 0x94d049bb133111ebull;
   return x ^ (x >> 31);
+}
+
+// Draw i of the counter-based stream `key`: the top 24 bits of
+// Mix64(key + i), a float in [0, 1).
+SHOAL_HOST_DEVICE inline float UnitDraw(uint64_t key, uint64_t i) {
+  return static_cast<float>(Mix64(key + i) >> 40) * (1.0f / 16777216.0f);
 }
 
 // A fast 64-bit hash of n floats' bit patterns (not for files: it may change

@@ -55,11 +55,12 @@ class DropoutLayer : public Layer {
       std::copy(x, x + data_.size(), data_.data());
       return;
     }
-    DropoutForward(data_.size(), ratio_, x, data_.data(), &mask_, &rng_);
+    key_ = StreamKey();
+    DropoutForward(data_.size(), ratio_, key_, x, data_.data());
   }
   void Backward(const std::vector<Layer*>& srcs) override {
     if (srcs[0]->WantsGrad())
-      DropoutBackward(data_.size(), mask_, grad_.data(), srcs[0]->grad().data(), SourceGradWrite(0));
+      DropoutBackward(data_.size(), ratio_, key_, grad_.data(), srcs[0]->grad().data(), SourceGradWrite(0));
   }
   bool CanSetSourceGrads() const override { return true; }
   // Evaluation runs on the host.
@@ -69,8 +70,7 @@ class DropoutLayer : public Layer {
 
  private:
   float ratio_ = 0.5f;
-  std::vector<float> mask_;
-  std::mt19937 rng_{12345};
+  uint64_t key_ = 0;  // the training pass's mask's
 };
 
 class FlattenLayer : public Layer {

@@ -2,7 +2,14 @@
 
 #include <map>
 
+#include "core/hash.h"
+
 namespace shoal {
+
+uint64_t Layer::StreamKey() const {
+  const uint64_t pass = Mix64(Mix64(Mix64(draw_key_.seed) ^ draw_key_.step) ^ draw_key_.worker);
+  return Mix64(pass ^ Fnv1a64(name_));
+}
 
 size_t Layer::param_count() const {
   size_t n = 0;

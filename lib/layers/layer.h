@@ -52,6 +52,7 @@ struct ParamInit {
 struct DrawKey {
   uint64_t seed = 0;
   uint64_t step = 0;
+  uint64_t worker = 0;  // keys only the draws that are not a record's (StreamKey)
 };
 
 // What a parameter's "gradient" is and how the updater takes it.
@@ -156,6 +157,10 @@ class Layer {
 
   // The key of the next training pass's draws (the runtime sets it each step).
   void set_draw_key(DrawKey key) { draw_key_ = key; }
+  // The key of this pass's draws that are not a record's (dropout's): the
+  // step's, the worker's and this layer's own, so that a restarted worker
+  // draws them again alike.
+  uint64_t StreamKey() const;
   // Where the layer sums over the other workers of its group, each holding
   // its own records (lib/comm/group_sum.h); null: its batch is all there is.
   void set_group_sum(GroupSum* sum) { group_sum_ = sum; }

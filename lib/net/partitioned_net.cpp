@@ -102,6 +102,7 @@ Status PartitionedNet::Build(const Plan& plan, int worker, GroupChannel* channel
   net->group_size_ = GroupSize(plan);
   net->rank_ = plan.workers.at(worker).rank;
   net->draw_seed_ = static_cast<uint64_t>(plan.job.train.seed);
+  net->worker_ = static_cast<uint64_t>(worker);
   if (net->group_size_ > 1 && !channel)
     return Status::InvalidArgument("a group of " + std::to_string(net->group_size_) + " needs a channel");
   if (channel) net->group_sum_ = std::make_unique<GroupSum>(channel);
@@ -263,7 +264,7 @@ Status PartitionedNet::Forward(Phase phase, uint64_t step, LayerHooks* hooks) {
   for (size_t i = 0; i < nodes_.size(); ++i) {
     Node& node = nodes_[i];
     if (node.connection) node.connection->set_step(step);
-    node.layer->set_draw_key({draw_seed_, step});
+    node.layer->set_draw_key({draw_seed_, step, worker_});
     if (hooks) SHOAL_RETURN_IF_ERROR(hooks->BeforeForward(*node.layer));
     if (memory) SHOAL_RETURN_IF_ERROR(memory->Before(i));
     const auto start = std::chrono::steady_clock::now();

@@ -136,6 +136,7 @@ class PartitionedNet {
   LossLayer* loss_ = nullptr;
   int group_size_ = 1, rank_ = 0;
   uint64_t draw_seed_ = 0;  // train.seed: keys the layers' random draws
+  uint64_t worker_ = 0;     // and this worker's id, those that are not a record's
 };
 
 }  // namespace shoal

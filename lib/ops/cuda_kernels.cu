@@ -1,6 +1,7 @@
 #include <cfloat>
 #include <cmath>
 
+#include "core/hash.h"
 #include "ops/cuda_kernels.h"
 
 namespace shoal::cuda {
@@ -43,10 +44,12 @@ __global__ void AddIntoKernel(size_t n, const float* x, float* y) {
   if (i < n) y[i] += x[i];
 }
 
-__global__ void MultiplyKernel(size_t n, const float* x, const float* m, float* y, bool add) {
+__global__ void DropoutKernel(size_t n, float ratio, float scale, uint64_t key, const float* x, float* y,
+                              bool add) {
   const size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x;
   if (i >= n) return;
-  const float v = x[i] * m[i];
+  // Rounded as a product, as the host's is: never fused into the add.
+  const float v = __fmul_rn(x[i], UnitDraw(key, i) >= ratio ? scale : 0.0f);
   y[i] = add ? y[i] + v : v;
 }
 
@@ -200,8 +203,8 @@ void SigmoidGrad(size_t n, const float* y, const float* dy, float* dx, bool add)
 void AddInto(size_t n, const float* x, float* y) {
   if (n) AddIntoKernel<<<Blocks(n), kThreads>>>(n, x, y);
 }
-void Multiply(size_t n, const float* x, const float* m, float* y, bool add) {
-  if (n) MultiplyKernel<<<Blocks(n), kThreads>>>(n, x, m, y, add);
+void Dropout(size_t n, float ratio, float scale, uint64_t key, const float* x, float* y, bool add) {
+  if (n) DropoutKernel<<<Blocks(n), kThreads>>>(n, ratio, scale, key, x, y, add);
 }
 void AddRows(int rows, size_t cols, const float* x, size_t x_stride, float* y, size_t y_stride) {
   const size_t n = static_cast<size_t>(rows) * cols;

@@ -15,8 +15,9 @@ void ReluGrad(size_t n, const float* y, const float* dy, float* dx, bool add);
 void Sigmoid(size_t n, const float* x, float* y);
 void SigmoidGrad(size_t n, const float* y, const float* dy, float* dx, bool add);
 void AddInto(size_t n, const float* x, float* y);  // y += x
-// y = x·m, or y += x·m with `add`.
-void Multiply(size_t n, const float* x, const float* m, float* y, bool add);
+// Dropout as the host's (elementwise.h): y = x·mask, or y += x·mask with
+// `add`, the mask scale or 0 by UnitDraw(key, i) against ratio.
+void Dropout(size_t n, float ratio, float scale, uint64_t key, const float* x, float* y, bool add);
 // y[r·y_stride + i] += x[r·x_stride + i] for i < cols, r < rows.
 void AddRows(int rows, size_t cols, const float* x, size_t x_stride, float* y, size_t y_stride);
 // change[c] = momentum·(running[c] − batch[c]), for c < n (batch_norm.h).

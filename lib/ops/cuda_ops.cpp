@@ -324,22 +324,12 @@ class CudaOps : public GpuOps {
             "copy of rows");
   }
 
-  void MaskForward(size_t n, const float* host_mask, const void* key, const float* x, float* y) override {
-    cudaError_t e = cudaSuccess;
-    float* mask = masks_[key].Get(n, &e);
-    if (!Check(e, "dropout mask") ||
-        !Check(cudaMemcpy(mask, host_mask, n * sizeof(float), cudaMemcpyHostToDevice), "dropout mask"))
-      return;
-    cuda::Multiply(n, x, mask, y, false);
+  void DropoutForward(size_t n, float ratio, uint64_t key, const float* x, float* y) override {
+    cuda::Dropout(n, ratio, 1.0f / (1.0f - ratio), key, x, y, false);
   }
-
-  void MaskBackward(size_t n, const void* key, const float* dy, float* dx, GradWrite write) override {
-    auto it = masks_.find(key);
-    if (it == masks_.end() || !it->second.data()) {
-      Fail("dropout's backward pass before its training pass");
-      return;
-    }
-    cuda::Multiply(n, dy, it->second.data(), dx, write == GradWrite::kAdd);
+  void DropoutBackward(size_t n, float ratio, uint64_t key, const float* dy, float* dx,
+                       GradWrite write) override {
+    cuda::Dropout(n, ratio, 1.0f / (1.0f - ratio), key, dy, dx, write == GradWrite::kAdd);
   }
 
   float SoftmaxCrossEntropyForward(int batch, int classes, const float* logits, const int32_t* labels,
@@ -600,7 +590,7 @@ class CudaOps : public GpuOps {
   std::map<std::tuple<int, int, int, int, int, int, int, int>, ConvPlan> conv_plans_;
   std::map<std::tuple<int, int, int, int, int, int, int, int, int>, PoolPlan> pool_plans_;
   std::map<std::tuple<int, int, int, int, float, float, float>, NormPlan> norm_plans_;
-  std::map<const void*, Scratch<float>> batch_stats_, masks_;  // a layer's, under its host vector's address
+  std::map<const void*, Scratch<float>> batch_stats_;  // a layer's, under its host vectors' address
   Scratch<float> unwanted_dx_;
   Device* device_ = nullptr;  // the workspace's
   void* workspace_ = nullptr;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/hash.h"
 #include "ops/gpu_ops.h"
 #include "ops/parallel.h"
 
@@ -71,19 +72,21 @@ void IdentityBackward(size_t n, const float* dy, float* dx, GradWrite write) {
   WriteGrad(0, n, write, dx, [&](size_t i) { return dy[i]; });
 }
 
-void DropoutForward(size_t n, float ratio, const float* x, float* y, std::vector<float>* mask,
-                    std::mt19937* rng) {
-  mask->resize(n);
+void DropoutForward(size_t n, float ratio, uint64_t key, const float* x, float* y) {
+  if (GpuOps* gpu = CurrentGpuOps()) return gpu->DropoutForward(n, ratio, key, x, y);
   const float scale = 1.0f / (1.0f - ratio);
-  std::uniform_real_distribution<float> uniform(0.0f, 1.0f);
-  for (size_t i = 0; i < n; ++i) (*mask)[i] = uniform(*rng) >= ratio ? scale : 0.0f;
-  if (GpuOps* gpu = CurrentGpuOps()) return gpu->MaskForward(n, mask->data(), mask, x, y);
-  for (size_t i = 0; i < n; ++i) y[i] = x[i] * (*mask)[i];
+  ForRanges(n, [&](size_t begin, size_t end) {
+    for (size_t i = begin; i < end; ++i) y[i] = x[i] * (UnitDraw(key, i) >= ratio ? scale : 0.0f);
+  });
 }
 
-void DropoutBackward(size_t n, const std::vector<float>& mask, const float* dy, float* dx, GradWrite write) {
-  if (GpuOps* gpu = CurrentGpuOps()) return gpu->MaskBackward(n, &mask, dy, dx, write);
-  WriteGrad(0, n, write, dx, [&](size_t i) { return dy[i] * mask[i]; });
+void DropoutBackward(size_t n, float ratio, uint64_t key, const float* dy, float* dx, GradWrite write) {
+  if (GpuOps* gpu = CurrentGpuOps()) return gpu->DropoutBackward(n, ratio, key, dy, dx, write);
+  const float scale = 1.0f / (1.0f - ratio);
+  ForRanges(n, [&](size_t begin, size_t end) {
+    WriteGrad(begin, end, write, dx,
+              [&](size_t i) { return dy[i] * (UnitDraw(key, i) >= ratio ? scale : 0.0f); });
+  });
 }
 
 void CopyRows(int rows, size_t cols, const float* x, size_t x_stride, float* y, size_t y_stride,

@@ -3,8 +3,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <random>
-#include <vector>
 
 #include "ops/grad_write.h"
 
@@ -28,11 +26,11 @@ inline void AddInto(size_t n, const float* x, float* y) { IdentityBackward(n, x,
 void CopyRows(int rows, size_t cols, const float* x, size_t x_stride, float* y, size_t y_stride,
               GradWrite write);
 
-// Inverted dropout: kept units are scaled by 1/(1-ratio) so evaluation is a copy.
-// The mask is drawn on the host, also for a GPU (gpu_ops.h), which keeps a
-// copy of it in its own memory under the mask's address.
-void DropoutForward(size_t n, float ratio, const float* x, float* y, std::vector<float>* mask,
-                    std::mt19937* rng);
-void DropoutBackward(size_t n, const std::vector<float>& mask, const float* dy, float* dx, GradWrite write);
+// Inverted dropout: unit i is kept, and scaled by 1/(1 − ratio) so that
+// evaluation is a copy, where UnitDraw(key, i) (core/hash.h) is at least
+// `ratio`. The mask is a function of the key: both passes, a GPU's and a
+// restarted worker's draw it alike, and nobody keeps it.
+void DropoutForward(size_t n, float ratio, uint64_t key, const float* x, float* y);
+void DropoutBackward(size_t n, float ratio, uint64_t key, const float* dy, float* dx, GradWrite write);
 
 }  // namespace shoal

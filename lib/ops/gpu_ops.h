@@ -23,7 +23,7 @@
 namespace shoal {
 
 // Raised whenever GpuOps changes: LoadCudaOps refuses a module built for another.
-inline constexpr int kGpuOpsVersion = 2;
+inline constexpr int kGpuOpsVersion = 3;
 
 class GpuOps {
  public:
@@ -81,10 +81,9 @@ class GpuOps {
   virtual void IdentityBackward(size_t n, const float* dy, float* dx, GradWrite write) = 0;
   virtual void CopyRows(int rows, size_t cols, const float* x, size_t x_stride, float* y, size_t y_stride,
                         GradWrite write) = 0;
-  // Dropout's: y = x·mask with the host's `mask`, copied to device memory
-  // kept under `key` for the backward pass's dx = dy·mask.
-  virtual void MaskForward(size_t n, const float* host_mask, const void* key, const float* x, float* y) = 0;
-  virtual void MaskBackward(size_t n, const void* key, const float* dy, float* dx, GradWrite write) = 0;
+  virtual void DropoutForward(size_t n, float ratio, uint64_t key, const float* x, float* y) = 0;
+  virtual void DropoutBackward(size_t n, float ratio, uint64_t key, const float* dy, float* dx,
+                               GradWrite write) = 0;
   virtual float SoftmaxCrossEntropyForward(int batch, int classes, const float* logits, const int32_t* labels,
                                            float* prob, int* correct) = 0;
   virtual void SoftmaxCrossEntropyBackward(int batch, int classes, const float* prob, const int32_t* labels,

@@ -35,9 +35,6 @@ namespace {
 // Record r's generator for `draw`: unit i's 64 random bits are Mix64(base + i).
 uint64_t DrawBase(uint64_t key, uint64_t draw) { return Mix64(key + 0x9e3779b97f4a7c15ull * (draw + 1)); }
 
-// The top 24 bits as a float in [0, 1).
-float UnitFloat(uint64_t bits) { return static_cast<float>(bits >> 40) * (1.0f / 16777216.0f); }
-
 }  // namespace
 
 void SampleBernoulli(int batch, int units, const float* p, const uint64_t* keys, uint64_t draw,
@@ -46,7 +43,7 @@ void SampleBernoulli(int batch, int units, const float* p, const uint64_t* keys,
     const uint64_t base = DrawBase(keys[r], draw);
     const size_t row = static_cast<size_t>(r) * units;
     for (int i = 0; i < units; ++i)
-      sample[row + i] = UnitFloat(Mix64(base + static_cast<uint64_t>(i))) < p[row + i] ? 1.0f : 0.0f;
+      sample[row + i] = UnitDraw(base, static_cast<uint64_t>(i)) < p[row + i] ? 1.0f : 0.0f;
   }
 }
 

@@ -1,18 +1,22 @@
 #!/usr/bin/env bash
 # Failure recovery with real kill -9: a run whose server or worker is killed
 # mid-run completes, and ends where the undisturbed run ends (BSP repeats the
-# lost steps exactly); a server killed while it writes a checkpoint leaves the
-# previous one intact, and the run resumes from it.
+# lost steps exactly, dropout's masks too); a server killed while it writes a
+# checkpoint leaves the previous one intact, and the run resumes from it.
 . "$(dirname "$0")/lib.sh"
 
 shards=$(shards_for 2)
 job=(train.steps=600 train.checkpoint_every=100 train.display_every=50 data.shards="$shards")
+# The MLP with dropout after its first ReLU: a restarted process must draw the masks it drew.
+sed 's/- {name: fc2, type: fully_connected, srclayers: relu1,/- {name: drop1, type: dropout, srclayers: relu1, ratio: 0.2}\n    - {name: fc2, type: fully_connected, srclayers: drop1,/' \
+  "$root/configs/fashion-mlp.yaml" >"$tmp/mlp-dropout.yaml"
+grep -q "srclayers: drop1" "$tmp/mlp-dropout.yaml" || fail "the dropout job was not made"
 
 train() {  # train NAME [override...]: runs train-local in the background
   local name=$1
   shift
   SHOAL_BIN=$bin RUN_DIR=$tmp/$name BASE_PORT=$(fresh_port) "$root/scripts/train-local.sh" \
-    "$root/configs/fashion-mlp.yaml" "${job[@]}" "$@" >"$tmp/$name.out" 2>"$tmp/$name.err" &
+    "$tmp/mlp-dropout.yaml" "${job[@]}" "$@" >"$tmp/$name.out" 2>"$tmp/$name.err" &
 }
 wait_for_step() {  # wait_for_step NAME STEP: until worker 0 reports STEP
   for _ in $(seq 300); do

@@ -69,18 +69,29 @@ TEST_CASE("dropout backward multiplies dy by the mask its train forward drew") {
   }
 }
 
-TEST_CASE("dropout draws a fresh mask each train step and copies in test phase") {
+TEST_CASE(
+    "dropout's mask is the step's, the worker's and the layer's: fresh each step, the same when drawn "
+    "again") {
   InputLayer input({64});
-  auto layer = SetUpLayer("dropout", "{ratio: 0.5}", {&input});
   input.Allocate(1);
-  layer->Allocate(1);
   FillDistinct(&input.data(), 13);
   std::vector<Layer*> srcs{&input};
-  layer->Forward(Phase::kTrain, srcs);
-  std::vector<float> first(layer->data().data(), layer->data().data() + layer->data().size());
-  layer->Forward(Phase::kTrain, srcs);
-  std::vector<float> second(layer->data().data(), layer->data().data() + layer->data().size());
-  CHECK(first != second);
+  // The feature of a dropout layer (a fresh one: a restarted worker's) under `key`.
+  auto draw = [&](DrawKey key) {
+    auto layer = SetUpLayer("dropout", "{ratio: 0.5}", {&input});
+    layer->Allocate(1);
+    layer->set_draw_key(key);
+    layer->Forward(Phase::kTrain, srcs);
+    return std::vector<float>(layer->data().data(), layer->data().data() + layer->data().size());
+  };
+  const std::vector<float> first = draw({7, 1, 0});
+  CHECK(draw({7, 1, 0}) == first);  // drawn again alike
+  CHECK(draw({7, 2, 0}) != first);  // the next step
+  CHECK(draw({7, 1, 1}) != first);  // another worker
+  CHECK(draw({8, 1, 0}) != first);  // another train.seed
+
+  auto layer = SetUpLayer("dropout", "{ratio: 0.5}", {&input});
+  layer->Allocate(1);
   layer->Forward(Phase::kTest, srcs);
   for (size_t i = 0; i < input.data().size(); ++i) CHECK(layer->data()[i] == input.data()[i]);
 }

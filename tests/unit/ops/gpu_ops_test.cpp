@@ -117,14 +117,12 @@ class HostAsGpu : public GpuOps {
                 GradWrite write) override {
     Host("copy rows", [&] { shoal::CopyRows(rows, cols, x, x_stride, y, y_stride, write); });
   }
-  void MaskForward(size_t n, const float* host_mask, const void* key, const float* x, float* y) override {
-    Host("mask forward", [&] {
-      masks[key].assign(host_mask, host_mask + n);
-      for (size_t i = 0; i < n; ++i) y[i] = x[i] * host_mask[i];
-    });
+  void DropoutForward(size_t n, float ratio, uint64_t key, const float* x, float* y) override {
+    Host("dropout forward", [&] { shoal::DropoutForward(n, ratio, key, x, y); });
   }
-  void MaskBackward(size_t n, const void* key, const float* dy, float* dx, GradWrite write) override {
-    Host("mask backward", [&] { shoal::DropoutBackward(n, masks.at(key), dy, dx, write); });
+  void DropoutBackward(size_t n, float ratio, uint64_t key, const float* dy, float* dx,
+                       GradWrite write) override {
+    Host("dropout backward", [&] { shoal::DropoutBackward(n, ratio, key, dy, dx, write); });
   }
   void ReluForward(size_t n, const float* x, float* y) override {
     Host("relu forward", [&] { shoal::ReluForward(n, x, y); });
@@ -177,7 +175,6 @@ class HostAsGpu : public GpuOps {
     std::vector<float> mean, inv_std, var;
   };
   std::map<const void*, BatchStats> batch_stats;
-  std::map<const void*, std::vector<float>> masks;
   std::map<const float*, std::vector<float>> lrn_scale;  // by x: one LRN a source
 };
 
@@ -376,11 +373,11 @@ TEST_CASE("so do a convnet's: batch norm, residual sums, LRN, pools rounding up,
   // algorithm for both the gradients agree within 1e-5 of the largest.
   CheckOnGpuOps(
       kConvnet, 1e-3f,
-      {{"conv forward", 3},       {"conv backward", 3}, {"bn forward", 2},      {"bn backward", 2},
-       {"bn running changes", 2}, {"relu forward", 1},  {"relu backward", 1},   {"identity forward", 2},
-       {"identity backward", 4},  {"lrn forward", 1},   {"lrn backward", 1},    {"pool forward", 3},
-       {"pool backward", 3},      {"copy rows", 4},     {"fc forward", 2},      {"fc backward", 2},
-       {"mask forward", 1},       {"mask backward", 1}, {"softmax forward", 1}, {"softmax backward", 1}});
+      {{"conv forward", 3},       {"conv backward", 3},    {"bn forward", 2},      {"bn backward", 2},
+       {"bn running changes", 2}, {"relu forward", 1},     {"relu backward", 1},   {"identity forward", 2},
+       {"identity backward", 4},  {"lrn forward", 1},      {"lrn backward", 1},    {"pool forward", 3},
+       {"pool backward", 3},      {"copy rows", 4},        {"fc forward", 2},      {"fc backward", 2},
+       {"dropout forward", 1},    {"dropout backward", 1}, {"softmax forward", 1}, {"softmax backward", 1}});
 }
 
 TEST_CASE("an op that fails on the GPU stops the pass, naming the layer and the pass") {
