@@ -48,7 +48,7 @@ bench: all
 
 # On a machine with an NVIDIA GPU and a CUDA build: shoal's GPU worker against PyTorch on CUDA.
 bench-gpu: all
-	bench/run.sh --rows gpu --out $(CURDIR)/bench/out/bench-gpu.json
+	bench/run.sh --rows gpu,gpu-convnets --out $(CURDIR)/bench/out/bench-gpu.json
 
 # SINGA's deep auto-encoder: 4 RBMs pre-trained by CD, fine-tuned, pictured
 # (experiments/autoencoder/out/figures/); EPOCHS= and FINETUNE_EPOCHS= pass on.

@@ -32,6 +32,9 @@ Rows (--rows, any of):
 - gpu (make bench-gpu; not among the default rows): one process, batch 64, on GPU 0:
   dl-worker --standalone with train.device=cuda against peers/torch_single.py --device cuda.
 
+- gpu-convnets (make bench-gpu; not among the default rows): the convnets as above, one
+  process on GPU 0, against peers/torch_convnet.py --device cuda.
+
 - images: an ImageNet-shaped folder of JPEGs (scripts/make-image-data.py synthetic, 20
   classes x 40, sides 256-400): dl-shard --images (shorter side to 256, centre 224, stored
   as JPEG) against peers/pil_shard.py (PIL in processes), and the training loader
@@ -68,7 +71,7 @@ update, encode and decode, from the processes' own counters (`time_s`, `handle_s
 time and over the whole step, as fractions of one thread's sgemm rate (`dl-plan calibrate`,
 measured once a bench run) times its compute threads. Under each time-to-accuracy row,
 each pair's steps to the target.
-Usage: bench/run.sh [--rows single,bsp,tta,rbm,char-rnn,convnets,images,png,exchange,gpu] [--models mlp,cnn] [--repeats N] [--steps N]
+Usage: bench/run.sh [--rows single,bsp,tta,rbm,char-rnn,convnets,images,png,exchange,gpu,gpu-convnets] [--models mlp,cnn] [--repeats N] [--steps N]
 """
 import argparse, itertools, json, math, os, signal, statistics, subprocess, sys, tempfile, time
 
@@ -185,12 +188,24 @@ def kernels_line(facts):
     parts = []
     if facts.get("peer"):
         c = facts["peer"]["chosen"]
-        parts.append(f"peer OpenBLAS {c['blas_core']}, ATen {c['cpu_capability']} (fastest of "
-                     + ", ".join(f"{k} {v:.2f}" for k, v in sorted(c["probe_ms"].items(), key=lambda kv: kv[1])) + " ms)")
+        if "probe_ms" not in c:  # GPU_KERNELS
+            parts.append("peer on its libraries' own kernels (a GPU row)")
+        else:
+            parts.append(f"peer OpenBLAS {c['blas_core']}, ATen {c['cpu_capability']} (fastest of "
+                         + ", ".join(f"{k} {v:.2f}" for k, v in sorted(c["probe_ms"].items(), key=lambda kv: kv[1]))
+                         + " ms)")
     if facts.get("shoal"):
         k = facts["shoal"]
         parts.append(f"shoal sgemm {k['sgemm']}, oneDNN {k['onednn']}, {k['compute_threads']} thread(s)")
     return "    kernels: " + "; ".join(parts)
+
+
+GPU_KERNELS = {"blas_core": "default", "cpu_capability": "default"}
+
+
+def peer_python():
+    """Debian's python3 holds torch and numpy (SHOAL_PEER_PYTHON: another that does, a GPU machine's, say)."""
+    return os.environ.get("SHOAL_PEER_PYTHON", "/usr/bin/python3")
 
 
 class Bench:
@@ -221,13 +236,12 @@ class Bench:
         return d
 
     def peer_command(self, script, args):
-        # Debian's python3 holds torch (SHOAL_PEER_PYTHON: another that does, a GPU machine's, say).
-        python = os.environ.get("SHOAL_PEER_PYTHON", "/usr/bin/python3")
-        return [python, os.path.join(self.a.root, "bench", "peers", script), *map(str, args)]
+        return [peer_python(), os.path.join(self.a.root, "bench", "peers", script), *map(str, args)]
 
     def peer(self, script, *args):
-        """The peer's JSON line, run on the kernels measured fastest for its shape (kernels())."""
-        choice = self.kernels(script, args)
+        """The peer's JSON line, run on the kernels measured fastest for its shape (kernels());
+        on a GPU, the libraries' own."""
+        choice = GPU_KERNELS if "cuda" in args else self.kernels(script, args)
         r = run(self.peer_command(script, [*args, "--blas-core", choice["blas_core"],
                                            "--cpu-capability", choice["cpu_capability"]]))[-1]
         self.facts["peer"] = {"chosen": choice, "facts": r.get("kernels")}
@@ -431,7 +445,7 @@ cluster: {{nworkers_per_group: 1}}
         bench run: synthetic CIFAR-10 batches at 32, else synthetic images as numpy arrays
         (scripts/make-image-data.py npy); a speed row times the step, not what it learns."""
         folder, shards = os.path.join(self.tmp, f"images-{side}"), os.path.join(self.tmp, f"shards-{side}")
-        make = ["/usr/bin/python3", os.path.join(self.a.root, "scripts", "make-image-data.py")]
+        make = [peer_python(), os.path.join(self.a.root, "scripts", "make-image-data.py")]
         if side == 32:
             data, sharding = ["--cifar", folder], ["--cifar", folder]
         else:
@@ -444,24 +458,24 @@ cluster: {{nworkers_per_group: 1}}
             run([self.tool("dl-shard"), *sharding, "--out", shards, "--shards", "1"])
         return data, shards
 
-    def shoal_convnet(self, job, batch, side, threads):
+    def shoal_convnet(self, job, batch, side, threads, device="cpu"):
         self.runs += 1
         plan = os.path.join(self.tmp, f"convnet-{self.runs}.json")
         _, shards = self.convnet_images(side)
         # A few dozen steps are too few to judge learning by (SINGA's net starts slowly).
         # The records are the input's size: a random crop of it (ResNet-20's) takes it whole.
         crop = ["data.random_crop={size: %d, pad: 0}" % side] if job == "resnet20" else []
-        sets = [x for o in (f"train.batch_size={batch}", "data.mirror=false", *crop,
-                            f"data.shards={shards}", "train.divergence_check=false") for x in ("--set", o)]
+        sets = [x for o in (f"train.batch_size={batch}", "data.mirror=false", *crop, f"data.shards={shards}",
+                            "train.divergence_check=false", f"train.device={device}") for x in ("--set", o)]
         run([self.tool("dl-plan"), os.path.join(self.a.root, "configs", f"{job}.yaml"), *sets, "-o", plan])
         r = run([self.tool("dl-worker"), "--plan", plan, "--standalone", "--no-eval", "--threads", str(threads),
                  "--steps", str(self.a.convnet_steps + 10), "--shards", shards])
         return self.shoal_done(r)["ms_per_step_median"], where_the_time_goes(r, self.peak())
 
-    def peer_convnet(self, job, batch, side, threads):
+    def peer_convnet(self, job, batch, side, threads, device="cpu"):
         data, _ = self.convnet_images(side)
         r = self.peer("torch_convnet.py", os.path.join(self.a.root, "configs", f"{job}.yaml"), *data,
-                      "--batch", batch, "--threads", threads, "--steps", self.a.convnet_steps)
+                      "--batch", batch, "--threads", threads, "--steps", self.a.convnet_steps, "--device", device)
         return (r["ms_per_step_median"],)
 
     def peer_tta(self, script, seed, *args):
@@ -634,6 +648,15 @@ def convnet_rows(b, a):
         yield from speed_rows(runs, f"{job} single process, batch {batch}", job, details=True)
 
 
+def gpu_convnet_rows(b, a):
+    """Each convnet on GPU 0, one process: its step against PyTorch's on CUDA."""
+    for job, batch, side in (c for c in b.CONVNETS if c[0] in a.convnets):
+        yield (f"{job} single process, batch {batch}, on GPU 0",
+               {"model": job, "device": "cuda:0", "unit": "ms/step", "target": 1.0},
+               lambda seed, j=job, n=batch, s=side: b.peer_convnet(j, n, s, 1, "cuda")[0],
+               {"": lambda seed, j=job, n=batch, s=side: b.shoal_convnet(j, n, s, 1, "cuda")})
+
+
 def spread(values):
     """A side's own range over the pairs, each end over its median: a bimodal side shows here."""
     middle = statistics.median(values)
@@ -697,7 +720,8 @@ def main():
     print(f"{'case':52} {'shoal':>9} {'peer':>9} {'unit':>7} {'ratio':>6} {'range':>11} {'target':>6}", flush=True)
     with tempfile.TemporaryDirectory() as tmp:
         b = Bench(a, tmp)
-        measured = (r for row in rows(b, a) for r in measure(b, *row, a.repeats))
+        measured = (r for row in itertools.chain(rows(b, a), gpu_convnet_rows(b, a) if "gpu-convnets" in a.rows else ())
+                    for r in measure(b, *row, a.repeats))
         for r in itertools.chain(measured, rbm_rows(b, a) if "rbm" in a.rows else (),
                                  char_rnn_rows(b, a) if "char-rnn" in a.rows else (),
                                  convnet_rows(b, a) if "convnets" in a.rows else (),

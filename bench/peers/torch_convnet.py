@@ -8,7 +8,7 @@ with the job's updater settings (SGD, momentum, weight decay). No augmentation: 
 sides time the step alone.
 
   torch_convnet.py JOB.yaml (--cifar DIR | --npy IMAGES LABELS) [--threads N] [--batch B]
-                   [--steps S] [--blas-core CORE] [--cpu-capability CAP]
+                   [--steps S] [--device cuda] [--blas-core CORE] [--cpu-capability CAP]
 
 Prints one JSON line: ms per training step (median past the first 10 steps)."""
 import argparse, json, os, sys
@@ -25,6 +25,7 @@ ap.add_argument("--threads", type=int, default=1)
 ap.add_argument("--batch", type=int, default=128)
 ap.add_argument("--steps", type=int, default=50)
 ap.add_argument("--seed", type=int, default=1)
+ap.add_argument("--device", default="cpu", help="cpu, or cuda: the net and the images on GPU 0")
 common.kernel_arguments(ap)
 a = ap.parse_args()
 common.at_its_best(a.threads, a.blas_core, a.cpu_capability)
@@ -51,6 +52,8 @@ with open(a.job) as f:
     job = yaml.safe_load(f)
 train = job.get("train", {})
 net = shoal_net.ShoalNet(job["model"]["layers"])
+if a.device != "cpu":
+    x, y, net = x.to(a.device), y.to(a.device), net.to(a.device)
 net.train()
 opt = torch.optim.SGD(net.parameters(), lr=train.get("learning_rate", 0.05), momentum=train.get("momentum", 0.9),
                       weight_decay=train.get("weight_decay", 0.0))
@@ -61,9 +64,11 @@ for step, (xb, yb) in zip(range(a.steps + 10), common.epochs(x, y, a.batch, a.se
     loss = F.cross_entropy(net(xb), yb)
     loss.backward()
     opt.step()
+    if a.device != "cpu":
+        torch.cuda.synchronize()  # a step is done when the GPU is
     seconds.append(time.perf_counter() - t)
     if step < common.LOSSES:
         losses.append(loss.item())
 print(json.dumps({"peer": "pytorch-" + torch.__version__, "job": os.path.basename(a.job), "threads": a.threads,
-                  "batch": a.batch, "ms_per_step_median": common.median_ms(seconds), "losses": losses,
+                  "device": a.device, "batch": a.batch, "ms_per_step_median": common.median_ms(seconds), "losses": losses,
                   "kernels": common.kernels()}))
