@@ -45,10 +45,11 @@ struct ParamInit {
   bool transpose = false;
 };
 
-// What a training pass's random draws are keyed by, besides the record they
-// are for (lib/ops/rbm.h): a draw depends on train.seed, the step and the
-// record's values, never on which worker computes the record or where in
-// its batch it sits, so BSP over W workers samples as one worker does.
+// What a training pass's random draws are keyed by. A record's draws (the
+// RBM's, lib/ops/rbm.h) take train.seed, the step and the record's values,
+// never which worker computes the record or where in its batch it sits, so
+// BSP over W workers samples as one worker does. The draws that are not a
+// record's (dropout's, StreamKey) take the worker too.
 struct DrawKey {
   uint64_t seed = 0;
   uint64_t step = 0;

@@ -24,7 +24,7 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 # environment only when started by its own path.
 python=$(python3 -c 'import sys; print(sys.executable)') || fail "no python3 on PATH"
 mkdir "$tmp/python"
-printf '#!/bin/sh\nexec %q "$@"\n' "$python" >"$tmp/python/python3"
+printf '#!/usr/bin/env bash\nexec %q "$@"\n' "$python" >"$tmp/python/python3"
 chmod +x "$tmp/python/python3"
 PATH=$tmp/python:$PATH
 
