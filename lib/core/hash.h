@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <string>
 
+#include "core/host_device.h"
+
 namespace shoal {
 
 // CRC-32 (zlib's polynomial) of a byte range: per-record and per-tensor checksums.
@@ -18,14 +20,7 @@ uint64_t Fnv1a64(const std::string& bytes);
 inline constexpr uint64_t kFnv1a64Start = 14695981039346656037ull;
 uint64_t Fnv1a64(uint64_t hash, const void* data, size_t size);
 
-// The two below compile for a GPU too (lib/ops/cuda_kernels.cu), so that
-// its draws are the host's bit for bit.
-#ifdef __CUDACC__
-#define SHOAL_HOST_DEVICE __host__ __device__
-#else
-#define SHOAL_HOST_DEVICE
-#endif
-
+// The two below compile for a GPU too, so that its draws are the host's bit for bit.
 // SplitMix64's finaliser: a bijective mix of 64 bits, each output bit
 // depending on every input bit; the step of counter-based random draws.
 SHOAL_HOST_DEVICE inline uint64_t Mix64(uint64_t x) {

@@ -1,8 +1,9 @@
 #include <cfloat>
 #include <cmath>
 
-#include "core/hash.h"
 #include "ops/cuda_kernels.h"
+#include "ops/elementwise.h"
+#include "ops/pooling.h"
 
 namespace shoal::cuda {
 namespace {
@@ -49,7 +50,7 @@ __global__ void DropoutKernel(size_t n, float ratio, float scale, uint64_t key, 
   const size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x;
   if (i >= n) return;
   // Rounded as a product, as the host's is: never fused into the add.
-  const float v = __fmul_rn(x[i], UnitDraw(key, i) >= ratio ? scale : 0.0f);
+  const float v = __fmul_rn(x[i], DropoutFactor(key, i, ratio, scale));
   y[i] = add ? y[i] + v : v;
 }
 
@@ -67,49 +68,19 @@ __global__ void RunningChangeKernel(int n, float momentum, const float* running,
   if (c < n) change[c] = momentum * (running[c] - batch[c]);
 }
 
-// A window's rows or columns [begin, end) within the input, and the count an
-// average divides by (the window within the padded input), as the host's.
-struct Span {
-  int begin, end, padded;
-};
-__device__ Span WindowSpan(int out, int stride, int pad, int kernel, int in) {
-  const int start = out * stride - pad;
-  const int stop = min(start + kernel, in + pad);
-  return {max(start, 0), min(stop, in), stop - start};
-}
-
-// The first of the window's largest values in row-major order, as an index
-// into the plane `in`, and that value.
-__device__ int Winner(const float* in, int width, Span rows, Span cols, float* best) {
-  int where = rows.begin * width + cols.begin;
-  *best = -INFINITY;
-  for (int h = rows.begin; h < rows.end; ++h)
-    for (int w = cols.begin; w < cols.end; ++w) {
-      const int at = h * width + w;
-      if (in[at] > *best) *best = in[at], where = at;
-    }
-  return where;
-}
-
-// One thread an output value.
+// One thread an output value, by the host's window functions (pooling.h).
 __global__ void PoolKernel(PoolShape s, const float* x, float* y) {
   const size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x;
   const size_t plane_out = static_cast<size_t>(s.out_height) * s.out_width;
   if (i >= plane_out * s.planes) return;
   const int col = static_cast<int>(i % s.out_width), row = static_cast<int>(i / s.out_width % s.out_height);
   const float* in = x + i / plane_out * s.height * s.width;
-  const Span rows = WindowSpan(row, s.stride, s.pad, s.kernel_h, s.height);
-  const Span cols = WindowSpan(col, s.stride, s.pad, s.kernel_w, s.width);
-  if (s.average) {
-    float sum = 0.0f;
-    for (int h = rows.begin; h < rows.end; ++h)
-      for (int w = cols.begin; w < cols.end; ++w) sum += in[h * s.width + w];
-    y[i] = sum / static_cast<float>(rows.padded * cols.padded);
-  } else {
-    float best;
-    Winner(in, s.width, rows, cols, &best);
-    y[i] = best;
-  }
+  const PoolSpan rows = WindowSpan(row, s.stride, s.pad, s.kernel_h, s.height);
+  const PoolSpan cols = WindowSpan(col, s.stride, s.pad, s.kernel_w, s.width);
+  if (s.average)
+    y[i] = WindowAverage(in, s.width, rows, cols);
+  else
+    WindowWinner(in, s.width, rows, cols, &y[i]);
 }
 
 // The windows along one axis that hold input index `at`: [first, last].
@@ -134,14 +105,14 @@ __global__ void PoolGradKernel(PoolShape s, const float* x, const float* dy, flo
   Holding(w, s.pad, s.kernel_w, s.stride, s.out_width, &col_first, &col_last);
   float sum = add ? dx[i] : 0.0f;
   for (int r = row_first; r <= row_last; ++r) {
-    const Span rows = WindowSpan(r, s.stride, s.pad, s.kernel_h, s.height);
+    const PoolSpan rows = WindowSpan(r, s.stride, s.pad, s.kernel_h, s.height);
     for (int c = col_first; c <= col_last; ++c) {
-      const Span cols = WindowSpan(c, s.stride, s.pad, s.kernel_w, s.width);
+      const PoolSpan cols = WindowSpan(c, s.stride, s.pad, s.kernel_w, s.width);
       const float g = d[r * s.out_width + c];
       float best;
       if (s.average)
         sum += g / static_cast<float>(rows.padded * cols.padded);
-      else if (Winner(in, s.width, rows, cols, &best) == h * s.width + w)
+      else if (WindowWinner(in, s.width, rows, cols, &best) == h * s.width + w)
         sum += g;
     }
   }

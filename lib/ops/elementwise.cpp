@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 
-#include "core/hash.h"
 #include "ops/gpu_ops.h"
 #include "ops/parallel.h"
 
@@ -76,7 +75,7 @@ void DropoutForward(size_t n, float ratio, uint64_t key, const float* x, float* 
   if (GpuOps* gpu = CurrentGpuOps()) return gpu->DropoutForward(n, ratio, key, x, y);
   const float scale = 1.0f / (1.0f - ratio);
   ForRanges(n, [&](size_t begin, size_t end) {
-    for (size_t i = begin; i < end; ++i) y[i] = x[i] * (UnitDraw(key, i) >= ratio ? scale : 0.0f);
+    for (size_t i = begin; i < end; ++i) y[i] = x[i] * DropoutFactor(key, i, ratio, scale);
   });
 }
 
@@ -84,8 +83,7 @@ void DropoutBackward(size_t n, float ratio, uint64_t key, const float* dy, float
   if (GpuOps* gpu = CurrentGpuOps()) return gpu->DropoutBackward(n, ratio, key, dy, dx, write);
   const float scale = 1.0f / (1.0f - ratio);
   ForRanges(n, [&](size_t begin, size_t end) {
-    WriteGrad(begin, end, write, dx,
-              [&](size_t i) { return dy[i] * (UnitDraw(key, i) >= ratio ? scale : 0.0f); });
+    WriteGrad(begin, end, write, dx, [&](size_t i) { return dy[i] * DropoutFactor(key, i, ratio, scale); });
   });
 }
 

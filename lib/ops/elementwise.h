@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "core/hash.h"
 #include "ops/grad_write.h"
 
 namespace shoal {
@@ -31,6 +32,10 @@ void CopyRows(int rows, size_t cols, const float* x, size_t x_stride, float* y, 
 // `ratio`. The mask is a function of the key: both passes, a GPU's and a
 // restarted worker's draw it alike, and nobody keeps it.
 void DropoutForward(size_t n, float ratio, uint64_t key, const float* x, float* y);
+// Unit i's factor under `key`: `scale` (1/(1 − ratio)) or 0; the host's and a GPU's.
+SHOAL_HOST_DEVICE inline float DropoutFactor(uint64_t key, uint64_t i, float ratio, float scale) {
+  return UnitDraw(key, i) >= ratio ? scale : 0.0f;
+}
 void DropoutBackward(size_t n, float ratio, uint64_t key, const float* dy, float* dx, GradWrite write);
 
 }  // namespace shoal

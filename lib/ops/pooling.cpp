@@ -1,7 +1,6 @@
 #include "ops/pooling.h"
 
 #include <algorithm>
-#include <limits>
 
 #include "ops/gpu_ops.h"
 #include "ops/parallel.h"
@@ -33,17 +32,6 @@ void MaxPool2x2(const PoolGeometry& g, const float* __restrict in, float* __rest
   }
 }
 
-// A window's rows or columns [begin, end) within the input, and the count
-// the average divides by (the window within the padded input).
-struct Span {
-  int begin, end, padded;
-};
-Span WindowSpan(int out_index, int stride, int pad, int kernel, int in) {
-  const int start = out_index * stride - pad;
-  const int stop = std::min(start + kernel, in + pad);
-  return {std::max(start, 0), std::min(stop, in), stop - start};
-}
-
 // Whether the unrolled 2×2 path computes every window.
 bool Plain2x2(const PoolGeometry& g) {
   return g.kind == PoolKind::kMax && g.kernel_h == 2 && g.kernel_w == 2 && g.stride == 2 && g.pad == 0 &&
@@ -64,28 +52,13 @@ void PoolPlanes(const PoolGeometry& g, int begin, int end, const float* x, float
     float* out = y + static_cast<size_t>(p) * oh * ow;
     int32_t* arg = g.kind == PoolKind::kMax ? argmax + static_cast<size_t>(p) * oh * ow : nullptr;
     for (int i = 0; i < oh; ++i) {
-      const Span rows = WindowSpan(i, g.stride, g.pad, g.kernel_h, g.height);
+      const PoolSpan rows = WindowSpan(i, g.stride, g.pad, g.kernel_h, g.height);
       for (int j = 0; j < ow; ++j) {
-        const Span cols = WindowSpan(j, g.stride, g.pad, g.kernel_w, g.width);
-        if (g.kind == PoolKind::kAvg) {
-          float sum = 0.0f;
-          for (int h = rows.begin; h < rows.end; ++h)
-            for (int w = cols.begin; w < cols.end; ++w) sum += in[h * g.width + w];
-          out[i * ow + j] = sum / static_cast<float>(rows.padded * cols.padded);
-          continue;
-        }
-        // Selects, as in MaxPool2x2; the first of equal values wins.
-        float best = -std::numeric_limits<float>::infinity();
-        int32_t where = rows.begin * g.width + cols.begin;
-        for (int h = rows.begin; h < rows.end; ++h)
-          for (int w = cols.begin; w < cols.end; ++w) {
-            const int32_t at = h * g.width + w;
-            const bool more = in[at] > best;
-            where = more ? at : where;
-            best = more ? in[at] : best;
-          }
-        out[i * ow + j] = best;
-        arg[i * ow + j] = where;
+        const PoolSpan cols = WindowSpan(j, g.stride, g.pad, g.kernel_w, g.width);
+        if (g.kind == PoolKind::kAvg)
+          out[i * ow + j] = WindowAverage(in, g.width, rows, cols);
+        else
+          arg[i * ow + j] = WindowWinner(in, g.width, rows, cols, &out[i * ow + j]);
       }
     }
   }
@@ -95,9 +68,9 @@ void PoolPlanes(const PoolGeometry& g, int begin, int end, const float* x, float
 void AvgPoolPlaneBackward(const PoolGeometry& g, const float* d, float* out) {
   const int oh = g.out_height(), ow = g.out_width();
   for (int i = 0; i < oh; ++i) {
-    const Span rows = WindowSpan(i, g.stride, g.pad, g.kernel_h, g.height);
+    const PoolSpan rows = WindowSpan(i, g.stride, g.pad, g.kernel_h, g.height);
     for (int j = 0; j < ow; ++j) {
-      const Span cols = WindowSpan(j, g.stride, g.pad, g.kernel_w, g.width);
+      const PoolSpan cols = WindowSpan(j, g.stride, g.pad, g.kernel_w, g.width);
       const float share = d[i * ow + j] / static_cast<float>(rows.padded * cols.padded);
       for (int h = rows.begin; h < rows.end; ++h)
         for (int w = cols.begin; w < cols.end; ++w) out[h * g.width + w] += share;

@@ -5,9 +5,11 @@
 // torch.nn.AvgPool2d with count_include_pad does.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <vector>
 
+#include "core/host_device.h"
 #include "ops/grad_write.h"
 
 namespace shoal {
@@ -38,6 +40,44 @@ struct PoolGeometry {
     return out;
   }
 };
+
+// A window's rows or columns [begin, end) within the input, and the count an
+// average divides by (the window within the padded input); output index
+// `out` along an axis of `in` values. The host's and a GPU's kernels alike.
+struct PoolSpan {
+  int begin, end, padded;
+};
+SHOAL_HOST_DEVICE inline PoolSpan WindowSpan(int out, int stride, int pad, int kernel, int in) {
+  const int start = out * stride - pad;
+  const int stop = start + kernel < in + pad ? start + kernel : in + pad;
+  return {start > 0 ? start : 0, stop < in ? stop : in, stop - start};
+}
+
+// The first of a window's largest values in row-major order in the plane
+// `in` (a row `width` long): its index, and the value in `best`. Selects, not
+// branches: after a ReLU the winner is a coin toss the branch predictor loses.
+SHOAL_HOST_DEVICE inline int32_t WindowWinner(const float* in, int width, PoolSpan rows, PoolSpan cols,
+                                              float* best) {
+  float top = -INFINITY;
+  int32_t where = rows.begin * width + cols.begin;
+  for (int h = rows.begin; h < rows.end; ++h)
+    for (int w = cols.begin; w < cols.end; ++w) {
+      const int32_t at = h * width + w;
+      const bool more = in[at] > top;
+      where = more ? at : where;
+      top = more ? in[at] : top;
+    }
+  *best = top;
+  return where;
+}
+
+// A window's average: the sum of its values in the input over its size within the padded input.
+SHOAL_HOST_DEVICE inline float WindowAverage(const float* in, int width, PoolSpan rows, PoolSpan cols) {
+  float sum = 0.0f;
+  for (int h = rows.begin; h < rows.end; ++h)
+    for (int w = cols.begin; w < cols.end; ++w) sum += in[h * width + w];
+  return sum / static_cast<float>(rows.padded * cols.padded);
+}
 
 // `argmax` (max pooling's winners) is resized and filled by the host; a GPU
 // (gpu_ops.h) keeps none and finds the winners from the forward pass's x and y.
