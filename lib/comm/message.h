@@ -39,7 +39,7 @@ enum class MsgType : uint16_t {
   kExchange = 11,    // easgd: the sender's parameters after step `step`; answered with the elastic
                      // difference alpha·(x − centre) that the centre moved by (the sender subtracts it)
   kSync = 12,        // between server groups: a server's values, which the receiver averages with its own
-  kCheckpoint = 14,  // BSP, from a worker: checkpoint when the table reaches version `step` (after now)
+  kCheckpoint = 14,  // from a worker: checkpoint when the table reaches version `step` (after now)
   kAlive = 13,       // text: what the sender is busy with (an evaluation) while it waits on no server; the
                      // reads waiting on it are answered kBusy, not timed out, for cluster.timeout_ms after
   kReply = 100,      // success; entries for a get

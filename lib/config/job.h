@@ -58,9 +58,9 @@ struct TrainConfig {
   // where the shards have one (dl-shard --val-fraction), or the test set.
   EvalSet eval_on = EvalSet::kVal;
   int checkpoint_every = 0;  // steps (the servers' versions) between checkpoints; 0: see checkpoint_seconds
-  // With checkpoint_every 0, under BSP: worker 0 asks the servers for a
-  // checkpoint set after this many seconds of training, or a tenth of the
-  // run's steps, whichever comes first (docs/job-file.md); 0: only at the end.
+  // With checkpoint_every 0: worker 0 asks the servers for a checkpoint set
+  // after this many seconds of training, or a tenth of the run's steps,
+  // whichever comes first (docs/job-file.md); 0: only at the end.
   double checkpoint_seconds = 600;
   // Failed checkpoint writes in a row after which a server stops the run.
   int checkpoint_failures = 3;

@@ -113,7 +113,7 @@ class ParameterServer {
   void HandleDone(int slot, const MessageView& request) REQUIRES(mu_);
   // A worker busy with something long (an evaluation) that waits on no server.
   void HandleAlive(int slot, const MessageView& request) REQUIRES(mu_);
-  // A worker's checkpoint set at a version to come (BSP).
+  // A worker's checkpoint set at a version to come; under BSP a version passed is refused.
   void HandleCheckpoint(int slot, const MessageView& request) REQUIRES(mu_);
   // "worker 0 is busy: <what>" for a worker other than `reader` that said
   // within the timeout that it is busy; empty when none did.

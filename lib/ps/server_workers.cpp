@@ -46,15 +46,17 @@ void ParameterServer::HandleAlive(int slot, const MessageView& req) {
 }
 
 void ParameterServer::HandleCheckpoint(int slot, const MessageView& req) {
-  // Only under BSP does every server pass each version: elsewhere the sets would not complete.
-  if (config_.consistency != ConsistencyModel::kBsp)
-    return ReplyError(slot,
-                      std::string("a checkpoint at a version needs consistency 'bsp'; this server runs '") +
-                          Name(config_.consistency) + "'");
-  if (req.header.step <= table_->version())
-    return ReplyError(slot, "a checkpoint at version " + std::to_string(req.header.step) +
-                                ", which this server has reached (it is at " +
-                                std::to_string(table_->version()) + ")");
+  // Every server passes each version of its table one at a time, so a version
+  // still to come makes a set. Under BSP the asker knows the versions to come;
+  // elsewhere it guesses, and a server already past the guess answers with the
+  // version it is at and writes nothing (the asker asks again, further ahead).
+  if (req.header.step <= table_->version()) {
+    if (config_.consistency == ConsistencyModel::kBsp)
+      return ReplyError(slot, "a checkpoint at version " + std::to_string(req.header.step) +
+                                  ", which this server has reached (it is at " +
+                                  std::to_string(table_->version()) + ")");
+    return ReplyOk(slot);
+  }
   checkpoint_at_ = req.header.step;
   ReplyOk(slot);
 }

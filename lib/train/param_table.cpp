@@ -424,8 +424,9 @@ Status RemoteTable::Report(const std::string& metric) {
   return RoundTrip({MsgType::kMetric, 0, pieces_, Send::kNothing, Take::kNothing, metric});
 }
 
-Status RemoteTable::CheckpointAt(uint64_t version) {
-  return RoundTrip({MsgType::kCheckpoint, version, pieces_, Send::kNothing, Take::kNothing, ""});
+Status RemoteTable::CheckpointAt(uint64_t version, std::vector<uint64_t>* versions) {
+  versions->clear();
+  return RoundTrip({MsgType::kCheckpoint, version, pieces_, Send::kNothing, Take::kNothing, ""}, versions);
 }
 
 Status RemoteTable::FetchAll(const std::vector<Param*>& whole, uint64_t version) {

@@ -171,9 +171,11 @@ class RemoteTable : public ParamTable, public LayerHooks {
   Status Exchange(uint64_t step);
   Status Finish() override;
   Status Report(const std::string& metric) override;
-  // Asks every server for a checkpoint when its table reaches `version` (BSP;
-  // before this worker's gradients of version − 1 have left).
-  Status CheckpointAt(uint64_t version);
+  // Asks every server for a checkpoint when its table reaches `version`,
+  // filling `versions` with each server's version as it answered. Under BSP
+  // a server past `version` refuses (InvalidArgument); elsewhere it answers
+  // with its version and writes nothing.
+  Status CheckpointAt(uint64_t version, std::vector<uint64_t>* versions);
   Status FetchAll(const std::vector<Param*>& whole, uint64_t version) override;
   std::unique_ptr<Keepalive> KeepBusy(const std::string& what) override;
   void Computing(uint64_t step) override;

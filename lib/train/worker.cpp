@@ -241,12 +241,11 @@ Status Worker::Train(WorkerResult* result) {
   step_ms_.reserve(steps_);
   start_ = last_display_ = last_checkpoint_ = Clock::now();
   last_display_step_ = last_checkpoint_step_ = static_cast<long long>(first_step_);
-  // Only worker 0 decides, and only where every server passes every version
-  // (BSP, one server group) and no worker's carried state must match the set.
+  // Only worker 0 decides, with one server group (the first group's files are
+  // the checkpoints) and no worker's carried state that must match the set.
   asks_checkpoints_ = options_.id == 0 && remote_ && train.checkpoint_every == 0 &&
-                      train.checkpoint_seconds > 0 &&
-                      plan_.job.cluster.consistency == ConsistencyModel::kBsp &&
-                      plan_.job.cluster.nserver_groups == 1 && !state_files_;
+                      train.checkpoint_seconds > 0 && plan_.job.cluster.nserver_groups == 1 && !state_files_;
+  ask_ahead_ = 2 * static_cast<uint64_t>(workers_);  // two updates of every worker
   const long long eval_every =
       train.eval_every >= 0 ? train.eval_every : std::max<long long>(kDefaultEvalSpacing, (steps_ + 4) / 5);
   window_bytes_ = Counts();
@@ -255,11 +254,7 @@ Status Worker::Train(WorkerResult* result) {
     const auto asked = Clock::now();
     SHOAL_RETURN_IF_ERROR(loader.Next(&b));
     input_seconds_ += SecondsSince(asked);
-    if (CheckpointDue(step)) {
-      SHOAL_RETURN_IF_ERROR(remote_->CheckpointAt(static_cast<uint64_t>(step) + 1));
-      last_checkpoint_ = Clock::now();
-      last_checkpoint_step_ = step + 1;
-    }
+    if (CheckpointDue(step)) SHOAL_RETURN_IF_ERROR(AskCheckpoint(step));
     SHOAL_RETURN_IF_ERROR(Step(step, b));
     const bool last = step + 1 == steps_;
     if (DisplaysAfter(step)) SHOAL_RETURN_IF_ERROR(Display(step, result));
@@ -278,6 +273,23 @@ bool Worker::CheckpointDue(long long step) const {
   const long long since = step + 1 - last_checkpoint_step_;
   if (since < kFewestSteps) return false;
   return since >= (steps_ + 9) / 10 || SecondsSince(last_checkpoint_) >= plan_.job.train.checkpoint_seconds;
+}
+
+Status Worker::AskCheckpoint(long long step) {
+  const bool bsp = plan_.job.cluster.consistency == ConsistencyModel::kBsp;
+  const uint64_t version = bsp ? static_cast<uint64_t>(step) + 1 : servers_version_ + ask_ahead_;
+  std::vector<uint64_t> versions;
+  SHOAL_RETURN_IF_ERROR(remote_->CheckpointAt(version, &versions));
+  const bool fresh = answered_before_ == step - 1;  // the guess came from the last step's answer
+  servers_version_ = *std::max_element(versions.begin(), versions.end());
+  answered_before_ = step;
+  if (servers_version_ >= version) {  // a server had passed it, and wrote nothing
+    if (fresh) ask_ahead_ *= 2;       // the servers outran the margin within one step
+    return Status::Ok();
+  }
+  last_checkpoint_ = Clock::now();
+  last_checkpoint_step_ = step + 1;
+  return Status::Ok();
 }
 
 Status Worker::Step(long long step, const Batch& b) {

@@ -70,3 +70,19 @@ jq -e '(.sets | length) >= 3 and all(.sets[:3][]; .state == "complete")' "$tmp/t
 steps=$(jq -r '[.sets[:3][].step] | map(tostring) | join(" ")' "$tmp/timed.json")
 jq -e 'any(.sets[:3][]; .step % 60 != 0)' "$tmp/timed.json" >/dev/null || fail "no set by time: steps $steps"
 ok "without checkpoint_every, worker 0 asks for sets by time and by tenths of the run, all complete (steps $steps)"
+
+# Under async the servers' versions count every worker's updates: worker 0 asks for each set
+# ahead of the newest version it heard of, so a server's crash costs only the versions since
+# the newest complete set, not the run.
+async=$tmp/async
+SHOAL_CRASH_AT=server-version:900:$tmp/crashed SHOAL_BIN=$bin RUN_DIR=$async RETRIES=3 \
+  "$root/scripts/train-local.sh" --no-eval "$root/configs/fashion-mlp.yaml" cluster.nservers_per_group=2 \
+  cluster.consistency=async train.steps=600 train.checkpoint_seconds=0.05 train.display_every=100 \
+  data.shards="$(shards_for 2)" >/dev/null 2>"$tmp/async.err" || fail "the async run failed: $(tail -n 5 "$tmp/async.err")"
+[[ -f "$tmp/crashed" ]] || fail "no server crashed at version 900"
+resumed=$(sed -n 's/^train-local: resuming at step \([0-9]*\)$/\1/p' "$tmp/async.err")
+# A set is asked at least every tenth of the run (60 steps of worker 0, about 120 versions).
+[[ "$resumed" =~ ^[0-9]+$ ]] && ((resumed >= 700 && resumed < 900)) ||
+  fail "after a server died at version 900 the run resumed at '$resumed': $(cat "$tmp/async.err")"
+"$bin/dl-ckpt" verify "$async/ckpt" >"$tmp/async.json" || fail "verify: $(cat "$tmp/async.json")"
+ok "async without checkpoint_every: a server killed at version 900 costs the versions since $resumed"
