@@ -29,8 +29,11 @@ def arguments(batch):
 # glibc's allocator maps a large block afresh and unmaps it when freed, and moves that
 # threshold as a process runs: a step that allocates tens of megabytes then pays a page
 # fault for every page of them, in some runs and not in others. Keeping the blocks is what
-# shoal's KeepLargeAllocations does for its own processes.
-ALLOCATOR = "glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=1073741824"
+# shoal's KeepLargeAllocations does for its own processes. The heap also asks for
+# transparent huge pages (glibc 2.35 and later; older ones ignore the name), as shoal's
+# tensors do (madvise): a step's activations on small pages thrash the TLB, more in some
+# processes than in others, which made the peer's step bimodal.
+ALLOCATOR = "glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=1073741824:glibc.malloc.hugetlb=1"
 
 
 def cpu_field(name):
@@ -85,7 +88,7 @@ def keep_large_blocks():
 
 def at_its_best(threads, blas_core=None, cpu_capability=None, core=None):
     """Sets up this process for the peer's fastest run; call it before torch is imported.
-    - The allocator keeps large blocks (ALLOCATOR): glibc reads that at start, so the
+    - The allocator keeps large blocks on huge pages (ALLOCATOR): glibc reads that at start, so the
       process starts itself again once with it in its environment.
     - Every thread pool takes `threads`: torch.set_num_threads does not reach the OpenBLAS
       that Debian's torch uses for its matrix products (without it a "1 thread" peer
