@@ -269,7 +269,7 @@ void ParameterServer::CatchUp() {
     ++stats_.updates_applied;
     if (sync_ && table_->version() % config_.sync_freq == 0) sync_->Trigger();
     if ((config_.checkpoint_every > 0 && table_->version() % config_.checkpoint_every == 0) ||
-        table_->version() == checkpoint_at_)
+        checkpoints_asked_.erase(table_->version()) > 0)
       Checkpoint();
     CrashPoint(
         "server-version");  // tests: SHOAL_CRASH_AT=server-version:N dies once the table is at version N

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -164,7 +165,8 @@ class ParameterServer {
   nlohmann::json metric_ GUARDED_BY(mu_);          // the last evaluation a worker reported
   std::vector<WorkerLife> lives_ GUARDED_BY(mu_);  // per worker of the plan
   bool any_joined_ GUARDED_BY(mu_) = false;
-  uint64_t checkpoint_at_ GUARDED_BY(mu_) = 0;  // a version a worker asked a checkpoint of; 0: none
+  // The versions to come a worker asked checkpoints of, each written as the table passes it.
+  std::set<uint64_t> checkpoints_asked_ GUARDED_BY(mu_);
   std::chrono::steady_clock::time_point last_request_ GUARDED_BY(mu_), last_connected_ GUARDED_BY(mu_);
   bool finished_ GUARDED_BY(mu_) = false;
   bool shutdown_ GUARDED_BY(mu_) = false;

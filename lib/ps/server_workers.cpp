@@ -48,8 +48,9 @@ void ParameterServer::HandleAlive(int slot, const MessageView& req) {
 void ParameterServer::HandleCheckpoint(int slot, const MessageView& req) {
   // Every server passes each version of its table one at a time, so a version
   // still to come makes a set. Under BSP the asker knows the versions to come;
-  // elsewhere it guesses, and a server already past the guess answers with the
-  // version it is at and writes nothing (the asker asks again, further ahead).
+  // elsewhere it guesses from the versions the servers answer with, and a
+  // server already past the guess writes nothing (an ask at 0 only asks).
+  constexpr size_t kMostAsked = 64;  // what a worker asking too often can make this server hold
   if (req.header.step <= table_->version()) {
     if (config_.consistency == ConsistencyModel::kBsp)
       return ReplyError(slot, "a checkpoint at version " + std::to_string(req.header.step) +
@@ -57,7 +58,11 @@ void ParameterServer::HandleCheckpoint(int slot, const MessageView& req) {
                                   std::to_string(table_->version()) + ")");
     return ReplyOk(slot);
   }
-  checkpoint_at_ = req.header.step;
+  if (checkpoints_asked_.size() >= kMostAsked && !checkpoints_asked_.count(req.header.step))
+    return ReplyError(slot, "a checkpoint at version " + std::to_string(req.header.step) + " while " +
+                                std::to_string(kMostAsked) + " asked ones are still to come (the first at " +
+                                std::to_string(*checkpoints_asked_.begin()) + ")");
+  checkpoints_asked_.insert(req.header.step);
   ReplyOk(slot);
 }
 

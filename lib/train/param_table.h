@@ -174,7 +174,7 @@ class RemoteTable : public ParamTable, public LayerHooks {
   // Asks every server for a checkpoint when its table reaches `version`,
   // filling `versions` with each server's version as it answered. Under BSP
   // a server past `version` refuses (InvalidArgument); elsewhere it answers
-  // with its version and writes nothing.
+  // with its version and writes nothing (so an ask at 0 only asks).
   Status CheckpointAt(uint64_t version, std::vector<uint64_t>* versions);
   Status FetchAll(const std::vector<Param*>& whole, uint64_t version) override;
   std::unique_ptr<Keepalive> KeepBusy(const std::string& what) override;

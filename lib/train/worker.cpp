@@ -276,15 +276,15 @@ bool Worker::CheckpointDue(long long step) const {
 }
 
 Status Worker::AskCheckpoint(long long step) {
-  const bool bsp = plan_.job.cluster.consistency == ConsistencyModel::kBsp;
-  const uint64_t version = bsp ? static_cast<uint64_t>(step) + 1 : servers_version_ + ask_ahead_;
   std::vector<uint64_t> versions;
+  uint64_t version = static_cast<uint64_t>(step) + 1;
+  if (plan_.job.cluster.consistency != ConsistencyModel::kBsp) {
+    SHOAL_RETURN_IF_ERROR(remote_->CheckpointAt(0, &versions));
+    version = *std::max_element(versions.begin(), versions.end()) + ask_ahead_;
+  }
   SHOAL_RETURN_IF_ERROR(remote_->CheckpointAt(version, &versions));
-  const bool fresh = answered_before_ == step - 1;  // the guess came from the last step's answer
-  servers_version_ = *std::max_element(versions.begin(), versions.end());
-  answered_before_ = step;
-  if (servers_version_ >= version) {  // a server had passed it, and wrote nothing
-    if (fresh) ask_ahead_ *= 2;       // the servers outran the margin within one step
+  if (*std::max_element(versions.begin(), versions.end()) >= version) {
+    ask_ahead_ *= 2;  // a server passed it between the two asks
     return Status::Ok();
   }
   last_checkpoint_ = Clock::now();

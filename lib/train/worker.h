@@ -88,9 +88,10 @@ class Worker {
   // (train.checkpoint_seconds): the first time or tenth of the run since the last.
   bool CheckpointDue(long long step) const;
   // Asks every server for a checkpoint set at a version none has reached:
-  // under BSP the one after `step`; elsewhere ahead of the newest version a
-  // server last answered with. A server already past it writes nothing, and
-  // the ask is made again before the next step, further ahead.
+  // under BSP the one after `step`; elsewhere ask_ahead_ past the newest
+  // version the servers answer a first ask (at 0) with. Where a server had
+  // passed it by the second ask, the ask is made again before the next step,
+  // twice as far ahead (the servers below it still write theirs: a partial set).
   Status AskCheckpoint(long long step);
   Status Finish(WorkerResult* result);
   ByteCounts Counts() const;
@@ -141,9 +142,7 @@ class Worker {
   bool asks_checkpoints_ = false;  // train.checkpoint_seconds applies to this worker
   Clock::time_point last_checkpoint_;
   long long last_checkpoint_step_ = 0;
-  uint64_t servers_version_ = 0;    // the newest version a server answered an ask with
-  long long answered_before_ = -1;  // the step that ask came before; -1: none yet
-  uint64_t ask_ahead_ = 0;          // how far ahead of it the next ask goes (not under BSP)
+  uint64_t ask_ahead_ = 0;  // how far past the servers' versions an ask goes (not under BSP)
   long long last_display_step_ = 0;
   ByteCounts window_bytes_;
   // Time spent evaluating is not training time: time-to-accuracy curves

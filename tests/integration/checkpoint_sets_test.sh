@@ -86,3 +86,16 @@ resumed=$(sed -n 's/^train-local: resuming at step \([0-9]*\)$/\1/p' "$tmp/async
   fail "after a server died at version 900 the run resumed at '$resumed': $(cat "$tmp/async.err")"
 "$bin/dl-ckpt" verify "$async/ckpt" >"$tmp/async.json" || fail "verify: $(cat "$tmp/async.json")"
 ok "async without checkpoint_every: a server killed at version 900 costs the versions since $resumed"
+
+# Under EASGD a version is an exchange: with easgd_tau 16, two exchanges of every worker take
+# longer than the ten steps between two asks, and a later ask keeps the earlier one, so every
+# set asked completes.
+easgd=$tmp/easgd
+SHOAL_BIN=$bin RUN_DIR=$easgd "$root/scripts/train-local.sh" --no-eval "$root/configs/fashion-mlp.yaml" \
+  cluster.nservers_per_group=2 cluster.consistency=easgd cluster.easgd_tau=16 train.steps=600 \
+  train.checkpoint_seconds=0.05 train.display_every=100 data.shards="$(shards_for 2)" >/dev/null \
+  2>"$tmp/easgd.err" || fail "the easgd run failed: $(tail -n 5 "$tmp/easgd.err")"
+"$bin/dl-ckpt" verify "$easgd/ckpt" >"$tmp/easgd.json" || fail "verify: $(cat "$tmp/easgd.json")"
+jq -e '(.sets | length) >= 3 and all(.sets[:3][]; .state == "complete")' "$tmp/easgd.json" >/dev/null ||
+  fail "sets under easgd: $(jq -c '[.sets[] | {step, state}]' "$tmp/easgd.json")"
+ok "easgd without checkpoint_every, tau 16: sets asked as it trains, all complete (steps $(jq -r '[.sets[:3][].step] | map(tostring) | join(" ")' "$tmp/easgd.json"))"

@@ -79,7 +79,7 @@ shards_for() {
 }
 
 # final_ckpt DIR [SERVER]: the newest checkpoint of a server (0 unless named) in DIR/ckpt,
-# the one a run writes at its end (BSP runs also write sets as they go: train.checkpoint_seconds).
+# the one a run writes at its end (runs also write sets as they go: train.checkpoint_seconds).
 final_ckpt() { compgen -G "$1/ckpt/server-${2:-0}-step-*.ckpt" | sort | tail -n 1; }
 
 # kill_worker_at RUN_DIR STEP W [SIGNAL]: once the train-local run in RUN_DIR has

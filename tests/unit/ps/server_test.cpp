@@ -141,26 +141,43 @@ TEST_CASE("checkpoint: a worker's version to come is written when the table reac
 }
 
 TEST_CASE(
-    "checkpoint: under async a version to come is written; a server past one answers with its version") {
+    "checkpoint: under async versions to come are written, a later ask keeping an earlier; one passed "
+    "answers") {
   const std::string dir = TempDirPath();
   ServerFixture f("async", dir);
   auto worker0 = Connect(f), worker1 = Connect(f);
   Reply reply;
   REQUIRE(worker0->Call(f.Header(MsgType::kCheckpoint, 3, 0), {}, &reply).ok());
   CHECK(reply.view().header.step == 0);
-  for (uint64_t step = 0; step < 2; ++step) {  // a version an update
+  REQUIRE(worker0->Call(f.Header(MsgType::kCheckpoint, 4, 0), {}, &reply).ok());
+  for (uint64_t step = 0; step < 3; ++step) {  // a version an update
     REQUIRE(Update(worker0.get(), f, step, 0, MakeGrads(0, static_cast<int>(step)), &reply).ok());
     REQUIRE(Update(worker1.get(), f, step, 1, MakeGrads(1, static_cast<int>(step)), &reply).ok());
   }
-  REQUIRE(worker0->Call(f.Header(MsgType::kCheckpoint, 4, 0), {}, &reply).ok());
-  CHECK(reply.view().header.step == 4);
+  REQUIRE(worker0->Call(f.Header(MsgType::kCheckpoint, 5, 0), {}, &reply).ok());
+  CHECK(reply.view().header.step == 6);
   CHECK(f.Stop().ok());
-  // Version 3, as asked, and the end's at 4; the ask at 4 wrote nothing more.
-  const std::vector<std::string> written = ListCheckpoints(dir, 0);
-  REQUIRE(written.size() == 2);
-  Checkpoint ckpt;
-  REQUIRE(ReadCheckpoint(written.front(), &ckpt).ok());
-  CHECK(ckpt.step == 3);
+  // Versions 3 and 4, as asked, and the end's at 6; the ask at 5 wrote nothing.
+  std::vector<uint64_t> steps;
+  for (const std::string& path : ListCheckpoints(dir, 0)) {
+    Checkpoint ckpt;
+    REQUIRE(ReadCheckpoint(path, &ckpt).ok());
+    steps.push_back(ckpt.step);
+  }
+  CHECK(steps == std::vector<uint64_t>{3, 4, 6});
+}
+
+TEST_CASE("checkpoint: a server holds at most 64 asked versions to come") {
+  ServerFixture f("async");
+  auto worker0 = Connect(f);
+  Reply reply;
+  for (uint64_t version = 1; version <= 64; ++version)
+    REQUIRE(worker0->Call(f.Header(MsgType::kCheckpoint, version, 0), {}, &reply).ok());
+  const Status refused = worker0->Call(f.Header(MsgType::kCheckpoint, 65, 0), {}, &reply);
+  CHECK(Contains(refused.message(),
+                 "a checkpoint at version 65 while 64 asked ones are still to come (the first at 1)"));
+  CHECK(worker0->Call(f.Header(MsgType::kCheckpoint, 64, 0), {}, &reply).ok());  // asked already
+  CHECK(f.Stop().ok());
 }
 
 TEST_CASE("a request for another plan is refused naming both plan hashes") {
