@@ -6,8 +6,9 @@ Rows (--rows, any of):
 - single: one process, batch 64, 1 and 2 threads: dl-worker --standalone against
   peers/torch_single.py;
 - bsp: synchronous data parallel, W workers × 32 records (W = 1, 2, 4; one server),
-  train.overlap on and off, and for W > 1 AllReduce (a server in each worker's process,
-  overlap on): scripts/train-local.sh against peers/torch_ddp.py --world W;
+  train.overlap on and off, and AllReduce (a server in each worker's process, overlap
+  on; for W = 1 its one server in its process): scripts/train-local.sh against
+  peers/torch_ddp.py --world W;
 - tta: the CNN's training seconds to 88% test accuracy (--target-accuracy) (evaluated every 100 steps,
   evaluation excluded on both sides), BSP 2 × 32 (AllReduce) against DDP 2 × 32 and one process × 64
   against torch_single.py.
@@ -511,8 +512,9 @@ def rows(b, a):
                                                                "--steps", a.steps)["ms_per_step_median"],
                        {**{f", overlap {o}": lambda seed, m=model, w=workers, o=o: b.shoal_bsp(m, w, o == "on", seed)
                            for o in ("on", "off")},
-                        **({", AllReduce": lambda seed, m=model, w=workers: b.shoal_bsp(m, w, True, seed, allreduce=True)}
-                           if workers > 1 else {})})
+                        # With one worker, AllReduce's placement is its one server in its process.
+                        (", AllReduce" if workers > 1 else ", server in the worker's process"):
+                            lambda seed, m=model, w=workers: b.shoal_bsp(m, w, True, seed, allreduce=True)})
     if "tta" in a.rows:
         yield (f"cnn BSP 2 workers x 32, seconds to {a.target_accuracy}", {"model": "cnn", "workers": 2, "unit": "s", "target": 0.8},
                lambda seed: b.peer_tta("torch_ddp.py", seed, "--world", 2, "--batch", 32), {"": b.shoal_tta_bsp})
