@@ -119,25 +119,38 @@ TEST_CASE("scale_lr_with_workers: the server's rate is learning_rate × the plan
   CHECK(f.Stop().ok());
 }
 
+// Steps 0 .. steps − 1 of workers 0 and 1, in turn.
+void UpdateBoth(const ServerFixture& f, RpcClient* worker0, RpcClient* worker1, uint64_t steps) {
+  Reply reply;
+  for (uint64_t step = 0; step < steps; ++step) {
+    REQUIRE(Update(worker0, f, step, 0, MakeGrads(0, static_cast<int>(step)), &reply).ok());
+    REQUIRE(Update(worker1, f, step, 1, MakeGrads(1, static_cast<int>(step)), &reply).ok());
+  }
+}
+
+// The steps of server 0's checkpoints in `dir`, oldest first.
+std::vector<uint64_t> WrittenSteps(const std::string& dir) {
+  std::vector<uint64_t> steps;
+  for (const std::string& path : ListCheckpoints(dir, 0)) {
+    Checkpoint ckpt;
+    REQUIRE(ReadCheckpoint(path, &ckpt).ok());
+    steps.push_back(ckpt.step);
+  }
+  return steps;
+}
+
 TEST_CASE("checkpoint: a worker's version to come is written when the table reaches it; a past one refused") {
   const std::string dir = TempDirPath();
   ServerFixture f("bsp", dir);
   auto worker0 = Connect(f), worker1 = Connect(f);
   Reply reply;
   REQUIRE(worker0->Call(f.Header(MsgType::kCheckpoint, 2, 0), {}, &reply).ok());
-  for (uint64_t step = 0; step < 3; ++step) {
-    REQUIRE(Update(worker0.get(), f, step, 0, MakeGrads(0, static_cast<int>(step)), &reply).ok());
-    REQUIRE(Update(worker1.get(), f, step, 1, MakeGrads(1, static_cast<int>(step)), &reply).ok());
-  }
+  UpdateBoth(f, worker0.get(), worker1.get(), 3);
   const Status past = worker0->Call(f.Header(MsgType::kCheckpoint, 3, 0), {}, &reply);
   CHECK(Contains(past.message(), "a checkpoint at version 3, which this server has reached (it is at 3)"));
   CHECK(f.Stop().ok());
   // Version 2, as asked, and the end's (the shutdown's, at 3); none at 1.
-  const std::vector<std::string> written = ListCheckpoints(dir, 0);
-  REQUIRE(written.size() == 2);
-  Checkpoint ckpt;
-  REQUIRE(ReadCheckpoint(written.front(), &ckpt).ok());
-  CHECK(ckpt.step == 2);
+  CHECK(WrittenSteps(dir) == std::vector<uint64_t>{2, 3});
 }
 
 TEST_CASE(
@@ -150,21 +163,12 @@ TEST_CASE(
   REQUIRE(worker0->Call(f.Header(MsgType::kCheckpoint, 3, 0), {}, &reply).ok());
   CHECK(reply.view().header.step == 0);
   REQUIRE(worker0->Call(f.Header(MsgType::kCheckpoint, 4, 0), {}, &reply).ok());
-  for (uint64_t step = 0; step < 3; ++step) {  // a version an update
-    REQUIRE(Update(worker0.get(), f, step, 0, MakeGrads(0, static_cast<int>(step)), &reply).ok());
-    REQUIRE(Update(worker1.get(), f, step, 1, MakeGrads(1, static_cast<int>(step)), &reply).ok());
-  }
+  UpdateBoth(f, worker0.get(), worker1.get(), 3);  // a version an update
   REQUIRE(worker0->Call(f.Header(MsgType::kCheckpoint, 5, 0), {}, &reply).ok());
   CHECK(reply.view().header.step == 6);
   CHECK(f.Stop().ok());
   // Versions 3 and 4, as asked, and the end's at 6; the ask at 5 wrote nothing.
-  std::vector<uint64_t> steps;
-  for (const std::string& path : ListCheckpoints(dir, 0)) {
-    Checkpoint ckpt;
-    REQUIRE(ReadCheckpoint(path, &ckpt).ok());
-    steps.push_back(ckpt.step);
-  }
-  CHECK(steps == std::vector<uint64_t>{3, 4, 6});
+  CHECK(WrittenSteps(dir) == std::vector<uint64_t>{3, 4, 6});
 }
 
 TEST_CASE("checkpoint: a server holds at most 64 asked versions to come") {
