@@ -66,6 +66,7 @@ void BatchLoader::Locate(uint64_t cursor, size_t* shard, uint64_t* index, uint64
 
 Status BatchLoader::Fill(uint64_t n, Batch* b) {
   b->size = options_.batch;
+  b->stream_start = false;
   b->pixels.resize(static_cast<size_t>(options_.batch) * feed_.floats());
   b->labels.resize(options_.batch);
   if (total_ == 0) return Status::InvalidArgument("the shards hold no records");
@@ -110,6 +111,7 @@ Status BatchLoader::FillStreams(uint64_t n, Batch* b) const {
 
 void BatchLoader::Run() {
   UseOneResamplerThread();
+  Batch b;
   for (;;) {
     uint64_t n;
     {
@@ -117,8 +119,9 @@ void BatchLoader::Run() {
       while (!stop_ && next_ >= taken_ + window_) changed_.Wait();
       if (stop_) return;
       n = next_++;
+      // The slot's buffers: those of a batch the trainer has handed back.
+      b = std::move(ring_[n % window_]);
     }
-    Batch b;
     b.status = Fill(n, &b);
     MutexLock lock(&mu_);
     ring_[n % window_] = std::move(b);
@@ -132,7 +135,9 @@ Status BatchLoader::Next(Batch* out) {
   if (!failed_.ok()) return failed_;
   const size_t slot = taken_ % window_;
   while (!ready_[slot]) changed_.Wait();
-  *out = std::move(ring_[slot]);
+  // The caller's last batch goes to the slot, whose buffers the next fill
+  // reuses: a batch's floats are not allocated and zeroed again each time.
+  std::swap(*out, ring_[slot]);
   ready_[slot] = false;
   ++taken_;
   changed_.SignalAll();

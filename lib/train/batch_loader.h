@@ -82,7 +82,8 @@ class BatchLoader {
   BatchLoader& operator=(const BatchLoader&) = delete;
 
   uint64_t records() const { return total_; }
-  // The next batch; a bad record's error (its shard and index named) comes
+  // The next batch, in place of what `out` held: its buffers are kept for a
+  // later batch. A bad record's error (its shard and index named) comes
   // through here, and again for every later call.
   Status Next(Batch* out) EXCLUDES(mu_);
 

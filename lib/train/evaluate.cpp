@@ -93,8 +93,8 @@ Status EvaluateOnShard(Net* net, const ShardReader* test, const RecordFeed& feed
   net->ResetState();
   long long correct = 0, seen = 0;
   double loss_sum = 0.0;
+  Batch b;  // its buffers refilled batch after batch
   for (uint64_t step = 0;; ++step) {
-    Batch b;
     SHOAL_RETURN_IF_ERROR(streams ? NextStreamBatch(test, step, &b) : scanner.Next(&b));
     if (b.size == 0) break;
     FeedBatch(b, net);

@@ -249,8 +249,8 @@ Status Worker::Train(WorkerResult* result) {
   const long long eval_every =
       train.eval_every >= 0 ? train.eval_every : std::max<long long>(kDefaultEvalSpacing, (steps_ + 4) / 5);
   window_bytes_ = Counts();
+  Batch b;  // out here, so that the loader reuses its buffers
   for (long long step = static_cast<long long>(first_step_); step < steps_; ++step) {
-    Batch b;
     const auto asked = Clock::now();
     SHOAL_RETURN_IF_ERROR(loader.Next(&b));
     input_seconds_ += SecondsSince(asked);

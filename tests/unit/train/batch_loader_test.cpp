@@ -120,8 +120,8 @@ RecordFeed Floats(const ShardReader& reader) {
 
 std::vector<int> Take(BatchLoader* loader, int n) {
   std::vector<int> ids;
+  Batch b;  // one, handed back each time: the loader refills its buffers
   for (int i = 0; i < n; ++i) {
-    Batch b;
     Status s = loader->Next(&b);
     INFO("batch " << i << ": " << s.ToString());
     REQUIRE(s.ok());
