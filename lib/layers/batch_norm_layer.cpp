@@ -43,26 +43,30 @@ class BatchNormLayer : public Layer {
     const float* x = srcs[0]->data().data();
     const float* gamma = params_[0].value.data();
     const float* beta = params_[1].value.data();
+    float* y = fused_relu_ ? fused_relu_->data().data() : data_.data();
     if (phase == Phase::kTest) {
       BatchNormInferenceForward(g_, data_.dim(0), x, gamma, beta, params_[2].value.data(),
-                                params_[3].value.data(), data_.data());
+                                params_[3].value.data(), y, Activation());
       return;
     }
-    BatchNormTrainForward(g_, data_.dim(0), x, gamma, beta, data_.data(), &mean_, &inv_std_, &var_,
-                          OverGroup("statistics"));
+    BatchNormTrainForward(g_, data_.dim(0), x, gamma, beta, y, &mean_, &inv_std_, &var_,
+                          OverGroup("statistics"), Activation());
   }
 
   // The running averages' "gradients" are their change, old − new, with
   // new = (1 − momentum)·old + momentum·batch: momentum·(old − batch).
   void Backward(const std::vector<Layer*>& srcs) override {
     Layer* src = srcs[0];
-    BatchNormBackward(g_, data_.dim(0), src->data().data(), grad_.data(), params_[0].value.data(), mean_,
-                      inv_std_, src->WantsGrad() ? src->grad().data() : nullptr, params_[0].grad.data(),
-                      params_[1].grad.data(), SourceGradWrite(0), OverGroup("gradient sums"));
+    const float* dy = fused_relu_ ? fused_relu_->grad().data() : grad_.data();
+    BatchNormBackward(g_, data_.dim(0), src->data().data(), dy, params_[0].value.data(), mean_, inv_std_,
+                      src->WantsGrad() ? src->grad().data() : nullptr, params_[0].grad.data(),
+                      params_[1].grad.data(), SourceGradWrite(0), OverGroup("gradient sums"), Activation(),
+                      params_[1].value.data());
     BatchNormRunningChanges(g_, momentum_, params_[2].value.data(), params_[3].value.data(), mean_, var_,
                             params_[2].grad.data(), params_[3].grad.data());
   }
   bool CanSetSourceGrads() const override { return true; }
+  bool FusesRelu() const override { return true; }
   // A synchronised layer's sums cross the host's network.
   bool RunsOnGpu() const override { return !sync_; }
 
@@ -80,6 +84,9 @@ class BatchNormLayer : public Layer {
   }
 
  private:
+  BatchNormActivation Activation() const {
+    return fused_relu_ ? BatchNormActivation::kRelu : BatchNormActivation::kNone;
+  }
   GroupSums OverGroup(const std::string& what) {
     if (!sync_ || !group_sum_) return nullptr;
     return [this, what](std::vector<double>* sums) {

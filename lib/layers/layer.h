@@ -131,6 +131,15 @@ class Layer {
   virtual GroupExchange GroupExchangePerStep() const { return {}; }
   // Whether gradients flow into this layer (not into data, say).
   virtual bool WantsGrad() const { return true; }
+  // Whether the layer can compute the ReLU of its feature in its own passes
+  // (set_fused_relu).
+  virtual bool FusesRelu() const { return false; }
+  // A ReLU layer whose one source is this layer, and its only consumer, done
+  // in this layer's passes: Forward writes the ReLU's feature in place of its
+  // own, Backward reads the ReLU's gradient in place of its own, and the
+  // ReLU's own passes are not run. The net decides (PartitionedNet, on host
+  // memory); null, the default: each runs its own.
+  void set_fused_relu(Layer* relu) { fused_relu_ = relu; }
   // Whether the layer works on each worker's own records only (the data
   // layer reads them, the loss their labels): data parallel, whatever the plan.
   virtual bool ReadsRecords() const { return false; }
@@ -192,6 +201,7 @@ class Layer {
   std::vector<Param> params_;
   DrawKey draw_key_;
   GroupSum* group_sum_ = nullptr;
+  Layer* fused_relu_ = nullptr;
 
  private:
   std::string name_;

@@ -122,8 +122,35 @@ Status PartitionedNet::Build(const Plan& plan, int worker, GroupChannel* channel
     srcs.push_back(node.srcs);
   }
   net->cleared_ = PlanGradWrites(layers, srcs);
+  net->FuseRelus(true);
   *out = std::move(net);
   return Status::Ok();
+}
+
+std::vector<std::string> PartitionedNet::FusedLayers() const {
+  std::vector<std::string> names;
+  for (const Node& node : nodes_)
+    if (node.fused) names.push_back(node.layer->name());
+  return names;
+}
+
+void PartitionedNet::FuseRelus(bool on) {
+  for (Node& node : nodes_) {
+    node.fused = false;
+    node.layer->set_fused_relu(nullptr);
+  }
+  if (!on) return;
+  for (Node& node : nodes_) {
+    if (node.connection || node.layer->type() != "relu" || node.srcs.size() != 1) continue;
+    Layer* src = node.srcs[0];
+    if (!src->FusesRelu()) continue;
+    size_t consumers = 0;
+    for (const Node& other : nodes_)
+      consumers += static_cast<size_t>(std::count(other.srcs.begin(), other.srcs.end(), src));
+    if (consumers != 1) continue;
+    src->set_fused_relu(node.layer.get());
+    node.fused = true;
+  }
 }
 
 nlohmann::json PartitionedNet::FieldsForRank(const Building& b, size_t i, int r) const {
@@ -268,7 +295,7 @@ Status PartitionedNet::Forward(Phase phase, uint64_t step, LayerHooks* hooks) {
     if (hooks) SHOAL_RETURN_IF_ERROR(hooks->BeforeForward(*node.layer));
     if (memory) SHOAL_RETURN_IF_ERROR(memory->Before(i));
     const auto start = std::chrono::steady_clock::now();
-    node.layer->Forward(phase, node.srcs);
+    if (!node.fused) node.layer->Forward(phase, node.srcs);
     if (phase == Phase::kTrain) node.forward_s += SecondsSince(start);
     if (memory && gpu_) SHOAL_RETURN_IF_ERROR(gpu_->TakeStatus().Within(node.layer->name() + " forward"));
     if (memory) SHOAL_RETURN_IF_ERROR(memory->After(i));
@@ -290,7 +317,7 @@ Status PartitionedNet::Backward(uint64_t step, LayerHooks* hooks) {
     if (node.connection) node.connection->set_step(step);
     if (memory_) SHOAL_RETURN_IF_ERROR(memory_->Before(op));
     const auto start = std::chrono::steady_clock::now();
-    node.layer->Backward(node.srcs);
+    if (!node.fused) node.layer->Backward(node.srcs);
     node.backward_s += SecondsSince(start);
     if (memory_ && gpu_) SHOAL_RETURN_IF_ERROR(gpu_->TakeStatus().Within(node.layer->name() + " backward"));
     if (memory_) SHOAL_RETURN_IF_ERROR(memory_->After(op));

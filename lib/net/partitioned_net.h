@@ -64,14 +64,19 @@ class PartitionedNet {
   // Runs the training passes on the device memory `memory` manages (built
   // from TrainingStepOps(); null: in host memory, as without it), computing
   // on `gpu` where it is not null (that memory is then the GPU's).
+  // On host memory a ReLU is computed in the passes of the batch norm before
+  // it (Layer::set_fused_relu); on device memory each layer runs its own.
   void UseDeviceMemory(StepMemory* memory, GpuOps* gpu = nullptr) {
     memory_ = memory;
     gpu_ = gpu;
+    FuseRelus(memory == nullptr);
   }
 
   // The first layer (a connection layer included) that does not run on a
   // GPU, as "layer 'name' (type)"; "" when all do.
   std::string LayerOffGpu() const;
+  // The layers whose passes their source's compute (FuseRelus), in order.
+  std::vector<std::string> FusedLayers() const;
   // Whether this rank runs a layer of type `type`.
   bool HasLayerType(const std::string& type) const;
 
@@ -113,7 +118,12 @@ class PartitionedNet {
     ConnectionLayer* connection = nullptr;     // when the layer is one
     Placement placement;                       // of its feature: how many records this rank holds
     double forward_s = 0.0, backward_s = 0.0;  // training passes so far (LayerTimes)
+    bool fused = false;                        // a ReLU its source's passes compute
   };
+
+  // Fuses each ReLU whose one source can compute it and feeds nothing else
+  // into that source (on), or none (off).
+  void FuseRelus(bool on);
 
   struct Building;
   // Layer `i` of the net: where its feature is held, the connections it

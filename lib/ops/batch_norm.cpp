@@ -1,6 +1,7 @@
 #include "ops/batch_norm.h"
 
 #include <cmath>
+#include <vector>
 
 #include "ops/gpu_ops.h"
 #include "ops/parallel.h"
@@ -14,6 +15,13 @@ struct ChannelPlanes {
   size_t first, stride;
   int batch, plane;
   size_t at(int r) const { return first + r * stride; }
+};
+
+// A fused ReLU's mask over a channel: a value of dy counts where the forward
+// pass's ŷ = x·scale + shift, computed again as it computed it, is positive.
+struct ReluMask {
+  bool on = false;
+  float scale = 0.0f, shift = 0.0f;
 };
 
 // Runs fn(c, planes) for each channel c, the channels split over the compute threads.
@@ -66,39 +74,71 @@ SHOAL_VECTOR_CLONES double ChannelSquares(const float* x, ChannelPlanes ch, doub
   return squares;
 }
 
-// y = x·scale + shift over the channel.
-SHOAL_VECTOR_CLONES void ScaleShift(const float* x, ChannelPlanes ch, float scale, float shift, float* y) {
+// y = x·scale + shift over the channel, or its ReLU (as ReluForward computes it).
+SHOAL_VECTOR_CLONES void ScaleShift(const float* x, ChannelPlanes ch, float scale, float shift,
+                                    BatchNormActivation activation, float* y) {
   for (int r = 0; r < ch.batch; ++r) {
     const float* in = x + ch.at(r);
     float* out = y + ch.at(r);
-    for (int p = 0; p < ch.plane; ++p) out[p] = in[p] * scale + shift;
+    if (activation == BatchNormActivation::kRelu) {
+      for (int p = 0; p < ch.plane; ++p) {
+        const float v = in[p] * scale + shift;
+        out[p] = v > 0.0f ? v : 0.0f;
+      }
+    } else {
+      for (int p = 0; p < ch.plane; ++p) out[p] = in[p] * scale + shift;
+    }
   }
 }
 
 // The channel's sums of dy and dy·x̂. Two sweeps of a plane, each of one
 // sum, run faster than one of both.
 SHOAL_VECTOR_CLONES void ChannelGradSums(const float* x, const float* dy, ChannelPlanes ch, float m,
-                                         float inv, double* sum_dy, double* sum_dy_xhat) {
+                                         float inv, ReluMask mask, double* sum_dy, double* sum_dy_xhat) {
   *sum_dy = *sum_dy_xhat = 0.0;
   for (int r = 0; r < ch.batch; ++r) {
     const float* xs = x + ch.at(r);
     const float* dys = dy + ch.at(r);
-    *sum_dy += PlaneSum(ch.plane, [&](int p) { return static_cast<double>(dys[p]); });
-    *sum_dy_xhat +=
-        PlaneSum(ch.plane, [&](int p) { return static_cast<double>(dys[p]) * ((xs[p] - m) * inv); });
+    if (mask.on) {
+      // ReluBackward's values, as the batch norm would have read them, made
+      // first: the sums over a mask do not run as vector loops.
+      thread_local std::vector<float> masked;
+      masked.resize(ch.plane);
+      float* __restrict d = masked.data();
+      for (int p = 0; p < ch.plane; ++p) {
+        const float v = dys[p];  // loaded whatever the mask says, as ReluBackward does
+        d[p] = xs[p] * mask.scale + mask.shift > 0.0f ? v : 0.0f;
+      }
+      *sum_dy += PlaneSum(ch.plane, [&](int p) { return static_cast<double>(d[p]); });
+      *sum_dy_xhat +=
+          PlaneSum(ch.plane, [&](int p) { return static_cast<double>(d[p]) * ((xs[p] - m) * inv); });
+    } else {
+      *sum_dy += PlaneSum(ch.plane, [&](int p) { return static_cast<double>(dys[p]); });
+      *sum_dy_xhat +=
+          PlaneSum(ch.plane, [&](int p) { return static_cast<double>(dys[p]) * ((xs[p] - m) * inv); });
+    }
   }
 }
 
 // dx = k·(dy − mean_dy − x̂·mean_dy_xhat) over the channel, x̂ = (x − m)·inv.
 SHOAL_VECTOR_CLONES void ChannelInputGrad(const float* x, const float* dy, ChannelPlanes ch, float m,
-                                          float inv, float k, float mean_dy, float mean_dy_xhat, float* dx,
-                                          GradWrite write) {
+                                          float inv, float k, float mean_dy, float mean_dy_xhat,
+                                          ReluMask mask, float* dx, GradWrite write) {
   // WriteGrad's loops, written out: a template it instantiates would not take this clone's instructions.
   for (int r = 0; r < ch.batch; ++r) {
     const float* xs = x + ch.at(r);
     const float* dys = dy + ch.at(r);
     float* __restrict out = dx + ch.at(r);
-    if (write == GradWrite::kAdd)
+    if (mask.on) {
+      const auto d = [&](int p) {
+        const float v = dys[p];  // loaded whatever the mask says: the loop stays a vector one (ReluBackward)
+        return xs[p] * mask.scale + mask.shift > 0.0f ? v : 0.0f;
+      };
+      if (write == GradWrite::kAdd)
+        for (int p = 0; p < ch.plane; ++p) out[p] += k * (d(p) - mean_dy - (xs[p] - m) * inv * mean_dy_xhat);
+      else
+        for (int p = 0; p < ch.plane; ++p) out[p] = k * (d(p) - mean_dy - (xs[p] - m) * inv * mean_dy_xhat);
+    } else if (write == GradWrite::kAdd)
       for (int p = 0; p < ch.plane; ++p) out[p] += k * (dys[p] - mean_dy - (xs[p] - m) * inv * mean_dy_xhat);
     else
       for (int p = 0; p < ch.plane; ++p) out[p] = k * (dys[p] - mean_dy - (xs[p] - m) * inv * mean_dy_xhat);
@@ -109,22 +149,32 @@ SHOAL_VECTOR_CLONES void ChannelInputGrad(const float* x, const float* dy, Chann
 
 // Channel c's statistics from its sum and squares over `count` values, then y.
 void NormalizeChannel(const BatchNormGeometry& g, int c, ChannelPlanes ch, const float* x, const float* gamma,
-                      const float* beta, double m, double squares, double count, float* y,
-                      std::vector<float>* mean, std::vector<float>* inv_std, std::vector<float>* var) {
+                      const float* beta, double m, double squares, double count,
+                      BatchNormActivation activation, float* y, std::vector<float>* mean,
+                      std::vector<float>* inv_std, std::vector<float>* var) {
   const double biased = squares / count;
   const float inv = static_cast<float>(1.0 / std::sqrt(biased + g.eps));
   (*mean)[c] = static_cast<float>(m);
   (*inv_std)[c] = inv;
   (*var)[c] = static_cast<float>(count > 1.0 ? squares / (count - 1.0) : biased);
   const float scale = gamma[c] * inv;
-  ScaleShift(x, ch, scale, beta[c] - static_cast<float>(m) * scale, y);
+  ScaleShift(x, ch, scale, beta[c] - (*mean)[c] * scale, activation, y);
+}
+
+// The mask of channel c's fused ReLU: its scale and shift as NormalizeChannel computes them.
+ReluMask MaskOf(BatchNormActivation activation, int c, const float* gamma, const float* beta,
+                const std::vector<float>& mean, const std::vector<float>& inv_std) {
+  if (activation != BatchNormActivation::kRelu) return {};
+  const float scale = gamma[c] * inv_std[c];
+  return {true, scale, beta[c] - mean[c] * scale};
 }
 
 // dx = gamma·inv_std·(dy − Σdy/M − x̂·Σdy·x̂/M) over channel c's M values.
 void InputGrad(int c, ChannelPlanes ch, const float* x, const float* dy, const float* gamma, float m,
-               float inv, double sum_dy, double sum_dy_xhat, double count, float* dx, GradWrite write) {
+               float inv, double sum_dy, double sum_dy_xhat, double count, ReluMask mask, float* dx,
+               GradWrite write) {
   ChannelInputGrad(x, dy, ch, m, inv, gamma[c] * inv, static_cast<float>(sum_dy / count),
-                   static_cast<float>(sum_dy_xhat / count), dx, write);
+                   static_cast<float>(sum_dy_xhat / count), mask, dx, write);
 }
 
 }  // namespace
@@ -134,7 +184,7 @@ void InputGrad(int c, ChannelPlanes ch, const float* x, const float* dy, const f
 // exchanged between the passes over every channel.
 void BatchNormTrainForward(const BatchNormGeometry& g, int batch, const float* x, const float* gamma,
                            const float* beta, float* y, std::vector<float>* mean, std::vector<float>* inv_std,
-                           std::vector<float>* var, const GroupSums& group) {
+                           std::vector<float>* var, const GroupSums& group, BatchNormActivation activation) {
   if (GpuOps* gpu = CurrentGpuOps()) return gpu->BatchNormTrainForward(g, batch, x, gamma, beta, y, mean);
   mean->resize(g.channels);
   inv_std->resize(g.channels);
@@ -143,7 +193,8 @@ void BatchNormTrainForward(const BatchNormGeometry& g, int batch, const float* x
   if (!group) {
     ForChannels(g, batch, [&](int c, ChannelPlanes ch) {
       const double m = ChannelSum(x, ch) / count;
-      NormalizeChannel(g, c, ch, x, gamma, beta, m, ChannelSquares(x, ch, m), count, y, mean, inv_std, var);
+      NormalizeChannel(g, c, ch, x, gamma, beta, m, ChannelSquares(x, ch, m), count, activation, y, mean,
+                       inv_std, var);
     });
     return;
   }
@@ -158,18 +209,19 @@ void BatchNormTrainForward(const BatchNormGeometry& g, int batch, const float* x
   squares[channels] = count;
   group(&squares);
   ForChannels(g, batch, [&](int c, ChannelPlanes ch) {
-    NormalizeChannel(g, c, ch, x, gamma, beta, sums[c] / total, squares[c], total, y, mean, inv_std, var);
+    NormalizeChannel(g, c, ch, x, gamma, beta, sums[c] / total, squares[c], total, activation, y, mean,
+                     inv_std, var);
   });
 }
 
 void BatchNormInferenceForward(const BatchNormGeometry& g, int batch, const float* x, const float* gamma,
                                const float* beta, const float* running_mean, const float* running_var,
-                               float* y) {
+                               float* y, BatchNormActivation activation) {
   if (GpuOps* gpu = CurrentGpuOps())
     return gpu->BatchNormInferenceForward(g, batch, x, gamma, beta, running_mean, running_var, y);
   ForChannels(g, batch, [&](int c, ChannelPlanes ch) {
     const float scale = gamma[c] / std::sqrt(running_var[c] + g.eps);
-    ScaleShift(x, ch, scale, beta[c] - running_mean[c] * scale, y);
+    ScaleShift(x, ch, scale, beta[c] - running_mean[c] * scale, activation, y);
   });
 }
 
@@ -177,7 +229,8 @@ void BatchNormInferenceForward(const BatchNormGeometry& g, int batch, const floa
 // worker's records, and dx from those sums over the group's.
 void BatchNormBackward(const BatchNormGeometry& g, int batch, const float* x, const float* dy,
                        const float* gamma, const std::vector<float>& mean, const std::vector<float>& inv_std,
-                       float* dx, float* dgamma, float* dbeta, GradWrite write, const GroupSums& group) {
+                       float* dx, float* dgamma, float* dbeta, GradWrite write, const GroupSums& group,
+                       BatchNormActivation activation, const float* beta) {
   if (GpuOps* gpu = CurrentGpuOps())
     return gpu->BatchNormBackward(g, batch, x, dy, gamma, &mean, dx, dgamma, dbeta, write);
   const double count = static_cast<double>(batch) * g.plane;
@@ -186,14 +239,15 @@ void BatchNormBackward(const BatchNormGeometry& g, int batch, const float* x, co
   std::vector<double> sums(group ? 2 * channels + 1 : 0);
   ForChannels(g, batch, [&](int c, ChannelPlanes ch) {
     double sum_dy, sum_dy_xhat;
-    ChannelGradSums(x, dy, ch, mean[c], inv_std[c], &sum_dy, &sum_dy_xhat);
+    const ReluMask mask = MaskOf(activation, c, gamma, beta, mean, inv_std);
+    ChannelGradSums(x, dy, ch, mean[c], inv_std[c], mask, &sum_dy, &sum_dy_xhat);
     dbeta[c] = static_cast<float>(sum_dy);
     dgamma[c] = static_cast<float>(sum_dy_xhat);
     if (group) {
       sums[c] = sum_dy;
       sums[channels + c] = sum_dy_xhat;
     } else if (dx) {
-      InputGrad(c, ch, x, dy, gamma, mean[c], inv_std[c], sum_dy, sum_dy_xhat, count, dx, write);
+      InputGrad(c, ch, x, dy, gamma, mean[c], inv_std[c], sum_dy, sum_dy_xhat, count, mask, dx, write);
     }
   });
   if (!group) return;
@@ -202,8 +256,8 @@ void BatchNormBackward(const BatchNormGeometry& g, int batch, const float* x, co
   group(&sums);
   if (!dx) return;
   ForChannels(g, batch, [&](int c, ChannelPlanes ch) {
-    InputGrad(c, ch, x, dy, gamma, mean[c], inv_std[c], sums[c], sums[channels + c], sums[2 * channels], dx,
-              write);
+    InputGrad(c, ch, x, dy, gamma, mean[c], inv_std[c], sums[c], sums[channels + c], sums[2 * channels],
+              MaskOf(activation, c, gamma, beta, mean, inv_std), dx, write);
   });
 }
 

@@ -22,27 +22,37 @@ struct BatchNormGeometry {
 // over all of them, the same on each; null, the batch is all there is.
 using GroupSums = std::function<void(std::vector<double>* sums)>;
 
+// What the forward pass writes: the normalised values ŷ = x̂·gamma + beta, or
+// their ReLU (a ReLU layer fused with the batch norm before it; the host's
+// kernels only). After kRelu the backward pass's dy is the ReLU's gradient: it is
+// taken as zero where ŷ ≤ 0, ŷ computed again from x, gamma and beta. Either
+// way every value comes out as the two layers compute it apart.
+enum class BatchNormActivation { kNone, kRelu };
+
 // Training: the batch's statistics, per channel. `mean` and `inv_std`
 // (1/√(var + eps), the variance biased) are resized and kept for the
 // backward pass; `var` (resized) is the variance unbiased, as PyTorch's
 // running average takes it (the biased one where a channel has one value).
 // A GPU (gpu_ops.h) keeps the three in its own memory, under their address,
-// and takes no group.
+// and takes no group and no activation.
 void BatchNormTrainForward(const BatchNormGeometry& g, int batch, const float* x, const float* gamma,
                            const float* beta, float* y, std::vector<float>* mean, std::vector<float>* inv_std,
-                           std::vector<float>* var, const GroupSums& group = nullptr);
+                           std::vector<float>* var, const GroupSums& group = nullptr,
+                           BatchNormActivation activation = BatchNormActivation::kNone);
 // Evaluation: the running statistics.
 void BatchNormInferenceForward(const BatchNormGeometry& g, int batch, const float* x, const float* gamma,
                                const float* beta, const float* running_mean, const float* running_var,
-                               float* y);
+                               float* y, BatchNormActivation activation = BatchNormActivation::kNone);
 // From the training pass's x, mean and inv_std: dx (added or set; none
 // where null), and dgamma and dbeta (set: this worker's records' share).
 // With `group`, dx takes the group's sums of dy and dy·x̂, as the forward
-// pass took the group's statistics.
+// pass took the group's statistics. `beta` is read after kRelu only.
 void BatchNormBackward(const BatchNormGeometry& g, int batch, const float* x, const float* dy,
                        const float* gamma, const std::vector<float>& mean, const std::vector<float>& inv_std,
                        float* dx, float* dgamma, float* dbeta, GradWrite write,
-                       const GroupSums& group = nullptr);
+                       const GroupSums& group = nullptr,
+                       BatchNormActivation activation = BatchNormActivation::kNone,
+                       const float* beta = nullptr);
 
 // The running averages' changes, as the servers take them (a gradient's
 // place): momentum·(running − batch), for the mean and for the variance, from

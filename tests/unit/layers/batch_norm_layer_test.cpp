@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <atomic>
+#include <cstring>
 #include <thread>
 
 #include "comm/group_sum.h"
@@ -54,6 +55,66 @@ TEST_CASE("batch norm's running averages move toward the batch's statistics; eva
   CHECK(p[3].grad[0] == doctest::Approx(0.25 * (2.0 - 14.0 / 3.0)));
   layer->Forward(Phase::kTest, srcs);
   CHECK(layer->data()[3] == doctest::Approx((6.0 - 1.0) / std::sqrt(2.0001)));
+}
+
+// Batch norm then ReLU, run apart or with the ReLU fused into the batch
+// norm's passes (Layer::set_fused_relu); the ReLU's feature and the
+// gradients it leads to.
+struct BatchNormRelu {
+  InputLayer input;
+  std::unique_ptr<Layer> norm, relu;
+  BatchNormRelu(const Shape& shape, int batch, bool fused) : input(shape) {
+    norm = SetUpLayer("batch_norm", "{}", {&input});
+    relu = SetUpLayer("relu", "{}", {norm.get()});
+    input.Allocate(batch);
+    norm->Allocate(batch);
+    relu->Allocate(batch);
+    FillDistinct(&input.data(), 5);
+    FillUniform(&norm->params()[0].value, 102, 1.5f);
+    FillUniform(&norm->params()[1].value, 103, 0.8f);  // shifts of both signs: part of each channel is cut
+    if (fused) norm->set_fused_relu(relu.get());
+    fused_ = fused;
+  }
+  void Forward(Phase phase) {
+    norm->Forward(phase, {&input});
+    if (!fused_) relu->Forward(phase, {norm.get()});
+  }
+  void Backward(uint32_t seed) {
+    FillUniform(&relu->grad(), seed, 1.0f);
+    input.grad().Fill(0.0f);
+    norm->grad().Fill(0.0f);
+    if (!fused_) relu->Backward({norm.get()});
+    norm->Backward({&input});
+  }
+  bool fused_;
+};
+
+bool SameBits(const Tensor& a, const Tensor& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+TEST_CASE("a ReLU fused into batch norm computes every value as the two layers do apart") {
+  // A plane of 15 values: the kernels' vector loops and their tails.
+  for (const Shape& shape : {Shape{4, 3, 5}, Shape{9}}) {
+    BatchNormRelu apart(shape, 6, false), fused(shape, 6, true);
+    apart.Forward(Phase::kTrain);
+    fused.Forward(Phase::kTrain);
+    CHECK(SameBits(apart.relu->data(), fused.relu->data()));
+    int zeros = 0;
+    for (size_t i = 0; i < fused.relu->data().size(); ++i) zeros += fused.relu->data()[i] == 0.0f;
+    CHECK(zeros > 0);
+    CHECK(zeros < static_cast<int>(fused.relu->data().size()));
+    apart.Backward(7);
+    fused.Backward(7);
+    CHECK(SameBits(apart.input.grad(), fused.input.grad()));
+    for (size_t k = 0; k < apart.norm->params().size(); ++k) {
+      INFO("parameter " << apart.norm->params()[k].name);
+      CHECK(SameBits(apart.norm->params()[k].grad, fused.norm->params()[k].grad));
+    }
+    apart.Forward(Phase::kTest);
+    fused.Forward(Phase::kTest);
+    CHECK(SameBits(apart.relu->data(), fused.relu->data()));
+  }
 }
 
 // A group of `m` workers' channels over inproc://, each rank's sum over them.

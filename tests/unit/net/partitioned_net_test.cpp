@@ -10,6 +10,7 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <future>
 #include <map>
 #include <memory>
@@ -53,6 +54,23 @@ std::vector<std::string> WorkerEndpoints() {
   const std::string base = "inproc://partitioned-net-test-" + std::to_string(next++);
   return {base + "-0", base + "-1"};
 }
+
+// Batch norms: bn1 feeds relu1 alone, which its passes compute; bn2 feeds
+// relu2 and sum, so each runs its own.
+const char* const kNormed =
+    "model:\n"
+    "  layers:\n"
+    "    - {name: data, type: data, shape: [1, 2, 3]}\n"
+    "    - {name: fc1, type: fully_connected, srclayers: data, num_output: 5}\n"
+    "    - {name: bn1, type: batch_norm, srclayers: fc1}\n"
+    "    - {name: relu1, type: relu, srclayers: bn1}\n"
+    "    - {name: fc2, type: fully_connected, srclayers: relu1, num_output: 4}\n"
+    "    - {name: bn2, type: batch_norm, srclayers: fc2}\n"
+    "    - {name: relu2, type: relu, srclayers: bn2}\n"
+    "    - {name: sum, type: add, srclayers: [relu2, bn2]}\n"
+    "    - {name: fc3, type: fully_connected, srclayers: sum, num_output: 3}\n"
+    "    - {name: loss, type: softmax_loss, srclayers: [fc3, data]}\n"
+    "train: {batch_size: 3, steps: 1}\n";
 
 Plan MakeGroupPlan(const std::vector<int>& dims, const std::vector<int>& locations) {
   JobConfig job;
@@ -274,6 +292,51 @@ TEST_CASE(
     INFO("rank " << r);
     CHECK(group.ranks[r].net->feature_bytes_in() == 0);
     CHECK(group.ranks[r].net->feature_bytes_out() == 0);
+  }
+}
+
+TEST_CASE(
+    "partitioned net: a ReLU fused into the batch norm before it leaves the loss and every gradient the "
+    "whole net's, bit for bit") {
+  JobConfig job;
+  Status s = ParseJob(kNormed, "normed.yaml", &job);
+  INFO(s.ToString());
+  REQUIRE(s.ok());
+  PlanOptions options;
+  options.endpoints = {"inproc://partitioned-net-test-server"};  // never dialled
+  Plan plan;
+  s = MakePlan(job, options, Partition{}, &plan);
+  INFO(s.ToString());
+  REQUIRE(s.ok());
+  std::unique_ptr<Net> whole;
+  std::unique_ptr<PartitionedNet> part;
+  REQUIRE(Net::Build(plan.job, &whole).ok());
+  REQUIRE(PartitionedNet::Build(plan, 0, nullptr, &part).ok());
+  CHECK(part->FusedLayers() == std::vector<std::string>{"relu1"});
+  whole->Allocate(kBatch);
+  part->Allocate(kBatch);
+  const std::vector<Param*> wp = whole->params(), pp = part->params();
+  REQUIRE(wp.size() == pp.size());
+  for (size_t k = 0; k < wp.size(); ++k)
+    for (size_t i = 0; i < wp[k]->value.size(); ++i) wp[k]->value[i] = pp[k]->value[i] = ParamValue(k, i);
+  const size_t floats = whole->data_layer().data().size() / kBatch;
+  for (size_t r = 0; r < static_cast<size_t>(kBatch); ++r) {
+    for (size_t f = 0; f < floats; ++f)
+      whole->data_layer().data()[r * floats + f] = part->data_layer().data()[r * floats + f] = Pixel(r, f);
+    whole->data_layer().labels()[r] = part->data_layer().labels()[r] = Label(r);
+  }
+  for (uint64_t step = 0; step < 2; ++step) {
+    INFO("step " << step);
+    whole->Forward(Phase::kTrain);
+    whole->Backward();
+    REQUIRE(part->Forward(Phase::kTrain, step).ok());
+    REQUIRE(part->Backward(step).ok());
+    CHECK(part->loss_layer().loss() == whole->loss_layer().loss());
+    for (size_t k = 0; k < wp.size(); ++k) {
+      INFO(wp[k]->name);
+      REQUIRE(wp[k]->grad.size() == pp[k]->grad.size());
+      CHECK(std::memcmp(wp[k]->grad.data(), pp[k]->grad.data(), wp[k]->grad.size() * sizeof(float)) == 0);
+    }
   }
 }
 
