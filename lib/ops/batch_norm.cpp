@@ -109,14 +109,11 @@ SHOAL_VECTOR_CLONES void ChannelGradSums(const float* x, const float* dy, Channe
         const float v = dys[p];  // loaded whatever the mask says, as ReluBackward does
         d[p] = xs[p] * mask.scale + mask.shift > 0.0f ? v : 0.0f;
       }
-      *sum_dy += PlaneSum(ch.plane, [&](int p) { return static_cast<double>(d[p]); });
-      *sum_dy_xhat +=
-          PlaneSum(ch.plane, [&](int p) { return static_cast<double>(d[p]) * ((xs[p] - m) * inv); });
-    } else {
-      *sum_dy += PlaneSum(ch.plane, [&](int p) { return static_cast<double>(dys[p]); });
-      *sum_dy_xhat +=
-          PlaneSum(ch.plane, [&](int p) { return static_cast<double>(dys[p]) * ((xs[p] - m) * inv); });
+      dys = d;
     }
+    *sum_dy += PlaneSum(ch.plane, [&](int p) { return static_cast<double>(dys[p]); });
+    *sum_dy_xhat +=
+        PlaneSum(ch.plane, [&](int p) { return static_cast<double>(dys[p]) * ((xs[p] - m) * inv); });
   }
 }
 
