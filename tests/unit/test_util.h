@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <memory>
 #include <random>
@@ -15,6 +16,7 @@
 
 #include "config/document.h"
 #include "config/fields.h"
+#include "tensor/tensor.h"
 
 namespace shoal {
 
@@ -41,6 +43,11 @@ struct YamlFields {
   const Fields& operator*() const { return *fields; }
   const Fields* operator->() const { return fields.get(); }
 };
+
+// Whether two tensors hold the same floats, bit for bit.
+inline bool SameBits(const Tensor& a, const Tensor& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
 
 inline bool Contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;

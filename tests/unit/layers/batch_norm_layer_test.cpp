@@ -4,7 +4,6 @@
 #include <doctest/doctest.h>
 
 #include <atomic>
-#include <cstring>
 #include <thread>
 
 #include "comm/group_sum.h"
@@ -88,10 +87,6 @@ struct BatchNormRelu {
   }
   bool fused_;
 };
-
-bool SameBits(const Tensor& a, const Tensor& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
-}
 
 TEST_CASE("a ReLU fused into batch norm computes every value as the two layers do apart") {
   // A plane of 15 values: the kernels' vector loops and their tails.

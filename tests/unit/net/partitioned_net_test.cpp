@@ -10,7 +10,6 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
-#include <cstring>
 #include <future>
 #include <map>
 #include <memory>
@@ -334,8 +333,7 @@ TEST_CASE(
     CHECK(part->loss_layer().loss() == whole->loss_layer().loss());
     for (size_t k = 0; k < wp.size(); ++k) {
       INFO(wp[k]->name);
-      REQUIRE(wp[k]->grad.size() == pp[k]->grad.size());
-      CHECK(std::memcmp(wp[k]->grad.data(), pp[k]->grad.data(), wp[k]->grad.size() * sizeof(float)) == 0);
+      CHECK(SameBits(wp[k]->grad, pp[k]->grad));
     }
   }
 }
