@@ -10,11 +10,13 @@
 #endif
 
 #include "ops/onednn.h"
+#include "ops/onednn_matmul.h"
 
 namespace shoal {
 namespace {
 
 std::atomic<int> compute_threads{1};
+std::atomic<Precision> compute_precision{Precision::kFp32};
 
 }  // namespace
 
@@ -30,6 +32,9 @@ void Sgemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const f
     // One thread: the callers split their work over ParallelFor's threads
     // (the convolutions raise the count to the compute threads on theirs).
     SetOneDnnThreads(1);
+    if (compute_precision.load() == Precision::kBf16 &&
+        OneDnnMatmulBf16(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc))
+      return;
     if (dnnl_sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', m, n, k, alpha, a, lda, b, ldb, beta, c, ldc) ==
         dnnl_success)
       return;
@@ -46,6 +51,17 @@ void SetComputeThreads(int threads) {
 }
 
 int ComputeThreads() { return compute_threads.load(); }
+
+Status SetComputePrecision(Precision precision) {
+  if (precision == Precision::kBf16 && !Bf16Kernels())
+    return Status::InvalidArgument(
+        "train.compute bf16 needs oneDNN's bfloat16 kernels (a CPU with AVX512_BF16), but oneDNN here is '" +
+        OneDnnDescription() + "': set train.compute: fp32");
+  compute_precision.store(precision);
+  return Status::Ok();
+}
+
+Precision ComputePrecision() { return compute_precision.load(); }
 
 const char* SgemmBackend() { return OneDnnEnabled() ? "onednn" : "openblas"; }
 

@@ -8,6 +8,8 @@
 
 #include <string>
 
+#include "core/status.h"
+
 namespace shoal {
 
 // C[m,n] = alpha * op(A)[m,k] * op(B)[k,n] + beta * C, all row-major.
@@ -22,6 +24,18 @@ void Sgemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const f
 // runs single-threaded: on these shapes a BLAS's own threading scales poorly.
 void SetComputeThreads(int threads);
 int ComputeThreads();
+
+// train.compute: the precision of the products (Sgemm) and the
+// convolutions. kBf16 rounds their inputs to bfloat16 and accumulates in
+// float32, on oneDNN's bf16 kernels (ops/onednn.h says where they run); the
+// rest of a step (activations, norms, updates) stays float32.
+enum class Precision { kFp32, kBf16 };
+// Process-wide, as the thread count: set before a net is built, since each
+// convolution chooses its kernels when made. Refuses kBf16, leaving the
+// precision as it was, where oneDNN has no bf16 kernels here (Bf16Kernels,
+// ops/onednn.h), naming the kernels it has.
+Status SetComputePrecision(Precision precision);
+Precision ComputePrecision();
 
 // Which library computes Sgemm ("onednn" or "openblas"), and the kernels
 // OpenBLAS chose for this CPU (its core name), for benchmark records.

@@ -1,12 +1,17 @@
 #include "ops/fast_convolution.h"
 
+#include "ops/blas.h"
+#include "ops/onednn.h"
 #include "ops/onednn_convolution.h"
 #include "ops/winograd_convolution.h"
 
 namespace shoal {
 
 std::unique_ptr<FastConvolution> NewFastConvolution(const ConvGeometry& g) {
-  if (auto winograd = NewWinogradConvolution(g)) return winograd;
+  // Winograd's transforms are float32: in bfloat16 oneDNN's kernels compute.
+  const bool bf16 = ComputePrecision() == Precision::kBf16 && Bf16Kernels();
+  if (!bf16)
+    if (auto winograd = NewWinogradConvolution(g)) return winograd;
   return NewOneDnnConvolution(g);
 }
 

@@ -25,7 +25,8 @@ class FastConvolution {
 };
 
 // The fastest this build and process have for g: Winograd where it takes g,
-// oneDNN otherwise; null where neither is enabled (im2col + sgemm computes).
+// oneDNN otherwise, and oneDNN alone under Precision::kBf16 (ops/blas.h);
+// null where neither is enabled (im2col + sgemm computes).
 std::unique_ptr<FastConvolution> NewFastConvolution(const ConvGeometry& g);
 
 }  // namespace shoal

@@ -19,10 +19,22 @@ int MaxTasks(int batch, int in, int out) {
 }  // namespace
 
 // With several compute threads: rows of the batch for y and dx, rows of W for
-// dw; each element is computed by exactly one thread, in the same order.
+// dw; each element is computed by exactly one thread, in the same order. In
+// bfloat16 each thread rounds a copy of each of its operands (ops/blas.h), so
+// y and dx split W's rows and columns instead: its copies then cover W once.
 void FullyConnectedForward(int batch, int in, int out, const float* x, const float* w, const float* b,
                            float* y) {
   if (GpuOps* gpu = CurrentGpuOps()) return gpu->FullyConnectedForward(batch, in, out, x, w, b, y);
+  if (ComputePrecision() == Precision::kBf16)
+    return ParallelFor(
+        out,
+        [&](int, int begin, int end) {
+          for (int i = 0; i < batch; ++i)
+            std::copy(b + begin, b + end, y + static_cast<size_t>(i) * out + begin);
+          Sgemm(false, true, batch, end - begin, in, 1.0f, x, in, w + static_cast<size_t>(begin) * in, in,
+                1.0f, y + begin, out);
+        },
+        MaxTasks(batch, in, out));
   ParallelFor(
       batch,
       [&](int, int begin, int end) {
@@ -50,11 +62,19 @@ void FullyConnectedBackward(int batch, int in, int out, const float* x, const fl
   for (int i = 0; i < batch; ++i)
     for (int j = 0; j < out; ++j) db[j] += dy[i * out + j];
   if (!dx) return;
+  const float beta = dx_write == GradWrite::kAdd ? 1.0f : 0.0f;
+  if (ComputePrecision() == Precision::kBf16)
+    return ParallelFor(
+        in,
+        [&](int, int begin, int end) {
+          Sgemm(false, false, batch, end - begin, out, 1.0f, dy, out, w + begin, in, beta, dx + begin, in);
+        },
+        max_tasks);
   ParallelFor(
       batch,
       [&](int, int begin, int end) {
-        Sgemm(false, false, end - begin, in, out, 1.0f, dy + static_cast<size_t>(begin) * out, w,
-              dx_write == GradWrite::kAdd ? 1.0f : 0.0f, dx + static_cast<size_t>(begin) * in);
+        Sgemm(false, false, end - begin, in, out, 1.0f, dy + static_cast<size_t>(begin) * out, w, beta,
+              dx + static_cast<size_t>(begin) * in);
       },
       max_tasks);
 }

@@ -16,6 +16,12 @@ bool OneDnnEnabled() {
 
 void SetOneDnnThreads(int threads) { omp_set_num_threads(threads); }
 
+bool Bf16Kernels() {
+  if (!OneDnnEnabled()) return false;
+  const dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
+  return isa == dnnl_cpu_isa_avx512_core_bf16 || isa == dnnl_cpu_isa_avx512_core_amx;
+}
+
 std::string OneDnnDescription() {
   if (!OneDnnEnabled()) return "off";
   const dnnl_version_t* v = dnnl_version();
@@ -60,6 +66,7 @@ std::string OneDnnDescription() {
 namespace shoal {
 bool OneDnnEnabled() { return false; }
 void SetOneDnnThreads(int) {}
+bool Bf16Kernels() { return false; }
 std::string OneDnnDescription() { return "none"; }
 }  // namespace shoal
 

@@ -15,6 +15,10 @@ bool OneDnnEnabled();
 // Does nothing in a build without oneDNN.
 void SetOneDnnThreads(int threads);
 
+// True where oneDNN is enabled and its kernels here use the CPU's bfloat16
+// instructions (AVX512_BF16 or AMX): what Precision::kBf16 (ops/blas.h) needs.
+bool Bf16Kernels();
+
 // oneDNN's version and the instructions its kernels use here ("2.6.3
 // avx512_core_bf16"); "none" in a build without oneDNN, "off" when disabled.
 std::string OneDnnDescription();

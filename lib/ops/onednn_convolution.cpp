@@ -81,7 +81,13 @@ struct Prims {
 
 class Convolution final : public FastConvolution {
  public:
-  explicit Convolution(const ConvGeometry& g) : g_(g), stream_(Engine()) {}
+  // Its inputs in bfloat16 under Precision::kBf16 (ops/blas.h), its outputs
+  // and gradients float32 either way.
+  explicit Convolution(const ConvGeometry& g)
+      : g_(g),
+        in_(ComputePrecision() == Precision::kBf16 && Bf16Kernels() ? memory::data_type::bf16
+                                                                    : memory::data_type::f32),
+        stream_(Engine()) {}
 
   bool Forward(int batch, const float* x, const float* w, const float* b, float* y) override {
     if (CurrentGpuOps()) return false;
@@ -162,7 +168,9 @@ class Convolution final : public FastConvolution {
 
   struct Descs {
     memory::dims src, weights, bias, dst, strides, pad;
-    memory::desc Any(const memory::dims& dims) const { return Plain(dims, Tag::any); }
+    memory::data_type in;  // of x, w and dy; y, dx, dw and db are float32
+    memory::desc In(const memory::dims& dims) const { return {dims, in, Tag::any}; }
+    memory::desc Out(const memory::dims& dims) const { return Plain(dims, Tag::any); }
   };
   Descs DescsFor(int batch) const {
     return {{batch, g_.channels, g_.height, g_.width},
@@ -170,15 +178,16 @@ class Convolution final : public FastConvolution {
             {g_.filters},
             {batch, g_.filters, g_.out_height(), g_.out_width()},
             {g_.stride, g_.stride},
-            {g_.pad, g_.pad}};
+            {g_.pad, g_.pad},
+            in_};
   }
 
   std::unique_ptr<Prims> Make(int batch) const {
     const Descs d = DescsFor(batch);
     auto p = std::make_unique<Prims>();
     p->fwd_pd = dnnl::convolution_forward::primitive_desc(
-        {dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, d.Any(d.src),
-         d.Any(d.weights), d.Any(d.bias), d.Any(d.dst), d.strides, d.pad, d.pad},
+        {dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, d.In(d.src), d.In(d.weights),
+         d.Out(d.bias), d.Out(d.dst), d.strides, d.pad, d.pad},
         Engine());
     p->fwd = dnnl::convolution_forward(p->fwd_pd);
     p->src.emplace(Plain(d.src, Tag::nchw), p->fwd_pd.src_desc(), true);
@@ -193,10 +202,10 @@ class Convolution final : public FastConvolution {
     const Descs d = DescsFor(batch);
     const auto alg = dnnl::algorithm::convolution_direct;
     dnnl::convolution_backward_weights::primitive_desc weights(
-        {alg, d.Any(d.src), d.Any(d.weights), d.Any(d.bias), d.Any(d.dst), d.strides, d.pad, d.pad}, Engine(),
+        {alg, d.In(d.src), d.Out(d.weights), d.Out(d.bias), d.In(d.dst), d.strides, d.pad, d.pad}, Engine(),
         fwd);
     dnnl::convolution_backward_data::primitive_desc data(
-        {alg, d.Any(d.src), d.Any(d.weights), d.Any(d.dst), d.strides, d.pad, d.pad}, Engine(), fwd);
+        {alg, d.Out(d.src), d.In(d.weights), d.In(d.dst), d.strides, d.pad, d.pad}, Engine(), fwd);
     const memory::desc user_src = Plain(d.src, Tag::nchw), user_weights = Plain(d.weights, Tag::oihw),
                        user_dst = Plain(d.dst, Tag::nchw);
     auto b = std::make_unique<BackwardPrims>();
@@ -217,6 +226,7 @@ class Convolution final : public FastConvolution {
   }
 
   ConvGeometry g_;
+  memory::data_type in_;
   dnnl::stream stream_;
   std::map<int, std::unique_ptr<Prims>> prims_;
 };

@@ -16,6 +16,7 @@
 
 #include "config/document.h"
 #include "config/fields.h"
+#include "ops/blas.h"
 #include "tensor/tensor.h"
 
 namespace shoal {
@@ -61,6 +62,25 @@ inline std::vector<float> Random(size_t n, unsigned seed) {
   for (float& x : v) x = u(rng);
   return v;
 }
+
+// v rounded to the nearest bfloat16, ties to even, as oneDNN rounds a float
+// it computes with in bfloat16 (finite values only).
+inline float RoundToBf16(float v) {
+  uint32_t bits;
+  std::memcpy(&bits, &v, sizeof bits);
+  bits = (bits + 0x7fffu + ((bits >> 16) & 1u)) & 0xffff0000u;
+  std::memcpy(&v, &bits, sizeof v);
+  return v;
+}
+
+// Products and convolutions in bfloat16 for one scope (ops/blas.h), float32
+// again after it.
+struct Bf16Scope {
+  Bf16Scope() { REQUIRE(SetComputePrecision(Precision::kBf16).ok()); }
+  ~Bf16Scope() { (void)SetComputePrecision(Precision::kFp32); }
+  Bf16Scope(const Bf16Scope&) = delete;
+  Bf16Scope& operator=(const Bf16Scope&) = delete;
+};
 
 // Every element of got within tolerance of want's, relative to want's largest
 // magnitude (at least 1e-3): sums that cancel make a per-element relative

@@ -1,7 +1,9 @@
 // Sgemm against a plain triple loop in double: every transpose combination,
 // sub-matrices (leading dimensions wider than the rows), alpha and beta, and
-// shapes from a single element to ones with odd sizes. ctest runs these cases
-// once on oneDNN's sgemm and once, as unit_sgemm_openblas, with SHOAL_ONEDNN=0.
+// shapes from a single element to ones with odd sizes; in float32, and in
+// bfloat16 against the loop over inputs rounded to bfloat16. ctest runs these
+// cases once on oneDNN and once, as unit_sgemm_openblas, with SHOAL_ONEDNN=0
+// (where bfloat16 is refused).
 #include "ops/blas.h"
 
 #include <doctest/doctest.h>
@@ -13,6 +15,7 @@
 #include <vector>
 
 #include "ops/onednn.h"
+#include "test_util.h"
 
 namespace shoal {
 namespace {
@@ -23,12 +26,15 @@ struct Case {
   float alpha, beta;
 };
 
-// op(X)[r][c] of a row-major matrix with leading dimension ld.
-double At(const std::vector<float>& x, bool trans, int ld, int r, int c) {
-  return trans ? x[size_t(c) * ld + r] : x[size_t(r) * ld + c];
+// op(X)[r][c] of a row-major matrix with leading dimension ld, rounded to
+// bfloat16 when asked.
+double At(const std::vector<float>& x, bool trans, int ld, int r, int c, bool bf16) {
+  const float v = trans ? x[size_t(c) * ld + r] : x[size_t(r) * ld + c];
+  return bf16 ? RoundToBf16(v) : v;
 }
 
-void Check(const Case& t) {
+// Products of bfloat16 values are exact in float32: only the sums round.
+void Check(const Case& t, bool bf16 = false) {
   // Leading dimensions 3 wider than needed: Sgemm must not touch the gaps.
   const int a_rows = t.trans_a ? t.k : t.m, a_cols = t.trans_a ? t.m : t.k;
   const int b_rows = t.trans_b ? t.n : t.k, b_cols = t.trans_b ? t.k : t.n;
@@ -44,7 +50,8 @@ void Check(const Case& t) {
   Sgemm(t.trans_a, t.trans_b, t.m, t.n, t.k, t.alpha, a.data(), lda, b.data(), ldb, t.beta, c.data(), ldc);
 
   INFO("trans_a " << t.trans_a << " trans_b " << t.trans_b << " m " << t.m << " n " << t.n << " k " << t.k
-                  << " alpha " << t.alpha << " beta " << t.beta << " oneDNN " << OneDnnEnabled());
+                  << " alpha " << t.alpha << " beta " << t.beta << " oneDNN " << OneDnnEnabled() << " bf16 "
+                  << bf16);
   for (int i = 0; i < t.m; ++i) {
     for (int j = 0; j < ldc; ++j) {
       const size_t at = size_t(i) * ldc + j;
@@ -53,7 +60,8 @@ void Check(const Case& t) {
         continue;
       }
       double want = 0;
-      for (int p = 0; p < t.k; ++p) want += At(a, t.trans_a, lda, i, p) * At(b, t.trans_b, ldb, p, j);
+      for (int p = 0; p < t.k; ++p)
+        want += At(a, t.trans_a, lda, i, p, bf16) * At(b, t.trans_b, ldb, p, j, bf16);
       want = t.alpha * want + t.beta * c0[at];
       REQUIRE(std::fabs(c[at] - want) <= 1e-5 * (t.k + 1));
     }
@@ -67,6 +75,31 @@ TEST_CASE("Sgemm matches a plain product for every transpose, sub-matrices, alph
            {std::tuple{1, 1, 1}, {7, 5, 3}, {64, 33, 129}, {3, 300, 17}, {100, 1, 50}})
         for (const auto& [alpha, beta] : {std::pair{1.0f, 0.0f}, {1.0f, 1.0f}, {-0.5f, 2.0f}})
           Check({ta, tb, m, n, k, alpha, beta});
+}
+
+TEST_CASE("Sgemm in bf16 multiplies its inputs rounded to bfloat16" * doctest::skip(!Bf16Kernels())) {
+  Bf16Scope bf16;
+  for (bool ta : {false, true})
+    for (bool tb : {false, true})
+      for (const auto& [m, n, k] : {std::tuple{1, 1, 1}, {7, 5, 3}, {64, 33, 129}, {3, 300, 17}})
+        for (const auto& [alpha, beta] : {std::pair{1.0f, 0.0f}, {1.0f, 1.0f}, {-0.5f, 2.0f}})
+          Check({ta, tb, m, n, k, alpha, beta}, /*bf16=*/true);
+  // 1 + 2^-10 has no bfloat16 (8 significant bits): it rounds to 1.
+  const float a = 1.0f + 1.0f / 1024, b = 1.0f;
+  float c = 0;
+  Sgemm(false, false, 1, 1, 1, 1.0f, &a, &b, 0.0f, &c);
+  CHECK(c == 1.0f);
+}
+
+TEST_CASE("Sgemm's bf16 is refused where oneDNN has no bfloat16 kernels" * doctest::skip(Bf16Kernels())) {
+  const Status refused = SetComputePrecision(Precision::kBf16);
+  REQUIRE_FALSE(refused.ok());
+  CHECK(Contains(refused.message(), "train.compute bf16 needs oneDNN's bfloat16 kernels"));
+  CHECK(ComputePrecision() == Precision::kFp32);
+  const float a = 1.0f + 1.0f / 1024, b = 1.0f;
+  float c = 0;
+  Sgemm(false, false, 1, 1, 1, 1.0f, &a, &b, 0.0f, &c);
+  CHECK(c == a);
 }
 
 TEST_CASE("Sgemm with beta 0 ignores what C held, NaN included") {

@@ -18,12 +18,16 @@ namespace shoal {
 // magnitude (CheckClose): y; dw and db; dx added into what it held, and set
 // over NaN; dw alone when no dx is wanted. Backward is given x and w at other
 // addresses than Forward was (a device memory manager stages them anew):
-// what Forward saw is NaN by then.
-inline void CheckAgainstIm2col(FastConvolution* fast, const ConvGeometry& g, int batch, double tolerance) {
+// what Forward saw is NaN by then. With bf16_inputs, x, w and dy hold
+// bfloat16 values, which a bfloat16 convolution takes without rounding.
+inline void CheckAgainstIm2col(FastConvolution* fast, const ConvGeometry& g, int batch, double tolerance,
+                               bool bf16_inputs = false) {
   const size_t in = size_t(batch) * g.channels * g.height * g.width;
   const size_t out = size_t(batch) * g.filters * g.out_height() * g.out_width();
-  const auto x = Random(in, 1), w = Random(size_t(g.filters) * g.col_rows(), 2), b = Random(g.filters, 3),
-             dy = Random(out, 4), dx0 = Random(in, 5);
+  auto x = Random(in, 1), w = Random(size_t(g.filters) * g.col_rows(), 2), dy = Random(out, 4);
+  const auto b = Random(g.filters, 3), dx0 = Random(in, 5);
+  if (bf16_inputs)
+    for (auto* v : {&x, &w, &dy}) std::transform(v->begin(), v->end(), v->begin(), RoundToBf16);
   std::vector<float> y(out), dw(w.size()), db(b.size()), dx = dx0, scratch;
   ConvolutionForward(g, batch, x.data(), w.data(), b.data(), y.data(), &scratch);
   ConvolutionBackward(g, batch, x.data(), w.data(), dy.data(), dx.data(), dw.data(), db.data(),

@@ -17,6 +17,7 @@
 #include "ops/convolution.h"
 #include "ops/elementwise.h"
 #include "ops/fully_connected.h"
+#include "ops/onednn.h"
 #include "ops/pooling.h"
 #include "test_util.h"
 
@@ -121,6 +122,40 @@ TEST_CASE("threaded fully connected, relu and max pooling equal the single-threa
     PoolBackward(pg, batch, px.data(), py.data(), pdy.data(), argmax, pdx.data(), GradWrite::kSet);
     CheckClose(Minus(one[7], Random(pool_in, 19)), pdx, "pool dx set");
   });
+}
+
+TEST_CASE("fully connected in bf16, at 1 and 3 threads, computes on its inputs rounded to bfloat16" *
+          doctest::skip(!Bf16Kernels())) {
+  const int batch = 37, in = 300, out = 70;
+  const auto x = Random(batch * in, 11), w = Random(out * in, 12), b = Random(out, 13),
+             dy = Random(batch * out, 14);
+  auto rounded = [](std::vector<float> v) {
+    std::transform(v.begin(), v.end(), v.begin(), RoundToBf16);
+    return v;
+  };
+  // The reference: float32 on the rounded inputs, whose products are exact.
+  std::vector<float> y(batch * out), dx = Random(batch * in, 17), dw(out * in), db(out);
+  const auto rx = rounded(x), rw = rounded(w), rdy = rounded(dy);
+  FullyConnectedForward(batch, in, out, rx.data(), rw.data(), b.data(), y.data());
+  FullyConnectedBackward(batch, in, out, rx.data(), rw.data(), rdy.data(), dx.data(), dw.data(), db.data(),
+                         GradWrite::kAdd);
+  Bf16Scope bf16;
+  for (int threads : {1, 3}) {
+    CAPTURE(threads);
+    WithThreads(threads, [&] {
+      std::vector<float> y2(batch * out), dx2 = Random(batch * in, 17), dw2(out * in, 7.0f), db2(out, 7.0f);
+      FullyConnectedForward(batch, in, out, x.data(), w.data(), b.data(), y2.data());
+      FullyConnectedBackward(batch, in, out, x.data(), w.data(), dy.data(), dx2.data(), dw2.data(),
+                             db2.data(), GradWrite::kAdd);
+      CheckClose(y, y2, "fc y");
+      CheckClose(dx, dx2, "fc dx");
+      CheckClose(dw, dw2, "fc dw");
+      std::vector<float> dx_set(batch * in, std::nanf(""));
+      FullyConnectedBackward(batch, in, out, x.data(), w.data(), dy.data(), dx_set.data(), dw2.data(),
+                             db2.data(), GradWrite::kSet);
+      CheckClose(Minus(dx, Random(batch * in, 17)), dx_set, "fc dx set");
+    });
+  }
 }
 
 TEST_CASE("ParallelFor covers [0, n) once in contiguous ranges, and runs nested calls inline") {
