@@ -4,7 +4,8 @@ namespace shoal {
 
 static_assert(InEnumOrder<ConsistencyModel>() && InEnumOrder<UpdateRule>() && InEnumOrder<Algorithm>() &&
                   InEnumOrder<LrDecay>() && InEnumOrder<EvalSet>() && InEnumOrder<ValueEncoding>() &&
-                  InEnumOrder<SyncTopology>() && InEnumOrder<Strategy>() && InEnumOrder<Exchange>(),
+                  InEnumOrder<Precision>() && InEnumOrder<SyncTopology>() && InEnumOrder<Strategy>() &&
+                  InEnumOrder<Exchange>(),
               "every choice table lists its enum's values in order");
 
 const ConsistencyTraits& TraitsOf(ConsistencyModel model) {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "comm/message.h"
+#include "ops/blas.h"
 
 namespace shoal {
 
@@ -81,6 +82,8 @@ inline constexpr Named<LrDecay> kLrDecays[] = {{LrDecay::kConstant, "constant"},
 // cluster.wire: how gradients and parameter values travel (comm/message.h).
 inline constexpr Named<ValueEncoding> kWires[] = {{ValueEncoding::kF32, EncodingName(ValueEncoding::kF32)},
                                                   {ValueEncoding::kF16, EncodingName(ValueEncoding::kF16)}};
+// train.compute: the precision of products and convolutions (ops/blas.h).
+inline constexpr Named<Precision> kPrecisions[] = {{Precision::kFp32, "fp32"}, {Precision::kBf16, "bf16"}};
 inline constexpr Named<EvalSet> kEvalSets[] = {{EvalSet::kVal, "val"}, {EvalSet::kTest, "test"}};
 inline constexpr Named<SyncTopology> kSyncTopologies[] = {{SyncTopology::kAll, "all"},
                                                           {SyncTopology::kRing, "ring"}};
@@ -109,6 +112,10 @@ struct ChoiceTable<LrDecay> {
 template <>
 struct ChoiceTable<ValueEncoding> {
   static constexpr const auto& rows = kWires;
+};
+template <>
+struct ChoiceTable<Precision> {
+  static constexpr const auto& rows = kPrecisions;
 };
 template <>
 struct ChoiceTable<EvalSet> {
@@ -178,6 +185,7 @@ inline void to_json(nlohmann::json& j, Algorithm v) { j = Name(v); }
 inline void to_json(nlohmann::json& j, LrDecay v) { j = Name(v); }
 inline void to_json(nlohmann::json& j, SyncTopology v) { j = Name(v); }
 inline void to_json(nlohmann::json& j, EvalSet v) { j = Name(v); }
+inline void to_json(nlohmann::json& j, Precision v) { j = Name(v); }
 inline void to_json(nlohmann::json& j, Strategy v) { j = Name(v); }
 inline void to_json(nlohmann::json& j, Exchange v) { j = Name(v); }
 inline void to_json(nlohmann::json& j, ValueEncoding v) { j = Name(v); }

@@ -154,6 +154,10 @@ Status ParseTrain(const Fields& f, TrainConfig* t) {
   }
   SHOAL_RETURN_IF_ERROR(f.Float("device_memory_mb", t->device_memory_mb, &t->device_memory_mb, 0.0, 1 << 24));
   SHOAL_RETURN_IF_ERROR(ParseDevice(f, t));
+  SHOAL_RETURN_IF_ERROR(f.Choice("compute", t->compute, &t->compute));
+  if (t->compute == Precision::kBf16 && t->cuda)
+    return f.FieldError("compute", "is bf16, which runs on the CPU's oneDNN kernels; a GPU (train.device '" +
+                                       t->device + "') computes in fp32: set compute: fp32 or device: cpu");
   SHOAL_RETURN_IF_ERROR(f.Bool("divergence_check", t->divergence_check, &t->divergence_check));
   SHOAL_RETURN_IF_ERROR(
       f.Int("overlap_bucket_floats", t->overlap_bucket_floats, &t->overlap_bucket_floats, 0));

@@ -93,6 +93,10 @@ struct TrainConfig {
   std::string device = "cpu";
   bool cuda = false;
   int gpu = -1;  // cuda:N's N; -1 otherwise
+  // The precision of the products and convolutions on the CPU (ops/blas.h):
+  // bf16 needs the CPU's AVX512_BF16 instructions, and a worker refuses it
+  // where they are missing. The servers keep fp32 either way.
+  Precision compute = Precision::kFp32;
 };
 
 struct ClusterConfig {

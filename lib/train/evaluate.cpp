@@ -151,6 +151,7 @@ Status OpenCheckpointNet(const Plan& plan, const std::vector<std::string>& check
   SHOAL_RETURN_IF_ERROR(LoadModel(checkpoint, step, &merged, &out->files));
   out->step = merged.step;
   SetComputeThreads(threads);
+  SHOAL_RETURN_IF_ERROR(SetComputePrecision(plan.job.train.compute));
   SHOAL_RETURN_IF_ERROR(Net::Build(plan.job, &out->net));
   SHOAL_RETURN_IF_ERROR(FillParamsFromCheckpoint(merged, out->source, out->net->params()));
   out->shard_dir = shard_dir.empty() ? plan.job.data.shards : shard_dir;

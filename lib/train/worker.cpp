@@ -49,6 +49,7 @@ Status Worker::SetUp() {
                                    " workers: it cannot run standalone");
   const int timeout_ms = options_.timeout_ms > 0 ? options_.timeout_ms : job.cluster.timeout_ms;
   SetComputeThreads(options_.threads);
+  SHOAL_RETURN_IF_ERROR(SetComputePrecision(job.train.compute));
   evaluates_ = options_.evaluate && options_.id == 0;
   SHOAL_RETURN_IF_ERROR(Net::Build(job, &whole_, /*allocate_params=*/evaluates_));
   // A group's channel; in groups of one, a channel over every worker where
@@ -505,7 +506,8 @@ Status Worker::Finish(WorkerResult* result) {
                      {"onednn", OneDnnDescription()},
                      {"openblas_core", OpenBlasCore()},
                      {"winograd", WinogradEnabled()},
-                     {"compute_threads", ComputeThreads()}};
+                     {"compute_threads", ComputeThreads()},
+                     {"compute", ComputePrecision()}};
   // What the servers' updates_from should count for this worker (async: no update lost).
   if (remote_) done["updates_sent"] = remote_->updates_sent();
   if (device_memory_) {

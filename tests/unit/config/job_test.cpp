@@ -311,6 +311,22 @@ TEST_CASE(
   }
 }
 
+TEST_CASE("train.compute: fp32 (the default) or bf16 on the CPU; a GPU's is fp32") {
+  JobConfig job;
+  REQUIRE(ParseJob(Job(kLayers, "train: {}\n"), "job.yaml", &job).ok());
+  CHECK(job.train.compute == Precision::kFp32);
+  CHECK(job.resolved["train"]["compute"] == "fp32");
+  REQUIRE(ParseJob(Job(kLayers, "train: {compute: bf16}\n"), "job.yaml", &job).ok());
+  CHECK(job.train.compute == Precision::kBf16);
+  CHECK(job.resolved["train"]["compute"] == "bf16");
+  Status s = ParseJob(Job(kLayers, "train: {compute: fp16}\n"), "job.yaml", &job);
+  CHECK(Contains(s.message(), "field 'compute'"));
+  CHECK(Contains(s.message(), "fp16"));
+  s = ParseJob(Job(kLayers, "train: {compute: bf16, device: 'cuda:1'}\n"), "job.yaml", &job);
+  CHECK(Contains(s.message(), "field 'compute' is bf16, which runs on the CPU's oneDNN kernels"));
+  CHECK(Contains(s.message(), "train.device 'cuda:1'"));
+}
+
 TEST_CASE("a section that is not a mapping is refused, not thrown") {
   for (const char* rest : {"train: 5\n", "cluster: [1, 2]\n", "data: fashion\n"}) {
     INFO(rest);
