@@ -12,6 +12,11 @@ Rows (--rows, any of):
 - tta: the CNN's training seconds to 88% test accuracy (--target-accuracy) (evaluated every 100 steps,
   evaluation excluded on both sides), BSP 2 × 32 (AllReduce) against DDP 2 × 32 and one process × 64
   against torch_single.py.
+- bf16: train.compute: bf16 (products and convolutions in bfloat16, float32 sums), one
+  process, batch 64, 1 and 2 threads: against peers/torch_single.py --bf16 (torch.autocast
+  in bfloat16), and against shoal's own float32 step (the row's peer is shoal then); and
+  each side's test accuracy after --bf16-steps steps in bfloat16 over its own in float32
+  (within 0.0035, about 0.3 points of 85%).
 
 - rbm: configs/fashion-rbm1.yaml (784-1000, CD-1, batch 100) for --rbm-epochs epochs, one
   process at 1 and 2 threads, against peers/torch_rbm.py: ms per step, and (quality, ratio
@@ -72,7 +77,7 @@ update, encode and decode, from the processes' own counters (`time_s`, `handle_s
 time and over the whole step, as fractions of one thread's sgemm rate (`dl-plan calibrate`,
 measured once a bench run) times its compute threads. Under each time-to-accuracy row,
 each pair's steps to the target.
-Usage: bench/run.sh [--rows single,bsp,tta,rbm,char-rnn,convnets,images,png,exchange,gpu,gpu-convnets] [--models mlp,cnn] [--repeats N] [--steps N]
+Usage: bench/run.sh [--rows single,bsp,tta,bf16,rbm,char-rnn,convnets,images,png,exchange,gpu,gpu-convnets] [--models mlp,cnn] [--repeats N] [--steps N]
 """
 import argparse, itertools, json, math, os, signal, statistics, subprocess, sys, tempfile, time
 
@@ -268,8 +273,9 @@ class Bench:
             return run(self.peer_command(script, [*shape, *length, "--blas-core", core, "--cpu-capability", capability]))[-1]
 
         reference = probe("default", "default")
-        # Batch norm at a rate of 0.1 carries rounding from step to step into the losses.
-        tolerance = CONVNET_LOSS_TOLERANCE if script == "torch_convnet.py" else LOSS_TOLERANCE
+        # Batch norm at a rate of 0.1 carries rounding from step to step into the losses;
+        # bfloat16 rounds every product's inputs, and each kernel differently.
+        tolerance = CONVNET_LOSS_TOLERANCE if script == "torch_convnet.py" or "--bf16" in key else LOSS_TOLERANCE
         candidates = [(c, k) for c in common.blas_cores() for k in common.cpu_capabilities()] or [("default", "default")]
         timings = {c: [] for c in candidates}
         for round_candidates in (candidates, sorted(candidates, key=lambda c: timings[c])[:3]):
@@ -304,6 +310,18 @@ class Bench:
         r = run([self.tool("dl-worker"), "--plan", self.single_plan(model, seed, overrides), "--standalone", "--no-eval",
                  "--threads", str(threads), "--steps", str(self.a.steps), "--shards", self.shards(1)])
         return self.shoal_done(r)["ms_per_step_median"], where_the_time_goes(r, self.peak())
+
+    def shoal_accuracy(self, model, seed, overrides=()):
+        """The test accuracy after --bf16-steps steps of one worker at one thread."""
+        r = run([self.tool("dl-worker"), "--plan", self.single_plan(model, seed, ("train.eval_every=0", *overrides)),
+                 "--standalone", "--threads", "1", "--steps", str(self.a.bf16_steps), "--shards", self.shards(1)])
+        return self.shoal_done(r)["test_accuracy"]
+
+    def peer_accuracy(self, model, seed, *bf16):
+        """The peer's test accuracy after --bf16-steps steps at one thread (a target it cannot reach)."""
+        n = self.a.bf16_steps
+        return self.peer("torch_single.py", model, "--threads", 1, *bf16, "--seed", seed, "--target-accuracy", 1.0,
+                         "--eval-every", n, "--max-steps", n)["test_accuracy"]
 
     # --- shoal, servers and workers --------------------------------------------------
     def train_local(self, model, workers, seed, overrides, until=None):
@@ -515,6 +533,27 @@ def rows(b, a):
                         # With one worker, AllReduce's placement is its one server in its process.
                         (", AllReduce" if workers > 1 else ", server in the worker's process"):
                             lambda seed, m=model, w=workers: b.shoal_bsp(m, w, True, seed, allreduce=True)})
+        if "bf16" in a.rows:
+            bf16 = ("train.compute=bf16",)
+            for threads in (1, 2):
+                fields = {"model": model, "threads": threads, "compute": "bf16", "unit": "ms/step", "target": 0.7}
+                yield (f"{model} single process, batch 64, bf16, {threads} thread(s)", fields,
+                       lambda seed, m=model, t=threads: b.peer("torch_single.py", m, "--threads", t, "--bf16", "--seed",
+                                                               seed, "--steps", a.steps)["ms_per_step_median"],
+                       {"": lambda seed, m=model, t=threads: b.shoal_single(m, t, seed, bf16)})
+                # Its peer is shoal in float32: how much bfloat16 gains.
+                yield (f"{model} bf16 over shoal's own fp32, {threads} thread(s)", dict(fields, peer_side="shoal fp32"),
+                       lambda seed, m=model, t=threads: b.shoal_single(m, t, seed)[0],
+                       {"": lambda seed, m=model, t=threads: b.shoal_single(m, t, seed, bf16)})
+            # Each side's accuracy in bfloat16 over its own in float32, the same seed and steps.
+            for side, fp32, in_bf16 in (
+                    ("shoal", lambda seed, m=model: b.shoal_accuracy(m, seed),
+                     lambda seed, m=model: b.shoal_accuracy(m, seed, bf16)),
+                    ("pytorch", lambda seed, m=model: b.peer_accuracy(m, seed),
+                     lambda seed, m=model: b.peer_accuracy(m, seed, "--bf16"))):
+                yield (f"{model} {side} test accuracy after {a.bf16_steps} steps, bf16 over fp32",
+                       {"model": model, "unit": "accuracy", "within": 0.0035, "peer_side": f"{side} fp32"},
+                       fp32, {"": in_bf16})
     if "tta" in a.rows:
         yield (f"cnn BSP 2 workers x 32, seconds to {a.target_accuracy}", {"model": "cnn", "workers": 2, "unit": "s", "target": 0.8},
                lambda seed: b.peer_tta("torch_ddp.py", seed, "--world", 2, "--batch", 32), {"": b.shoal_tta_bsp})
@@ -703,7 +742,7 @@ def main():
     ap.add_argument("--root", required=True)
     ap.add_argument("--bin", required=True)
     ap.add_argument("--out", required=True)
-    ap.add_argument("--rows", default="single,bsp,tta,rbm,char-rnn,convnets,images,exchange",
+    ap.add_argument("--rows", default="single,bsp,tta,bf16,rbm,char-rnn,convnets,images,exchange",
                     type=lambda s: s.split(","))
     ap.add_argument("--models", default="mlp,cnn", type=lambda s: s.split(","))
     ap.add_argument("--repeats", type=int, default=3, help="shoal/peer pairs per row (at least 3 for a range)")
@@ -714,6 +753,7 @@ def main():
     ap.add_argument("--convnet-steps", type=int, default=30, help="timed steps of the convnet rows")
     ap.add_argument("--convnets", default="resnet20,cifar10-singa,alexnet-67,googlenet-64", type=lambda s: s.split(","),
                     help="the configs/ jobs of the convnet rows")
+    ap.add_argument("--bf16-steps", type=int, default=938, help="steps before the bf16 rows' accuracies (an epoch)")
     ap.add_argument("--tta-max-steps", type=int, default=4000, help="steps a time-to-accuracy run may take")
     a = ap.parse_args()
     commit = subprocess.run(["git", "-C", a.root, "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
@@ -731,7 +771,7 @@ def main():
                                  png_rows(b, a) if "png" in a.rows else (),
                                  exchange_rows(a) if "exchange" in a.rows else ()):
             result["rows"].append(r)
-            bound = (f"±{100 * r['within']:.0f}%" if "within" in r else
+            bound = (f"±{100 * r['within']:.2g}%" if "within" in r else
                      (">=" if r.get("higher_is_better") else "<=") + str(r["target"]))
             print(f"{r['case']:52} {r['shoal']:9.2f} {r['peer']:9.2f} {r['unit']:>7} {r['ratio']:6.2f} "
                   f"{r['ratio_min']:5.2f}-{r['ratio_max']:<5.2f} {bound:>6}", flush=True)

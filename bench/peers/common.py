@@ -182,9 +182,15 @@ def model(kind):
     raise ValueError(f"unknown model {kind!r} (mlp or cnn)")
 
 
-def accuracy(net, x, y, batch=1000):
+def autocast(bf16):
+    """bfloat16 autocast on the CPU (products and convolutions in bfloat16) where asked."""
+    import contextlib, torch
+    return torch.autocast("cpu", dtype=torch.bfloat16) if bf16 else contextlib.nullcontext()
+
+
+def accuracy(net, x, y, batch=1000, bf16=False):
     import torch
-    with torch.no_grad():
+    with torch.no_grad(), autocast(bf16):
         right = sum((net(x[i:i + batch]).argmax(1) == y[i:i + batch]).sum().item() for i in range(0, len(x), batch))
     return right / len(x)
 
@@ -202,11 +208,12 @@ def epochs(x, y, batch, seed):
             yield xs[i:i + batch], ys[i:i + batch]
 
 
-def train(net, x, y, batch, steps, lr=0.05, seed=0, eval_every=0, on_eval=None, losses=None):
-    """SGD with momentum 0.9 (the configs' updater) for `steps` steps of `batch` records.
-    Returns each step's seconds; appends the first LOSSES steps' losses to `losses`. With
-    eval_every, calls on_eval(step) after every eval_every-th step, outside the timed
-    steps; training stops when it returns True."""
+def train(net, x, y, batch, steps, lr=0.05, seed=0, eval_every=0, on_eval=None, losses=None, bf16=False):
+    """SGD with momentum 0.9 (the configs' updater) for `steps` steps of `batch` records,
+    the forward pass under bfloat16 autocast with bf16. Returns each step's seconds;
+    appends the first LOSSES steps' losses to `losses`. With eval_every, calls
+    on_eval(step) after every eval_every-th step, outside the timed steps; training stops
+    when it returns True."""
     import time, torch
     import torch.nn.functional as F
     opt = torch.optim.SGD(net.parameters(), lr=lr, momentum=0.9)
@@ -214,7 +221,8 @@ def train(net, x, y, batch, steps, lr=0.05, seed=0, eval_every=0, on_eval=None, 
     for step, (xb, yb) in zip(range(steps), epochs(x, y, batch, seed)):
         t = time.perf_counter()
         opt.zero_grad()
-        loss = F.cross_entropy(net(xb), yb)
+        with autocast(bf16):
+            loss = F.cross_entropy(net(xb), yb)
         loss.backward()
         opt.step()
         if xb.is_cuda:
