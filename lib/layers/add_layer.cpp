@@ -21,17 +21,28 @@ class AddLayer : public Layer {
     return Status::Ok();
   }
 
+  // Fused, the sum's ReLU is written to the ReLU's feature (Layer::set_fused_relu).
   void Forward(Phase, const std::vector<Layer*>& srcs) override {
-    IdentityForward(data_.size(), srcs[0]->data().data(), data_.data());
-    for (size_t k = 1; k < srcs.size(); ++k) AddInto(data_.size(), srcs[k]->data().data(), data_.data());
+    inputs_.clear();
+    for (const Layer* src : srcs) inputs_.push_back(src->data().data());
+    SumForward(data_.size(), inputs_, fused_relu_ ? fused_relu_->data().data() : data_.data(),
+               fused_relu_ != nullptr);
   }
 
-  // Each source's gradient is the sum's.
+  // Each source's gradient is the sum's: fused, the ReLU's gradient where
+  // its feature is positive and 0 elsewhere, as the ReLU's pass gives it.
   void Backward(const std::vector<Layer*>& srcs) override {
-    for (size_t k = 0; k < srcs.size(); ++k)
-      if (srcs[k]->WantsGrad())
-        IdentityBackward(data_.size(), grad_.data(), srcs[k]->grad().data(), SourceGradWrite(k));
+    for (size_t k = 0; k < srcs.size(); ++k) {
+      if (!srcs[k]->WantsGrad()) continue;
+      float* dx = srcs[k]->grad().data();
+      if (fused_relu_)
+        ReluBackward(data_.size(), fused_relu_->data().data(), fused_relu_->grad().data(), dx,
+                     SourceGradWrite(k));
+      else
+        IdentityBackward(data_.size(), grad_.data(), dx, SourceGradWrite(k));
+    }
   }
+  bool FusesRelu() const override { return true; }
   bool CanSetSourceGrads() const override { return true; }
   bool RunsOnGpu() const override { return true; }
   double ForwardFlopsPerRecord() const override {
@@ -41,6 +52,7 @@ class AddLayer : public Layer {
 
  private:
   size_t sources_ = 2;
+  std::vector<const float*> inputs_;  // the sources' features, this pass's
 };
 
 }  // namespace

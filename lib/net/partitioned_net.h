@@ -64,8 +64,8 @@ class PartitionedNet {
   // Runs the training passes on the device memory `memory` manages (built
   // from TrainingStepOps(); null: in host memory, as without it), computing
   // on `gpu` where it is not null (that memory is then the GPU's).
-  // On host memory a ReLU is computed in the passes of the batch norm before
-  // it (Layer::set_fused_relu); on device memory each layer runs its own.
+  // On host memory a ReLU is computed in the passes of the batch norm or add
+  // before it (Layer::set_fused_relu); on device memory each layer runs its own.
   void UseDeviceMemory(StepMemory* memory, GpuOps* gpu = nullptr) {
     memory_ = memory;
     gpu_ = gpu;

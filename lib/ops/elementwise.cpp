@@ -71,6 +71,34 @@ void IdentityBackward(size_t n, const float* dy, float* dx, GradWrite write) {
   WriteGrad(0, n, write, dx, [&](size_t i) { return dy[i]; });
 }
 
+void SumForward(size_t n, const std::vector<const float*>& xs, float* y, bool relu) {
+  if (CurrentGpuOps()) {
+    IdentityForward(n, xs[0], y);
+    for (size_t k = 1; k < xs.size(); ++k) AddInto(n, xs[k], y);
+    if (relu) ReluForward(n, y, y);
+    return;
+  }
+  ForRanges(n, [&](size_t begin, size_t end) {
+    const float* a = xs[0];
+    if (xs.size() == 2) {  // a residual join: one pass
+      const float* b = xs[1];
+      if (relu)
+        for (size_t i = begin; i < end; ++i) {
+          const float sum = a[i] + b[i];
+          y[i] = sum > 0.0f ? sum : 0.0f;
+        }
+      else
+        for (size_t i = begin; i < end; ++i) y[i] = a[i] + b[i];
+      return;
+    }
+    std::copy(a + begin, a + end, y + begin);
+    for (size_t k = 1; k < xs.size(); ++k)
+      for (size_t i = begin; i < end; ++i) y[i] += xs[k][i];
+    if (relu)
+      for (size_t i = begin; i < end; ++i) y[i] = y[i] > 0.0f ? y[i] : 0.0f;
+  });
+}
+
 void DropoutForward(size_t n, float ratio, uint64_t key, const float* x, float* y) {
   if (GpuOps* gpu = CurrentGpuOps()) return gpu->DropoutForward(n, ratio, key, x, y);
   const float scale = 1.0f / (1.0f - ratio);

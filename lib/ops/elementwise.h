@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "core/hash.h"
 #include "ops/grad_write.h"
@@ -19,6 +20,10 @@ void SigmoidBackward(size_t n, const float* y, const float* dy, float* dx, GradW
 // y = x, and dx = dy or dx += dy: a layer that only reshapes (flatten).
 void IdentityForward(size_t n, const float* x, float* y);
 void IdentityBackward(size_t n, const float* dy, float* dx, GradWrite write);
+// y = xs[0] + xs[1] + ..., added in that order, then with relu max(y, 0), the
+// bits of AddInto's sums and ReluForward after them: the add layer's sum in
+// one pass over its sources, and the ReLU after it where the layer computes it.
+void SumForward(size_t n, const std::vector<const float*>& xs, float* y, bool relu);
 // y += x, on the current device: a sum of features (the add layer).
 inline void AddInto(size_t n, const float* x, float* y) { IdentityBackward(n, x, y, GradWrite::kAdd); }
 

@@ -1,10 +1,21 @@
 // Tests for lib/layers/add_layer.cpp.
 #include <doctest/doctest.h>
 
+#include <memory>
+#include <string>
+#include <vector>
+
 #include "gradient_check.h"
+#include "test_util.h"
 
 namespace shoal {
 namespace {
+
+// What a ReLU after an add gives: its feature, and its sources' gradients.
+struct SameInputs {
+  Tensor y;
+  std::vector<Tensor> grads;
+};
 
 TEST_CASE("add sums its sources and gives each the sum's gradient") {
   InputLayer a({2, 3}, "a"), b({2, 3}, "b"), c({2, 3}, "c");
@@ -18,6 +29,47 @@ TEST_CASE("add sums its sources and gives each the sum's gradient") {
   CheckSumObjective(layer.get(), {&a, &b, &c}, {});
   layer->Forward(Phase::kTrain, {&a, &b, &c});
   CHECK(layer->data()[4] == a.data()[4] + b.data()[4] + c.data()[4]);
+}
+
+TEST_CASE("a ReLU fused into add computes every value as the two layers do apart") {
+  // 2 sources (the one-pass path) and 3; 37 values: the vector loops and their tails.
+  for (int sources : {2, 3}) {
+    CAPTURE(sources);
+    auto run = [&](bool fused) {
+      std::vector<std::unique_ptr<InputLayer>> inputs;
+      std::vector<Layer*> srcs;
+      std::vector<const Layer*> setup_srcs;
+      for (int k = 0; k < sources; ++k) {
+        inputs.push_back(std::make_unique<InputLayer>(Shape{37}, "in" + std::to_string(k)));
+        inputs.back()->Allocate(2);
+        FillUniform(&inputs.back()->data(), 11 + k, 1.0f);  // both signs: part of the sum is cut
+        srcs.push_back(inputs.back().get());
+        setup_srcs.push_back(inputs.back().get());
+      }
+      auto sum = SetUpLayer("add", "{}", setup_srcs);
+      auto relu = SetUpLayer("relu", "{}", {sum.get()});
+      sum->Allocate(2);
+      relu->Allocate(2);
+      if (fused) sum->set_fused_relu(relu.get());
+      sum->Forward(Phase::kTrain, srcs);
+      if (!fused) relu->Forward(Phase::kTrain, {sum.get()});
+      FillUniform(&relu->grad(), 7, 1.0f);
+      sum->grad().Fill(0.0f);
+      for (auto& in : inputs) in->grad().Fill(0.5f);  // added to
+      if (!fused) relu->Backward({sum.get()});
+      sum->Backward(srcs);
+      SameInputs out{relu->data(), {}};
+      for (auto& in : inputs) out.grads.push_back(in->grad());
+      return out;
+    };
+    const SameInputs apart = run(false), fused = run(true);
+    CHECK(SameBits(apart.y, fused.y));
+    int zeros = 0;
+    for (size_t i = 0; i < fused.y.size(); ++i) zeros += fused.y[i] == 0.0f;
+    CHECK(zeros > 0);
+    CHECK(zeros < static_cast<int>(fused.y.size()));
+    for (int k = 0; k < sources; ++k) CHECK(SameBits(apart.grads[k], fused.grads[k]));
+  }
 }
 
 TEST_CASE("add refuses sources of different shapes and a single source") {

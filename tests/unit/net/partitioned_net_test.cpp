@@ -55,7 +55,8 @@ std::vector<std::string> WorkerEndpoints() {
 }
 
 // Batch norms: bn1 feeds relu1 alone, which its passes compute; bn2 feeds
-// relu2 and sum, so each runs its own.
+// relu2 and sum, so each runs its own. sum feeds relu3 alone, which its
+// passes compute.
 const char* const kNormed =
     "model:\n"
     "  layers:\n"
@@ -67,7 +68,8 @@ const char* const kNormed =
     "    - {name: bn2, type: batch_norm, srclayers: fc2}\n"
     "    - {name: relu2, type: relu, srclayers: bn2}\n"
     "    - {name: sum, type: add, srclayers: [relu2, bn2]}\n"
-    "    - {name: fc3, type: fully_connected, srclayers: sum, num_output: 3}\n"
+    "    - {name: relu3, type: relu, srclayers: sum}\n"
+    "    - {name: fc3, type: fully_connected, srclayers: relu3, num_output: 3}\n"
     "    - {name: loss, type: softmax_loss, srclayers: [fc3, data]}\n"
     "train: {batch_size: 3, steps: 1}\n";
 
@@ -295,8 +297,8 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "partitioned net: a ReLU fused into the batch norm before it leaves the loss and every gradient the "
-    "whole net's, bit for bit") {
+    "partitioned net: a ReLU fused into the batch norm or add before it leaves the loss and every gradient "
+    "the whole net's, bit for bit") {
   JobConfig job;
   Status s = ParseJob(kNormed, "normed.yaml", &job);
   INFO(s.ToString());
@@ -311,7 +313,7 @@ TEST_CASE(
   std::unique_ptr<PartitionedNet> part;
   REQUIRE(Net::Build(plan.job, &whole).ok());
   REQUIRE(PartitionedNet::Build(plan, 0, nullptr, &part).ok());
-  CHECK(part->FusedLayers() == std::vector<std::string>{"relu1"});
+  CHECK(part->FusedLayers() == std::vector<std::string>{"relu1", "relu3"});
   whole->Allocate(kBatch);
   part->Allocate(kBatch);
   const std::vector<Param*> wp = whole->params(), pp = part->params();
