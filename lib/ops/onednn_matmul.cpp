@@ -1,11 +1,13 @@
 #include "ops/onednn_matmul.h"
 
 #if SHOAL_HAVE_ONEDNN
+#include <cstdint>
 #include <cstring>
 #include <dnnl.hpp>
 #include <memory>
 #include <tuple>
 #include <unordered_map>
+#include <vector>
 
 #include "ops/onednn.h"
 
@@ -34,13 +36,18 @@ struct ShapeHash {
   }
 };
 
-// One shape's primitive: the caller's float32 A and B (bound per call)
-// reordered into bfloat16 buffers in the layouts the matmul wants.
+// One shape's primitive: the caller's float32 A and B reordered into
+// bfloat16 copies, all bound per call. The copies lie in one buffer per
+// thread that every shape shares, so that a thread holds one copy of its
+// largest operands, not one of each shape's.
 struct Matmul {
   memory a_user, b_user, c_user, a, b;
+  size_t a_bytes = 0, b_bytes = 0;  // each rounded up to a cache line
   dnnl::reorder to_a, to_b;
   dnnl::matmul product;
 };
+
+size_t CacheLines(size_t bytes) { return (bytes + 63) / 64 * 64; }
 
 dnnl::engine& Engine() {
   static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
@@ -75,8 +82,10 @@ std::unique_ptr<Matmul> Make(const Shape& s) {
   made->a_user = memory(Strided(s.m, s.k, s.lda, s.trans_a), Engine(), DNNL_MEMORY_NONE);
   made->b_user = memory(Strided(s.k, s.n, s.ldb, s.trans_b), Engine(), DNNL_MEMORY_NONE);
   made->c_user = memory(c, Engine(), DNNL_MEMORY_NONE);
-  made->a = memory(pd.src_desc(), Engine());
-  made->b = memory(pd.weights_desc(), Engine());
+  made->a = memory(pd.src_desc(), Engine(), DNNL_MEMORY_NONE);
+  made->b = memory(pd.weights_desc(), Engine(), DNNL_MEMORY_NONE);
+  made->a_bytes = CacheLines(pd.src_desc().get_size());
+  made->b_bytes = CacheLines(pd.weights_desc().get_size());
   made->to_a = dnnl::reorder(made->a_user, made->a);
   made->to_b = dnnl::reorder(made->b_user, made->b);
   made->product = dnnl::matmul(pd);
@@ -91,6 +100,7 @@ bool OneDnnMatmulBf16(bool trans_a, bool trans_b, int m, int n, int k, float alp
   // Sgemm runs on many threads at once (ParallelFor's): each keeps its own.
   thread_local std::unordered_map<Shape, std::unique_ptr<Matmul>, ShapeHash> made;
   thread_local dnnl::stream stream(Engine());
+  thread_local std::vector<uint8_t> copies;  // A's and B's, a cache line aligned
   const Shape shape{trans_a, trans_b, m, n, k, lda, ldb, ldc, alpha, beta};
   auto it = made.find(shape);
   if (it == made.end()) {
@@ -107,6 +117,10 @@ bool OneDnnMatmulBf16(bool trans_a, bool trans_b, int m, int n, int k, float alp
   p->a_user.set_data_handle(const_cast<float*>(a));
   p->b_user.set_data_handle(const_cast<float*>(b));
   p->c_user.set_data_handle(c);
+  if (copies.size() < p->a_bytes + p->b_bytes + 64) copies.resize(p->a_bytes + p->b_bytes + 64);
+  uint8_t* aligned = copies.data() + (64 - reinterpret_cast<uintptr_t>(copies.data()) % 64) % 64;
+  p->a.set_data_handle(aligned);
+  p->b.set_data_handle(aligned + p->a_bytes);
   p->to_a.execute(stream, p->a_user, p->a);
   p->to_b.execute(stream, p->b_user, p->b);
   p->product.execute(stream, {{DNNL_ARG_SRC, p->a}, {DNNL_ARG_WEIGHTS, p->b}, {DNNL_ARG_DST, p->c_user}});

@@ -1,7 +1,8 @@
 // Sgemm in bfloat16 (ops/blas.h's Precision::kBf16) on oneDNN's matmul:
-// op(A) and op(B) rounded to bfloat16 (by oneDNN's reorders, into buffers of
-// the primitive's own), the products accumulated and C written in float32.
-// Primitives are made once per shape and thread and reused.
+// op(A) and op(B) rounded to bfloat16 by oneDNN's reorders, in the caller's
+// order, into a buffer each thread keeps for its largest pair; the products
+// accumulated and C written in float32. Primitives are made once per shape
+// and thread and reused.
 #pragma once
 
 namespace shoal {
