@@ -5,7 +5,9 @@
 #include <map>
 
 #include "ckpt/checkpoint_set.h"
+#include "core/log.h"
 #include "ops/blas.h"
+#include "ops/onednn.h"
 
 namespace shoal {
 
@@ -151,7 +153,15 @@ Status OpenCheckpointNet(const Plan& plan, const std::vector<std::string>& check
   SHOAL_RETURN_IF_ERROR(LoadModel(checkpoint, step, &merged, &out->files));
   out->step = merged.step;
   SetComputeThreads(threads);
-  SHOAL_RETURN_IF_ERROR(SetComputePrecision(plan.job.train.compute));
+  // Evaluating is no training: a bf16 job's checkpoint evaluates in fp32
+  // where this CPU has no bfloat16 kernels, saying so.
+  out->compute = plan.job.train.compute;
+  if (out->compute == Precision::kBf16 && !Bf16Kernels()) {
+    Log("the job computes in bf16, for which oneDNN here ('" + OneDnnDescription() +
+        "') has no kernels: evaluating in fp32");
+    out->compute = Precision::kFp32;
+  }
+  SHOAL_RETURN_IF_ERROR(SetComputePrecision(out->compute));
   SHOAL_RETURN_IF_ERROR(Net::Build(plan.job, &out->net));
   SHOAL_RETURN_IF_ERROR(FillParamsFromCheckpoint(merged, out->source, out->net->params()));
   out->shard_dir = shard_dir.empty() ? plan.job.data.shards : shard_dir;
@@ -172,7 +182,11 @@ Status EvaluateCheckpoint(const Plan& plan, const EvalOptions& options, nlohmann
   SHOAL_RETURN_IF_ERROR(EvaluateOnShard(c.net.get(), &test, c.feeds.Evaluation(), 0, &eval));
   *record = {{"event", "eval"}};
   record->update(eval.Metric());
-  record->update({{"records", eval.records}, {"step", c.step}, {"checkpoint", c.source}, {"files", c.files}});
+  record->update({{"records", eval.records},
+                  {"step", c.step},
+                  {"checkpoint", c.source},
+                  {"files", c.files},
+                  {"compute", c.compute}});
   return Status::Ok();
 }
 

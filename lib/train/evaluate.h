@@ -70,10 +70,12 @@ struct CheckpointNet {
   std::string shard_dir;
   Manifest manifest;
   InputFeeds feeds;
+  Precision compute = Precision::kFp32;  // the job's, or fp32 where this CPU cannot compute bf16
 };
 // Loads `checkpoint` (a merged file, one step's server files, or a directory:
 // its newest complete step, or `step` when not -1) into the plan's net, with
-// `threads` compute threads, and the manifest of `shard_dir` (empty: the job's data.shards).
+// `threads` compute threads in the job's precision (fp32 in place of a bf16
+// this CPU cannot compute), and the manifest of `shard_dir` (empty: the job's data.shards).
 Status OpenCheckpointNet(const Plan& plan, const std::vector<std::string>& checkpoint, int64_t step,
                          const std::string& shard_dir, int threads, CheckpointNet* out);
 
@@ -85,7 +87,7 @@ struct EvalOptions {
 };
 
 // Builds the plan's net, loads the checkpoint into it and evaluates it on the
-// test shard: {"event":"eval","test_accuracy","test_loss","step","checkpoint","files"}.
+// test shard: {"event":"eval","test_accuracy","test_loss","step","checkpoint","files","compute"}.
 Status EvaluateCheckpoint(const Plan& plan, const EvalOptions& options, nlohmann::json* record);
 
 }  // namespace shoal
