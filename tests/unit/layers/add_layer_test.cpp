@@ -3,9 +3,11 @@
 
 #include <memory>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "gradient_check.h"
+#include "ops/blas.h"
 #include "test_util.h"
 
 namespace shoal {
@@ -32,15 +34,20 @@ TEST_CASE("add sums its sources and gives each the sum's gradient") {
 }
 
 TEST_CASE("a ReLU fused into add computes every value as the two layers do apart") {
-  // 2 sources (the one-pass path) and 3; 37 values: the vector loops and their tails.
-  for (int sources : {2, 3}) {
+  // 2 sources (the one-pass path) and 3; 37 values (the vector loops and their
+  // tails), and enough at 2 threads to split the pass between them.
+  for (const auto& [sources_at, size_at, threads] :
+       {std::tuple{2, 37, 1}, {3, 37, 1}, {2, 40001, 2}, {3, 40001, 2}}) {
+    const int sources = sources_at, size = size_at;  // copies the lambda below may capture (C++17)
     CAPTURE(sources);
+    CAPTURE(size);
+    SetComputeThreads(threads);
     auto run = [&](bool fused) {
       std::vector<std::unique_ptr<InputLayer>> inputs;
       std::vector<Layer*> srcs;
       std::vector<const Layer*> setup_srcs;
       for (int k = 0; k < sources; ++k) {
-        inputs.push_back(std::make_unique<InputLayer>(Shape{37}, "in" + std::to_string(k)));
+        inputs.push_back(std::make_unique<InputLayer>(Shape{size}, "in" + std::to_string(k)));
         inputs.back()->Allocate(2);
         FillUniform(&inputs.back()->data(), 11 + k, 1.0f);  // both signs: part of the sum is cut
         srcs.push_back(inputs.back().get());
@@ -69,6 +76,7 @@ TEST_CASE("a ReLU fused into add computes every value as the two layers do apart
     CHECK(zeros > 0);
     CHECK(zeros < static_cast<int>(fused.y.size()));
     for (int k = 0; k < sources; ++k) CHECK(SameBits(apart.grads[k], fused.grads[k]));
+    SetComputeThreads(1);
   }
 }
 
