@@ -1,7 +1,6 @@
 #include "ops/fast_convolution.h"
 
 #include "ops/blas.h"
-#include "ops/onednn.h"
 #include "ops/onednn_convolution.h"
 #include "ops/winograd_convolution.h"
 
@@ -9,8 +8,7 @@ namespace shoal {
 
 std::unique_ptr<FastConvolution> NewFastConvolution(const ConvGeometry& g) {
   // Winograd's transforms are float32: in bfloat16 oneDNN's kernels compute.
-  const bool bf16 = ComputePrecision() == Precision::kBf16 && Bf16Kernels();
-  if (!bf16)
+  if (ComputePrecision() != Precision::kBf16)
     if (auto winograd = NewWinogradConvolution(g)) return winograd;
   return NewOneDnnConvolution(g);
 }

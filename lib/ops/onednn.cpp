@@ -1,7 +1,7 @@
 #include "ops/onednn.h"
 
 #if SHOAL_HAVE_ONEDNN
-#include <dnnl.h>
+#include <dnnl.hpp>
 
 #include "core/env_switch.h"
 
@@ -16,10 +16,18 @@ bool OneDnnEnabled() {
 
 void SetOneDnnThreads(int threads) { omp_set_num_threads(threads); }
 
+dnnl::engine& OneDnnEngine() {
+  static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  return engine;
+}
+
 bool Bf16Kernels() {
-  if (!OneDnnEnabled()) return false;
-  const dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
-  return isa == dnnl_cpu_isa_avx512_core_bf16 || isa == dnnl_cpu_isa_avx512_core_amx;
+  // Read once: Sgemm asks on every call in bfloat16.
+  static const bool bf16 = [] {
+    const dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
+    return OneDnnEnabled() && (isa == dnnl_cpu_isa_avx512_core_bf16 || isa == dnnl_cpu_isa_avx512_core_amx);
+  }();
+  return bf16;
 }
 
 std::string OneDnnDescription() {

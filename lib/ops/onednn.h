@@ -4,6 +4,10 @@
 
 #include <string>
 
+namespace dnnl {
+struct engine;
+}  // namespace dnnl
+
 namespace shoal {
 
 // True where this build has oneDNN, unless SHOAL_ONEDNN is 0 or off in the
@@ -14,6 +18,10 @@ bool OneDnnEnabled();
 // takes the calling thread's OpenMP thread count, set here before each call.
 // Does nothing in a build without oneDNN.
 void SetOneDnnThreads(int threads);
+
+// The process's one CPU engine, which every primitive and memory of shoal's
+// is made on. Only in a build with oneDNN.
+dnnl::engine& OneDnnEngine();
 
 // True where oneDNN is enabled and its kernels here use the CPU's bfloat16
 // instructions (AVX512_BF16 or AMX): what Precision::kBf16 (ops/blas.h) needs.

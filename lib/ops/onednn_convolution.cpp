@@ -16,11 +16,6 @@ using dnnl::memory;
 using Tag = memory::format_tag;
 using Args = std::unordered_map<int, memory>;
 
-dnnl::engine& Engine() {
-  static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
-  return engine;
-}
-
 memory::desc Plain(const memory::dims& dims, Tag tag) { return {dims, memory::data_type::f32, tag}; }
 
 // One tensor between shoal's plain layout (the user's pointer, bound per
@@ -30,8 +25,8 @@ memory::desc Plain(const memory::dims& dims, Tag tag) { return {dims, memory::da
 class Edge {
  public:
   Edge(const memory::desc& user, const memory::desc& want, bool input, bool accumulate = false)
-      : user_(user, Engine(), DNNL_MEMORY_NONE), reordered_(accumulate || want != user) {
-    inner_ = reordered_ ? memory(want, Engine()) : user_;
+      : user_(user, OneDnnEngine(), DNNL_MEMORY_NONE), reordered_(accumulate || want != user) {
+    inner_ = reordered_ ? memory(want, OneDnnEngine()) : user_;
     if (!reordered_) return;
     dnnl::primitive_attr attr;
     if (accumulate) {
@@ -85,9 +80,8 @@ class Convolution final : public FastConvolution {
   // and gradients float32 either way.
   explicit Convolution(const ConvGeometry& g)
       : g_(g),
-        in_(ComputePrecision() == Precision::kBf16 && Bf16Kernels() ? memory::data_type::bf16
-                                                                    : memory::data_type::f32),
-        stream_(Engine()) {}
+        in_(ComputePrecision() == Precision::kBf16 ? memory::data_type::bf16 : memory::data_type::f32),
+        stream_(OneDnnEngine()) {}
 
   bool Forward(int batch, const float* x, const float* w, const float* b, float* y) override {
     if (CurrentGpuOps()) return false;
@@ -188,7 +182,7 @@ class Convolution final : public FastConvolution {
     p->fwd_pd = dnnl::convolution_forward::primitive_desc(
         {dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, d.In(d.src), d.In(d.weights),
          d.Out(d.bias), d.Out(d.dst), d.strides, d.pad, d.pad},
-        Engine());
+        OneDnnEngine());
     p->fwd = dnnl::convolution_forward(p->fwd_pd);
     p->src.emplace(Plain(d.src, Tag::nchw), p->fwd_pd.src_desc(), true);
     p->weights.emplace(Plain(d.weights, Tag::oihw), p->fwd_pd.weights_desc(), true);
@@ -202,10 +196,10 @@ class Convolution final : public FastConvolution {
     const Descs d = DescsFor(batch);
     const auto alg = dnnl::algorithm::convolution_direct;
     dnnl::convolution_backward_weights::primitive_desc weights(
-        {alg, d.In(d.src), d.Out(d.weights), d.Out(d.bias), d.In(d.dst), d.strides, d.pad, d.pad}, Engine(),
-        fwd);
+        {alg, d.In(d.src), d.Out(d.weights), d.Out(d.bias), d.In(d.dst), d.strides, d.pad, d.pad},
+        OneDnnEngine(), fwd);
     dnnl::convolution_backward_data::primitive_desc data(
-        {alg, d.Out(d.src), d.In(d.weights), d.In(d.dst), d.strides, d.pad, d.pad}, Engine(), fwd);
+        {alg, d.Out(d.src), d.In(d.weights), d.In(d.dst), d.strides, d.pad, d.pad}, OneDnnEngine(), fwd);
     const memory::desc user_src = Plain(d.src, Tag::nchw), user_weights = Plain(d.weights, Tag::oihw),
                        user_dst = Plain(d.dst, Tag::nchw);
     auto b = std::make_unique<BackwardPrims>();

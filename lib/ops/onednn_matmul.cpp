@@ -49,11 +49,6 @@ struct Matmul {
 
 size_t CacheLines(size_t bytes) { return (bytes + 63) / 64 * 64; }
 
-dnnl::engine& Engine() {
-  static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
-  return engine;
-}
-
 // A row-major matrix of rows x cols with leading dimension ld, or its
 // transpose stored that way, as a float32 descriptor of op(X).
 memory::desc Strided(int rows, int cols, int ld, bool trans) {
@@ -77,13 +72,13 @@ std::unique_ptr<Matmul> Make(const Shape& s) {
   const dnnl::matmul::primitive_desc pd(
       dnnl::matmul::desc(memory::desc({s.m, s.k}, bf16, order(s.trans_a)),
                          memory::desc({s.k, s.n}, bf16, order(s.trans_b)), c),
-      attr, Engine());
+      attr, OneDnnEngine());
   auto made = std::make_unique<Matmul>();
-  made->a_user = memory(Strided(s.m, s.k, s.lda, s.trans_a), Engine(), DNNL_MEMORY_NONE);
-  made->b_user = memory(Strided(s.k, s.n, s.ldb, s.trans_b), Engine(), DNNL_MEMORY_NONE);
-  made->c_user = memory(c, Engine(), DNNL_MEMORY_NONE);
-  made->a = memory(pd.src_desc(), Engine(), DNNL_MEMORY_NONE);
-  made->b = memory(pd.weights_desc(), Engine(), DNNL_MEMORY_NONE);
+  made->a_user = memory(Strided(s.m, s.k, s.lda, s.trans_a), OneDnnEngine(), DNNL_MEMORY_NONE);
+  made->b_user = memory(Strided(s.k, s.n, s.ldb, s.trans_b), OneDnnEngine(), DNNL_MEMORY_NONE);
+  made->c_user = memory(c, OneDnnEngine(), DNNL_MEMORY_NONE);
+  made->a = memory(pd.src_desc(), OneDnnEngine(), DNNL_MEMORY_NONE);
+  made->b = memory(pd.weights_desc(), OneDnnEngine(), DNNL_MEMORY_NONE);
   made->a_bytes = CacheLines(pd.src_desc().get_size());
   made->b_bytes = CacheLines(pd.weights_desc().get_size());
   made->to_a = dnnl::reorder(made->a_user, made->a);
@@ -99,7 +94,7 @@ bool OneDnnMatmulBf16(bool trans_a, bool trans_b, int m, int n, int k, float alp
   if (!Bf16Kernels()) return false;
   // Sgemm runs on many threads at once (ParallelFor's): each keeps its own.
   thread_local std::unordered_map<Shape, std::unique_ptr<Matmul>, ShapeHash> made;
-  thread_local dnnl::stream stream(Engine());
+  thread_local dnnl::stream stream(OneDnnEngine());
   thread_local std::vector<uint8_t> copies;  // A's and B's, a cache line aligned
   const Shape shape{trans_a, trans_b, m, n, k, lda, ldb, ldc, alpha, beta};
   auto it = made.find(shape);
