@@ -71,10 +71,17 @@ std::vector<Slot> Arrange(const RecordSource& train, const RecordSource* test, c
   return slots;
 }
 
-// Decodes, resizes, crops and encodes one record as the options say.
-Made Make(const Slot& slot, const ImageShardOptions& o, const Form& form) {
-  Made m;
+// Pixel buffers a thread keeps from record to record: fresh pages for every
+// image would cost more than resizing it.
+struct Scratch {
   Image image, scaled;
+};
+
+// Decodes, resizes, crops and encodes one record as the options say.
+Made Make(const Slot& slot, const ImageShardOptions& o, const Form& form, Scratch* scratch) {
+  Made m;
+  Image& image = scratch->image;
+  Image& scaled = scratch->scaled;
   m.status = slot.source->Read(slot.index, form.channels, &image, &m.label);
   if (!m.status.ok()) return m;
   const bool reshaped = o.resize > 0 || o.center_crop > 0;
@@ -150,6 +157,7 @@ class Workers {
  private:
   void Run() EXCLUDES(mu_) {
     UseOneResamplerThread();
+    Scratch scratch;
     for (;;) {
       uint64_t c;
       {
@@ -160,7 +168,7 @@ class Workers {
       }
       std::vector<Made> made;
       const uint64_t end = std::min<uint64_t>(slots_.size(), (c + 1) * kChunk);
-      for (uint64_t i = c * kChunk; i < end; ++i) made.push_back(Make(slots_[i], options_, form_));
+      for (uint64_t i = c * kChunk; i < end; ++i) made.push_back(Make(slots_[i], options_, form_, &scratch));
       MutexLock lock(&mu_);
       made_[c % window_] = std::move(made);
       ready_[c % window_] = true;
