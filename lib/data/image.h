@@ -35,7 +35,7 @@ Status SniffCodec(const uint8_t* data, size_t size, ImageCodec* codec);
 
 // Decodes JPEG or PNG bytes into `channels` channels (1 or 3; 0: 1 for a
 // gray image, 3 for any other). A JPEG is decoded at the smallest of
-// libjpeg-turbo's DCT scales (1/8 to 1) that keeps it at least `min_width` ×
+// libjpeg-turbo's DCT scales 1/8, 1/4, 1/2 and 1 that keeps it at least `min_width` ×
 // `min_height` (0: full size). InvalidArgument for a header out of bounds
 // (kMaxImageSide, kMaxImagePixels), Corruption for bytes the codec cannot
 // decode (a truncated or corrupt file).
@@ -64,7 +64,8 @@ int CenterOffset(int side, int crop);
 // `in` is smaller, it sits in the middle of zeros (CenterOffset).
 void CenterCrop(const Image& in, int width, int height, Image* out);
 
-// The rectangle (x, y, w, h) of `in` scaled to `out_w` × `out_h`.
+// The rectangle (x, y, w, h) of `in` scaled to `out_w` × `out_h`: antialiased
+// where it shrinks, bilinear where it grows.
 void ResizeRegion(const Image& in, int x, int y, int w, int h, int out_w, int out_h, Image* out);
 
 // `in` with `channels` channels (1 or 3): gray repeated, or colour averaged

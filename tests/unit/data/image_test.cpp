@@ -74,6 +74,10 @@ TEST_CASE("a JPEG decodes close to what it encoded, and at a smaller DCT scale w
   REQUIRE(DecodeImage(Bytes(jpeg), jpeg.size(), 3, &back, 16, 12).ok());
   CHECK(back.width == 16);
   CHECK(back.height == 12);
+  // At least 40 × 30, which 5/8 would give, it decodes whole: only halves shrink in the DCT.
+  REQUIRE(DecodeImage(Bytes(jpeg), jpeg.size(), 3, &back, 40, 30).ok());
+  CHECK(back.width == 64);
+  CHECK(back.height == 48);
 }
 
 TEST_CASE("damaged and foreign bytes are errors, never a crash") {
@@ -128,6 +132,30 @@ TEST_CASE("resizing keeps the aspect of the shorter side, crops take the centre"
   CHECK(out.pixels[0] == wide.pixels[(20 * 100 + 45) * 3]);
   ResizeRegion(wide, 0, 0, 100, 50, 100, 50, &out);
   CHECK(out.pixels == wide.pixels);
+}
+
+TEST_CASE("shrinking stripes as fine as the pixels leaves their mean, not a moire, at any ratio") {
+  // Columns alternate 0 and 255: each output pixel must average several of them.
+  Image stripes;
+  stripes.width = 480;
+  stripes.height = 6;
+  stripes.channels = 1;
+  stripes.pixels.resize(stripes.bytes());
+  for (size_t i = 0; i < stripes.pixels.size(); ++i) stripes.pixels[i] = (i % 480) % 2 ? 255 : 0;
+  for (const int out_w : {400, 330, 300, 260, 240, 150}) {
+    CAPTURE(out_w);
+    Image out;
+    ResizeRegion(stripes, 0, 0, 480, 6, out_w, 3, &out);
+    REQUIRE(out.width == out_w);
+    int lo = 255, hi = 0;
+    for (int x = 1; x < out_w - 1; ++x) {
+      lo = std::min<int>(lo, out.pixels[out_w + x]);
+      hi = std::max<int>(hi, out.pixels[out_w + x]);
+    }
+    // Area averaging's own spread at the worst ratio here (1.2) is 42 to 212.
+    CHECK(lo >= 40);
+    CHECK(hi <= 215);
+  }
 }
 
 TEST_CASE("a centre crop larger than the image pads it with zeros, as torchvision's CenterCrop") {
