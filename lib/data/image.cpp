@@ -189,6 +189,13 @@ Status EncodeJpeg(const Image& image, int quality, std::string* out) {
 }
 
 void ResizeRegion(const Image& in, int x, int y, int w, int h, int out_w, int out_h, Image* out) {
+  const double rx = static_cast<double>(w) / out_w, ry = static_cast<double>(h) / out_h;
+  if ((rx < 1 && ry > 1) || (rx > 1 && ry < 1)) {
+    // One side grows and the other shrinks: shrunk first, then grown.
+    Image shrunk;
+    ResizeRegion(in, x, y, w, h, rx > 1 ? out_w : w, ry > 1 ? out_h : h, &shrunk);
+    return ResizeRegion(shrunk, 0, 0, shrunk.width, shrunk.height, out_w, out_h, out);
+  }
   out->width = out_w;
   out->height = out_h;
   out->channels = in.channels;
@@ -199,12 +206,14 @@ void ResizeRegion(const Image& in, int x, int y, int w, int h, int out_w, int ou
     region.copyTo(dst);
     return;
   }
-  const double rx = static_cast<double>(w) / out_w, ry = static_cast<double>(h) / out_h;
-  if (rx < 1 || ry < 1 || rx >= 2 || ry >= 2) {
+  if (rx <= 1 && ry <= 1) {
+    cv::resize(region, dst, dst.size(), 0, 0, cv::INTER_LINEAR);
+    return;
+  }
+  if (rx >= 2 || ry >= 2) {
     // Shrinking by half or more averages each output pixel's area, which
-    // leaves nothing to alias; growing interpolates.
-    const int how = rx >= 1 && ry >= 1 ? cv::INTER_AREA : cv::INTER_LINEAR;
-    cv::resize(region, dst, dst.size(), 0, 0, how);
+    // leaves nothing to alias.
+    cv::resize(region, dst, dst.size(), 0, 0, cv::INTER_AREA);
     return;
   }
   // Shrinking by less than half, OpenCV's area averaging runs scalar code.
@@ -216,7 +225,10 @@ void ResizeRegion(const Image& in, int x, int y, int w, int h, int out_w, int ou
     const float edge = static_cast<float>((r - 1) / 2 / r), centre = static_cast<float>(1 / r);
     return cv::Mat_<float>({3, 1}, {edge, centre, edge});
   };
-  thread_local cv::Mat averaged;  // kept: fresh pages for every image cost more than the resize
+  // Kept from call to call: fresh pages for every image cost more than the resize.
+  thread_local std::vector<uint8_t> kept;
+  kept.resize(static_cast<size_t>(w) * h * in.channels);
+  cv::Mat averaged(h, w, region.type(), kept.data());
   cv::sepFilter2D(region, averaged, -1, box(rx), box(ry), cv::Point(-1, -1), 0,
                   cv::BORDER_REPLICATE | cv::BORDER_ISOLATED);
   cv::resize(averaged, dst, dst.size(), 0, 0, cv::INTER_LINEAR);
