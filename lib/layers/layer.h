@@ -140,6 +140,17 @@ class Layer {
   // ReLU's own passes are not run. The net decides (PartitionedNet, on host
   // memory); null, the default: each runs its own.
   void set_fused_relu(Layer* relu) { fused_relu_ = relu; }
+  // Whether the layer can compute the ReLU of its one source's feature in its
+  // own passes (set_relu_source).
+  virtual bool FusesSourceRelu() const { return false; }
+  // The layer's one source is a ReLU layer whose only consumer it is, done in
+  // this layer's passes: the net passes the ReLU's own source in its place,
+  // Forward computes the ReLU of what it reads, Backward sets that source's
+  // gradient as the ReLU would have, and the ReLU's passes are not run (its
+  // feature and gradient stay unwritten). The net decides (PartitionedNet, on
+  // host memory, where both gradients are set rather than added into); off,
+  // the default: each runs its own.
+  void set_relu_source(bool on) { relu_source_ = on; }
   // Whether the layer works on each worker's own records only (the data
   // layer reads them, the loss their labels): data parallel, whatever the plan.
   virtual bool ReadsRecords() const { return false; }
@@ -202,6 +213,7 @@ class Layer {
   DrawKey draw_key_;
   GroupSum* group_sum_ = nullptr;
   Layer* fused_relu_ = nullptr;
+  bool relu_source_ = false;
 
  private:
   std::string name_;

@@ -41,14 +41,15 @@ class PoolingLayer : public Layer {
   }
 
   void Forward(Phase, const std::vector<Layer*>& srcs) override {
-    PoolForward(g_, data_.dim(0), srcs[0]->data().data(), data_.data(), &argmax_);
+    PoolForward(g_, data_.dim(0), srcs[0]->data().data(), data_.data(), &argmax_, Input());
   }
 
   void Backward(const std::vector<Layer*>& srcs) override {
     if (srcs[0]->WantsGrad())
       PoolBackward(g_, data_.dim(0), srcs[0]->data().data(), data_.data(), grad_.data(), argmax_,
-                   srcs[0]->grad().data(), SourceGradWrite(0));
+                   srcs[0]->grad().data(), SourceGradWrite(0), Input());
   }
+  bool FusesSourceRelu() const override { return g_.kind == PoolKind::kMax; }
   bool CanSetSourceGrads() const override { return true; }
   bool RunsOnGpu() const override { return true; }
 
@@ -66,6 +67,8 @@ class PoolingLayer : public Layer {
     out_shape_ = {g_.channels, 1, 1};
     return Status::Ok();
   }
+
+  PoolInput Input() const { return relu_source_ ? PoolInput::kRelu : PoolInput::kAsIs; }
 
   PoolGeometry g_;
   std::vector<int32_t> argmax_;

@@ -137,19 +137,38 @@ std::vector<std::string> PartitionedNet::FusedLayers() const {
 void PartitionedNet::FuseRelus(bool on) {
   for (Node& node : nodes_) {
     node.fused = false;
+    node.pass_srcs = node.srcs;
     node.layer->set_fused_relu(nullptr);
+    node.layer->set_relu_source(false);
   }
   if (!on) return;
-  for (Node& node : nodes_) {
-    if (node.connection || node.layer->type() != "relu" || node.srcs.size() != 1) continue;
-    Layer* src = node.srcs[0];
-    if (!src->FusesRelu()) continue;
-    size_t consumers = 0;
+  auto consumers = [&](const Layer* layer) {
+    size_t n = 0;
     for (const Node& other : nodes_)
-      consumers += static_cast<size_t>(std::count(other.srcs.begin(), other.srcs.end(), src));
-    if (consumers != 1) continue;
-    src->set_fused_relu(node.layer.get());
+      n += static_cast<size_t>(std::count(other.srcs.begin(), other.srcs.end(), layer));
+    return n;
+  };
+  auto relu = [](const Node& node) {
+    return !node.connection && node.layer->type() == "relu" && node.srcs.size() == 1;
+  };
+  // Into the source: the ReLU's feature is written, its source's is not.
+  for (Node& node : nodes_) {
+    if (!relu(node) || !node.srcs[0]->FusesRelu() || consumers(node.srcs[0]) != 1) continue;
+    node.srcs[0]->set_fused_relu(node.layer.get());
     node.fused = true;
+  }
+  // Into the consumer: the ReLU's source is written, the ReLU's feature is
+  // not. Each gradient on the way has one consumer, so both are set.
+  for (Node& consumer : nodes_) {
+    if (consumer.connection || consumer.srcs.size() != 1 || !consumer.layer->FusesSourceRelu()) continue;
+    auto src = std::find_if(nodes_.begin(), nodes_.end(),
+                            [&](const Node& node) { return node.layer.get() == consumer.srcs[0]; });
+    if (src == nodes_.end() || src->fused || !relu(*src) || consumers(src->layer.get()) != 1 ||
+        consumers(src->srcs[0]) != 1)
+      continue;
+    consumer.pass_srcs = src->srcs;
+    consumer.layer->set_relu_source(true);
+    src->fused = true;
   }
 }
 
@@ -295,7 +314,7 @@ Status PartitionedNet::Forward(Phase phase, uint64_t step, LayerHooks* hooks) {
     if (hooks) SHOAL_RETURN_IF_ERROR(hooks->BeforeForward(*node.layer));
     if (memory) SHOAL_RETURN_IF_ERROR(memory->Before(i));
     const auto start = std::chrono::steady_clock::now();
-    if (!node.fused) node.layer->Forward(phase, node.srcs);
+    if (!node.fused) node.layer->Forward(phase, node.pass_srcs);
     if (phase == Phase::kTrain) node.forward_s += SecondsSince(start);
     if (memory && gpu_) SHOAL_RETURN_IF_ERROR(gpu_->TakeStatus().Within(node.layer->name() + " forward"));
     if (memory) SHOAL_RETURN_IF_ERROR(memory->After(i));
@@ -317,7 +336,7 @@ Status PartitionedNet::Backward(uint64_t step, LayerHooks* hooks) {
     if (node.connection) node.connection->set_step(step);
     if (memory_) SHOAL_RETURN_IF_ERROR(memory_->Before(op));
     const auto start = std::chrono::steady_clock::now();
-    if (!node.fused) node.layer->Backward(node.srcs);
+    if (!node.fused) node.layer->Backward(node.pass_srcs);
     node.backward_s += SecondsSince(start);
     if (memory_ && gpu_) SHOAL_RETURN_IF_ERROR(gpu_->TakeStatus().Within(node.layer->name() + " backward"));
     if (memory_) SHOAL_RETURN_IF_ERROR(memory_->After(op));

@@ -65,7 +65,8 @@ class PartitionedNet {
   // from TrainingStepOps(); null: in host memory, as without it), computing
   // on `gpu` where it is not null (that memory is then the GPU's).
   // On host memory a ReLU is computed in the passes of the batch norm or add
-  // before it (Layer::set_fused_relu); on device memory each layer runs its own.
+  // before it, or of the max pooling after it (FuseRelus); on device memory
+  // each layer runs its own.
   void UseDeviceMemory(StepMemory* memory, GpuOps* gpu = nullptr) {
     memory_ = memory;
     gpu_ = gpu;
@@ -75,7 +76,7 @@ class PartitionedNet {
   // The first layer (a connection layer included) that does not run on a
   // GPU, as "layer 'name' (type)"; "" when all do.
   std::string LayerOffGpu() const;
-  // The layers whose passes their source's compute (FuseRelus), in order.
+  // The layers whose passes their source's or consumer's compute (FuseRelus), in order.
   std::vector<std::string> FusedLayers() const;
   // Whether this rank runs a layer of type `type`.
   bool HasLayerType(const std::string& type) const;
@@ -118,11 +119,13 @@ class PartitionedNet {
     ConnectionLayer* connection = nullptr;     // when the layer is one
     Placement placement;                       // of its feature: how many records this rank holds
     double forward_s = 0.0, backward_s = 0.0;  // training passes so far (LayerTimes)
-    bool fused = false;                        // a ReLU its source's passes compute
+    bool fused = false;                        // a ReLU its source's or consumer's passes compute
+    std::vector<Layer*> pass_srcs;             // what its passes read: srcs, or a fused ReLU source's source
   };
 
-  // Fuses each ReLU whose one source can compute it and feeds nothing else
-  // into that source (on), or none (off).
+  // Fuses each ReLU that is its source's only consumer into that source where
+  // the source can compute it (Layer::set_fused_relu), else into its own only
+  // consumer where that can (Layer::set_relu_source) (on), or none (off).
   void FuseRelus(bool on);
 
   struct Building;

@@ -64,6 +64,12 @@ void PoolPlanes(const PoolGeometry& g, int begin, int end, const float* x, float
   }
 }
 
+// The ReLU of planes [begin, end) of y, as ReluForward writes it.
+void ReluPlanes(const PoolGeometry& g, int begin, int end, float* y) {
+  const size_t plane = static_cast<size_t>(g.out_height()) * g.out_width();
+  for (size_t i = begin * plane; i < end * plane; ++i) y[i] = y[i] > 0.0f ? y[i] : 0.0f;
+}
+
 // Adds a plane's input gradient into `out`, from its output gradient `d`.
 void AvgPoolPlaneBackward(const PoolGeometry& g, const float* d, float* out) {
   const int oh = g.out_height(), ow = g.out_width();
@@ -85,17 +91,23 @@ int MaxTasks(const PoolGeometry& g, int batch) {
 }  // namespace
 
 // Planes are split over the compute threads; each writes only its own planes.
-void PoolForward(const PoolGeometry& g, int batch, const float* x, float* y, std::vector<int32_t>* argmax) {
+void PoolForward(const PoolGeometry& g, int batch, const float* x, float* y, std::vector<int32_t>* argmax,
+                 PoolInput input) {
   if (GpuOps* gpu = CurrentGpuOps()) return gpu->PoolForward(g, batch, x, y);
   const int planes = batch * g.channels;
   argmax->resize(g.kind == PoolKind::kMax ? static_cast<size_t>(planes) * g.out_height() * g.out_width() : 0);
   int32_t* arg = argmax->data();
   ParallelFor(
-      planes, [&](int, int begin, int end) { PoolPlanes(g, begin, end, x, y, arg); }, MaxTasks(g, batch));
+      planes,
+      [&](int, int begin, int end) {
+        PoolPlanes(g, begin, end, x, y, arg);
+        if (input == PoolInput::kRelu) ReluPlanes(g, begin, end, y);
+      },
+      MaxTasks(g, batch));
 }
 
 void PoolBackward(const PoolGeometry& g, int batch, const float* x, const float* y, const float* dy,
-                  const std::vector<int32_t>& argmax, float* dx, GradWrite write) {
+                  const std::vector<int32_t>& argmax, float* dx, GradWrite write, PoolInput input) {
   if (GpuOps* gpu = CurrentGpuOps()) return gpu->PoolBackward(g, batch, x, y, dy, dx, write);
   const int plane_out = g.out_height() * g.out_width();
   const int plane_in = g.height * g.width;
@@ -110,7 +122,14 @@ void PoolBackward(const PoolGeometry& g, int batch, const float* x, const float*
         continue;
       }
       const int32_t* arg = argmax.data() + static_cast<size_t>(p) * plane_out;
-      for (int i = 0; i < plane_out; ++i) out[arg[i]] += d[i];
+      if (input == PoolInput::kAsIs) {
+        for (int i = 0; i < plane_out; ++i) out[arg[i]] += d[i];
+        continue;
+      }
+      // A window whose output the ReLU made zero adds +0: to a winner that is
+      // not positive, which the ReLU's gradient leaves at +0 after a kSet.
+      const float* top = y + static_cast<size_t>(p) * plane_out;
+      for (int i = 0; i < plane_out; ++i) out[arg[i]] += top[i] > 0.0f ? d[i] : 0.0f;
     }
   };
   ParallelFor(planes, planes_range, MaxTasks(g, batch));

@@ -79,13 +79,23 @@ SHOAL_HOST_DEVICE inline float WindowAverage(const float* in, int width, PoolSpa
   return sum / static_cast<float>(rows.padded * cols.padded);
 }
 
+// What a max pooling's windows read: x itself, or the ReLU of x (a ReLU
+// layer before the pooling, done in its passes). A ReLU commutes with the
+// maximum, so kRelu pools x and takes the ReLU of each window's winner; the
+// winners whose ReLU is zero pass no gradient back, as the ReLU would stop it.
+// With GradWrite::kSet that is bit for bit the two layers' passes (NaNs
+// aside). On host memory only, and for max pooling only.
+enum class PoolInput { kAsIs, kRelu };
+
 // `argmax` (max pooling's winners) is resized and filled by the host; a GPU
 // (gpu_ops.h) keeps none and finds the winners from the forward pass's x and y.
-void PoolForward(const PoolGeometry& g, int batch, const float* x, float* y, std::vector<int32_t>* argmax);
+void PoolForward(const PoolGeometry& g, int batch, const float* x, float* y, std::vector<int32_t>* argmax,
+                 PoolInput input = PoolInput::kAsIs);
 // The output gradient goes to each window's winner (max) or spreads over its
 // window (avg), added into dx or, with kSet, into a dx cleared plane by plane
-// here (while the plane is in cache).
+// here (while the plane is in cache). `input` is the forward pass's.
 void PoolBackward(const PoolGeometry& g, int batch, const float* x, const float* y, const float* dy,
-                  const std::vector<int32_t>& argmax, float* dx, GradWrite write);
+                  const std::vector<int32_t>& argmax, float* dx, GradWrite write,
+                  PoolInput input = PoolInput::kAsIs);
 
 }  // namespace shoal

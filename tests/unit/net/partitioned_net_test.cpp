@@ -73,6 +73,32 @@ const char* const kNormed =
     "    - {name: loss, type: softmax_loss, srclayers: [fc3, data]}\n"
     "train: {batch_size: 3, steps: 1}\n";
 
+// relu1 and relu2 are fused into the max pooling after them: windows that
+// overlap (pool1) and that do not (pool2). relu3 (after a pooling, and into
+// no pooling), relu4 (two consumers) and relu6 (into an average) are not.
+const char* const kPooled =
+    "model:\n"
+    "  layers:\n"
+    "    - {name: data, type: data, shape: [2, 7, 7]}\n"
+    "    - {name: conv1, type: convolution, srclayers: data, num_output: 3, kernel: 3, pad: 1}\n"
+    "    - {name: relu1, type: relu, srclayers: conv1}\n"
+    "    - {name: pool1, type: pooling, srclayers: relu1, kernel: 3, stride: 2, ceil_mode: true}\n"
+    "    - {name: conv2, type: convolution, srclayers: pool1, num_output: 4, kernel: 2}\n"
+    "    - {name: relu2, type: relu, srclayers: conv2}\n"
+    "    - {name: pool2, type: pooling, srclayers: relu2, kernel: 2}\n"
+    "    - {name: relu3, type: relu, srclayers: pool2}\n"
+    "    - {name: conv3, type: convolution, srclayers: data, num_output: 2, kernel: 3}\n"
+    "    - {name: relu4, type: relu, srclayers: conv3}\n"
+    "    - {name: pool4, type: pooling, srclayers: relu4, kernel: 5}\n"
+    "    - {name: pool5, type: pooling, srclayers: relu4, kernel: 5, pool: avg}\n"
+    "    - {name: conv6, type: convolution, srclayers: data, num_output: 2, kernel: 3}\n"
+    "    - {name: relu6, type: relu, srclayers: conv6}\n"
+    "    - {name: pool6, type: pooling, srclayers: relu6, kernel: 5, pool: avg}\n"
+    "    - {name: cat, type: concat, srclayers: [relu3, pool4, pool5, pool6]}\n"
+    "    - {name: fc, type: fully_connected, srclayers: cat, num_output: 3}\n"
+    "    - {name: loss, type: softmax_loss, srclayers: [fc, data]}\n"
+    "train: {batch_size: 3, steps: 1}\n";
+
 Plan MakeGroupPlan(const std::vector<int>& dims, const std::vector<int>& locations) {
   JobConfig job;
   Status s = ParseJob(kMlp, "mlp.yaml", &job);
@@ -296,11 +322,11 @@ TEST_CASE(
   }
 }
 
-TEST_CASE(
-    "partitioned net: a ReLU fused into the batch norm or add before it leaves the loss and every gradient "
-    "the whole net's, bit for bit") {
+// Builds `yaml`'s net whole and partitioned (one worker), checks which ReLUs
+// the partitioned one fused, and compares two steps' losses and gradients.
+void CheckFusedAgainstWhole(const char* yaml, const std::vector<std::string>& fused) {
   JobConfig job;
-  Status s = ParseJob(kNormed, "normed.yaml", &job);
+  Status s = ParseJob(yaml, "fused.yaml", &job);
   INFO(s.ToString());
   REQUIRE(s.ok());
   PlanOptions options;
@@ -313,7 +339,7 @@ TEST_CASE(
   std::unique_ptr<PartitionedNet> part;
   REQUIRE(Net::Build(plan.job, &whole).ok());
   REQUIRE(PartitionedNet::Build(plan, 0, nullptr, &part).ok());
-  CHECK(part->FusedLayers() == std::vector<std::string>{"relu1", "relu3"});
+  CHECK(part->FusedLayers() == fused);
   whole->Allocate(kBatch);
   part->Allocate(kBatch);
   const std::vector<Param*> wp = whole->params(), pp = part->params();
@@ -323,7 +349,8 @@ TEST_CASE(
   const size_t floats = whole->data_layer().data().size() / kBatch;
   for (size_t r = 0; r < static_cast<size_t>(kBatch); ++r) {
     for (size_t f = 0; f < floats; ++f)
-      whole->data_layer().data()[r * floats + f] = part->data_layer().data()[r * floats + f] = Pixel(r, f);
+      whole->data_layer().data()[r * floats + f] = part->data_layer().data()[r * floats + f] =
+          Pixel(r, f) - 0.5f;
     whole->data_layer().labels()[r] = part->data_layer().labels()[r] = Label(r);
   }
   for (uint64_t step = 0; step < 2; ++step) {
@@ -338,6 +365,18 @@ TEST_CASE(
       CHECK(SameBits(wp[k]->grad, pp[k]->grad));
     }
   }
+}
+
+TEST_CASE(
+    "partitioned net: a ReLU fused into the batch norm or add before it leaves the loss and every gradient "
+    "the whole net's, bit for bit") {
+  CheckFusedAgainstWhole(kNormed, {"relu1", "relu3"});
+}
+
+TEST_CASE(
+    "partitioned net: a ReLU fused into the max pooling after it leaves the loss and every gradient the "
+    "whole net's, bit for bit") {
+  CheckFusedAgainstWhole(kPooled, {"relu1", "relu2"});
 }
 
 TEST_CASE("partitioned net: DescribeConnections names each connection layer, in the order they run") {

@@ -2,7 +2,8 @@
 // input cells: for every window shape, stride, padding and rounding, max
 // pooling's outputs and winners and average pooling's outputs are that
 // loop's bit for bit, ties and infinities included, and the gradients
-// match it, added or set, on one thread and on two.
+// match it, added or set, on one thread and on two. A ReLU done in max
+// pooling's passes (PoolInput::kRelu) gives the two ops' bits apart.
 #include "ops/pooling.h"
 
 #include <doctest/doctest.h>
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "ops/blas.h"
+#include "ops/elementwise.h"
 
 namespace shoal {
 namespace {
@@ -118,6 +120,63 @@ TEST_CASE("pooling: two threads give one thread's results, on planes large enoug
     SetComputeThreads(2);
     CheckAgainstReference(g, 8, &rng);
   }
+}
+
+// Max pooling with kRelu against ReluForward then the pooling, and its kSet
+// gradient against the pooling's then ReluBackward's: the same bits.
+void CheckReluInput(const PoolGeometry& g, int batch, std::mt19937* rng) {
+  const size_t in = static_cast<size_t>(batch) * g.channels * g.height * g.width;
+  const size_t out = static_cast<size_t>(batch) * g.channels * g.out_height() * g.out_width();
+  // Both signs, both zeros and infinities, few of them: windows of ties and
+  // windows with nothing positive.
+  const float levels[] = {-2.0f,
+                          -1.0f,
+                          -0.0f,
+                          0.0f,
+                          1.0f,
+                          2.0f,
+                          std::numeric_limits<float>::infinity(),
+                          -std::numeric_limits<float>::infinity()};
+  std::uniform_int_distribution<int> pick(0, 7), level(-3, 3);
+  std::vector<float> x(in), dy(out);
+  for (float& v : x) v = levels[pick(*rng)];
+  for (float& v : dy) v = static_cast<float>(level(*rng)) / 8.0f;
+  std::vector<float> relu(in), relu_grad(in), y_apart(out), dx_apart(in, 9.0f);
+  std::vector<int32_t> argmax_apart;
+  ReluForward(in, x.data(), relu.data());
+  PoolForward(g, batch, relu.data(), y_apart.data(), &argmax_apart);
+  PoolBackward(g, batch, relu.data(), y_apart.data(), dy.data(), argmax_apart, relu_grad.data(),
+               GradWrite::kSet);
+  ReluBackward(in, relu.data(), relu_grad.data(), dx_apart.data(), GradWrite::kSet);
+  std::vector<float> y(out), dx(in, 9.0f);
+  std::vector<int32_t> argmax;
+  PoolForward(g, batch, x.data(), y.data(), &argmax, PoolInput::kRelu);
+  PoolBackward(g, batch, x.data(), y.data(), dy.data(), argmax, dx.data(), GradWrite::kSet, PoolInput::kRelu);
+  REQUIRE(std::memcmp(y.data(), y_apart.data(), out * sizeof(float)) == 0);
+  for (size_t k = 0; k < in; ++k) {
+    INFO("input " << k << ": " << x[k]);
+    REQUIRE(std::memcmp(&dx[k], &dx_apart[k], sizeof(float)) == 0);
+  }
+}
+
+TEST_CASE("pooling: a ReLU done in max pooling's passes gives the ReLU's and the pooling's bits") {
+  std::mt19937 rng(13);
+  for (int kernel = 1; kernel <= 4; ++kernel)
+    for (int stride = 1; stride <= 4; ++stride)
+      for (int pad = 0; pad <= kernel / 2; ++pad)
+        for (bool ceil_mode : {false, true})
+          for (int side : {kernel, 5, 8}) {
+            const PoolGeometry g{2, side, side + 1, kernel, kernel, stride, pad, PoolKind::kMax, ceil_mode};
+            INFO("kernel " << kernel << ", stride " << stride << ", pad " << pad << ", ceil_mode "
+                           << ceil_mode << ", input " << g.height << "x" << g.width);
+            CheckReluInput(g, 3, &rng);
+          }
+  struct OneThreadAgain {
+    ~OneThreadAgain() { SetComputeThreads(1); }
+  } again;
+  SetComputeThreads(2);
+  for (int kernel : {2, 3})
+    CheckReluInput({16, 24, 24, kernel, kernel, 2, 0, PoolKind::kMax, kernel == 3}, 8, &rng);
 }
 
 }  // namespace
