@@ -1,6 +1,7 @@
 #include "ops/pooling.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "ops/gpu_ops.h"
 #include "ops/parallel.h"
@@ -30,6 +31,42 @@ void MaxPool2x2(const PoolGeometry& g, const float* __restrict in, float* __rest
       arg[i * ow + j] = where;
     }
   }
+}
+
+// `v` where `keep`, else +0, without a branch (GCC keeps one for a float's
+// `keep ? v : 0.0f`, and a window's winner is a coin toss).
+inline float KeptOrZero(float v, bool keep) {
+  uint32_t bits;
+  std::memcpy(&bits, &v, sizeof bits);
+  bits &= 0u - static_cast<uint32_t>(keep);
+  std::memcpy(&v, &bits, sizeof v);
+  return v;
+}
+
+// The 2×2, stride-2 windows' gradient, set rather than added into: each cell
+// gets its window's output gradient where it won and +0 elsewhere, the
+// values that clearing and then adding give (+0 + d). An odd last row or
+// column is in no window and is cleared. With kRelu a window whose output
+// the ReLU made +0 passes +0 (a ReLU's output is +0 or positive).
+template <PoolInput kInput>
+void MaxPool2x2GradSet(const PoolGeometry& g, const float* __restrict d, const int32_t* __restrict arg,
+                       const float* __restrict top, float* __restrict out) {
+  const int oh = g.out_height(), ow = g.out_width(), w = g.width;
+  for (int i = 0; i < oh; ++i) {
+    float* upper = out + 2 * i * w;
+    float* lower = upper + w;
+    for (int j = 0; j < ow; ++j) {
+      const int o = i * ow + j;
+      const float v = 0.0f + (kInput == PoolInput::kRelu ? KeptOrZero(d[o], top[o] != 0.0f) : d[o]);
+      const int32_t won = arg[o] - 2 * i * w - 2 * j;
+      upper[2 * j] = KeptOrZero(v, won == 0);
+      upper[2 * j + 1] = KeptOrZero(v, won == 1);
+      lower[2 * j] = KeptOrZero(v, won == w);
+      lower[2 * j + 1] = KeptOrZero(v, won == w + 1);
+    }
+    if (w % 2 != 0) upper[w - 1] = lower[w - 1] = 0.0f;
+  }
+  if (g.height % 2 != 0) std::fill(out + (g.height - 1) * w, out + g.height * w, 0.0f);
 }
 
 // Whether the unrolled 2×2 path computes every window.
@@ -116,20 +153,28 @@ void PoolBackward(const PoolGeometry& g, int batch, const float* x, const float*
     for (int p = begin; p < end; ++p) {
       const float* d = dy + static_cast<size_t>(p) * plane_out;
       float* out = dx + static_cast<size_t>(p) * plane_in;
+      const int32_t* arg =
+          g.kind == PoolKind::kMax ? argmax.data() + static_cast<size_t>(p) * plane_out : nullptr;
+      const float* top = input == PoolInput::kRelu ? y + static_cast<size_t>(p) * plane_out : nullptr;
+      if (write == GradWrite::kSet && Plain2x2(g)) {
+        if (top)
+          MaxPool2x2GradSet<PoolInput::kRelu>(g, d, arg, top, out);
+        else
+          MaxPool2x2GradSet<PoolInput::kAsIs>(g, d, arg, top, out);
+        continue;
+      }
       if (write == GradWrite::kSet) std::fill(out, out + plane_in, 0.0f);
       if (g.kind == PoolKind::kAvg) {
         AvgPoolPlaneBackward(g, d, out);
         continue;
       }
-      const int32_t* arg = argmax.data() + static_cast<size_t>(p) * plane_out;
-      if (input == PoolInput::kAsIs) {
+      if (top == nullptr) {
         for (int i = 0; i < plane_out; ++i) out[arg[i]] += d[i];
         continue;
       }
-      // A window whose output the ReLU made zero adds +0: to a winner that is
+      // A window whose output the ReLU made +0 adds +0: to a winner that is
       // not positive, which the ReLU's gradient leaves at +0 after a kSet.
-      const float* top = y + static_cast<size_t>(p) * plane_out;
-      for (int i = 0; i < plane_out; ++i) out[arg[i]] += top[i] > 0.0f ? d[i] : 0.0f;
+      for (int i = 0; i < plane_out; ++i) out[arg[i]] += KeptOrZero(d[i], top[i] != 0.0f);
     }
   };
   ParallelFor(planes, planes_range, MaxTasks(g, batch));

@@ -2,8 +2,9 @@
 // input cells: for every window shape, stride, padding and rounding, max
 // pooling's outputs and winners and average pooling's outputs are that
 // loop's bit for bit, ties and infinities included, and the gradients
-// match it, added or set, on one thread and on two. A ReLU done in max
-// pooling's passes (PoolInput::kRelu) gives the two ops' bits apart.
+// match it, added or set (max pooling's set ones bit for bit), on one thread
+// and on two. A ReLU done in max pooling's passes (PoolInput::kRelu) gives
+// the two ops' bits apart.
 #include "ops/pooling.h"
 
 #include <doctest/doctest.h>
@@ -21,7 +22,7 @@ namespace shoal {
 namespace {
 
 struct Reference {
-  std::vector<float> y, dx;
+  std::vector<float> y, dx, dx_set;  // dx_set: max pooling's gradient from zero
   std::vector<int32_t> argmax;
 };
 
@@ -33,6 +34,7 @@ Reference ReferencePool(const PoolGeometry& g, int batch, const std::vector<floa
   r.y.resize(static_cast<size_t>(batch) * g.channels * oh * ow);
   r.argmax.resize(r.y.size());
   r.dx = dx0;
+  r.dx_set.assign(dx0.size(), 0.0f);
   for (int p = 0; p < batch * g.channels; ++p)
     for (int i = 0; i < oh; ++i)
       for (int j = 0; j < ow; ++j) {
@@ -53,6 +55,7 @@ Reference ReferencePool(const PoolGeometry& g, int batch, const std::vector<floa
         r.argmax[o] = where;
         if (g.kind == PoolKind::kMax) {
           r.dx[p * hw + where] += dy[o];
+          r.dx_set[p * hw + where] += dy[o];
           continue;
         }
         for (int h = std::max(top, 0); h < std::min(bottom, g.height); ++h)
@@ -72,7 +75,11 @@ void CheckAgainstReference(const PoolGeometry& g, int batch, std::mt19937* rng) 
     const int l = level(*rng);
     v = l == 3 ? -std::numeric_limits<float>::infinity() : static_cast<float>(l);
   }
-  for (float& v : dy) v = static_cast<float>(level(*rng)) / 8.0f;
+  // -0 among the gradients: a cleared gradient adds it as +0.
+  for (float& v : dy) {
+    const int l = level(*rng);
+    v = l == -3 ? -0.0f : static_cast<float>(l) / 8.0f;
+  }
   for (float& v : dx0) v = static_cast<float>(level(*rng)) / 4.0f;
   const Reference want = ReferencePool(g, batch, x, dy, dx0);
   std::vector<float> y(out);
@@ -90,6 +97,7 @@ void CheckAgainstReference(const PoolGeometry& g, int batch, std::mt19937* rng) 
     INFO("input " << k);
     REQUIRE(added[k] == doctest::Approx(want.dx[k]).epsilon(1e-6));
     REQUIRE(set[k] == doctest::Approx(want.dx[k] - dx0[k]).epsilon(1e-6));
+    if (g.kind == PoolKind::kMax) REQUIRE(std::memcmp(&set[k], &want.dx_set[k], sizeof(float)) == 0);
   }
 }
 
@@ -140,7 +148,10 @@ void CheckReluInput(const PoolGeometry& g, int batch, std::mt19937* rng) {
   std::uniform_int_distribution<int> pick(0, 7), level(-3, 3);
   std::vector<float> x(in), dy(out);
   for (float& v : x) v = levels[pick(*rng)];
-  for (float& v : dy) v = static_cast<float>(level(*rng)) / 8.0f;
+  for (float& v : dy) {
+    const int l = level(*rng);
+    v = l == -3 ? -0.0f : static_cast<float>(l) / 8.0f;
+  }
   std::vector<float> relu(in), relu_grad(in), y_apart(out), dx_apart(in, 9.0f);
   std::vector<int32_t> argmax_apart;
   ReluForward(in, x.data(), relu.data());
