@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "ops/gpu_ops.h"
 #include "ops/parallel.h"
@@ -75,6 +76,69 @@ bool Plain2x2(const PoolGeometry& g) {
          !g.Overhangs();
 }
 
+// Max pooling at stride 1, planes [begin, end), a run of them at a time:
+// each run is copied into `padded`, every plane framed by its padding as
+// -inf, one plane after another, so that every window lies inside the copy
+// and each of its cells is the window's top-left cell plus a fixed offset.
+// One pass per cell, in the window's row-major order, then runs over the
+// whole copy at once (the compiler vectorises it), where one window's
+// compares would wait on each other. A -inf cell never wins, so a window
+// with no winner keeps its first cell inside the input: WindowWinner's
+// results, bit for bit. The positions between the planes' windows are
+// computed and dropped.
+void MaxPoolStride1(const PoolGeometry& g, int begin, int end, const float* x, float* y, int32_t* argmax) {
+  const int oh = g.out_height(), ow = g.out_width(), kh = g.kernel_h, kw = g.kernel_w;
+  const int hp = g.height + 2 * g.pad, wp = g.width + 2 * g.pad, plane = hp * wp;
+  constexpr int kRunFloats = 1 << 15;  // a run's copy, in floats: within a core's L2 cache
+  const int run = std::max(1, kRunFloats / plane);
+  thread_local std::vector<float> padded, best;
+  thread_local std::vector<int32_t> cell;
+  padded.assign(static_cast<size_t>(run) * plane, -INFINITY);
+  best.resize(padded.size());
+  cell.resize(padded.size());
+  for (int first = begin; first < end; first += run) {
+    const int planes = std::min(run, end - first);
+    for (int q = 0; q < planes; ++q)
+      for (int h = 0; h < g.height; ++h)
+        std::copy_n(x + (static_cast<size_t>(first + q) * g.height + h) * g.width, g.width,
+                    padded.data() + static_cast<size_t>(q) * plane + (h + g.pad) * wp + g.pad);
+    // Windows whose top-left cell is at position 0 .. n - 1 of the copy.
+    const int n = planes * plane - (kh - 1) * wp - (kw - 1);
+    std::fill_n(best.data(), n, -INFINITY);
+    std::fill_n(cell.data(), n, -1);  // an offset is never negative
+    for (int di = 0; di < kh; ++di)
+      for (int dj = 0; dj < kw; ++dj) {
+        const float* __restrict in = padded.data() + di * wp + dj;
+        float* __restrict top = best.data();
+        int32_t* __restrict won = cell.data();
+        const int32_t at = di * g.width + dj;  // from the window's top-left, in the input's rows
+        // The index's select as a mask: GCC keeps a branch for `more ? a : b`.
+        for (int k = 0; k < n; ++k) {
+          const int32_t more = -static_cast<int32_t>(in[k] > top[k]);
+          won[k] = (won[k] & ~more) | (at & more);
+          top[k] = in[k] > top[k] ? in[k] : top[k];
+        }
+      }
+    for (int q = 0; q < planes; ++q)
+      for (int i = 0; i < oh; ++i)
+        for (int j = 0; j < ow; ++j) {
+          const int k = q * plane + i * wp + j;
+          const size_t o = (static_cast<size_t>(first + q) * oh + i) * ow + j;
+          y[o] = best[k];
+          // No winner: the window's first cell inside the input.
+          argmax[o] = cell[k] < 0 ? std::max(i - g.pad, 0) * g.width + std::max(j - g.pad, 0)
+                                  : (i - g.pad) * g.width + j - g.pad + cell[k];
+        }
+  }
+}
+
+// Whether MaxPoolStride1 takes planes: max pooling at stride 1 where the
+// positions it drops (the padding's) are few beside the windows.
+bool Stride1Pays(const PoolGeometry& g) {
+  const int padded = (g.height + 2 * g.pad) * (g.width + 2 * g.pad);
+  return g.kind == PoolKind::kMax && g.stride == 1 && padded <= 3 * g.out_height() * g.out_width();
+}
+
 // Planes [begin, end) of the general case.
 void PoolPlanes(const PoolGeometry& g, int begin, int end, const float* x, float* y, int32_t* argmax) {
   const int oh = g.out_height(), ow = g.out_width();
@@ -84,6 +148,7 @@ void PoolPlanes(const PoolGeometry& g, int begin, int end, const float* x, float
                  argmax + static_cast<size_t>(p) * oh * ow);
     return;
   }
+  if (Stride1Pays(g)) return MaxPoolStride1(g, begin, end, x, y, argmax);
   for (int p = begin; p < end; ++p) {
     const float* in = x + static_cast<size_t>(p) * g.height * g.width;
     float* out = y + static_cast<size_t>(p) * oh * ow;

@@ -120,14 +120,16 @@ TEST_CASE("pooling: every window shape, stride, pad and rounding gives the plain
 
 TEST_CASE("pooling: two threads give one thread's results, on planes large enough to split") {
   std::mt19937 rng(11);
-  for (PoolKind kind : {PoolKind::kMax, PoolKind::kAvg}) {
-    const PoolGeometry g{16, 24, 24, 3, 3, 2, 1, kind, true};
-    struct OneThreadAgain {
-      ~OneThreadAgain() { SetComputeThreads(1); }
-    } again;
-    SetComputeThreads(2);
-    CheckAgainstReference(g, 8, &rng);
-  }
+  struct OneThreadAgain {
+    ~OneThreadAgain() { SetComputeThreads(1); }
+  } again;
+  SetComputeThreads(2);
+  for (PoolKind kind : {PoolKind::kMax, PoolKind::kAvg})
+    for (int stride : {1, 2}) {
+      // At stride 1 each thread's planes are more than one of max pooling's runs (MaxPoolStride1).
+      const PoolGeometry g{16, 24, 24, 3, 3, stride, 1, kind, stride == 2};
+      CheckAgainstReference(g, 8, &rng);
+    }
 }
 
 // Max pooling with kRelu against ReluForward then the pooling, and its kSet
