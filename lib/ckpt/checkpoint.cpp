@@ -8,6 +8,8 @@
 #include <fstream>
 #include <iostream>
 #include <set>
+#include <string_view>
+#include <vector>
 
 #include "core/build_info.h"
 #include "core/file_util.h"
@@ -248,18 +250,19 @@ Status WriteCheckpoint(const std::string& path, const Checkpoint& ckpt) {
     offset += bytes;
   }
   std::string text = header.dump();
-  std::string out(kMagic, 8);
+  std::string head(kMagic, 8);
   uint32_t version = kFormatVersion;
   uint64_t header_bytes = text.size();
   uint32_t header_crc = Crc32(text.data(), text.size());
-  out.append(reinterpret_cast<const char*>(&version), 4);
-  out.append(reinterpret_cast<const char*>(&header_bytes), 8);
-  out += text;
-  out.append(reinterpret_cast<const char*>(&header_crc), 4);
-  out.reserve(out.size() + offset);
+  head.append(reinterpret_cast<const char*>(&version), 4);
+  head.append(reinterpret_cast<const char*>(&header_bytes), 8);
+  head += text;
+  head.append(reinterpret_cast<const char*>(&header_crc), 4);
+  // The tensors go to the file from where they are, never copied into one string.
+  std::vector<std::string_view> pieces{head};
   for (const auto& t : ckpt.tensors)
-    out.append(reinterpret_cast<const char*>(t.data.data()), 4 * t.data.size());
-  return WriteFileAtomic(path, out);
+    pieces.emplace_back(reinterpret_cast<const char*>(t.data.data()), 4 * t.data.size());
+  return WriteFileAtomic(path, pieces);
 }
 
 namespace {

@@ -5,6 +5,7 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -35,6 +36,18 @@ bool WriteAll(int fd, const char* p, size_t left) {
     if (n < 0) return false;
     p += n;
     left -= static_cast<size_t>(n);
+  }
+  return true;
+}
+
+// Bytes [from, to) of the file that `pieces` make, one piece after another.
+bool WriteRange(int fd, const std::vector<std::string_view>& pieces, size_t from, size_t to) {
+  size_t start = 0;
+  for (std::string_view piece : pieces) {
+    const size_t end = start + piece.size();
+    const size_t lo = std::max(start, from), hi = std::min(end, to);
+    if (lo < hi && !WriteAll(fd, piece.data() + (lo - start), hi - lo)) return false;
+    start = end;
   }
   return true;
 }
@@ -92,7 +105,13 @@ Status Fnv1a64OfFile(int fd, const std::string& what, uint64_t* hash) {
   }
 }
 
-Status WriteFileAtomic(const std::string& given, const std::string& contents, bool sync) {
+Status WriteFileAtomic(const std::string& path, const std::string& contents, bool sync) {
+  return WriteFileAtomic(path, std::vector<std::string_view>{contents}, sync);
+}
+
+Status WriteFileAtomic(const std::string& given, const std::vector<std::string_view>& pieces, bool sync) {
+  size_t total = 0;
+  for (std::string_view piece : pieces) total += piece.size();
   // A link is written through: its target is replaced, the link kept. A
   // device or a pipe is written to as it is (renaming over it would replace
   // /dev/null itself); a directory is refused.
@@ -110,7 +129,7 @@ Status WriteFileAtomic(const std::string& given, const std::string& contents, bo
     // A device or a pipe (-o /dev/null, a FIFO) takes the bytes as they come: nothing to replace.
     int fd = ::open(path.c_str(), O_WRONLY);
     if (fd < 0) return Status::IOError("cannot open '" + given + "': " + ErrnoText());
-    const bool written = WriteAll(fd, contents.data(), contents.size());
+    const bool written = WriteRange(fd, pieces, 0, total);
     Status s = written ? Status::Ok() : Status::IOError("cannot write '" + given + "': " + ErrnoText());
     ::close(fd);
     return s;
@@ -120,8 +139,8 @@ Status WriteFileAtomic(const std::string& given, const std::string& contents, bo
   struct statvfs fs {};
   if (::statvfs(parent.empty() ? "." : parent.c_str(), &fs) == 0) {
     const uint64_t free_bytes = uint64_t{::geteuid() == 0 ? fs.f_bfree : fs.f_bavail} * fs.f_frsize;
-    if (free_bytes < contents.size())
-      return Status::IOError("cannot write '" + given + "': it takes " + std::to_string(contents.size()) +
+    if (free_bytes < total)
+      return Status::IOError("cannot write '" + given + "': it takes " + std::to_string(total) +
                              " bytes and its filesystem has " + std::to_string(free_bytes) + " free");
   }
   // A name of its own (mkstemp): never a file or link already there, nor another writer's.
@@ -130,10 +149,10 @@ Status WriteFileAtomic(const std::string& given, const std::string& contents, bo
   if (fd < 0) return Status::IOError("cannot create '" + path + ".tmp.*': " + ErrnoText());
   ::fchmod(fd, 0644);
   // In two halves, so that a test can die between them (SHOAL_CRASH_AT=atomic-write:N).
-  const size_t half = contents.size() / 2;
-  bool written = WriteAll(fd, contents.data(), half);
+  const size_t half = total / 2;
+  bool written = WriteRange(fd, pieces, 0, half);
   if (written) CrashPoint("atomic-write");
-  written = written && WriteAll(fd, contents.data() + half, contents.size() - half);
+  written = written && WriteRange(fd, pieces, half, total);
   if (!written) {
     Status s = Status::IOError("cannot write '" + tmp + "': " + ErrnoText());
     ::close(fd);

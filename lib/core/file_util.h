@@ -4,6 +4,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "core/status.h"
 
@@ -30,5 +32,9 @@ Status Fnv1a64OfFile(int fd, const std::string& what, uint64_t* hash);
 // it is (-o /dev/null); a directory is refused. IOError, the old file kept,
 // when the filesystem has less free space than `contents` takes, or a step fails.
 Status WriteFileAtomic(const std::string& path, const std::string& contents, bool sync = true);
+// The same for a file made of `pieces`, written one after another without
+// being joined first (a checkpoint's header and its tensors).
+Status WriteFileAtomic(const std::string& path, const std::vector<std::string_view>& pieces,
+                       bool sync = true);
 
 }  // namespace shoal

@@ -21,9 +21,10 @@ std::string KeptState(const std::vector<std::string>& states) {
 
 }  // namespace
 
-Checkpoint SnapshotTable(const ServerTable& table, uint64_t updates_received, const nlohmann::json& metric) {
+Checkpoint SnapshotTable(const ServerTable& table, uint64_t updates_received, const nlohmann::json& metric,
+                         Checkpoint reuse) {
   const ServerConfig& config = table.config();
-  Checkpoint ckpt;
+  Checkpoint ckpt = std::move(reuse);
   ckpt.plan_hash = config.plan_hash;
   ckpt.server = config.id;
   ckpt.step = table.version();
@@ -32,12 +33,24 @@ Checkpoint SnapshotTable(const ServerTable& table, uint64_t updates_received, co
   ckpt.updates_from = table.NextSteps();
   ckpt.metric = metric;
   const std::vector<std::string>& states = table.state_names();
+  ckpt.tensors.resize(table.slices().size() * (1 + states.size()));
+  auto next = ckpt.tensors.begin();
+  auto take = [&](const SliceSpec& spec, uint32_t key, std::string name, const std::string& role,
+                  const std::vector<float>& data) {
+    CheckpointTensor& t = *next++;
+    t.name = std::move(name);
+    t.param = spec.param;
+    t.role = role;
+    t.key = key;
+    t.offset = spec.offset;
+    t.shape = spec.shape;
+    t.data.assign(data.begin(), data.end());  // into the buffer it had, where that fits
+  };
   for (const auto& [key, s] : table.slices()) {
     const SliceSpec& spec = *s.spec;
-    ckpt.tensors.push_back({spec.name, spec.param, "value", key, spec.offset, spec.shape, s.value});
+    take(spec, key, spec.name, "value", s.value);
     for (size_t i = 0; i < states.size(); ++i)
-      ckpt.tensors.push_back(
-          {spec.name + "@" + states[i], spec.param, states[i], key, spec.offset, spec.shape, s.state[i]});
+      take(spec, key, spec.name + "@" + states[i], states[i], s.state[i]);
   }
   return ckpt;
 }
@@ -111,6 +124,11 @@ Status Checkpointer::Start() {
   }
   thread_ = std::thread([this] { Loop(); });
   return Status::Ok();
+}
+
+Checkpoint Checkpointer::TakeSpare() {
+  MutexLock lock(&mu_);
+  return std::exchange(spare_, Checkpoint{});
 }
 
 void Checkpointer::Write(Checkpoint snapshot) {
@@ -188,6 +206,7 @@ void Checkpointer::Loop() {
       last_step_ = static_cast<int64_t>(ckpt.step);
       failures_.in_a_row = 0;
       backoff = kFirstBackoff;
+      spare_ = std::move(ckpt);
     } else {
       if (failure_.ok()) failure_ = s;
       ++failures_.in_a_row;

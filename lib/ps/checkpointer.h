@@ -16,8 +16,11 @@
 namespace shoal {
 
 // The table as a checkpoint: every slice's value and updater state, the
-// version, and per worker the step it resumes at.
-Checkpoint SnapshotTable(const ServerTable& table, uint64_t updates_received, const nlohmann::json& metric);
+// version, and per worker the step it resumes at. Taken into `reuse`'s
+// buffers where they fit (Checkpointer::TakeSpare), so that one snapshot
+// after another touches no fresh memory on the server's request path.
+Checkpoint SnapshotTable(const ServerTable& table, uint64_t updates_received, const nlohmann::json& metric,
+                         Checkpoint reuse = {});
 // Puts a checkpoint of this server back into `table`: every slice's value
 // and state exactly once, the versions and each worker's step. `path` names
 // it in messages; `keeper` says what the table keeps of state.
@@ -58,6 +61,9 @@ class Checkpointer {
   // not been taken up yet (at most one waits, so memory stays bounded).
   // Ignored once the checkpointer has given up.
   void Write(Checkpoint snapshot);
+  // The last snapshot written, to take the next one into; empty when none
+  // is free. Holding it keeps one copy of the table between checkpoints.
+  Checkpoint TakeSpare();
   // Waits until every snapshot handed over is on disk or has failed (a
   // failed one may still be tried again); the first failure since the last
   // Flush.
@@ -82,6 +88,7 @@ class Checkpointer {
   mutable Mutex mu_;
   CondVar changed_{&mu_};
   std::optional<Checkpoint> pending_ GUARDED_BY(mu_);
+  Checkpoint spare_ GUARDED_BY(mu_);  // written; its buffers wait for the next snapshot
   bool writing_ GUARDED_BY(mu_) = false;
   bool stopping_ GUARDED_BY(mu_) = false;
   uint64_t written_ GUARDED_BY(mu_) = 0;

@@ -279,7 +279,7 @@ void ParameterServer::CatchUp() {
 void ParameterServer::Checkpoint() {
   // Server groups hold copies of one table: the first group's are the checkpoints.
   if (!checkpointer_.enabled() || config_.group != 0) return;
-  checkpointer_.Write(SnapshotTable(*table_, stats_.updates_received, metric_));
+  checkpointer_.Write(SnapshotTable(*table_, stats_.updates_received, metric_, checkpointer_.TakeSpare()));
 }
 
 void ParameterServer::ReplyParams(int slot, int worker, const std::vector<int>& layers, uint64_t step) {

@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -300,6 +301,17 @@ TEST_CASE("WriteFileAtomic replaces the file whole and leaves no temporary file 
 
   REQUIRE(WriteCheckpoint(dir.path + "/a.ckpt", Sample()).ok());
   CHECK(FilesIn(dir.path) == std::vector<std::string>{"a.ckpt", "out.json"});
+}
+
+TEST_CASE("WriteFileAtomic over pieces writes them one after another, empty ones and all") {
+  TempDir dir;
+  const std::string path = dir.path + "/pieces";
+  const std::string a = "header", b(5000, 'x'), c = "tail";
+  REQUIRE(WriteFileAtomic(path, std::vector<std::string_view>{"", a, "", b, c, ""}).ok());
+  CHECK(ReadBytes(path) == a + b + c);
+  REQUIRE(WriteFileAtomic(path, std::vector<std::string_view>{}).ok());
+  CHECK(ReadBytes(path).empty());
+  CHECK(FilesIn(dir.path) == std::vector<std::string>{"pieces"});
 }
 
 TEST_CASE(

@@ -195,6 +195,41 @@ TEST_CASE("a snapshot restores into a fresh table: values, the updater's state, 
   }
 }
 
+TEST_CASE("a snapshot taken into the written one's spare buffers equals a fresh one and keeps them") {
+  TempDir dir;
+  TableOnly t;
+  Checkpointer checkpointer(dir.path + "/ckpt", 0, 2, 3, "");
+  REQUIRE(checkpointer.Start().ok());
+  CHECK(checkpointer.TakeSpare().tensors.empty());  // nothing written yet
+  t.table->Advance();
+  checkpointer.Write(SnapshotTable(*t.table, 1, nullptr));
+  REQUIRE(checkpointer.Flush().ok());
+  Checkpoint spare = checkpointer.TakeSpare();
+  REQUIRE(spare.tensors.size() == 4);
+  CHECK(spare.step == 1);
+  CHECK(checkpointer.TakeSpare().tensors.empty());  // handed out once
+  std::vector<const float*> buffers;
+  for (const CheckpointTensor& tensor : spare.tensors) buffers.push_back(tensor.data.data());
+
+  for (auto& [key, s] : t.table->slices())
+    for (size_t i = 0; i < s.value.size(); ++i) s.value[i] = key - 0.25f * i, s.state[0][i] = 2.0f * i;
+  t.table->Advance();
+  const Checkpoint reused = SnapshotTable(*t.table, 2, {{"test_loss", 0.5}}, std::move(spare));
+  const Checkpoint fresh = SnapshotTable(*t.table, 2, {{"test_loss", 0.5}});
+  CHECK(reused.step == 2);
+  CHECK(reused.metric == fresh.metric);
+  REQUIRE(reused.tensors.size() == fresh.tensors.size());
+  for (size_t i = 0; i < fresh.tensors.size(); ++i) {
+    const CheckpointTensor &a = reused.tensors[i], &b = fresh.tensors[i];
+    CHECK(a.name == b.name);
+    CHECK(a.role == b.role);
+    CHECK(a.key == b.key);
+    CHECK(a.shape == b.shape);
+    CHECK(a.data == b.data);
+    CHECK(a.data.data() == buffers[i]);
+  }
+}
+
 TEST_CASE("the checkpointer writes on its own thread, Flush waits for the disk, and the newest `keep` stay") {
   TempDir dir;
   TableOnly t;
