@@ -61,7 +61,7 @@ class GruLayer : public Layer {
   void Backward(const std::vector<Layer*>& srcs) override {
     float* dx = srcs[0]->WantsGrad() ? srcs[0]->grad().data() : nullptr;
     GruBackward(shape_, srcs[0]->data().data(), data_.data(), params_[0].value.data(),
-                params_[1].value.data(), tape_, grad_.data(), dx, params_[0].grad.data(),
+                params_[1].value.data(), &tape_, grad_.data(), dx, params_[0].grad.data(),
                 params_[1].grad.data(), params_[2].grad.data(), params_[3].grad.data());
   }
 

@@ -13,7 +13,14 @@ namespace shoal {
 void ReluForward(size_t n, const float* x, float* y);
 void ReluBackward(size_t n, const float* y, const float* dy, float* dx, GradWrite write);
 
-// y = 1 / (1 + e^-x); backward from y: dx += dy·y·(1 − y).
+// y = 1 / (1 + e^-x) and y = tanh x over a dense run of n floats, on the
+// calling thread alone (y may be x): on oneDNN's vector kernels where it
+// computes here, else from libm's expf. The two differ in the last bits.
+void LogisticRun(size_t n, const float* x, float* y);
+void TanhRun(size_t n, const float* x, float* y);
+
+// y = 1 / (1 + e^-x) over the compute threads (LogisticRun); backward from
+// y: dx += dy·y·(1 − y).
 void SigmoidForward(size_t n, const float* x, float* y);
 void SigmoidBackward(size_t n, const float* y, const float* dy, float* dx, GradWrite write);
 

@@ -1,20 +1,31 @@
 #include "ops/gru.h"
 
 #include <algorithm>
-#include <cmath>
 #include <cstddef>
 
 #include "ops/blas.h"
+#include "ops/elementwise.h"
 #include "ops/fully_connected.h"
 #include "ops/parallel.h"
 
 namespace shoal {
 namespace {
 
-// Both gates' functions from one exp: tanh through the sigmoid is cheaper
-// than glibc's tanhf.
-float Sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
-float Tanh(float x) { return 2.0f * Sigmoid(2.0f * x) - 1.0f; }
+// One row's step from its squashed gates r, z (`gates`) and n: the gates
+// replace their pre-activations in `g`, `hn` keeps W_hn h + b_hn (from `hg`),
+// and the state h becomes (1 − z) n + z h, in `h` and in `out`.
+void CombineGates(int H, const float* __restrict gates, const float* __restrict n, const float* __restrict hg,
+                  float* __restrict g, float* __restrict hn, float* __restrict h, float* __restrict out) {
+  for (int j = 0; j < 2 * H; ++j) g[j] = gates[j];
+  for (int j = 0; j < H; ++j) {
+    g[2 * H + j] = n[j];
+    hn[j] = hg[2 * H + j];
+    const float z = gates[H + j];
+    const float next = (1.0f - z) * n[j] + z * h[j];
+    h[j] = next;
+    out[j] = next;
+  }
+}
 
 }  // namespace
 
@@ -33,26 +44,38 @@ void GruForward(const GruShape& s, const float* x, const float* h0, const float*
   tape->h0.assign(static_cast<size_t>(s.batch) * H, 0.0f);
   if (h0) std::copy(h0, h0 + tape->h0.size(), tape->h0.begin());
   std::vector<float> gh(static_cast<size_t>(s.batch) * G), h(tape->h0);
+  // Each row's r and z, then n, squashed a run of rows at a time (a thread's).
+  std::vector<float> rz(static_cast<size_t>(s.batch) * 2 * H), n(static_cast<size_t>(s.batch) * H);
   for (int t = 0; t < s.steps; ++t) {
     FullyConnectedForward(s.batch, H, G, h.data(), w_hh, b_hh, gh.data());  // W_h h + b_h
     ParallelFor(
         s.batch,
         [&](int, int begin, int end) {
+          auto row_of = [&](int b) { return static_cast<size_t>(b) * s.steps + t; };
           for (int b = begin; b < end; ++b) {
-            const size_t row = static_cast<size_t>(b) * s.steps + t;
+            const float* g = gi + row_of(b) * G;
+            const float* hg = gh.data() + static_cast<size_t>(b) * G;
+            float* pre = rz.data() + static_cast<size_t>(b) * 2 * H;
+            for (int j = 0; j < 2 * H; ++j) pre[j] = g[j] + hg[j];
+          }
+          const size_t first = static_cast<size_t>(begin) * H, rows = static_cast<size_t>(end - begin);
+          LogisticRun(rows * 2 * H, rz.data() + 2 * first, rz.data() + 2 * first);
+          for (int b = begin; b < end; ++b) {
+            const float* g = gi + row_of(b) * G;
+            const float* hg = gh.data() + static_cast<size_t>(b) * G;
+            const float* r = rz.data() + static_cast<size_t>(b) * 2 * H;
+            float* pre = n.data() + static_cast<size_t>(b) * H;
+            for (int j = 0; j < H; ++j) pre[j] = g[2 * H + j] + r[j] * hg[2 * H + j];
+          }
+          TanhRun(rows * H, n.data() + first, n.data() + first);
+          for (int b = begin; b < end; ++b) {
+            const size_t row = row_of(b);
             float* g = gi + row * G;
             const float* hg = gh.data() + static_cast<size_t>(b) * G;
-            float* hn = tape->hidden_n.data() + row * H;
-            float* hb = h.data() + static_cast<size_t>(b) * H;
-            float* o = out + row * H;
-            for (int j = 0; j < H; ++j) {
-              const float r = Sigmoid(g[j] + hg[j]);
-              const float z = Sigmoid(g[H + j] + hg[H + j]);
-              const float n = Tanh(g[2 * H + j] + r * hg[2 * H + j]);
-              g[j] = r, g[H + j] = z, g[2 * H + j] = n;  // the gates replace their pre-activations
-              hn[j] = hg[2 * H + j];
-              o[j] = hb[j] = (1.0f - z) * n + z * hb[j];
-            }
+            const float* gates = rz.data() + static_cast<size_t>(b) * 2 * H;
+            const float* nb = n.data() + static_cast<size_t>(b) * H;
+            CombineGates(H, gates, nb, hg, g, tape->hidden_n.data() + row * H,
+                         h.data() + static_cast<size_t>(b) * H, out + row * H);
           }
         },
         s.batch * H < (1 << 14) ? 1 : 1 << 30);
@@ -60,15 +83,19 @@ void GruForward(const GruShape& s, const float* x, const float* h0, const float*
 }
 
 void GruBackward(const GruShape& s, const float* x, const float* out, const float* w_ih, const float* w_hh,
-                 const GruTape& tape, const float* dout, float* dx, float* dw_ih, float* dw_hh, float* db_ih,
+                 GruTape* tape, const float* dout, float* dx, float* dw_ih, float* dw_hh, float* db_ih,
                  float* db_hh) {
   const int H = s.hidden, G = 3 * s.hidden;
   const size_t rows = static_cast<size_t>(s.batch) * s.steps;
-  std::vector<float> dgi(rows * G), dgh(rows * G);  // d(the input and hidden gates' pre-activations)
+  // Every element of these is written before it is read.
+  std::vector<float>&dgi = tape->d_input_gates, &dgh = tape->d_hidden_gates, &h_prev = tape->h_prev;
+  dgi.resize(rows * G);
+  dgh.resize(rows * G);
+  h_prev.resize(rows * H);
   std::vector<float> dh(static_cast<size_t>(s.batch) * H, 0.0f);
   auto previous = [&](int b, int t) {
     const size_t row = static_cast<size_t>(b) * s.steps + t;
-    return t > 0 ? out + (row - 1) * H : tape.h0.data() + static_cast<size_t>(b) * H;
+    return t > 0 ? out + (row - 1) * H : tape->h0.data() + static_cast<size_t>(b) * H;
   };
   const int gate_tasks = s.batch * H < (1 << 14) ? 1 : 1 << 30;
   for (int t = s.steps - 1; t >= 0; --t) {
@@ -78,8 +105,8 @@ void GruBackward(const GruShape& s, const float* x, const float* out, const floa
           for (int b = begin; b < end; ++b) {
             const size_t row = static_cast<size_t>(b) * s.steps + t;
             const float* prev = previous(b, t);
-            const float* g = tape.input_gates.data() + row * G;
-            const float* hn = tape.hidden_n.data() + row * H;
+            const float* g = tape->input_gates.data() + row * G;
+            const float* hn = tape->hidden_n.data() + row * H;
             float* di = dgi.data() + row * G;
             float* dhh = dgh.data() + row * G;
             float* d = dh.data() + static_cast<size_t>(b) * H;
@@ -108,7 +135,6 @@ void GruBackward(const GruShape& s, const float* x, const float* out, const floa
   }
   // The weights' gradients over every step at once: W_hh's from the states
   // each step started from, W_ih's (and x's) from the inputs.
-  std::vector<float> h_prev(rows * H);
   for (int b = 0; b < s.batch; ++b)
     for (int t = 0; t < s.steps; ++t)
       std::copy(previous(b, t), previous(b, t) + H,

@@ -17,11 +17,15 @@ struct GruShape {
   int batch = 0, steps = 0, input = 0, hidden = 0;
 };
 
-// What the forward pass keeps for the backward one.
+// What the forward pass keeps for the backward one, and the backward pass's
+// buffers, kept from pass to pass.
 struct GruTape {
   std::vector<float> input_gates;  // [batch, steps, 3·hidden]: W_i x + b_i, then r, z, n in place
   std::vector<float> hidden_n;     // [batch, steps, hidden]: W_hn h + b_hn
   std::vector<float> h0;           // [batch, hidden]: the state before step 1
+  // The backward pass's: d(the input and hidden gates' pre-activations), and
+  // the state each step started from.
+  std::vector<float> d_input_gates, d_hidden_gates, h_prev;
 };
 
 // Runs the sequence from h0 (null: zeros); writes every step's state to `out`.
@@ -32,7 +36,7 @@ void GruForward(const GruShape& s, const float* x, const float* h0, const float*
 // over the steps: one set of parameters shared by all) and adds x's into dx
 // (when not null). `out` is the forward pass's.
 void GruBackward(const GruShape& s, const float* x, const float* out, const float* w_ih, const float* w_hh,
-                 const GruTape& tape, const float* dout, float* dx, float* dw_ih, float* dw_hh, float* db_ih,
+                 GruTape* tape, const float* dout, float* dx, float* dw_ih, float* dw_hh, float* db_ih,
                  float* db_hh);
 
 }  // namespace shoal

@@ -2,7 +2,7 @@
 // sub-matrices (leading dimensions wider than the rows), alpha and beta, and
 // shapes from a single element to ones with odd sizes; in float32, and in
 // bfloat16 against the loop over inputs rounded to bfloat16. ctest runs these
-// cases once on oneDNN and once, as unit_sgemm_openblas, with SHOAL_ONEDNN=0
+// cases once on oneDNN and once, as unit_without_onednn, with SHOAL_ONEDNN=0
 // (where bfloat16 is refused).
 #include "ops/blas.h"
 

@@ -1,0 +1,18 @@
+// The logistic function and tanh over a dense run of floats on oneDNN's
+// eltwise primitive, whose kernels use this CPU's vector instructions (the
+// build's own loops call libm's scalar expf). A primitive is made once per
+// function and length on each thread, and reused.
+#pragma once
+
+#include <cstddef>
+
+namespace shoal {
+
+enum class Squash { kLogistic, kTanh };
+
+// y[i] = f(x[i]) for i < n, on the calling thread alone; y may be x. False
+// where this build has no oneDNN, it is off (SHOAL_ONEDNN=0), or it has no
+// primitive for the run: the caller computes f itself.
+bool OneDnnSquash(Squash f, size_t n, const float* x, float* y);
+
+}  // namespace shoal
