@@ -58,8 +58,8 @@ void GruForward(const GruShape& s, const float* x, const float* h0, const float*
             float* pre = rz.data() + static_cast<size_t>(b) * 2 * H;
             for (int j = 0; j < 2 * H; ++j) pre[j] = g[j] + hg[j];
           }
-          const size_t first = static_cast<size_t>(begin) * H, rows = static_cast<size_t>(end - begin);
-          LogisticRun(rows * 2 * H, rz.data() + 2 * first, rz.data() + 2 * first);
+          const size_t first = static_cast<size_t>(begin) * H, count = static_cast<size_t>(end - begin);
+          LogisticRun(count * 2 * H, rz.data() + 2 * first, rz.data() + 2 * first);
           for (int b = begin; b < end; ++b) {
             const float* g = gi + row_of(b) * G;
             const float* hg = gh.data() + static_cast<size_t>(b) * G;
@@ -67,7 +67,7 @@ void GruForward(const GruShape& s, const float* x, const float* h0, const float*
             float* pre = n.data() + static_cast<size_t>(b) * H;
             for (int j = 0; j < H; ++j) pre[j] = g[2 * H + j] + r[j] * hg[2 * H + j];
           }
-          TanhRun(rows * H, n.data() + first, n.data() + first);
+          TanhRun(count * H, n.data() + first, n.data() + first);
           for (int b = begin; b < end; ++b) {
             const size_t row = row_of(b);
             float* g = gi + row * G;
@@ -88,7 +88,9 @@ void GruBackward(const GruShape& s, const float* x, const float* out, const floa
   const int H = s.hidden, G = 3 * s.hidden;
   const size_t rows = static_cast<size_t>(s.batch) * s.steps;
   // Every element of these is written before it is read.
-  std::vector<float>&dgi = tape->d_input_gates, &dgh = tape->d_hidden_gates, &h_prev = tape->h_prev;
+  std::vector<float>& dgi = tape->d_input_gates;
+  std::vector<float>& dgh = tape->d_hidden_gates;
+  std::vector<float>& h_prev = tape->h_prev;
   dgi.resize(rows * G);
   dgh.resize(rows * G);
   h_prev.resize(rows * H);

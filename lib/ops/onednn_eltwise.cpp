@@ -33,7 +33,9 @@ std::unique_ptr<Eltwise> Make(Squash f, size_t n) {
 }  // namespace
 
 bool OneDnnSquash(Squash f, size_t n, const float* x, float* y) {
-  if (!OneDnnEnabled() || n == 0) return false;
+  // A call costs about what a scalar loop over a few dozen floats does.
+  constexpr size_t kShortest = 64;
+  if (!OneDnnEnabled() || n < kShortest) return false;
   // Callers run it on many threads at once (ParallelFor's): each keeps its own.
   thread_local std::map<std::pair<Squash, size_t>, std::unique_ptr<Eltwise>> made;
   thread_local dnnl::stream stream(OneDnnEngine());

@@ -220,6 +220,7 @@ void Checkpointer::Loop() {
         Rescue(ckpt);
         mu_.Lock();
         failures_.gave_up = true;  // once the rescue is written, for whoever watches this
+        spare_ = Checkpoint{};     // no snapshot is taken any more
         pending_.reset();
         changed_.SignalAll();
         return;

@@ -16,9 +16,10 @@
 namespace shoal {
 
 // The table as a checkpoint: every slice's value and updater state, the
-// version, and per worker the step it resumes at. Taken into `reuse`'s
-// buffers where they fit (Checkpointer::TakeSpare), so that one snapshot
-// after another touches no fresh memory on the server's request path.
+// version, and per worker the step it resumes at. The values go into
+// `reuse`'s tensors' buffers where they fit (Checkpointer::TakeSpare): one
+// snapshot after another copies the table without fresh pages on the
+// server's request path.
 Checkpoint SnapshotTable(const ServerTable& table, uint64_t updates_received, const nlohmann::json& metric,
                          Checkpoint reuse = {});
 // Puts a checkpoint of this server back into `table`: every slice's value
@@ -62,7 +63,8 @@ class Checkpointer {
   // Ignored once the checkpointer has given up.
   void Write(Checkpoint snapshot);
   // The last snapshot written, to take the next one into; empty when none
-  // is free. Holding it keeps one copy of the table between checkpoints.
+  // is free. Holding it keeps one copy of the table between checkpoints
+  // (none once the checkpointer has given up).
   Checkpoint TakeSpare();
   // Waits until every snapshot handed over is on disk or has failed (a
   // failed one may still be tried again); the first failure since the last

@@ -27,14 +27,20 @@ std::vector<float> Inputs() {
 template <typename Fn>
 void CheckRun(void (*run)(size_t, const float*, float*), const Fn& exact) {
   INFO("oneDNN: " << OneDnnDescription());
-  const std::vector<float> x = Inputs();
-  std::vector<float> y(x.size(), std::nanf("")), in_place = x;
-  run(x.size(), x.data(), y.data());
-  run(in_place.size(), in_place.data(), in_place.data());
-  for (size_t i = 0; i < x.size(); ++i) {
-    INFO("x = " << x[i]);
-    CHECK(std::fabs(y[i] - exact(static_cast<double>(x[i]))) <= 1e-6);
-    CHECK(in_place[i] == y[i]);
+  const std::vector<float> inputs = Inputs();
+  // Short runs (the scalar loop) and long ones, one after another on this thread.
+  for (size_t length :
+       {size_t{1}, size_t{7}, size_t{63}, size_t{64}, size_t{65}, size_t{100}, inputs.size()}) {
+    INFO("length " << length);
+    const std::vector<float> x(inputs.end() - length, inputs.end());  // the infinities come last
+    std::vector<float> y(x.size(), std::nanf("")), in_place = x;
+    run(x.size(), x.data(), y.data());
+    run(in_place.size(), in_place.data(), in_place.data());
+    for (size_t i = 0; i < x.size(); ++i) {
+      INFO("x = " << x[i]);
+      CHECK(std::fabs(y[i] - exact(static_cast<double>(x[i]))) <= 1e-6);
+      CHECK(in_place[i] == y[i]);
+    }
   }
   run(0, nullptr, nullptr);  // an empty run touches nothing
 }

@@ -195,6 +195,27 @@ TEST_CASE("a snapshot restores into a fresh table: values, the updater's state, 
   }
 }
 
+void CheckSameCheckpoint(const Checkpoint& a, const Checkpoint& b) {
+  CHECK(a.plan_hash == b.plan_hash);
+  CHECK(a.server == b.server);
+  CHECK(a.servers == b.servers);
+  CHECK(a.step == b.step);
+  CHECK(a.updates == b.updates);
+  CHECK(a.updates_from == b.updates_from);
+  CHECK(a.metric == b.metric);
+  REQUIRE(a.tensors.size() == b.tensors.size());
+  for (size_t i = 0; i < a.tensors.size(); ++i) {
+    const CheckpointTensor &x = a.tensors[i], &y = b.tensors[i];
+    CHECK(x.name == y.name);
+    CHECK(x.param == y.param);
+    CHECK(x.role == y.role);
+    CHECK(x.key == y.key);
+    CHECK(x.offset == y.offset);
+    CHECK(x.shape == y.shape);
+    CHECK(x.data == y.data);
+  }
+}
+
 TEST_CASE("a snapshot taken into the written one's spare buffers equals a fresh one and keeps them") {
   TempDir dir;
   TableOnly t;
@@ -217,16 +238,26 @@ TEST_CASE("a snapshot taken into the written one's spare buffers equals a fresh 
   const Checkpoint reused = SnapshotTable(*t.table, 2, {{"test_loss", 0.5}}, std::move(spare));
   const Checkpoint fresh = SnapshotTable(*t.table, 2, {{"test_loss", 0.5}});
   CHECK(reused.step == 2);
-  CHECK(reused.metric == fresh.metric);
-  REQUIRE(reused.tensors.size() == fresh.tensors.size());
-  for (size_t i = 0; i < fresh.tensors.size(); ++i) {
-    const CheckpointTensor &a = reused.tensors[i], &b = fresh.tensors[i];
-    CHECK(a.name == b.name);
-    CHECK(a.role == b.role);
-    CHECK(a.key == b.key);
-    CHECK(a.shape == b.shape);
-    CHECK(a.data == b.data);
-    CHECK(a.data.data() == buffers[i]);
+  CheckSameCheckpoint(reused, fresh);
+  for (size_t i = 0; i < reused.tensors.size(); ++i) CHECK(reused.tensors[i].data.data() == buffers[i]);
+
+  // Whatever the reused one held, more tensors or fewer, nothing of it stays.
+  for (size_t tensors : {9, 1}) {
+    Checkpoint junk;
+    junk.plan_hash = "junk";
+    junk.server = junk.servers = 7;
+    junk.step = junk.updates = 99;
+    junk.updates_from = {5, 6, 7};
+    junk.metric = {{"junk", 1}};
+    for (size_t i = 0; i < tensors; ++i)
+      junk.tensors.push_back({"name of junk " + std::to_string(i),
+                              "junk",
+                              "junk",
+                              77,
+                              12345,
+                              {3, 3},
+                              std::vector<float>(3 + i, -1.0f)});
+    CheckSameCheckpoint(SnapshotTable(*t.table, 2, {{"test_loss", 0.5}}, std::move(junk)), fresh);
   }
 }
 
