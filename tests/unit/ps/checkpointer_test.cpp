@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "ckpt/checkpoint.h"
+#include "ckpt/checkpoint_check.h"
 #include "comm/half.h"
 #include "core/hash.h"
 #include "server_fixture.h"
@@ -192,27 +193,6 @@ TEST_CASE("a snapshot restores into a fresh table: values, the updater's state, 
   for (const auto& [key, s] : a.table->slices()) {
     CHECK(b.table->slice(key).value == s.value);
     CHECK(b.table->slice(key).state == s.state);
-  }
-}
-
-void CheckSameCheckpoint(const Checkpoint& a, const Checkpoint& b) {
-  CHECK(a.plan_hash == b.plan_hash);
-  CHECK(a.server == b.server);
-  CHECK(a.servers == b.servers);
-  CHECK(a.step == b.step);
-  CHECK(a.updates == b.updates);
-  CHECK(a.updates_from == b.updates_from);
-  CHECK(a.metric == b.metric);
-  REQUIRE(a.tensors.size() == b.tensors.size());
-  for (size_t i = 0; i < a.tensors.size(); ++i) {
-    const CheckpointTensor &x = a.tensors[i], &y = b.tensors[i];
-    CHECK(x.name == y.name);
-    CHECK(x.param == y.param);
-    CHECK(x.role == y.role);
-    CHECK(x.key == y.key);
-    CHECK(x.offset == y.offset);
-    CHECK(x.shape == y.shape);
-    CHECK(x.data == y.data);
   }
 }
 
