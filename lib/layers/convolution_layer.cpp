@@ -68,6 +68,9 @@ class ConvolutionLayer : public Layer {
 
   bool SplitsOutputs() const override { return true; }
   double ForwardFlopsPerRecord() const override { return 2.0 * g_.filters * g_.col_rows() * g_.col_cols(); }
+  // The products' rows: one an output pixel (the im2col matrix's columns).
+  double RowsPerRecord() const override { return g_.col_cols(); }
+  double ProductInner(bool winograd) const override { return winograd ? g_.channels : g_.col_rows(); }
   int WinogradFromUnits() const override {
     // A part keeps the geometry but for its filters (model parallelism). A
     // part with fewer filters can be taken where the whole is not (more of

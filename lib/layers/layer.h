@@ -106,6 +106,10 @@ class Layer {
   // ChainedFlopsPerRecord of a recurrence, whose products run one step after
   // another over one row a record.
   virtual double RowsPerRecord() const { return 1.0; }
+  // The length of the sums its products make per output (a convolution's
+  // channels × kernel², or its channels on Winograd's kernel, whose products
+  // are per tile point): short sums run below a device's rate. 0: not priced by it.
+  virtual double ProductInner(bool winograd) const { return 0.0; }
   virtual double ChainedFlopsPerRecord() const { return 0.0; }
   // The fewest units (filters) a part of this layer keeps for Winograd's
   // kernel to compute it on a CPU (ops/winograd_convolution.h), whose FLOPs

@@ -119,7 +119,8 @@ void MeasureCompute(double seconds, ClusterProfile* profile) {
   // geometry, is how much faster the layers it takes run.
   std::unique_ptr<FastConvolution> direct = NewOneDnnConvolution(kCalibrationConvolution);
   const double convolution = ConvolutionGflops(32, seconds, direct.get());
-  profile->layer_gflops["convolution"] = convolution * (32.0 + h) / 32.0;
+  const double rows = 32.0 * kCalibrationConvolution.col_cols();  // a row a record's output pixel
+  profile->layer_gflops["convolution"] = convolution * (rows + h) / rows;
   std::unique_ptr<FastConvolution> winograd = NewWinogradConvolution(kCalibrationConvolution);
   // Within what a profile may say (a very short, noisy measurement could stray).
   if (winograd)

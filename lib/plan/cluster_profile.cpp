@@ -31,10 +31,12 @@ Status OptionalRate(const Fields& f, const std::string& key, double* out) {
 
 }  // namespace
 
-double ClusterProfile::FlopsPerSecond(const std::string& type, double records) const {
+double ClusterProfile::FlopsPerSecond(const std::string& type, double rows, double inner) const {
   auto own = layer_gflops.find(type);
-  const double rate = (own != layer_gflops.end() ? own->second : gflops_per_worker) * 1e9;
-  return half_rate_records > 0.0 ? rate * records / (records + half_rate_records) : rate;
+  double rate = (own != layer_gflops.end() ? own->second : gflops_per_worker) * 1e9;
+  if (half_rate_records > 0.0) rate *= rows / (rows + half_rate_records);
+  if (half_rate_inner > 0.0 && inner > 0.0) rate *= inner / (inner + half_rate_inner);
+  return rate;
 }
 
 Status ParseClusterProfile(const std::string& text, const std::string& source, ClusterProfile* p) {
@@ -72,6 +74,7 @@ Status ParseClusterProfile(const std::string& text, const std::string& source, C
     SHOAL_RETURN_IF_ERROR(rates->CheckNoUnknown());
   }
   SHOAL_RETURN_IF_ERROR(f.Float("half_rate_records", 0.0, &p->half_rate_records, 0.0, 1e6));
+  SHOAL_RETURN_IF_ERROR(f.Float("half_rate_inner", 0.0, &p->half_rate_inner, 0.0, 1e6));
   SHOAL_RETURN_IF_ERROR(f.Float("winograd_speedup", 1.0, &p->winograd_speedup, 0.01, 100.0));
   // Beyond ~0.5 a normal spread would give negative times: cv is a modest spread.
   SHOAL_RETURN_IF_ERROR(f.Float("compute_cv", 0.0, &p->compute_cv, 0.0, 1.0));
@@ -105,8 +108,9 @@ std::string ClusterProfileToYaml(const ClusterProfile& p, const std::string& com
     out << "layer_gflops:\n";
     for (const auto& [type, rate] : p.layer_gflops) out << "  " << type << ": " << rate << "\n";
   }
-  out << "half_rate_records: " << p.half_rate_records << "\n"
-      << "winograd_speedup: " << p.winograd_speedup << "   # 1: Winograd's convolutions no faster\n"
+  out << "half_rate_records: " << p.half_rate_records << "\n";
+  if (p.half_rate_inner > 0) out << "half_rate_inner: " << p.half_rate_inner << "\n";
+  out << "winograd_speedup: " << p.winograd_speedup << "   # 1: Winograd's convolutions no faster\n"
       << "compute_cv: " << p.compute_cv << "\n"
       << "compute_cv_seconds: " << p.compute_cv_seconds << "   # 0: compute_cv holds for any step\n"
       << "server_memory_gb_per_s: " << p.server_memory_gb_per_s << "   # 0: a server's work is free\n";

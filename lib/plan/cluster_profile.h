@@ -27,6 +27,10 @@ struct ClusterProfile {
   // half_rate_records records per worker; 0: no batch effect).
   std::map<std::string, double> layer_gflops;
   double half_rate_records = 0.0;
+  // Products whose sums are short run below the rate: those of inner length
+  // K (LayerFacts::inner) at K/(K + half_rate_inner) of it, the rate then
+  // being that of long sums. 0: no such effect.
+  double half_rate_inner = 0.0;
   // How many times faster than the convolution rate a convolution runs where
   // Winograd's kernel computes it (ops/winograd_convolution.h: CPU workers,
   // stride 1, small kernels, 16 or 32 channels or more), in direct FLOPs; 1: never
@@ -53,8 +57,9 @@ struct ClusterProfile {
   }
   double latency_seconds() const { return latency_us * 1e-6; }
   double flops_per_second() const { return gflops_per_worker * 1e9; }
-  // What one worker computes of a layer of `type` per second, on `records` records.
-  double FlopsPerSecond(const std::string& type, double records) const;
+  // What one worker computes of a layer of `type` per second, in products of
+  // `rows` rows whose sums are `inner` long (0: not priced by it).
+  double FlopsPerSecond(const std::string& type, double rows, double inner = 0.0) const;
 };
 
 // Parses a profile; errors name `source`:line:column and the field.

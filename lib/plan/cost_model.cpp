@@ -128,6 +128,8 @@ std::vector<LayerFacts> CollectLayerFacts(const JobConfig& job, const Net& net) 
     f.flops = layer->ForwardFlopsPerRecord() + f.backward_flops;
     f.rows_per_record = layer->RowsPerRecord();
     f.chained_flops = layer->ChainedFlopsPerRecord();
+    f.inner = layer->ProductInner(false);
+    f.winograd_inner = layer->ProductInner(true);
     f.winograd_units = layer->WinogradFromUnits();
     f.wants_grad = layer->WantsGrad();
     f.is_input = dynamic_cast<const DataLayer*>(layer.get()) != nullptr;
@@ -184,8 +186,11 @@ double ComputeSeconds(const LayerFacts& layer, Choice choice, const Grouping& g,
   // a recurrence's chained products have only the batch's rows, the others
   // every step's at once.
   const double batch = choice == Choice::kData ? records / m : records;
+  const double rows = batch * layer.rows_per_record;
   const double products =
-      (layer.flops - layer.chained_flops) / p.FlopsPerSecond(layer.type, batch * layer.rows_per_record);
+      (layer.flops - layer.chained_flops) / p.FlopsPerSecond(layer.type, rows, layer.inner);
+  const double winograd_products =
+      (layer.flops - layer.chained_flops) / p.FlopsPerSecond(layer.type, rows, layer.winograd_inner);
   const double chain = layer.chained_flops / p.FlopsPerSecond(layer.type, batch);
   // A record's seconds for a part holding `part` of the layer's units: a
   // part that keeps winograd_units runs its products faster. The busiest
@@ -194,7 +199,7 @@ double ComputeSeconds(const LayerFacts& layer, Choice choice, const Grouping& g,
   auto part_seconds = [&](double part) {
     const bool winograd =
         layer.winograd_units > 0.0 && std::round(layer.units * part) >= layer.winograd_units;
-    return part * (products / (winograd ? p.winograd_speedup : 1.0) + chain);
+    return part * ((winograd ? winograd_products / p.winograd_speedup : products) + chain);
   };
   const Shares parts = choice == Choice::kModel ? SplitShares(layer.units, m) : Shares{1.0, 1.0};
   const double per_record = std::max(part_seconds(parts.max), part_seconds(parts.min));

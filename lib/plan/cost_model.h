@@ -35,6 +35,8 @@ struct LayerFacts {
   double backward_flops = 0.0;  // of flops, the backward pass's
   double rows_per_record = 1;   // rows a record gives the layer's products (Layer::RowsPerRecord)
   double chained_flops = 0.0;   // of flops, a recurrence's: one row a record, step after step
+  // The products' inner length on the direct kernel and on Winograd's (Layer::ProductInner); 0: none.
+  double inner = 0.0, winograd_inner = 0.0;
   // A part with this many units or more runs on Winograd's kernel; 0: the whole layer does not
   // (a smaller part may, where more of its tiles fit a group, and is priced as direct all the same).
   double winograd_units = 0.0;

@@ -40,6 +40,7 @@ json ReportToJson(const PartitionReport& r) {
                   {"uplink_gbps", r.profile.uplink_gbps},
                   {"layer_gflops", r.profile.layer_gflops},
                   {"half_rate_records", r.profile.half_rate_records},
+                  {"half_rate_inner", r.profile.half_rate_inner},
                   {"winograd_speedup", r.profile.winograd_speedup},
                   {"compute_cv", r.profile.compute_cv},
                   {"compute_cv_seconds", r.profile.compute_cv_seconds},

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <regex>
+#include <set>
 
 #include "core/json_text.h"
 #include "plan/cost_model.h"
@@ -130,14 +131,85 @@ Status ReadWorker(const std::string& path, FitRun::Worker* worker) {
 
 // A profile in which every layer type computes at 1 GFLOP/s, the batch's
 // effect kept, no straggler: a layer's seconds there are its operations in
-// GFLOP as the cost model weighs them.
-ClusterProfile UnitRates(const ClusterProfile& measured, double winograd_speedup) {
+// GFLOP as the cost model weighs them, short sums at `half_rate_inner`.
+ClusterProfile UnitRates(const ClusterProfile& measured, double winograd_speedup, double half_rate_inner) {
   ClusterProfile unit = measured;
   unit.gflops_per_worker = 1.0;
   unit.layer_gflops.clear();
   unit.compute_cv = 0.0;
   unit.winograd_speedup = winograd_speedup;
+  unit.half_rate_inner = half_rate_inner;
   return unit;
+}
+
+// A layer of a run, as planned, and the seconds its workers measured a step.
+struct TimedLayer {
+  LayerFacts layer;
+  Choice choice;
+  Grouping grouping;
+  double measured = 0.0;
+  bool winograd = false;  // priced on Winograd's kernel
+};
+
+// A layer type's rate fitted to its timed layers under half_rate_inner `h`:
+// the direct kernel's layers give the rate, Winograd's its speedup.
+struct TypeFit {
+  double weighed = 0.0, measured = 0.0;                    // the direct kernel's: GFLOP at 1 GFLOP/s, seconds
+  double winograd_weighed = 0.0, winograd_measured = 0.0;  // Winograd's
+  int layers = 0;
+  double rate = 0.0;     // GFLOP/s; 0: no layer took measurable time
+  double speedup = NAN;  // Winograd's, where both kernels ran
+  double misfit = 0.0;   // the layers' measured seconds times the square of log(predicted / measured)
+};
+
+TypeFit FitType(const std::vector<TimedLayer>& timed, const std::string& type, const ClusterProfile& profile,
+                double h) {
+  const ClusterProfile unit = UnitRates(profile, 1.0, h);
+  TypeFit fit;
+  std::vector<std::pair<const TimedLayer*, double>> weighed;
+  for (const TimedLayer& t : timed) {
+    if (t.layer.type != type) continue;
+    const double w = NodeCost(t.layer, t.choice, t.grouping, unit).compute_s;
+    weighed.emplace_back(&t, w);
+    (t.winograd ? fit.winograd_weighed : fit.weighed) += w;
+    (t.winograd ? fit.winograd_measured : fit.measured) += t.measured;
+    ++fit.layers;
+  }
+  if (fit.measured > 0.0) {
+    fit.rate = fit.weighed / fit.measured;
+    if (fit.winograd_measured > 0.0) fit.speedup = fit.winograd_weighed / fit.winograd_measured / fit.rate;
+  } else if (fit.winograd_measured > 0.0) {  // only Winograd's layers: the speedup stays as measured
+    fit.rate = fit.winograd_weighed / fit.winograd_measured / profile.winograd_speedup;
+  }
+  if (!(fit.rate > 0.0)) return fit;
+  const double speedup = std::isfinite(fit.speedup) ? fit.speedup : profile.winograd_speedup;
+  for (const auto& [t, w] : weighed)
+    if (t->measured > 0.0 && w > 0.0)
+      fit.misfit +=
+          t->measured * std::pow(std::log(w / fit.rate / (t->winograd ? speedup : 1.0) / t->measured), 2);
+  return fit;
+}
+
+// The half_rate_inner at which the timed layers with inner lengths fit their
+// types' rates best: 0 unless some other is clearly better (their lengths may
+// be too alike to say); the profile's where no layer has one.
+double FitHalfRateInner(const std::vector<TimedLayer>& timed, const ClusterProfile& profile) {
+  std::set<std::string> types;
+  for (const TimedLayer& t : timed)
+    if (t.layer.inner > 0.0) types.insert(t.layer.type);
+  if (types.empty()) return profile.half_rate_inner;  // nothing here says anything of it
+  auto misfit = [&](double h) {
+    double sum = 0.0;
+    for (const std::string& type : types) sum += FitType(timed, type, profile, h).misfit;
+    return sum;
+  };
+  const double none = misfit(0.0);
+  double best = 0.0, best_misfit = none;
+  for (int i = 0; i <= 64; ++i) {  // 1 to 65536, four points an octave
+    const double h = std::exp2(i / 4.0), m = misfit(h);
+    if (m < best_misfit) best = h, best_misfit = m;
+  }
+  return best_misfit < 0.99 * none ? best : 0.0;
 }
 
 // The data-parallel plan of a run's job, as the cost model prices it under `profile`.
@@ -276,15 +348,8 @@ Status FitLayerRates(const std::vector<FitRun>& runs, bool fit_bandwidth, Cluste
   *fit = RateFit();
   // The layers Winograd's kernel takes are weighed apart (the same operations
   // at a speedup of 1): the rate is fitted to the others, the speedup to them.
-  const ClusterProfile plain = UnitRates(*profile, 1.0), faster = UnitRates(*profile, 2.0);
-  struct Sums {
-    double weighed = 0.0, measured = 0.0;  // in GFLOP at 1 GFLOP/s, and seconds
-  };
-  struct TypeSums {
-    Sums direct, winograd;
-    int layers = 0;
-  };
-  std::map<std::string, TypeSums> by_type;
+  const ClusterProfile plain = UnitRates(*profile, 1.0, 0.0), faster = UnitRates(*profile, 2.0, 0.0);
+  std::vector<TimedLayer> timed;
   for (const FitRun& run : runs) {
     const int threads = run.workers.front().threads;
     if (fit->compute_threads == 0) fit->compute_threads = threads;
@@ -310,38 +375,29 @@ Status FitLayerRates(const std::vector<FitRun>& runs, bool fit_bandwidth, Cluste
         measured += it->second / static_cast<double>(run.workers.size());
       }
       const bool winograd = NodeCost(layer, report.choices[l], report.grouping, faster).compute_s < weighed;
-      TypeSums& sums = by_type[layer.type];
-      Sums& kind = winograd ? sums.winograd : sums.direct;
-      kind.weighed += weighed;
-      kind.measured += measured;
-      ++sums.layers;
+      timed.push_back({layer, report.choices[l], report.grouping, measured, winograd});
     }
   }
+  profile->half_rate_inner = FitHalfRateInner(timed, *profile);
+  std::set<std::string> types;
+  for (const TimedLayer& t : timed) types.insert(t.layer.type);
   // Only convolutions run on Winograd's kernel: the one speedup is theirs.
-  for (const auto& [type, sums] : by_type) {
-    const Sums& direct = sums.direct;
-    const Sums& winograd = sums.winograd;
-    double rate = 0.0;
-    if (direct.measured > 0.0) {
-      rate = direct.weighed / direct.measured;
-      const double speedup = winograd.measured > 0.0 ? winograd.weighed / winograd.measured / rate : NAN;
-      if (std::isfinite(speedup)) profile->winograd_speedup = std::clamp(speedup, 0.01, 100.0);
-    } else if (winograd.measured > 0.0) {  // only Winograd's layers: the speedup stays as measured
-      rate = winograd.weighed / winograd.measured / profile->winograd_speedup;
-    } else {
-      continue;  // too fast for the clock: the rate stays as measured
-    }
-    if (!(rate >= kLowestRate && rate <= kHighestRate))
+  for (const std::string& type : types) {
+    const TypeFit t = FitType(timed, type, *profile, profile->half_rate_inner);
+    if (t.rate == 0.0) continue;  // too fast for the clock: the rate stays as measured
+    if (std::isfinite(t.speedup)) profile->winograd_speedup = std::clamp(t.speedup, 0.01, 100.0);
+    if (!(t.rate >= kLowestRate && t.rate <= kHighestRate))
       return Status::InvalidArgument(
-          "the runs' " + type + " layers fit a rate of " + Clip(json(rate).dump()) +
+          "the runs' " + type + " layers fit a rate of " + Clip(json(t.rate).dump()) +
           " GFLOP/s, outside what a profile holds (1e-6 to 1e9): are their times real?");
-    profile->layer_gflops[type] = rate;
-    fit->types.push_back({type, rate, sums.layers, direct.measured + winograd.measured});
+    profile->layer_gflops[type] = t.rate;
+    fit->types.push_back({type, t.rate, t.layers, t.measured + t.winograd_measured});
   }
   if (fit->types.empty())
     return Status::InvalidArgument(
         "nothing to fit: no layer of the runs has both operations and a measured time");
   fit->winograd_speedup = profile->winograd_speedup;
+  fit->half_rate_inner = profile->half_rate_inner;
   fit->measured_gbps = profile->bandwidth_gbps;
   std::vector<Priced> priced(runs.size()), exchanged;
   for (size_t r = 0; r < runs.size(); ++r) {
@@ -370,6 +426,11 @@ std::string DescribeFit(const RateFit& fit) {
   std::snprintf(line, sizeof line, "  Winograd's convolutions %.2f times the rate of the others\n",
                 fit.winograd_speedup);
   out += line;
+  if (fit.half_rate_inner > 0.0) {
+    std::snprintf(line, sizeof line, "  products of sums K long at K/(K + %.1f) of their type's rate\n",
+                  fit.half_rate_inner);
+    out += line;
+  }
   switch (fit.network) {
     case RateFit::Network::kFitted:
       std::snprintf(line, sizeof line,

@@ -63,6 +63,7 @@ struct RateFit {
   };
   int compute_threads = 0;        // of every run's workers
   double winograd_speedup = 1.0;  // the profile's after the fit
+  double half_rate_inner = 0.0;   // the profile's after the fit
   Network network = Network::kNotAsked;
   double measured_gbps = 0.0, fitted_gbps = 0.0;  // the profile's bandwidth before and after
   std::vector<TypeRate> types;
@@ -73,7 +74,11 @@ struct RateFit {
 // runs, to the rate at which the cost model (lib/plan/cost_model.h) gives
 // the type's layers the seconds their workers measured; where convolutions
 // ran on both kernels, the rate is fitted to the direct kernel's layers and
-// winograd_speedup to the others (else it stays). The rest of the profile
+// winograd_speedup to the others (else it stays). half_rate_inner is the one
+// (0, or 1 to 65536) at which the layers whose products have inner lengths
+// (convolutions) fit best, in their measured seconds times the square of
+// the logarithm of predicted over measured; 0 unless another fits more than
+// 1% better (lengths too alike say nothing of it). The rest of the profile
 // is kept: its sgemm rate and its batch effect stay those of one thread,
 // whatever threads the runs' workers computed on. Fails, naming the run, on
 // runs of different compute threads, on a plan the cost model cannot price,

@@ -192,6 +192,37 @@ TEST_CASE(
   CHECK(facts[2].winograd_units == (EnvSwitchOn("SHOAL_WINOGRAD") ? 32 : 0));
   CHECK(facts[3].winograd_units == 0);  // stride 2
   CHECK(facts[4].winograd_units == 0);
+  // A record gives a convolution's products a row an output pixel; their sums
+  // are channels × kernel² long, or channels on Winograd's kernel.
+  CHECK(facts[1].rows_per_record == 32 * 32);
+  CHECK(facts[3].rows_per_record == 15 * 15);
+  CHECK(facts[2].inner == 32 * 9);
+  CHECK(facts[2].winograd_inner == 32);
+  CHECK(facts[1].inner == 3 * 25);
+  CHECK(facts[4].inner == 0);  // a fully connected layer: not priced by it
+}
+
+TEST_CASE("a convolution's short sums run at K/(K + half_rate_inner) of its rate, on either kernel") {
+  ClusterProfile p = Slow();
+  p.gflops_per_worker = 10;
+  p.winograd_speedup = 2;
+  LayerFacts conv = Layer();
+  conv.type = "convolution";
+  conv.flops = 1e9;
+  conv.units = 64;
+  conv.inner = 288;  // 32 channels, 3 × 3
+  conv.winograd_inner = 32;
+  const Grouping g = Workers(4);  // 64 records a worker: 6.4 s at 10 GFLOP/s
+  CHECK(NodeCost(conv, Choice::kData, g, p).compute_s == doctest::Approx(6.4));  // no effect set
+  p.half_rate_inner = 96;
+  CHECK(NodeCost(conv, Choice::kData, g, p).compute_s == doctest::Approx(6.4 * (288 + 96) / 288.0));
+  conv.winograd_units = 32;  // Winograd's products sum over the 32 channels alone
+  CHECK(NodeCost(conv, Choice::kData, g, p).compute_s == doctest::Approx(3.2 * (32 + 96) / 32.0));
+  LayerFacts fc = Layer();  // no inner length: the rate as it is
+  fc.flops = 1e9;
+  CHECK(NodeCost(fc, Choice::kData, g, p).compute_s == doctest::Approx(6.4));
+  CHECK(p.FlopsPerSecond("convolution", 1e12, 96) == doctest::Approx(5e9));
+  CHECK(p.FlopsPerSecond("convolution", 1e12) == doctest::Approx(10e9));
 }
 
 TEST_CASE("compute runs at the layer type's rate, slower at small batches, and BSP waits for the slowest") {
@@ -391,7 +422,7 @@ TEST_CASE("a cluster profile's network fields are read and checked") {
   REQUIRE(ParseClusterProfile(
               base + "layer_gflops: {convolution: 30, fully_connected: 45}\nhalf_rate_records: 8\n"
                      "compute_cv: 0.05\ncompute_cv_seconds: 0.02\nserver_memory_gb_per_s: 6\n"
-                     "host_device_gbps: 100\nwinograd_speedup: 1.8\n",
+                     "host_device_gbps: 100\nwinograd_speedup: 1.8\nhalf_rate_inner: 120\n",
               "c.yaml", &p)
               .ok());
   CHECK(p.layer_gflops.at("convolution") == 30);
@@ -405,6 +436,9 @@ TEST_CASE("a cluster profile's network fields are read and checked") {
   CHECK(again.server_memory_gb_per_s == 6);
   CHECK(again.host_device_gbps == 100);
   CHECK(again.winograd_speedup == doctest::Approx(1.8));
+  CHECK(again.half_rate_inner == 120);
+  CHECK(Contains(ParseClusterProfile(base + "half_rate_inner: -1\n", "c.yaml", &p).message(),
+                 "half_rate_inner"));
   CHECK(Contains(ParseClusterProfile(base + "winograd_speedup: 0\n", "c.yaml", &p).message(),
                  "winograd_speedup"));
   CHECK(Contains(ParseClusterProfile(base + "layer_gflops: {convlution: 30}\n", "c.yaml", &p).message(),
