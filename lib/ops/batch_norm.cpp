@@ -44,7 +44,7 @@ template <typename Term>
   int p = 0;
   for (; p + 32 <= n; p += 32)
     for (int j = 0; j < 32; ++j) part[j] += term(p + j);
-  for (; p < n; ++p) part[0] += term(p);
+  for (int j = 0; p + j < n; ++j) part[j] += term(p + j);  // the tail, spread over the parts too
   for (int width = 16; width >= 1; width /= 2)
     for (int j = 0; j < width; ++j) part[j] += part[j + width];
   return part[0];
