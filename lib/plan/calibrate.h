@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "ops/convolution.h"
 #include "plan/cluster_profile.h"
 
 namespace shoal {
@@ -25,6 +26,10 @@ struct CalibrateOptions {
 };
 
 Status Calibrate(const CalibrateOptions& options, ClusterProfile* profile);
+
+// The convolution whose step gives the convolution rate and winograd_speedup:
+// 64 channels to 64, 5 × 5, on 28 × 28, padded.
+constexpr ConvGeometry kCalibrationConvolution{64, 28, 28, 64, 5, 1, 2};
 
 // Answers every request with itself for `seconds` (the peer of a calibration).
 Status ServeEcho(const std::string& endpoint, double seconds);

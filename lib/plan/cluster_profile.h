@@ -23,13 +23,14 @@ struct ClusterProfile {
   int nodes_per_rack = 0;           // 0: one switch; else racks of this many nodes
   double uplink_gbps = 0.0;         // a rack's link to the others, each direction (with nodes_per_rack)
   // Compute as it runs: a layer type's own sustained rate (else
-  // gflops_per_worker), lower at small batches (half of it at
-  // half_rate_records records per worker; 0: no batch effect).
+  // gflops_per_worker), lower at small batches (half of it in products of
+  // half_rate_records rows; 0: no batch effect).
   std::map<std::string, double> layer_gflops;
   double half_rate_records = 0.0;
   // Products whose sums are short run below the rate: those of inner length
   // K (LayerFacts::inner) at K/(K + half_rate_inner) of it, the rate then
-  // being that of long sums. 0: no such effect.
+  // being that of long sums. 0: no such effect. CPU workers: a GPU's profile
+  // leaves it at 0, as it leaves winograd_speedup at 1.
   double half_rate_inner = 0.0;
   // How many times faster than the convolution rate a convolution runs where
   // Winograd's kernel computes it (ops/winograd_convolution.h: CPU workers,

@@ -11,6 +11,7 @@
 #include <set>
 
 #include "core/json_text.h"
+#include "plan/calibrate.h"
 #include "plan/cost_model.h"
 #include "plan/planner.h"
 
@@ -26,6 +27,7 @@ constexpr double kMaxSeconds = 1e9;  // a time no run takes: a record beyond it 
 constexpr int kMaxThreads = 1 << 16;
 // What a profile's layer_gflops holds (ParseClusterProfile).
 constexpr double kLowestRate = 1e-6, kHighestRate = 1e9;
+constexpr double kLowestSpeedup = 0.01, kHighestSpeedup = 100.0;  // its winograd_speedup
 
 // Text from a record, short enough for a message.
 std::string Clip(const std::string& text) {
@@ -151,6 +153,19 @@ struct TimedLayer {
   bool winograd = false;  // priced on Winograd's kernel
 };
 
+// What `profile`'s winograd_speedup says at half_rate_inner `h`. The ratio
+// of the two kernels' rates on the calibration's convolution stays as it
+// was measured, whatever h: the speedup is that ratio over their factors
+// K/(K + h) there.
+double SpeedupAt(const ClusterProfile& profile, double h) {
+  const ConvGeometry& g = kCalibrationConvolution;
+  auto factor = [](double inner, double half) { return half > 0.0 ? inner / (inner + half) : 1.0; };
+  const double direct = g.col_rows(), winograd = g.channels, from = profile.half_rate_inner;
+  return std::clamp(profile.winograd_speedup * factor(winograd, from) / factor(direct, from) *
+                        factor(direct, h) / factor(winograd, h),
+                    kLowestSpeedup, kHighestSpeedup);
+}
+
 // A layer type's rate fitted to its timed layers under half_rate_inner `h`:
 // the direct kernel's layers give the rate, Winograd's its speedup.
 struct TypeFit {
@@ -158,7 +173,7 @@ struct TypeFit {
   double winograd_weighed = 0.0, winograd_measured = 0.0;  // Winograd's
   int layers = 0;
   double rate = 0.0;     // GFLOP/s; 0: no layer took measurable time
-  double speedup = NAN;  // Winograd's, where both kernels ran
+  double speedup = NAN;  // Winograd's, where both kernels ran (within what a profile holds)
   double misfit = 0.0;   // the layers' measured seconds times the square of log(predicted / measured)
 };
 
@@ -175,14 +190,17 @@ TypeFit FitType(const std::vector<TimedLayer>& timed, const std::string& type, c
     (t.winograd ? fit.winograd_measured : fit.measured) += t.measured;
     ++fit.layers;
   }
+  const double measured_speedup = SpeedupAt(profile, h);
   if (fit.measured > 0.0) {
     fit.rate = fit.weighed / fit.measured;
-    if (fit.winograd_measured > 0.0) fit.speedup = fit.winograd_weighed / fit.winograd_measured / fit.rate;
+    if (fit.winograd_measured > 0.0)
+      fit.speedup = std::clamp(fit.winograd_weighed / fit.winograd_measured / fit.rate, kLowestSpeedup,
+                               kHighestSpeedup);
   } else if (fit.winograd_measured > 0.0) {  // only Winograd's layers: the speedup stays as measured
-    fit.rate = fit.winograd_weighed / fit.winograd_measured / profile.winograd_speedup;
+    fit.rate = fit.winograd_weighed / fit.winograd_measured / measured_speedup;
   }
   if (!(fit.rate > 0.0)) return fit;
-  const double speedup = std::isfinite(fit.speedup) ? fit.speedup : profile.winograd_speedup;
+  const double speedup = std::isfinite(fit.speedup) ? fit.speedup : measured_speedup;
   for (const auto& [t, w] : weighed)
     if (t->measured > 0.0 && w > 0.0)
       fit.misfit +=
@@ -195,8 +213,9 @@ TypeFit FitType(const std::vector<TimedLayer>& timed, const std::string& type, c
 // be too alike to say); the profile's where no layer has one.
 double FitHalfRateInner(const std::vector<TimedLayer>& timed, const ClusterProfile& profile) {
   std::set<std::string> types;
+  double seconds = 0.0;
   for (const TimedLayer& t : timed)
-    if (t.layer.inner > 0.0) types.insert(t.layer.type);
+    if (t.layer.inner > 0.0) types.insert(t.layer.type), seconds += t.measured;
   if (types.empty()) return profile.half_rate_inner;  // nothing here says anything of it
   auto misfit = [&](double h) {
     double sum = 0.0;
@@ -209,7 +228,8 @@ double FitHalfRateInner(const std::vector<TimedLayer>& timed, const ClusterProfi
     const double h = std::exp2(i / 4.0), m = misfit(h);
     if (m < best_misfit) best = h, best_misfit = m;
   }
-  return best_misfit < 0.99 * none ? best : 0.0;
+  // Better by 1%, and by more than rounding where h = 0 fits all but exactly.
+  return best_misfit < 0.99 * none - 1e-9 * seconds ? best : 0.0;
 }
 
 // The data-parallel plan of a run's job, as the cost model prices it under `profile`.
@@ -378,14 +398,16 @@ Status FitLayerRates(const std::vector<FitRun>& runs, bool fit_bandwidth, Cluste
       timed.push_back({layer, report.choices[l], report.grouping, measured, winograd});
     }
   }
-  profile->half_rate_inner = FitHalfRateInner(timed, *profile);
+  const double h = FitHalfRateInner(timed, *profile);
+  profile->winograd_speedup = SpeedupAt(*profile, h);
+  profile->half_rate_inner = h;
   std::set<std::string> types;
   for (const TimedLayer& t : timed) types.insert(t.layer.type);
   // Only convolutions run on Winograd's kernel: the one speedup is theirs.
   for (const std::string& type : types) {
     const TypeFit t = FitType(timed, type, *profile, profile->half_rate_inner);
     if (t.rate == 0.0) continue;  // too fast for the clock: the rate stays as measured
-    if (std::isfinite(t.speedup)) profile->winograd_speedup = std::clamp(t.speedup, 0.01, 100.0);
+    if (std::isfinite(t.speedup)) profile->winograd_speedup = t.speedup;
     if (!(t.rate >= kLowestRate && t.rate <= kHighestRate))
       return Status::InvalidArgument(
           "the runs' " + type + " layers fit a rate of " + Clip(json(t.rate).dump()) +

@@ -74,11 +74,14 @@ struct RateFit {
 // runs, to the rate at which the cost model (lib/plan/cost_model.h) gives
 // the type's layers the seconds their workers measured; where convolutions
 // ran on both kernels, the rate is fitted to the direct kernel's layers and
-// winograd_speedup to the others (else it stays). half_rate_inner is the one
-// (0, or 1 to 65536) at which the layers whose products have inner lengths
+// winograd_speedup to the others. half_rate_inner is the one (0, or 1 to
+// 65536) at which the layers whose products have inner lengths
 // (convolutions) fit best, in their measured seconds times the square of
 // the logarithm of predicted over measured; 0 unless another fits more than
-// 1% better (lengths too alike say nothing of it). The rest of the profile
+// 1% better (lengths too alike say nothing of it); as it was where no layer
+// has one. A speedup not refitted moves with half_rate_inner, so that the
+// kernels' ratio on kCalibrationConvolution (lib/plan/calibrate.h) stays as
+// it was. The rest of the profile
 // is kept: its sgemm rate and its batch effect stay those of one thread,
 // whatever threads the runs' workers computed on. Fails, naming the run, on
 // runs of different compute threads, on a plan the cost model cannot price,
