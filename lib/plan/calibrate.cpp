@@ -123,8 +123,8 @@ void MeasureCompute(double seconds, ClusterProfile* profile) {
   std::unique_ptr<FastConvolution> winograd = NewWinogradConvolution(kCalibrationConvolution);
   // Within what a profile may say (a very short, noisy measurement could stray).
   if (winograd)
-    profile->winograd_speedup =
-        std::clamp(ConvolutionGflops(32, seconds, winograd.get()) / convolution, 0.01, 100.0);
+    profile->winograd_speedup = std::clamp(ConvolutionGflops(32, seconds, winograd.get()) / convolution,
+                                           kLowestWinogradSpeedup, kHighestWinogradSpeedup);
   double mean = 0.0, square = 0.0;
   for (double t : times) mean += t / times.size();
   for (double t : times) square += (t - mean) * (t - mean) / times.size();

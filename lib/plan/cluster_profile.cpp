@@ -31,12 +31,15 @@ Status OptionalRate(const Fields& f, const std::string& key, double* out) {
 
 }  // namespace
 
+double ShortSumShare(double inner, double half) {
+  return half > 0.0 && inner > 0.0 ? inner / (inner + half) : 1.0;
+}
+
 double ClusterProfile::FlopsPerSecond(const std::string& type, double rows, double inner) const {
   auto own = layer_gflops.find(type);
   double rate = (own != layer_gflops.end() ? own->second : gflops_per_worker) * 1e9;
   if (half_rate_records > 0.0) rate *= rows / (rows + half_rate_records);
-  if (half_rate_inner > 0.0 && inner > 0.0) rate *= inner / (inner + half_rate_inner);
-  return rate;
+  return rate * ShortSumShare(inner, half_rate_inner);
 }
 
 Status ParseClusterProfile(const std::string& text, const std::string& source, ClusterProfile* p) {
@@ -75,7 +78,8 @@ Status ParseClusterProfile(const std::string& text, const std::string& source, C
   }
   SHOAL_RETURN_IF_ERROR(f.Float("half_rate_records", 0.0, &p->half_rate_records, 0.0, 1e6));
   SHOAL_RETURN_IF_ERROR(f.Float("half_rate_inner", 0.0, &p->half_rate_inner, 0.0, 1e6));
-  SHOAL_RETURN_IF_ERROR(f.Float("winograd_speedup", 1.0, &p->winograd_speedup, 0.01, 100.0));
+  SHOAL_RETURN_IF_ERROR(f.Float("winograd_speedup", 1.0, &p->winograd_speedup, kLowestWinogradSpeedup,
+                                kHighestWinogradSpeedup));
   // Beyond ~0.5 a normal spread would give negative times: cv is a modest spread.
   SHOAL_RETURN_IF_ERROR(f.Float("compute_cv", 0.0, &p->compute_cv, 0.0, 1.0));
   SHOAL_RETURN_IF_ERROR(f.Float("compute_cv_seconds", 0.0, &p->compute_cv_seconds, 0.0, 1e6));

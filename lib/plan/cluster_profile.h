@@ -11,6 +11,13 @@
 
 namespace shoal {
 
+// What a profile's winograd_speedup may be.
+constexpr double kLowestWinogradSpeedup = 0.01, kHighestWinogradSpeedup = 100.0;
+
+// The share of a rate that products whose sums are `inner` long keep under
+// half_rate_inner `half`: K/(K + h), or all of it where either is 0.
+double ShortSumShare(double inner, double half);
+
 struct ClusterProfile {
   std::string name = "loopback";    // the default: processes on one machine over loopback
   double bandwidth_gbps = 10.0;     // a node's NIC, each direction, gigabits per second

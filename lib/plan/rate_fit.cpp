@@ -27,7 +27,6 @@ constexpr double kMaxSeconds = 1e9;  // a time no run takes: a record beyond it 
 constexpr int kMaxThreads = 1 << 16;
 // What a profile's layer_gflops holds (ParseClusterProfile).
 constexpr double kLowestRate = 1e-6, kHighestRate = 1e9;
-constexpr double kLowestSpeedup = 0.01, kHighestSpeedup = 100.0;  // its winograd_speedup
 
 // Text from a record, short enough for a message.
 std::string Clip(const std::string& text) {
@@ -159,11 +158,10 @@ struct TimedLayer {
 // K/(K + h) there.
 double SpeedupAt(const ClusterProfile& profile, double h) {
   const ConvGeometry& g = kCalibrationConvolution;
-  auto factor = [](double inner, double half) { return half > 0.0 ? inner / (inner + half) : 1.0; };
   const double direct = g.col_rows(), winograd = g.channels, from = profile.half_rate_inner;
-  return std::clamp(profile.winograd_speedup * factor(winograd, from) / factor(direct, from) *
-                        factor(direct, h) / factor(winograd, h),
-                    kLowestSpeedup, kHighestSpeedup);
+  return std::clamp(profile.winograd_speedup * ShortSumShare(winograd, from) / ShortSumShare(direct, from) *
+                        ShortSumShare(direct, h) / ShortSumShare(winograd, h),
+                    kLowestWinogradSpeedup, kHighestWinogradSpeedup);
 }
 
 // A layer type's rate fitted to its timed layers under half_rate_inner `h`:
@@ -194,8 +192,8 @@ TypeFit FitType(const std::vector<TimedLayer>& timed, const std::string& type, c
   if (fit.measured > 0.0) {
     fit.rate = fit.weighed / fit.measured;
     if (fit.winograd_measured > 0.0)
-      fit.speedup = std::clamp(fit.winograd_weighed / fit.winograd_measured / fit.rate, kLowestSpeedup,
-                               kHighestSpeedup);
+      fit.speedup = std::clamp(fit.winograd_weighed / fit.winograd_measured / fit.rate,
+                               kLowestWinogradSpeedup, kHighestWinogradSpeedup);
   } else if (fit.winograd_measured > 0.0) {  // only Winograd's layers: the speedup stays as measured
     fit.rate = fit.winograd_weighed / fit.winograd_measured / measured_speedup;
   }
