@@ -152,15 +152,27 @@ TEST_CASE(
         doctest::Approx(2 * alone * 2 / 3));
 }
 
-TEST_CASE(
-    "a convolution Winograd takes runs winograd_speedup times faster, a part with too few filters does not") {
+// A worker of 10 GFLOP/s on which Winograd's kernel runs twice as fast.
+ClusterProfile WinogradTwiceAsFast() {
   ClusterProfile p = Slow();
   p.gflops_per_worker = 10;
   p.winograd_speedup = 2;
+  return p;
+}
+
+// A convolution of 64 filters, 1 GFLOP a record.
+LayerFacts Convolution() {
   LayerFacts conv = Layer();
   conv.type = "convolution";
   conv.flops = 1e9;
   conv.units = 64;
+  return conv;
+}
+
+TEST_CASE(
+    "a convolution Winograd takes runs winograd_speedup times faster, a part with too few filters does not") {
+  ClusterProfile p = WinogradTwiceAsFast();
+  LayerFacts conv = Convolution();
   const Grouping g = Workers(4);
   CHECK(NodeCost(conv, Choice::kData, g, p).compute_s ==
         doctest::Approx(6.4));  // not taken: winograd_units 0
@@ -203,13 +215,8 @@ TEST_CASE(
 }
 
 TEST_CASE("a convolution's short sums run at K/(K + half_rate_inner) of its rate, on either kernel") {
-  ClusterProfile p = Slow();
-  p.gflops_per_worker = 10;
-  p.winograd_speedup = 2;
-  LayerFacts conv = Layer();
-  conv.type = "convolution";
-  conv.flops = 1e9;
-  conv.units = 64;
+  ClusterProfile p = WinogradTwiceAsFast();
+  LayerFacts conv = Convolution();
   conv.inner = 288;  // 32 channels, 3 × 3
   conv.winograd_inner = 32;
   const Grouping g = Workers(4);  // 64 records a worker: 6.4 s at 10 GFLOP/s
