@@ -249,15 +249,22 @@ follow_log() {  # follow_log FILE, in a process substitution
   exec {lock}>&-
   tee -a "$1" | grep --line-buffered -E 'checkpoint of step [0-9]+ failed|gave up checkpointing|checkpoint, which' >&2
 }
+# A signal that comes while a process starts waits until it is recorded (in
+# name_of), so that stopping the run stops that process too.
+launching=""
+deferred=""
 launched() {  # launched NAME: after starting $!
   local name=$1 pid=$!
   name_of[$pid]=$name
   starts[$name]=$((${starts[$name]:-0} + 1))
   record "{\"event\": \"start\", \"name\": \"$name\", \"pid\": $pid, \"time\": \"$(now)\"}"
+  launching=""
+  [[ -z "$deferred" ]] || interrupted
 }
 # Every process dies with this script (--parent) and names its incarnation.
 identity() { echo --parent $$ --incarnation "$run_id/${1/ /-}/$((${starts[$1]:-0} + 1))"; }
 start_server() {  # start_server I [RESUME_DIR]
+  launching=yes
   local resume=()
   [[ -z "${2:-}" ]] || resume=(--resume "$2")
   # shellcheck disable=SC2046
@@ -266,6 +273,7 @@ start_server() {  # start_server I [RESUME_DIR]
   launched "server $1"
 }
 start_worker() {  # start_worker W [RESUME_DIR]
+  launching=yes
   local out=("--no-eval") files=() serves=()
   # A server bound to its worker (AllReduce) lives in the worker's process.
   if [[ "$separate" == no ]]; then
@@ -340,6 +348,10 @@ finish() {  # finish STATUS EXIT_CODE: the logs' last lines, run.json, then exit
 }
 # shellcheck disable=SC2317  # run by the trap below
 interrupted() {
+  if [[ -n "$launching" ]]; then
+    deferred=yes
+    return
+  fi
   stop_all
   log "interrupted; go on with: $0 --resume $run_dir"
   finish interrupted 130

@@ -47,14 +47,17 @@ ok "kill -9 of train-local: its servers and workers ended within 5 s, a stopped 
 SHOAL_BIN=$bin RUN_DIR=$tmp/stalled STOP_GRACE=3 "$root/scripts/train-local.sh" "$mlp" train.steps=100000 \
   data.shards="$shards" >/dev/null 2>"$tmp/stalled.err" &
 supervisor=$!
-for _ in $(seq 100); do grep -q '"step":' "$tmp/stalled/worker-0.jsonl" 2>/dev/null && break; sleep 0.1; done
+for _ in $(seq 300); do grep -q '"step":' "$tmp/stalled/worker-0.jsonl" 2>/dev/null && break; sleep 0.1; done
+grep -q '"step":' "$tmp/stalled/worker-0.jsonl" || fail "the run made no step in 30 s: $(cat "$tmp/stalled.err")"
 pkill -STOP -f "dl-worker --plan $tmp/stalled/plan.json --id 1 " || fail "no worker 1 to stop"
 kill -TERM "$supervisor"
 for _ in $(seq 150); do kill -0 "$supervisor" 2>/dev/null || break; sleep 0.1; done
 ! kill -0 "$supervisor" 2>/dev/null || fail "train-local still stopping its run 15 s after SIGTERM: $(cat "$tmp/stalled.err")"
 wait "$supervisor" 2>/dev/null || true
 gone_within 2 "$tmp/stalled/plan.json" || fail "processes outlived their supervisor: $(pgrep -af "$tmp/stalled/plan.json")"
-grep -q "still running 3 s after SIGTERM; killing them" "$tmp/stalled.err" || fail "no word of the kill: $(cat "$tmp/stalled.err")"
+grep -q "still running 3 s after SIGTERM; killing them" "$tmp/stalled.err" ||
+  fail "no word of the kill: $(cat "$tmp/stalled.err")
+its processes' starts and exits: $(cat "$tmp/stalled/processes.jsonl")"
 ok "SIGTERM of train-local with a stopped worker: it kills what SIGTERM could not within --stop-grace, and ends"
 
 # That run never checkpointed (checkpoint_every 0), save perhaps at its stop: with no good
