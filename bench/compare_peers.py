@@ -70,8 +70,8 @@ a shared machine's drift weighs on both alike; pair i of a single, gpu, bsp or t
 runs both sides with seed i (the initial parameters and the data order), so a
 time-to-accuracy row is measured over as many draws as pairs. A row's ratio is the
 median of its pairs' ratios, with their range, and the JSON keeps every pair. Under
-each shoal row of single, bsp and convnets, where its time went (the median run's), per
-step: worker 0's compute, input, encode, waiting on servers and decode, and the servers'
+each shoal speed row of single, bsp, rbm, char-rnn and convnets, where its time went
+(the median run's), per step: worker 0's compute, input, encode, waiting on servers and decode, and the servers'
 update, encode and decode, from the processes' own counters (`time_s`, `handle_s`,
 ...); and its operations a step (`flops_per_step`, the cost model's count) over its compute
 time and over the whole step, as fractions of one thread's sgemm rate (`dl-plan calibrate`,
@@ -183,6 +183,8 @@ def details_line(row):
         line += (f"\n    {d['gflops_per_step']:.3g} GFLOP a step, computed at {d['compute_gflops_per_s']:.1f} GFLOP/s:"
                  f" {d['compute_of_peak']:.2f} of the sgemm peak ({d['peak_gflops_per_s']:.1f} GFLOP/s),"
                  f" {d['step_of_peak']:.2f} over the whole step")
+        if row.get("unit") == "ms/step":  # the same operations over the peer's median step
+            line += f"; the peer's whole step at {d['gflops_per_step'] / row['peer'] * 1000:.1f} GFLOP/s"
     if d.get("layer_types"):
         line += "\n    layers by type (share, GFLOP/s): " + ", ".join(
             f"{x['type']} {x['share']:.0%} {x['gflops_per_s']:.1f}" for x in d["layer_types"])
@@ -394,7 +396,7 @@ class Bench:
 
     # --- RBM by contrastive divergence --------------------------------------------
     def shoal_rbm(self, threads):
-        """(ms per step, each epoch's mean training reconstruction error, test error)."""
+        """(ms per step, each epoch's mean training reconstruction error, test error, where the time went)."""
         self.runs += 1
         plan = os.path.join(self.tmp, f"rbm-{self.runs}.json")
         sets = [x for o in ("train.batch_size=100", "cluster.nworkers_per_group=1", f"train.epochs={self.a.rbm_epochs}",
@@ -407,7 +409,7 @@ class Bench:
         windows = [x for x in r if x.get("event") == "step"]
         errors = [statistics.mean(x["loss"] for x in windows if e * per_epoch < x["step"] <= (e + 1) * per_epoch)
                   for e in range(self.a.rbm_epochs)]
-        return done["ms_per_step_median"], errors, done["test_loss"]
+        return done["ms_per_step_median"], errors, done["test_loss"], where_the_time_goes(r, self.peak())
 
     def peer_rbm(self, threads):
         r = self.peer("torch_rbm.py", "--threads", threads, "--epochs", self.a.rbm_epochs)
@@ -445,11 +447,11 @@ cluster: {{nworkers_per_group: 1}}
         return plan, shards
 
     def shoal_char_rnn(self, threads):
-        """(ms per step, test loss, test accuracy)."""
+        """(ms per step, test loss, test accuracy, where the time went)."""
         plan, shards = self.char_rnn_plan()
-        done = self.shoal_done(run([self.tool("dl-worker"), "--plan", plan, "--standalone", "--threads", str(threads),
-                                    "--shards", shards]))
-        return done["ms_per_step_median"], done["test_loss"], done["test_accuracy"]
+        r = run([self.tool("dl-worker"), "--plan", plan, "--standalone", "--threads", str(threads), "--shards", shards])
+        done = self.shoal_done(r)
+        return done["ms_per_step_median"], done["test_loss"], done["test_accuracy"], where_the_time_goes(r, self.peak())
 
     def peer_char_rnn(self, threads):
         r = self.peer("torch_char_rnn.py", self.corpus(), "--threads", threads, "--steps", self.a.rnn_steps)
@@ -651,19 +653,19 @@ def alternated(b, a, shoal, peer):
 
 def speed_rows(runs, case, model, details=False):
     """A ms/step row for each thread count of alternated()'s runs; with `details`, the
-    second item of shoal's result says where the median run's time went."""
+    last item of shoal's result says where the median run's time went."""
     for threads, (pairs, facts) in runs.items():
         row = summarise(f"{case}, {threads} thread(s)", {"model": model, "threads": threads, "unit": "ms/step",
                                                          "target": 1.0}, [pair(s[0], p[0]) for s, p in pairs], facts)
         if details:
-            row["details"] = sorted((s for s, _ in pairs), key=lambda s: s[0])[len(pairs) // 2][1]
+            row["details"] = sorted((s for s, _ in pairs), key=lambda s: s[0])[len(pairs) // 2][-1]
         yield row
 
 
 def rbm_rows(b, a):
     """The RBM's speed rows, and its reconstruction errors over every run."""
     runs = alternated(b, a, b.shoal_rbm, b.peer_rbm)  # (ms, epoch errors, test error)
-    yield from speed_rows(runs, "rbm 784-1000 CD-1 single process, batch 100", "rbm")
+    yield from speed_rows(runs, "rbm 784-1000 CD-1 single process, batch 100", "rbm", details=True)
     every = [run for pairs, _ in runs.values() for run in pairs]
     for e in range(a.rbm_epochs):
         yield summarise(f"rbm reconstruction error, epoch {e + 1} (train)",
@@ -675,7 +677,7 @@ def rbm_rows(b, a):
 def char_rnn_rows(b, a):
     """The char-RNN's speed rows, and its test loss over every run."""
     runs = alternated(b, a, b.shoal_char_rnn, b.peer_char_rnn)  # (ms, test loss, test accuracy)
-    yield from speed_rows(runs, "char-rnn GRU 512, unroll 50, batch 32", "char-rnn")
+    yield from speed_rows(runs, "char-rnn GRU 512, unroll 50, batch 32", "char-rnn", details=True)
     yield summarise(f"char-rnn test loss after {a.rnn_steps} steps", {"model": "char-rnn", "unit": "nats", "within": 0.05},
                     [pair(s[1], p[1], shoal_accuracy=s[2], peer_accuracy=p[2])
                      for pairs, _ in runs.values() for s, p in pairs])
