@@ -184,7 +184,8 @@ def details_line(row):
                  f" {d['compute_of_peak']:.2f} of the sgemm peak ({d['peak_gflops_per_s']:.1f} GFLOP/s),"
                  f" {d['step_of_peak']:.2f} over the whole step")
         if row.get("unit") == "ms/step":  # the same operations over the peer's median step
-            line += f"; the peer's whole step at {d['gflops_per_step'] / row['peer'] * 1000:.1f} GFLOP/s"
+            peer = row.get("peer_side", "the peer")  # shoal in float32, for a bf16 row
+            line += f"; {peer}'s whole step at {d['gflops_per_step'] / row['peer'] * 1000:.1f} GFLOP/s"
     if d.get("layer_types"):
         line += "\n    layers by type (share, GFLOP/s): " + ", ".join(
             f"{x['type']} {x['share']:.0%} {x['gflops_per_s']:.1f}" for x in d["layer_types"])
@@ -664,7 +665,7 @@ def speed_rows(runs, case, model, details=False):
 
 def rbm_rows(b, a):
     """The RBM's speed rows, and its reconstruction errors over every run."""
-    runs = alternated(b, a, b.shoal_rbm, b.peer_rbm)  # (ms, epoch errors, test error)
+    runs = alternated(b, a, b.shoal_rbm, b.peer_rbm)  # (ms, epoch errors, test error, where the time went)
     yield from speed_rows(runs, "rbm 784-1000 CD-1 single process, batch 100", "rbm", details=True)
     every = [run for pairs, _ in runs.values() for run in pairs]
     for e in range(a.rbm_epochs):
@@ -676,7 +677,7 @@ def rbm_rows(b, a):
 
 def char_rnn_rows(b, a):
     """The char-RNN's speed rows, and its test loss over every run."""
-    runs = alternated(b, a, b.shoal_char_rnn, b.peer_char_rnn)  # (ms, test loss, test accuracy)
+    runs = alternated(b, a, b.shoal_char_rnn, b.peer_char_rnn)  # (ms, test loss, test accuracy, where the time went)
     yield from speed_rows(runs, "char-rnn GRU 512, unroll 50, batch 32", "char-rnn", details=True)
     yield summarise(f"char-rnn test loss after {a.rnn_steps} steps", {"model": "char-rnn", "unit": "nats", "within": 0.05},
                     [pair(s[1], p[1], shoal_accuracy=s[2], peer_accuracy=p[2])
