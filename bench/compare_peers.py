@@ -192,6 +192,35 @@ def details_line(row):
     return line
 
 
+def bound_text(row):
+    """A row's bound, as the table prints it."""
+    if "within" in row:
+        return f"±{100 * row['within']:.2g}%"
+    return (">=" if row.get("higher_is_better") else "<=") + str(row["target"])
+
+
+def within_bound(row):
+    """Whether a row's median ratio meets its bound."""
+    if "within" in row:
+        return abs(row["ratio"] - 1) <= row["within"]
+    return row["ratio"] >= row["target"] if row.get("higher_is_better") else row["ratio"] <= row["target"]
+
+
+def cpu_model():
+    """The CPU's name, family and model, and which of the vector extensions the kernels
+    choose among it has (Linux's /proc/cpuinfo), for a run's record."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            fields = dict(line.split(":", 1) for line in f.read().split("\n\n")[0].splitlines() if ":" in line)
+    except OSError:
+        return "an unknown CPU"
+    fields = {k.strip(): v.strip() for k, v in fields.items()}
+    flags = fields.get("flags", "").split()
+    extensions = ", ".join(x for x in ("avx2", "avx512f", "avx512_bf16", "amx_bf16") if x in flags) or "no AVX2"
+    return (f"{fields.get('model name', 'an unknown CPU')} (family {fields.get('cpu family', '?')}, "
+            f"model {fields.get('model', '?')}; {extensions})")
+
+
 def kernels_line(facts):
     """What each side of a row computed with, in one line."""
     parts = []
@@ -760,7 +789,7 @@ def main():
     ap.add_argument("--tta-max-steps", type=int, default=4000, help="steps a time-to-accuracy run may take")
     a = ap.parse_args()
     commit = subprocess.run(["git", "-C", a.root, "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
-    result = {"commit": commit, "steps": a.steps, "repeats": a.repeats, "host_cpus": os.cpu_count(),
+    result = {"commit": commit, "steps": a.steps, "repeats": a.repeats, "cpu": cpu_model(), "host_cpus": os.cpu_count(),
               "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "rows": []}
     print(f"{'case':52} {'shoal':>9} {'peer':>9} {'unit':>7} {'ratio':>6} {'range':>11} {'target':>6}", flush=True)
     with tempfile.TemporaryDirectory() as tmp:
@@ -774,10 +803,8 @@ def main():
                                  png_rows(b, a) if "png" in a.rows else (),
                                  exchange_rows(a) if "exchange" in a.rows else ()):
             result["rows"].append(r)
-            bound = (f"±{100 * r['within']:.2g}%" if "within" in r else
-                     (">=" if r.get("higher_is_better") else "<=") + str(r["target"]))
             print(f"{r['case']:52} {r['shoal']:9.2f} {r['peer']:9.2f} {r['unit']:>7} {r['ratio']:6.2f} "
-                  f"{r['ratio_min']:5.2f}-{r['ratio_max']:<5.2f} {bound:>6}", flush=True)
+                  f"{r['ratio_min']:5.2f}-{r['ratio_max']:<5.2f} {bound_text(r):>6}", flush=True)
             if r.get("details"):  # the median shoal run's
                 print(details_line(r), flush=True)
             if r.get("kernels"):
