@@ -34,7 +34,22 @@ def alexnet_hybrid(build):
             f"{t['all_model']['seconds']:.1f} all-model")
 
 
-FIGURES = {"alexnet-hybrid": alexnet_hybrid}
+def bench_summary(build):
+    """The bench run docs/performance.md shows: its rows within their bound, and each
+    model's one-process step at one thread against the peer's."""
+    run = json.loads((ROOT / "docs" / "performance.json").read_text())
+    sys.path.insert(0, str(ROOT / "bench"))
+    from compare_peers import within_bound
+    rows = run["rows"]
+    steps = [r for r in rows if r["unit"] == "ms/step" and r.get("threads") == 1 and
+             not {"workers", "compute", "peer_side", "device"} & r.keys()]
+    return (f"{sum(map(within_bound, rows))} of {len(rows)} rows within their bound, at commit {run['commit']} on "
+            f"{run.get('cpu', 'a CPU the run did not record')} with {run['host_cpus']} CPUs; "
+            "one process at one thread, shoal's step over PyTorch's: " +
+            ", ".join(f"{r['model']} {r['ratio']:.2f}" for r in steps))
+
+
+FIGURES = {"alexnet-hybrid": alexnet_hybrid, "bench-summary": bench_summary}
 
 
 def main():
