@@ -39,12 +39,11 @@ def bench_summary(build):
     model's one-process step at one thread against the peer's."""
     run = json.loads((ROOT / "docs" / "performance.json").read_text())
     sys.path.insert(0, str(ROOT / "bench"))
-    from compare_peers import within_bound
+    from report import machine, rows_met
     rows = run["rows"]
     steps = [r for r in rows if r["unit"] == "ms/step" and r.get("threads") == 1 and
              not {"workers", "compute", "peer_side", "device"} & r.keys()]
-    return (f"{sum(map(within_bound, rows))} of {len(rows)} rows within their bound, at commit {run['commit']} on "
-            f"{run.get('cpu', 'a CPU the run did not record')} with {run['host_cpus']} CPUs; "
+    return (f"{rows_met(run)} of {len(rows)} rows within their bound, at commit {run['commit']} on {machine(run)}; "
             "one process at one thread, shoal's step over PyTorch's: " +
             ", ".join(f"{r['model']} {r['ratio']:.2f}" for r in steps))
 
