@@ -76,10 +76,11 @@ ok "RBM by CD-1: BSP 2 workers x 32 = 1 worker x 64 after 40 steps; another trai
 # the two workers' statistics are those of the one worker's batch of 64. (A
 # bias right before a batch norm would get no gradient but rounding's.)
 # Per-worker statistics (sync: false) normalise by each half and differ.
-# Over 5 steps, not 40: the two runs' statistics may differ in their last
-# bit, and a value that this moves across the ReLU's 0 takes a gradient that
-# momentum then spreads. On a Zen 1 that came at step 11 and left differences
-# of 0.36 by step 40. After 5 steps per-worker statistics differ by about 1.
+# Over 5 steps, not 40: the two runs sum the statistics in different orders,
+# so they may differ in their last bit. A value that this moves across the
+# ReLU's 0 takes a gradient the other run's does not, and momentum spreads it;
+# on some CPUs that comes within 40 steps. After 5 steps per-worker
+# statistics are still told apart from the group's by far.
 steps=5
 job=$tmp/bn.yaml
 cat >"$job" <<'YAML'
