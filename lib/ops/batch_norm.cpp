@@ -1,5 +1,6 @@
 #include "ops/batch_norm.h"
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -9,12 +10,25 @@
 namespace shoal {
 namespace {
 
-// One channel's values: `batch` planes of `plane` values, each `stride` after
-// the one before (channel c of every record of [C, P]).
-struct ChannelPlanes {
-  size_t first, stride;
-  int batch, plane;
-  size_t at(int r) const { return first + r * stride; }
+// A batch's planes: the values of channel c of record r are plane r·C + c,
+// `plane` values long. The passes below sweep planes in that order, which is
+// the order they lie in memory, so the hardware's prefetchers run ahead of
+// them; a channel's planes, a record apart, would start each plane cold.
+struct Planes {
+  int channels, plane;
+  size_t count;  // batch · channels
+  int channel(size_t i) const { return static_cast<int>(i % channels); }
+  size_t at(size_t i) const { return i * plane; }
+  // Asks for plane i + 2 (short of `end`) of each array. The prefetchers
+  // alone lag the backward pass's sweeps of two arrays of short planes.
+  void Prefetch(size_t i, size_t end, const float* a, const float* b = nullptr) const {
+    const size_t ahead = i + 2;
+    if (ahead >= end) return;
+    for (size_t p = 0; p < static_cast<size_t>(plane); p += 16) {
+      __builtin_prefetch(a + at(ahead) + p);
+      if (b) __builtin_prefetch(b + at(ahead) + p);
+    }
+  }
 };
 
 // A fused ReLU's mask over a channel: a value of dy counts where the forward
@@ -24,13 +38,29 @@ struct ReluMask {
   float scale = 0.0f, shift = 0.0f;
 };
 
-// Runs fn(c, planes) for each channel c, the channels split over the compute threads.
+// What the input gradient takes of a channel: dx = k·(dy − mean_dy − x̂·mean_dy_xhat), x̂ = (x − m)·inv.
+struct ChannelGrad {
+  float m, inv, k, mean_dy, mean_dy_xhat;
+  ReluMask mask;
+};
+
+// Runs fn(begin, end) over ranges of the planes, split over the compute
+// threads (in slices that ParallelFor's int counts).
 template <typename Fn>
-void ForChannels(const BatchNormGeometry& g, int batch, const Fn& fn) {
-  const size_t plane = static_cast<size_t>(g.plane), record = plane * g.channels;
-  ParallelFor(g.channels, [&](int, int begin, int end) {
-    for (int c = begin; c < end; ++c) fn(c, ChannelPlanes{c * plane, record, batch, g.plane});
-  });
+void ForPlanes(const Planes& planes, const Fn& fn) {
+  constexpr size_t kSlice = size_t{1} << 30;
+  for (size_t first = 0; first < planes.count; first += kSlice) {
+    const int n = static_cast<int>(std::min(kSlice, planes.count - first));
+    ParallelFor(n, [&](int, int begin, int end) { fn(first + begin, first + end); });
+  }
+}
+
+// A channel's sum: its planes' sums added in record order, whatever the
+// threads. That order makes it the bits one sweep of the channel gives.
+double ChannelTotal(const std::vector<double>& per_plane, int channels, int c) {
+  double total = 0.0;
+  for (size_t i = c; i < per_plane.size(); i += channels) total += per_plane[i];
+  return total;
 }
 
 // Σ term(p) over a plane's n values, in double, as 32 interleaved partial
@@ -50,118 +80,113 @@ template <typename Term>
   return part[0];
 }
 
-// The kernels below sweep a channel's planes: they are compiled for AVX-512
+// The kernels below sweep planes [begin, end): they are compiled for AVX-512
 // and AVX2 as well, chosen at load by the CPU (the build targets plain
 // x86-64). This file compiles without fused multiply-adds (CMakeLists.txt),
 // so each clone computes the same bits.
 #define SHOAL_VECTOR_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 
-SHOAL_VECTOR_CLONES double ChannelSum(const float* x, ChannelPlanes ch) {
-  double sum = 0.0;
-  for (int r = 0; r < ch.batch; ++r) {
-    const float* plane = x + ch.at(r);
-    sum += PlaneSum(ch.plane, [&](int p) { return static_cast<double>(plane[p]); });
+SHOAL_VECTOR_CLONES void PlaneSums(const float* x, Planes planes, size_t begin, size_t end, double* sums) {
+  for (size_t i = begin; i < end; ++i) {
+    const float* in = x + planes.at(i);
+    sums[i] = PlaneSum(planes.plane, [&](int p) { return static_cast<double>(in[p]); });
   }
-  return sum;
 }
 
-SHOAL_VECTOR_CLONES double ChannelSquares(const float* x, ChannelPlanes ch, double mean) {
-  double squares = 0.0;
-  for (int r = 0; r < ch.batch; ++r) {
-    const float* plane = x + ch.at(r);
-    squares += PlaneSum(ch.plane, [&](int p) {
-      const double d = plane[p] - mean;
+// Σ (x − mean)² of each plane, its channel's mean taken.
+SHOAL_VECTOR_CLONES void PlaneSquares(const float* x, Planes planes, size_t begin, size_t end,
+                                      const double* mean, double* squares) {
+  for (size_t i = begin; i < end; ++i) {
+    const float* in = x + planes.at(i);
+    const double m = mean[planes.channel(i)];
+    squares[i] = PlaneSum(planes.plane, [&](int p) {
+      const double d = in[p] - m;
       return d * d;
     });
   }
-  return squares;
 }
 
-// y = x·scale + shift over the channel, or its ReLU (as ReluForward computes it).
-SHOAL_VECTOR_CLONES void ScaleShift(const float* x, ChannelPlanes ch, float scale, float shift,
-                                    BatchNormActivation activation, float* y) {
-  for (int r = 0; r < ch.batch; ++r) {
-    const float* in = x + ch.at(r);
-    float* out = y + ch.at(r);
+// y = x·scale + shift of each plane's channel, or its ReLU (as ReluForward computes it).
+SHOAL_VECTOR_CLONES void ScaleShift(const float* x, Planes planes, size_t begin, size_t end,
+                                    const float* scale, const float* shift, BatchNormActivation activation,
+                                    float* y) {
+  for (size_t i = begin; i < end; ++i) {
+    const float* in = x + planes.at(i);
+    float* out = y + planes.at(i);
+    const float a = scale[planes.channel(i)], b = shift[planes.channel(i)];
     if (activation == BatchNormActivation::kRelu) {
-      for (int p = 0; p < ch.plane; ++p) {
-        const float v = in[p] * scale + shift;
+      for (int p = 0; p < planes.plane; ++p) {
+        const float v = in[p] * a + b;
         out[p] = v > 0.0f ? v : 0.0f;
       }
     } else {
-      for (int p = 0; p < ch.plane; ++p) out[p] = in[p] * scale + shift;
+      for (int p = 0; p < planes.plane; ++p) out[p] = in[p] * a + b;
     }
   }
 }
 
-// The channel's sums of dy and dy·x̂. Two sweeps of a plane, each of one
+// Each plane's sums of dy and dy·x̂. Two sweeps of a plane, each of one
 // sum, run faster than one of both.
-SHOAL_VECTOR_CLONES void ChannelGradSums(const float* x, const float* dy, ChannelPlanes ch, float m,
-                                         float inv, ReluMask mask, double* sum_dy, double* sum_dy_xhat) {
-  *sum_dy = *sum_dy_xhat = 0.0;
-  for (int r = 0; r < ch.batch; ++r) {
-    const float* xs = x + ch.at(r);
-    const float* dys = dy + ch.at(r);
-    if (mask.on) {
+SHOAL_VECTOR_CLONES void PlaneGradSums(const float* x, const float* dy, Planes planes, size_t begin,
+                                       size_t end, const ChannelGrad* channel, double* sum_dy,
+                                       double* sum_dy_xhat) {
+  thread_local std::vector<float> masked;
+  masked.resize(planes.plane);
+  for (size_t i = begin; i < end; ++i) {
+    const ChannelGrad& c = channel[planes.channel(i)];
+    const float* xs = x + planes.at(i);
+    const float* dys = dy + planes.at(i);
+    planes.Prefetch(i, end, x, dy);
+    if (c.mask.on) {
       // ReluBackward's values, as the batch norm would have read them, made
       // first: the sums over a mask do not run as vector loops.
-      thread_local std::vector<float> masked;
-      masked.resize(ch.plane);
       float* __restrict d = masked.data();
-      for (int p = 0; p < ch.plane; ++p) {
+      for (int p = 0; p < planes.plane; ++p) {
         const float v = dys[p];  // loaded whatever the mask says, as ReluBackward does
-        d[p] = xs[p] * mask.scale + mask.shift > 0.0f ? v : 0.0f;
+        d[p] = xs[p] * c.mask.scale + c.mask.shift > 0.0f ? v : 0.0f;
       }
       dys = d;
     }
-    *sum_dy += PlaneSum(ch.plane, [&](int p) { return static_cast<double>(dys[p]); });
-    *sum_dy_xhat +=
-        PlaneSum(ch.plane, [&](int p) { return static_cast<double>(dys[p]) * ((xs[p] - m) * inv); });
+    sum_dy[i] = PlaneSum(planes.plane, [&](int p) { return static_cast<double>(dys[p]); });
+    sum_dy_xhat[i] =
+        PlaneSum(planes.plane, [&](int p) { return static_cast<double>(dys[p]) * ((xs[p] - c.m) * c.inv); });
   }
 }
 
-// dx = k·(dy − mean_dy − x̂·mean_dy_xhat) over the channel, x̂ = (x − m)·inv.
-SHOAL_VECTOR_CLONES void ChannelInputGrad(const float* x, const float* dy, ChannelPlanes ch, float m,
-                                          float inv, float k, float mean_dy, float mean_dy_xhat,
-                                          ReluMask mask, float* dx, GradWrite write) {
+// dx = k·(dy − mean_dy − x̂·mean_dy_xhat) of each plane's channel.
+SHOAL_VECTOR_CLONES void InputGrad(const float* x, const float* dy, Planes planes, size_t begin, size_t end,
+                                   const ChannelGrad* channel, float* dx, GradWrite write) {
   // WriteGrad's loops, written out: a template it instantiates would not take this clone's instructions.
-  for (int r = 0; r < ch.batch; ++r) {
-    const float* xs = x + ch.at(r);
-    const float* dys = dy + ch.at(r);
-    float* __restrict out = dx + ch.at(r);
-    if (mask.on) {
+  for (size_t i = begin; i < end; ++i) {
+    const ChannelGrad& c = channel[planes.channel(i)];
+    const float m = c.m, inv = c.inv, k = c.k, mean_dy = c.mean_dy, mean_dy_xhat = c.mean_dy_xhat;
+    const float* xs = x + planes.at(i);
+    const float* dys = dy + planes.at(i);
+    float* __restrict out = dx + planes.at(i);
+    planes.Prefetch(i, end, x, dy);
+    if (c.mask.on) {
       const auto d = [&](int p) {
         const float v = dys[p];  // loaded whatever the mask says: the loop stays a vector one (ReluBackward)
-        return xs[p] * mask.scale + mask.shift > 0.0f ? v : 0.0f;
+        return xs[p] * c.mask.scale + c.mask.shift > 0.0f ? v : 0.0f;
       };
       if (write == GradWrite::kAdd)
-        for (int p = 0; p < ch.plane; ++p) out[p] += k * (d(p) - mean_dy - (xs[p] - m) * inv * mean_dy_xhat);
+        for (int p = 0; p < planes.plane; ++p)
+          out[p] += k * (d(p) - mean_dy - (xs[p] - m) * inv * mean_dy_xhat);
       else
-        for (int p = 0; p < ch.plane; ++p) out[p] = k * (d(p) - mean_dy - (xs[p] - m) * inv * mean_dy_xhat);
+        for (int p = 0; p < planes.plane; ++p)
+          out[p] = k * (d(p) - mean_dy - (xs[p] - m) * inv * mean_dy_xhat);
     } else if (write == GradWrite::kAdd)
-      for (int p = 0; p < ch.plane; ++p) out[p] += k * (dys[p] - mean_dy - (xs[p] - m) * inv * mean_dy_xhat);
+      for (int p = 0; p < planes.plane; ++p)
+        out[p] += k * (dys[p] - mean_dy - (xs[p] - m) * inv * mean_dy_xhat);
     else
-      for (int p = 0; p < ch.plane; ++p) out[p] = k * (dys[p] - mean_dy - (xs[p] - m) * inv * mean_dy_xhat);
+      for (int p = 0; p < planes.plane; ++p)
+        out[p] = k * (dys[p] - mean_dy - (xs[p] - m) * inv * mean_dy_xhat);
   }
 }
 
 #undef SHOAL_VECTOR_CLONES
 
-// Channel c's statistics from its sum and squares over `count` values, then y.
-void NormalizeChannel(const BatchNormGeometry& g, int c, ChannelPlanes ch, const float* x, const float* gamma,
-                      const float* beta, double m, double squares, double count,
-                      BatchNormActivation activation, float* y, std::vector<float>* mean,
-                      std::vector<float>* inv_std, std::vector<float>* var) {
-  const double biased = squares / count;
-  const float inv = static_cast<float>(1.0 / std::sqrt(biased + g.eps));
-  (*mean)[c] = static_cast<float>(m);
-  (*inv_std)[c] = inv;
-  (*var)[c] = static_cast<float>(count > 1.0 ? squares / (count - 1.0) : biased);
-  const float scale = gamma[c] * inv;
-  ScaleShift(x, ch, scale, beta[c] - (*mean)[c] * scale, activation, y);
-}
-
-// The mask of channel c's fused ReLU: its scale and shift as NormalizeChannel computes them.
+// The mask of channel c's fused ReLU: its scale and shift as the forward pass computes them.
 ReluMask MaskOf(BatchNormActivation activation, int c, const float* gamma, const float* beta,
                 const std::vector<float>& mean, const std::vector<float>& inv_std) {
   if (activation != BatchNormActivation::kRelu) return {};
@@ -169,48 +194,52 @@ ReluMask MaskOf(BatchNormActivation activation, int c, const float* gamma, const
   return {true, scale, beta[c] - mean[c] * scale};
 }
 
-// dx = gamma·inv_std·(dy − Σdy/M − x̂·Σdy·x̂/M) over channel c's M values.
-void InputGrad(int c, ChannelPlanes ch, const float* x, const float* dy, const float* gamma, float m,
-               float inv, double sum_dy, double sum_dy_xhat, double count, ReluMask mask, float* dx,
-               GradWrite write) {
-  ChannelInputGrad(x, dy, ch, m, inv, gamma[c] * inv, static_cast<float>(sum_dy / count),
-                   static_cast<float>(sum_dy_xhat / count), mask, dx, write);
+// Each channel's total over the planes, then the count of values; the group's where there is one.
+std::vector<double> Totals(const std::vector<double>& per_plane, int channels, double count,
+                           const GroupSums& group) {
+  std::vector<double> totals(channels + 1);
+  for (int c = 0; c < channels; ++c) totals[c] = ChannelTotal(per_plane, channels, c);
+  totals[channels] = count;
+  if (group) group(&totals);
+  return totals;
 }
 
 }  // namespace
 
-// Sums in double: a channel may hold a million values. Without a group each
-// channel is done in one go, its values still in cache; a group's sums are
-// exchanged between the passes over every channel.
+// Sums in double: a channel may hold a million values. A group's sums are
+// exchanged between the passes.
 void BatchNormTrainForward(const BatchNormGeometry& g, int batch, const float* x, const float* gamma,
                            const float* beta, float* y, std::vector<float>* mean, std::vector<float>* inv_std,
                            std::vector<float>* var, const GroupSums& group, BatchNormActivation activation) {
   if (GpuOps* gpu = CurrentGpuOps()) return gpu->BatchNormTrainForward(g, batch, x, gamma, beta, y, mean);
-  mean->resize(g.channels);
-  inv_std->resize(g.channels);
-  var->resize(g.channels);
-  const double count = static_cast<double>(batch) * g.plane;
-  if (!group) {
-    ForChannels(g, batch, [&](int c, ChannelPlanes ch) {
-      const double m = ChannelSum(x, ch) / count;
-      NormalizeChannel(g, c, ch, x, gamma, beta, m, ChannelSquares(x, ch, m), count, activation, y, mean,
-                       inv_std, var);
-    });
-    return;
+  const int channels = g.channels;
+  const Planes planes{channels, g.plane, static_cast<size_t>(batch) * channels};
+  std::vector<double> per_plane(planes.count);
+  ForPlanes(planes, [&](size_t begin, size_t end) { PlaneSums(x, planes, begin, end, per_plane.data()); });
+  const std::vector<double> sums = Totals(per_plane, channels, static_cast<double>(batch) * g.plane, group);
+  const double count = sums[channels];
+  std::vector<double> means(channels);
+  for (int c = 0; c < channels; ++c) means[c] = sums[c] / count;
+  ForPlanes(planes, [&](size_t begin, size_t end) {
+    PlaneSquares(x, planes, begin, end, means.data(), per_plane.data());
+  });
+  const std::vector<double> squares =
+      Totals(per_plane, channels, static_cast<double>(batch) * g.plane, group);
+  mean->resize(channels);
+  inv_std->resize(channels);
+  var->resize(channels);
+  std::vector<float> scale(channels), shift(channels);
+  for (int c = 0; c < channels; ++c) {
+    const double biased = squares[c] / count;
+    const float inv = static_cast<float>(1.0 / std::sqrt(biased + g.eps));
+    (*mean)[c] = static_cast<float>(means[c]);
+    (*inv_std)[c] = inv;
+    (*var)[c] = static_cast<float>(count > 1.0 ? squares[c] / (count - 1.0) : biased);
+    scale[c] = gamma[c] * inv;
+    shift[c] = beta[c] - (*mean)[c] * scale[c];
   }
-  const size_t channels = static_cast<size_t>(g.channels);
-  std::vector<double> sums(channels + 1), squares(channels + 1);
-  ForChannels(g, batch, [&](int c, ChannelPlanes ch) { sums[c] = ChannelSum(x, ch); });
-  sums[channels] = count;
-  group(&sums);
-  const double total = sums[channels];
-  ForChannels(g, batch,
-              [&](int c, ChannelPlanes ch) { squares[c] = ChannelSquares(x, ch, sums[c] / total); });
-  squares[channels] = count;
-  group(&squares);
-  ForChannels(g, batch, [&](int c, ChannelPlanes ch) {
-    NormalizeChannel(g, c, ch, x, gamma, beta, sums[c] / total, squares[c], total, activation, y, mean,
-                     inv_std, var);
+  ForPlanes(planes, [&](size_t begin, size_t end) {
+    ScaleShift(x, planes, begin, end, scale.data(), shift.data(), activation, y);
   });
 }
 
@@ -219,45 +248,56 @@ void BatchNormInferenceForward(const BatchNormGeometry& g, int batch, const floa
                                float* y, BatchNormActivation activation) {
   if (GpuOps* gpu = CurrentGpuOps())
     return gpu->BatchNormInferenceForward(g, batch, x, gamma, beta, running_mean, running_var, y);
-  ForChannels(g, batch, [&](int c, ChannelPlanes ch) {
-    const float scale = gamma[c] / std::sqrt(running_var[c] + g.eps);
-    ScaleShift(x, ch, scale, beta[c] - running_mean[c] * scale, activation, y);
+  const Planes planes{g.channels, g.plane, static_cast<size_t>(batch) * g.channels};
+  std::vector<float> scale(g.channels), shift(g.channels);
+  for (int c = 0; c < g.channels; ++c) {
+    scale[c] = gamma[c] / std::sqrt(running_var[c] + g.eps);
+    shift[c] = beta[c] - running_mean[c] * scale[c];
+  }
+  ForPlanes(planes, [&](size_t begin, size_t end) {
+    ScaleShift(x, planes, begin, end, scale.data(), shift.data(), activation, y);
   });
 }
 
 // With x̂ = (x − mean)·inv_std: dbeta = Σ dy and dgamma = Σ dy·x̂ over this
-// worker's records, and dx from those sums over the group's.
+// worker's records, and dx = gamma·inv_std·(dy − Σdy/M − x̂·Σdy·x̂/M) from
+// those sums over the group's M values.
 void BatchNormBackward(const BatchNormGeometry& g, int batch, const float* x, const float* dy,
                        const float* gamma, const std::vector<float>& mean, const std::vector<float>& inv_std,
                        float* dx, float* dgamma, float* dbeta, GradWrite write, const GroupSums& group,
                        BatchNormActivation activation, const float* beta) {
   if (GpuOps* gpu = CurrentGpuOps())
     return gpu->BatchNormBackward(g, batch, x, dy, gamma, &mean, dx, dgamma, dbeta, write);
-  const double count = static_cast<double>(batch) * g.plane;
-  const size_t channels = static_cast<size_t>(g.channels);
-  // Per channel: Σdy, then Σdy·x̂; then the count of values.
-  std::vector<double> sums(group ? 2 * channels + 1 : 0);
-  ForChannels(g, batch, [&](int c, ChannelPlanes ch) {
-    double sum_dy, sum_dy_xhat;
-    const ReluMask mask = MaskOf(activation, c, gamma, beta, mean, inv_std);
-    ChannelGradSums(x, dy, ch, mean[c], inv_std[c], mask, &sum_dy, &sum_dy_xhat);
-    dbeta[c] = static_cast<float>(sum_dy);
-    dgamma[c] = static_cast<float>(sum_dy_xhat);
-    if (group) {
-      sums[c] = sum_dy;
-      sums[channels + c] = sum_dy_xhat;
-    } else if (dx) {
-      InputGrad(c, ch, x, dy, gamma, mean[c], inv_std[c], sum_dy, sum_dy_xhat, count, mask, dx, write);
-    }
+  const int channels = g.channels;
+  const Planes planes{channels, g.plane, static_cast<size_t>(batch) * channels};
+  std::vector<ChannelGrad> channel(channels);
+  for (int c = 0; c < channels; ++c)
+    channel[c] = {mean[c], inv_std[c], 0.0f, 0.0f, 0.0f, MaskOf(activation, c, gamma, beta, mean, inv_std)};
+  std::vector<double> per_plane_dy(planes.count), per_plane_dy_xhat(planes.count);
+  ForPlanes(planes, [&](size_t begin, size_t end) {
+    PlaneGradSums(x, dy, planes, begin, end, channel.data(), per_plane_dy.data(), per_plane_dy_xhat.data());
   });
-  if (!group) return;
-  // Every worker of the group takes part, even one whose dx nobody wants.
+  // Per channel: Σdy, then Σdy·x̂; then the count of values. Every worker of
+  // the group takes part, even one whose dx nobody wants.
+  const double count = static_cast<double>(batch) * g.plane;
+  std::vector<double> sums(2 * channels + 1);
+  for (int c = 0; c < channels; ++c) {
+    sums[c] = ChannelTotal(per_plane_dy, channels, c);
+    sums[channels + c] = ChannelTotal(per_plane_dy_xhat, channels, c);
+    dbeta[c] = static_cast<float>(sums[c]);
+    dgamma[c] = static_cast<float>(sums[channels + c]);
+  }
   sums[2 * channels] = count;
-  group(&sums);
+  if (group) group(&sums);
   if (!dx) return;
-  ForChannels(g, batch, [&](int c, ChannelPlanes ch) {
-    InputGrad(c, ch, x, dy, gamma, mean[c], inv_std[c], sums[c], sums[channels + c], sums[2 * channels],
-              MaskOf(activation, c, gamma, beta, mean, inv_std), dx, write);
+  const double total = sums[2 * channels];
+  for (int c = 0; c < channels; ++c) {
+    channel[c].k = gamma[c] * inv_std[c];
+    channel[c].mean_dy = static_cast<float>(sums[c] / total);
+    channel[c].mean_dy_xhat = static_cast<float>(sums[channels + c] / total);
+  }
+  ForPlanes(planes, [&](size_t begin, size_t end) {
+    InputGrad(x, dy, planes, begin, end, channel.data(), dx, write);
   });
 }
 
