@@ -140,7 +140,8 @@ def where_the_time_goes(records, peak_gflops, run_dir=None):
     summed by type (the done record's `layers`): the four costliest types' shares
     of the layers' time and the rates they computed at."""
     done = last(records, "done")
-    t, steps = done.get("time_s"), done.get("steps_timed") or done["steps"]
+    # time_s covers layer_steps steps; an older dl-worker's covered every step it timed (steps_timed).
+    t, steps = done.get("time_s"), done.get("layer_steps") or done.get("steps_timed") or done["steps"]
     if not t or not steps:
         return None
     profile = {k: 1000 * t[k] / steps for k in ("compute", "input", "encode", "wait_servers", "decode")}
@@ -165,10 +166,12 @@ def where_the_time_goes(records, peak_gflops, run_dir=None):
             if name.startswith(("server-", "worker-")) and name.endswith(".jsonl"):
                 with open(os.path.join(run_dir, name)) as f:
                     servers += [r for r in json_lines(f.read()) if r.get("event") == "server_done"][-1:]
-        # Replies are encoded while a request is handled: the update is the rest.
-        profile["server_update"] = 1000 * sum(s["handle_s"] - s["encode_s"] for s in servers) / steps
-        profile["server_encode"] = 1000 * sum(s["encode_s"] for s in servers) / steps
-        profile["server_decode"] = 1000 * sum(s["decode_s"] for s in servers) / steps
+        # Replies are encoded while a request is handled: the update is the rest. The
+        # servers count every step the worker timed.
+        every = done.get("steps_timed") or done["steps"]
+        profile["server_update"] = 1000 * sum(s["handle_s"] - s["encode_s"] for s in servers) / every
+        profile["server_encode"] = 1000 * sum(s["encode_s"] for s in servers) / every
+        profile["server_decode"] = 1000 * sum(s["decode_s"] for s in servers) / every
     return profile
 
 

@@ -254,7 +254,7 @@ Status Worker::Train(WorkerResult* result) {
   for (long long step = static_cast<long long>(first_step_); step < steps_; ++step) {
     const auto asked = Clock::now();
     SHOAL_RETURN_IF_ERROR(loader.Next(&b));
-    input_seconds_ += SecondsSince(asked);
+    times_.input += SecondsSince(asked);
     if (CheckpointDue(step)) SHOAL_RETURN_IF_ERROR(AskCheckpoint(step));
     SHOAL_RETURN_IF_ERROR(Step(step, b));
     const bool last = step + 1 == steps_;
@@ -328,13 +328,16 @@ Status Worker::Step(long long step, const Batch& b) {
   // step's time (the next forward pass would wait for them all the same).
   if (remote_ && DisplaysAfter(step)) SHOAL_RETURN_IF_ERROR(remote_->Settle());
   step_ms_.push_back(1000.0 * SecondsSince(t0));
-  step_seconds_ += step_ms_.back() / 1000.0;
-  if (step_ms_.size() == 1) first_step_layers_ = net_->LayerTimes(batch_);
+  times_.steps += step_ms_.back() / 1000.0;
   if (remote_) {
     const RemoteTable::Busy after = remote_->busy();
-    step_busy_.encode += after.encode - before.encode;
-    step_busy_.wait += after.wait - before.wait;
-    step_busy_.decode += after.decode - before.decode;
+    times_.busy.encode += after.encode - before.encode;
+    times_.busy.wait += after.wait - before.wait;
+    times_.busy.decode += after.decode - before.decode;
+  }
+  if (step_ms_.size() == 1) {
+    first_step_layers_ = net_->LayerTimes(batch_);
+    first_step_times_ = times_;
   }
   window_loss_ += loss;
   ++window_;
@@ -473,35 +476,41 @@ Status Worker::Finish(WorkerResult* result) {
                          {"train_seconds", train_seconds},
                          {"ms_per_step_median", result->ms_per_step_median},
                          {"final_loss", result->final_loss}};
-  // Where the steps' time went, over the steps this process ran; compute includes what the forward and
+  // Where the steps' time went, and each layer's time (PartitionedNet::LayerTimes), over
+  // layer_steps steps: those this process timed but the first, whose setup (kernels chosen,
+  // memory first touched) a step does not repeat. Compute includes what the forward and
   // backward passes wait for features of a group's other workers.
-  done["steps_timed"] = step_ms_.size();
-  done["time_s"] = {{"input", input_seconds_},
-                    {"steps", step_seconds_},
-                    {"compute", step_seconds_ - step_busy_.total()},
-                    {"encode", step_busy_.encode},
-                    {"wait_servers", step_busy_.wait},
-                    {"decode", step_busy_.decode}};
-  done["flops_per_step"] = net_->TrainingFlops(batch_);
-  // Each layer's time over the same steps but the first (PartitionedNet::LayerTimes),
-  // whose setup (kernels chosen, memory first touched) a step does not repeat.
-  std::vector<PartitionedNet::LayerTime> times = net_->LayerTimes(batch_);
+  std::vector<PartitionedNet::LayerTime> layer_times = net_->LayerTimes(batch_);
+  StepTimes t = times_;
   size_t layer_steps = step_ms_.size();
-  if (layer_steps > 1 && first_step_layers_.size() == times.size()) {
+  if (layer_steps > 1 && first_step_layers_.size() == layer_times.size()) {
     --layer_steps;
-    for (size_t i = 0; i < times.size(); ++i) {
-      times[i].forward_s -= first_step_layers_[i].forward_s;
-      times[i].backward_s -= first_step_layers_[i].backward_s;
+    for (size_t i = 0; i < layer_times.size(); ++i) {
+      layer_times[i].forward_s -= first_step_layers_[i].forward_s;
+      layer_times[i].backward_s -= first_step_layers_[i].backward_s;
     }
+    t.input -= first_step_times_.input;
+    t.steps -= first_step_times_.steps;
+    t.busy.encode -= first_step_times_.busy.encode;
+    t.busy.wait -= first_step_times_.busy.wait;
+    t.busy.decode -= first_step_times_.busy.decode;
   }
+  done["steps_timed"] = step_ms_.size();
   done["layer_steps"] = layer_steps;
+  done["time_s"] = {{"input", t.input},
+                    {"steps", t.steps},
+                    {"compute", t.steps - t.busy.total()},
+                    {"encode", t.busy.encode},
+                    {"wait_servers", t.busy.wait},
+                    {"decode", t.busy.decode}};
+  done["flops_per_step"] = net_->TrainingFlops(batch_);
   nlohmann::json& layers = done["layers"] = nlohmann::json::array();
-  for (const PartitionedNet::LayerTime& t : times)
-    layers.push_back({{"layer", t.name},
-                      {"type", t.type},
-                      {"forward_s", t.forward_s},
-                      {"backward_s", t.backward_s},
-                      {"flops_per_step", t.flops_per_step}});
+  for (const PartitionedNet::LayerTime& layer : layer_times)
+    layers.push_back({{"layer", layer.name},
+                      {"type", layer.type},
+                      {"forward_s", layer.forward_s},
+                      {"backward_s", layer.backward_s},
+                      {"flops_per_step", layer.flops_per_step}});
   done["kernels"] = {{"sgemm", SgemmBackend()},
                      {"onednn", OneDnnDescription()},
                      {"openblas_core", OpenBlasCore()},

@@ -149,9 +149,13 @@ class Worker {
   // plot accuracy against train_seconds.
   double eval_seconds_ = 0.0;
   // Where the steps' time went (the done record's time_s): waiting for
-  // batches, the steps themselves, and in them the parameter traffic.
-  double input_seconds_ = 0.0, step_seconds_ = 0.0;
-  RemoteTable::Busy step_busy_;
+  // batches, the steps themselves, and in them the parameter traffic; so
+  // far, and after this life's first step.
+  struct StepTimes {
+    double input = 0.0, steps = 0.0;
+    RemoteTable::Busy busy;
+  };
+  StepTimes times_, first_step_times_;
   // train.divergence_check: displays in a row at a uniform guess's loss, since which step.
   // Runs shorter than this are too short for CheckLearning to judge.
   static constexpr long long kShortestJudged = 30;
