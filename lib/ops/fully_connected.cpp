@@ -9,11 +9,8 @@
 namespace shoal {
 namespace {
 
-// Below this many multiply-adds a product runs on the calling thread alone.
-constexpr double kParallelMinMacs = 1 << 18;
-
 int MaxTasks(int batch, int in, int out) {
-  return static_cast<double>(batch) * in * out < kParallelMinMacs ? 1 : 1 << 30;
+  return static_cast<double>(batch) * in * out < kFullyConnectedParallelMacs ? 1 : 1 << 30;
 }
 
 }  // namespace

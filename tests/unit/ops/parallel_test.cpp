@@ -78,7 +78,8 @@ TEST_CASE("threaded convolution forward and backward equal the single-threaded o
 }
 
 TEST_CASE("threaded fully connected, relu and max pooling equal the single-threaded ones") {
-  const int batch = 37, in = 300, out = 70;
+  const int batch = 37, in = 700, out = 700;  // a product the threads split
+  static_assert(37.0 * 700 * 700 >= kFullyConnectedParallelMacs);
   const auto x = Random(batch * in, 11), w = Random(out * in, 12), b = Random(out, 13);
   const auto dy = Random(batch * out, 14);
   const PoolGeometry pg{5, 16, 16, 2, 2, 2};  // 2×2 windows, stride 2
@@ -126,7 +127,8 @@ TEST_CASE("threaded fully connected, relu and max pooling equal the single-threa
 
 TEST_CASE("fully connected in bf16, at 1 and 3 threads, computes on its inputs rounded to bfloat16" *
           doctest::skip(!Bf16Kernels())) {
-  const int batch = 37, in = 300, out = 70;
+  const int batch = 37, in = 700, out = 700;  // a product the threads split
+  static_assert(37.0 * 700 * 700 >= kFullyConnectedParallelMacs);
   const auto x = Random(batch * in, 11), w = Random(out * in, 12), b = Random(out, 13),
              dy = Random(batch * out, 14);
   auto rounded = [](std::vector<float> v) {
