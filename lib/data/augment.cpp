@@ -181,16 +181,31 @@ Status Augmenter::Apply(const std::vector<uint8_t>& stored, uint64_t key, uint64
     oy = draws.Between(0, image.height + 2 * c.crop_pad - out_h) - c.crop_pad;
   }
   const bool flip = training_ && c.mirror && draws.Coin();
+  // Output x reads image column x + ox (flipped: out_w − 1 − x + ox); the
+  // columns [x0, x1) of the output read inside the image, the rest is zeros.
   const int plane = out_h * out_w;
-  for (int y = 0; y < out_h; ++y) {
-    const int sy = y + oy;
-    for (int x = 0; x < out_w; ++x) {
-      const int sx = (flip ? out_w - 1 - x : x) + ox;
-      const bool inside = sy >= 0 && sy < image.height && sx >= 0 && sx < image.width;
-      const uint8_t* p =
-          inside ? image.pixels.data() + (static_cast<size_t>(sy) * image.width + sx) * channels : nullptr;
-      for (int ch = 0; ch < channels; ++ch)
-        out[ch * plane + y * out_w + x] = inside ? p[ch] * scale_[ch] + shift_[ch] : shift_[ch];
+  const int lo = std::clamp(flip ? out_w - 1 + ox - (image.width - 1) : -ox, 0, out_w);
+  const int hi = std::clamp(flip ? out_w + ox : image.width - ox, lo, out_w);
+  for (int ch = 0; ch < channels; ++ch) {
+    const float scale = scale_[ch], shift = shift_[ch];
+    for (int y = 0; y < out_h; ++y) {
+      float* __restrict row = out + static_cast<size_t>(ch) * plane + static_cast<size_t>(y) * out_w;
+      const int sy = y + oy;
+      if (sy < 0 || sy >= image.height) {
+        std::fill(row, row + out_w, shift);
+        continue;
+      }
+      const uint8_t* __restrict src =
+          image.pixels.data() + static_cast<size_t>(sy) * image.width * channels + ch;
+      std::fill(row, row + lo, shift);
+      if (flip)
+        for (int x = lo; x < hi; ++x)
+          row[x] = src[static_cast<size_t>(out_w - 1 - x + ox) * channels] * scale + shift;
+      else if (channels == 1)
+        for (int x = lo; x < hi; ++x) row[x] = src[x + ox] * scale + shift;
+      else
+        for (int x = lo; x < hi; ++x) row[x] = src[static_cast<size_t>(x + ox) * channels] * scale + shift;
+      std::fill(row + hi, row + out_w, shift);
     }
   }
   return Status::Ok();

@@ -95,6 +95,47 @@ TEST_CASE("random crops and flips are a function of the seed, the pass and the r
   CHECK(Apply(eval, record, 1, 0)[0] == 11.0f * (1.0f / 255.0f));  // the centre's top-left is (1, 1)
 }
 
+TEST_CASE("every random crop of a padded image, flipped or not, is its window with zeros outside") {
+  for (const int channels : {1, 3}) {
+    CAPTURE(channels);
+    AugmentConfig c;
+    c.random_crop = 4;
+    c.crop_pad = 3;  // windows reaching past the image on either side, wholly outside some rows
+    c.mirror = true;
+    c.center_crop = 4;
+    Augmenter a;
+    REQUIRE(Augmenter::Make(c, Raw(channels, 5, 6), true, 3, &a).ok());
+    const std::vector<uint8_t> record = Pixels(channels, 5, 6);
+    // The window at (ox, oy), flipped or not, as the crop defines it pixel by pixel.
+    auto window = [&](int ox, int oy, bool flip) {
+      std::vector<float> w;
+      for (int ch = 0; ch < channels; ++ch)
+        for (int y = 0; y < 4; ++y)
+          for (int x = 0; x < 4; ++x) {
+            const int sx = (flip ? 3 - x : x) + ox, sy = y + oy;
+            const bool inside = sx >= 0 && sx < 6 && sy >= 0 && sy < 5;
+            w.push_back(inside ? record[(sy * 6 + sx) * channels + ch] * (1.0f / 255.0f) : 0.0f);
+          }
+      return w;
+    };
+    std::set<std::vector<int>> found;
+    for (uint64_t key = 0; key < 200; ++key) {
+      const std::vector<float> out = Apply(a, record, key, 0);
+      bool matched = false;
+      for (int ox = -3; ox <= 5 && !matched; ++ox)
+        for (int oy = -3; oy <= 4 && !matched; ++oy)
+          for (const bool flip : {false, true})
+            if (window(ox, oy, flip) == out) {
+              found.insert({ox, oy, flip});
+              matched = true;
+              break;
+            }
+      CHECK_MESSAGE(matched, "record key " << key);
+    }
+    CHECK(found.size() > 40);  // the edges' windows among them
+  }
+}
+
 TEST_CASE(
     "a random resized crop of a JPEG record gives size × size, decoded at a smaller scale when it can") {
   Image image{96, 64, 3, std::vector<uint8_t>(96 * 64 * 3, 80)};
