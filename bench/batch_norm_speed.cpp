@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
+#include "core/median.h"
 #include "ops/batch_norm.h"
 #include "ops/blas.h"
 
@@ -18,11 +19,6 @@ using namespace shoal;
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
 
 // Writes a buffer larger than the last-level cache, so the next pass reads memory.
 void Evict() {

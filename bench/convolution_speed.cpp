@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "core/median.h"
 #include "ops/blas.h"
 #include "ops/convolution.h"
 #include "ops/onednn_convolution.h"
@@ -28,11 +29,6 @@ struct Case {
   const char* name;
   ConvGeometry g;
 };
-
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
 
 }  // namespace
 

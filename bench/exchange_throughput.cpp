@@ -24,6 +24,7 @@
 
 #include "comm/rpc_client.h"
 #include "config/job.h"
+#include "core/median.h"
 #include "plan/plan.h"
 #include "ps/server.h"
 
@@ -36,11 +37,6 @@ using Clock = std::chrono::steady_clock;
 int Fail(const std::string& what) {
   std::fprintf(stderr, "exchange_throughput: %s\n", what.c_str());
   return 1;
-}
-
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
 }
 
 // A loopback port free now (the listener takes it a moment later).

@@ -11,6 +11,7 @@
 #include <set>
 
 #include "core/json_text.h"
+#include "core/median.h"
 #include "plan/calibrate.h"
 #include "plan/cost_model.h"
 #include "plan/planner.h"
@@ -318,11 +319,6 @@ RateFit::Network FitBandwidth(const std::vector<Priced>& runs, ClusterProfile* p
   }
   *profile = AtBandwidth(*profile, std::exp((a + b) / 2));
   return at_end ? RateFit::Network::kFittedAtEnd : RateFit::Network::kFitted;
-}
-
-double Median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  return values[values.size() / 2];
 }
 
 }  // namespace

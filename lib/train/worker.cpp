@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "core/log.h"
+#include "core/median.h"
 #include "device/cuda_device.h"
 #include "device/host_device.h"
 #include "ops/blas.h"
@@ -467,9 +468,7 @@ Status Worker::Evaluate(long long step, bool final, nlohmann::json* record, Work
 Status Worker::Finish(WorkerResult* result) {
   const double train_seconds = SecondsSince(start_);
   result->steps = steps_;
-  std::vector<double> sorted = step_ms_;
-  std::sort(sorted.begin(), sorted.end());
-  result->ms_per_step_median = sorted.empty() ? 0.0 : sorted[sorted.size() / 2];
+  result->ms_per_step_median = Median(step_ms_);
   nlohmann::json done = {{"event", "done"},
                          {"worker", options_.id},
                          {"steps", steps_},
