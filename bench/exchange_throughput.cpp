@@ -17,6 +17,7 @@
 #include <cstdio>
 #include <cstring>
 #include <future>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
@@ -123,13 +124,13 @@ int main(int argc, char** argv) {
   s = server.Start();
   if (!s.ok()) return Fail(s.ToString());
   auto served = std::async(std::launch::async, [&] { return server.Run(); });
-  RpcClient client;
-  s = client.Dial(options.endpoints[0], 60000);
+  auto client = std::make_unique<RpcClient>();
+  s = client->Dial(options.endpoints[0], 60000);
   if (!s.ok()) return Fail(s.ToString());
   // A worker's first request is a join (incarnation 1: this process's only life).
   {
     Reply joined;
-    s = client.Call({MsgType::kJoin, plan.hash_value(), kJoinWhereTheServerIs, 0, 1}, {}, &joined);
+    s = client->Call({MsgType::kJoin, plan.hash_value(), kJoinWhereTheServerIs, 0, 1}, {}, &joined);
     if (!s.ok()) return Fail(s.ToString());
   }
 
@@ -158,9 +159,9 @@ int main(int argc, char** argv) {
     const auto t0 = Clock::now();
     for (int i = 0; i < rounds; ++i, ++step) {
       Reply reply;
-      Status st = client.Call({MsgType::kUpdateGet, plan.hash_value(), step, 0, 1}, entries, &reply);
+      Status st = client->Call({MsgType::kUpdateGet, plan.hash_value(), step, 0, 1}, entries, &reply);
       if (!st.ok()) return -1;
-      client.Recycle(&reply);  // as a worker does, once it has the values
+      client->Recycle(&reply);  // as a worker does, once it has the values
     }
     return std::chrono::duration<double>(Clock::now() - t0).count();
   };
@@ -177,8 +178,10 @@ int main(int argc, char** argv) {
   }
   nng_close(raw);
   Reply reply;
-  s = client.Call({MsgType::kDone, plan.hash_value(), 0, 0, 1}, {}, &reply);
+  s = client->Call({MsgType::kDone, plan.hash_value(), 0, 0, 1}, {}, &reply);
   if (!s.ok()) return Fail(s.ToString());
+  reply.Reset();
+  client.reset();  // the server ends once its worker has hung up
   s = served.get();
   if (!s.ok()) return Fail(s.ToString());
 
