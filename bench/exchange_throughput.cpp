@@ -26,6 +26,7 @@
 #include "comm/rpc_client.h"
 #include "config/job.h"
 #include "core/median.h"
+#include "core/memory_tuning.h"
 #include "plan/plan.h"
 #include "ps/server.h"
 
@@ -96,6 +97,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: %s FLOATS [ROUNDS] [REPEATS]\n", argv[0]);
     return 2;
   }
+  KeepLargeAllocations();  // as dl-server and dl-worker do, for both sides
   const long long floats = std::stoll(argv[1]);
   const int rounds = argc > 2 ? std::stoi(argv[2]) : 20;
   const int repeats = argc > 3 ? std::stoi(argv[3]) : 5;
