@@ -65,8 +65,9 @@ Each row keeps the chosen kernels, the probe's figures, the facts both sides rep
 of what they computed with (peers/common.py's kernels(), dl-worker's "kernels") and each
 side's spread over its pairs.
 
-Each row runs its sides alternately (shoal, peer, shoal, peer, …: --repeats pairs), so
-a shared machine's drift weighs on both alike; pair i of a single, gpu, bsp or tta row
+Each row runs its sides alternately (shoal, peer, shoal, peer, …: --repeats pairs, and
+up to --wide-repeats where a row's pair ratios stray more than 10% from their median),
+so a shared machine's drift weighs on both alike; pair i of a single, gpu, bsp or tta row
 runs both sides with seed i (the initial parameters and the data order), so a
 time-to-accuracy row is measured over as many draws as pairs. A row's ratio is the
 median of its pairs' ratios, with their range, and the JSON keeps every pair. Under
@@ -77,7 +78,7 @@ update, encode and decode, from the processes' own counters (`time_s`, `handle_s
 time and over the whole step, as fractions of one thread's sgemm rate (`dl-plan calibrate`,
 measured once a bench run) times its compute threads. Under each time-to-accuracy row,
 each pair's steps to the target.
-Usage: bench/run.sh [--rows single,bsp,tta,bf16,rbm,char-rnn,convnets,images,png,exchange,gpu,gpu-convnets] [--models mlp,cnn] [--repeats N] [--steps N]
+Usage: bench/run.sh [--rows single,bsp,tta,bf16,rbm,char-rnn,convnets,images,png,exchange,gpu,gpu-convnets] [--models mlp,cnn] [--repeats N] [--wide-repeats N] [--steps N]
 """
 import argparse, itertools, json, math, os, signal, statistics, subprocess, sys, tempfile, time
 
@@ -627,7 +628,9 @@ def image_rows(b, a):
             ("images: shard JPEGs (resize 256, crop 224, JPEG)", shoal_shard, pil_shard, 2.0),
             ("images: load for training (crop 224, flip, normalise)", shoal_loader, torch_loader, 1.5)):
         for t in (1, 2):
-            pairs = [pair(shoal(t), peer(t)) for _ in range(a.repeats)]
+            pairs = []
+            while not enough(a, [[x["ratio"] for x in pairs]]):
+                pairs.append(pair(shoal(t), peer(t)))
             yield summarise(f"{case}, {t} thread(s)", {"threads": t, "unit": "img/s", "target": target,
                                                        "higher_is_better": True}, pairs)
 
@@ -647,7 +650,8 @@ def png_rows(b, a):
 
     for t in (1, 2):
         pairs = []
-        for i in range(a.repeats):
+        while not enough(a, [[x["ratio"] for x in pairs]]):
+            i = len(pairs)
             shoal = side([b.tool("dl-shard"), "--images", train, "--out", os.path.join(b.tmp, f"png-{t}-{i}"),
                           "--shards", "1", "--threads", str(t), "--store", "raw"])
             peer = side(b.peer_command("pil_shard.py", [train, "--out", os.path.join(b.tmp, f"pil-png-{t}-{i}"),
@@ -669,17 +673,35 @@ def exchange_rows(a):
                "pairs": [{"ratio": x} for x in r["ratios"]]}
 
 
+WIDE = 0.10
+
+
+def enough(a, ratios):
+    """Whether the pairs measured so far are enough for their row(s), each given by its
+    pair ratios: --repeats of them, and --wide-repeats where any row's ratios stray more
+    than WIDE from their median (a noisy row gets more pairs, not a luckier median)."""
+    done = len(ratios[0])
+    if done < a.repeats:
+        return False
+    if done >= a.wide_repeats:
+        return True
+    return not any(min(r) < (1 - WIDE) * statistics.median(r) or max(r) > (1 + WIDE) * statistics.median(r)
+                   for r in ratios)
+
+
 def pair(shoal, peer, **extra):
     return dict(extra, shoal=shoal, peer=peer, ratio=shoal / peer)
 
 
 def alternated(b, a, shoal, peer):
-    """{threads: ([(shoal's result, peer's result)] x repeats, both sides' kernels)} at 1
+    """{threads: ([(shoal's result, peer's result)] x pairs, both sides' kernels)} at 1
     and 2 threads, the sides run alternately; a result is a tuple whose first item is ms
     per step."""
     runs = {}
     for t in (1, 2):
-        pairs = [(shoal(t), peer(t)) for _ in range(a.repeats)]
+        pairs = []
+        while not enough(a, [[s[0] / p[0] for s, p in pairs]]):
+            pairs.append((shoal(t), peer(t)))
         runs[t] = (pairs, dict(b.facts))
     return runs
 
@@ -754,12 +776,14 @@ def figure_and_details(side):
     return side if isinstance(side, tuple) else (side, None)
 
 
-def measure(b, case, fields, peer, variants, repeats):
-    """Alternates the sides, `repeats` times: each shoal variant, then the peer, ...
+def measure(b, a, case, fields, peer, variants):
+    """Alternates the sides until enough() pairs: each shoal variant, then the peer, ...
     Pair i runs both sides with seed i (initial parameters and data order): a
     time-to-accuracy row's median is then over draws, not over one draw's timing."""
     pairs = {v: [] for v in variants}
-    for seed in range(1, repeats + 1):
+    seed = 0
+    while not enough(a, [[x["ratio"] for x in ps] for ps in pairs.values()]):
+        seed += 1
         shoal = {v: fn(seed) for v, fn in list(variants.items())[:1]}
         p = peer(seed)
         shoal.update({v: fn(seed) for v, fn in list(variants.items())[1:]})
@@ -781,6 +805,8 @@ def main():
                     type=lambda s: s.split(","))
     ap.add_argument("--models", default="mlp,cnn", type=lambda s: s.split(","))
     ap.add_argument("--repeats", type=int, default=3, help="shoal/peer pairs per row (at least 3 for a range)")
+    ap.add_argument("--wide-repeats", type=int, default=5,
+                    help="pairs of a row whose pair ratios stray more than 10%% from their median")
     ap.add_argument("--steps", type=int, default=200, help="timed steps of a ms/step row")
     ap.add_argument("--target-accuracy", type=float, default=0.88, help="of the time-to-accuracy rows")
     ap.add_argument("--rnn-steps", type=int, default=200, help="steps of the char-RNN rows")
@@ -798,7 +824,7 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         b = Bench(a, tmp)
         measured = (r for row in itertools.chain(rows(b, a), gpu_convnet_rows(b, a) if "gpu-convnets" in a.rows else ())
-                    for r in measure(b, *row, a.repeats))
+                    for r in measure(b, a, *row))
         for r in itertools.chain(measured, rbm_rows(b, a) if "rbm" in a.rows else (),
                                  char_rnn_rows(b, a) if "char-rnn" in a.rows else (),
                                  convnet_rows(b, a) if "convnets" in a.rows else (),
