@@ -43,3 +43,17 @@ expect_failure 1 "cannot read the bench run .*cut.json" python3 "$report" "$tmp/
 echo '{"commit": "abc1234"}' >"$tmp/other.json"
 expect_failure 1 "other.json is not a bench run .*'rows'" python3 "$report" "$tmp/other.json"
 ok "a cut file and one that is not a bench run are refused, named"
+
+# compare_peers.py: a row gets --repeats pairs, and up to --wide-repeats while any of its ratios strays
+# more than 10% from their median.
+python3 - "$root/bench" <<'PY' || fail "compare_peers.enough() measures too few or too many pairs (above)"
+import sys, types
+sys.path.insert(0, sys.argv[1])
+from compare_peers import enough
+a = types.SimpleNamespace(repeats=3, wide_repeats=5)
+assert not enough(a, [[]]) and not enough(a, [[1.0, 1.0]])
+assert enough(a, [[1.0, 1.05, 0.95]])
+assert not enough(a, [[1.0, 1.2, 0.95]]) and not enough(a, [[1.0, 1.0, 1.0], [1.0, 0.8, 1.0]])
+assert enough(a, [[1.0, 1.2, 0.95, 1.0, 1.3]])
+PY
+ok "three pairs for a steady row, five for one whose pairs spread more than 10%"
