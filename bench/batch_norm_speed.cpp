@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
+#include "args.h"
 #include "core/median.h"
 #include "ops/batch_norm.h"
 #include "ops/blas.h"
@@ -37,9 +38,9 @@ double TimeMs(const Fn& fn) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const int threads = argc > 1 ? std::atoi(argv[1]) : 1;
-  const int repeats = argc > 2 ? std::max(1, std::atoi(argv[2])) : 15;
-  const int batch = argc > 3 ? std::max(1, std::atoi(argv[3])) : 128;
+  const int threads = bench::IntArg(argc, argv, 1, "THREADS", 1, 1, 1024);
+  const int repeats = bench::IntArg(argc, argv, 2, "REPEATS", 15, 1, 1000000);
+  const int batch = bench::IntArg(argc, argv, 3, "BATCH", 128, 1, 65536);
   SetComputeThreads(threads);
   struct Case {
     const char* name;

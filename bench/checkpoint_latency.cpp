@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "args.h"
 #include "comm/rpc_client.h"
 #include "config/job.h"
 #include "plan/plan.h"
@@ -39,8 +40,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: %s JOB.yaml CKPT_DIR [STEPS] [EVERY]\n", argv[0]);
     return 2;
   }
-  const int steps = argc > 3 ? std::stoi(argv[3]) : 60;
-  const int every = argc > 4 ? std::stoi(argv[4]) : 5;
+  const int steps = bench::IntArg(argc, argv, 3, "STEPS", 60, 1, 100000000);
+  const int every = bench::IntArg(argc, argv, 4, "EVERY", 5, 1, 100000000);
   JobConfig job;
   Status s = LoadJobFile(argv[1],
                          {"cluster.nworkers_per_group=1", "train.checkpoint_every=" + std::to_string(every),

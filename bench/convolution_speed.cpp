@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "args.h"
 #include "core/median.h"
 #include "ops/blas.h"
 #include "ops/convolution.h"
@@ -33,9 +34,9 @@ struct Case {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const int threads = argc > 1 ? std::atoi(argv[1]) : 1;
-  const int repeats = argc > 2 ? std::max(1, std::atoi(argv[2])) : 5;
-  const int batch = argc > 3 ? std::max(1, std::atoi(argv[3])) : 64;
+  const int threads = bench::IntArg(argc, argv, 1, "THREADS", 1, 1, 1024);
+  const int repeats = bench::IntArg(argc, argv, 2, "REPEATS", 5, 1, 1000000);
+  const int batch = bench::IntArg(argc, argv, 3, "BATCH", 64, 1, 65536);
   SetComputeThreads(threads);
   const Case cases[] = {
       {"fashion-cnn conv2: 32 -> 64, 5x5 pad 2, 14x14", {32, 14, 14, 64, 5, 1, 2}},

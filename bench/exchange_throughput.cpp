@@ -23,6 +23,7 @@
 #include <thread>
 #include <vector>
 
+#include "args.h"
 #include "comm/rpc_client.h"
 #include "config/job.h"
 #include "core/median.h"
@@ -98,9 +99,9 @@ int main(int argc, char** argv) {
     return 2;
   }
   KeepLargeAllocations();  // as dl-server and dl-worker do, for both sides
-  const long long floats = std::stoll(argv[1]);
-  const int rounds = argc > 2 ? std::stoi(argv[2]) : 20;
-  const int repeats = argc > 3 ? std::stoi(argv[3]) : 5;
+  const long long floats = bench::NumberArg(argc, argv, 1, "FLOATS", 0, 1, 1LL << 30);
+  const int rounds = bench::IntArg(argc, argv, 2, "ROUNDS", 20, 1, 1000000);
+  const int repeats = bench::IntArg(argc, argv, 3, "REPEATS", 5, 1, 1000);
   // One fully connected layer of 1024 inputs, as wide as FLOATS asks: its
   // weights and bias are the tensor that travels, in one slice.
   const long long outputs = std::max(1LL, floats / 1025);

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "args.h"
 #include "config/job.h"
 #include "data/shard.h"
 #include "train/batch_loader.h"
@@ -37,10 +38,10 @@ int main(int argc, char** argv) {
     return 2;
   }
   const std::string dir = argv[1];
-  const int threads = argc > 2 ? std::max(1, std::atoi(argv[2])) : 1;
-  const int batch = argc > 3 ? std::max(1, std::atoi(argv[3])) : 64;
-  const int size = argc > 4 ? std::max(1, std::atoi(argv[4])) : 224;
-  const int batches = argc > 5 ? std::max(1, std::atoi(argv[5])) : 50;
+  const int threads = bench::IntArg(argc, argv, 2, "THREADS", 1, 1, 1024);
+  const int batch = bench::IntArg(argc, argv, 3, "BATCH", 64, 1, 65536);
+  const int size = bench::IntArg(argc, argv, 4, "SIZE", 224, 1, 65536);
+  const int batches = bench::IntArg(argc, argv, 5, "BATCHES", 50, 1, 1000000);
 
   Manifest manifest;
   if (Status s = LoadManifest(dir, &manifest); !s.ok()) return Fail(s);
