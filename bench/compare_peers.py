@@ -817,6 +817,8 @@ def main():
     ap.add_argument("--bf16-steps", type=int, default=938, help="steps before the bf16 rows' accuracies (an epoch)")
     ap.add_argument("--tta-max-steps", type=int, default=4000, help="steps a time-to-accuracy run may take")
     a = ap.parse_args()
+    if a.repeats < 1:
+        ap.error(f"--repeats must be at least 1, not {a.repeats}")
     commit = subprocess.run(["git", "-C", a.root, "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
     result = {"commit": commit, "steps": a.steps, "repeats": a.repeats, "cpu": cpu_model(), "host_cpus": os.cpu_count(),
               "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "rows": []}
