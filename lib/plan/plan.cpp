@@ -202,37 +202,58 @@ Status AddLayers(const Net& net, const Partition& partition, int m, Plan* plan) 
   return Status::Ok();
 }
 
-// Cuts every parameter into slices and gives them to the servers. Each
-// server group holds a whole copy; the first group's slices are the ones a
-// parameter lists (and the ones checkpoints hold). Each server holds 1/S of
-// every range a rank holds, in slices of at most slice_floats: the servers'
-// shares are equal, and every worker updates every server at every step
-// (asynchronous servers count versions by the updates they take).
-void AddSlices(const ClusterConfig& c, int m, Plan* plan) {
+// Every slice of the plan, in key order: each server group holds a whole
+// copy, and each server holds 1/S of every range a rank holds, in slices of
+// at most slice_floats. `slice(group, param, offset, count, server)`.
+template <typename Slice>
+void ForEachSlice(const ClusterConfig& c, int m, const Plan& plan, Slice slice) {
   const int per_group = c.nservers_per_group;
   for (int group = 0; group < c.nserver_groups; ++group) {
-    for (size_t p = 0; p < plan->params.size(); ++p) {
-      ParamPlan& pp = plan->params[p];
+    for (size_t p = 0; p < plan.params.size(); ++p) {
       size_t begin = 0;
-      for (size_t end : RankBoundaries(*plan, pp, m)) {
+      for (size_t end : RankBoundaries(plan, plan.params[p], m)) {
         for (int piece = 0; piece < per_group; ++piece) {
           const Range part = SplitRange(end - begin, per_group, piece);
-          for (size_t offset = begin + part.begin; offset < begin + part.end; offset += c.slice_floats) {
-            SlicePlan s;
-            s.key = static_cast<uint32_t>(plan->slices.size());
-            s.param = pp.name;
-            s.offset = offset;
-            s.count = std::min<size_t>(c.slice_floats, begin + part.end - offset);
-            s.param_index = p;
-            s.server = group * per_group + piece;
-            if (group == 0) pp.slices.push_back(s.key);
-            plan->slices.push_back(s);
-          }
+          for (size_t offset = begin + part.begin; offset < begin + part.end; offset += c.slice_floats)
+            slice(group, p, offset, std::min<size_t>(c.slice_floats, begin + part.end - offset),
+                  group * per_group + piece);
         }
         begin = end;
       }
     }
   }
+}
+
+// Cuts every parameter into slices and gives them to the servers (see
+// ForEachSlice); the first group's slices are the ones a parameter lists
+// (and the ones checkpoints hold). The servers' shares are equal, and every
+// worker updates every server at every step (asynchronous servers count
+// versions by the updates they take). Fails, before it makes any, where the
+// slices would be more than kMaxPlanSlices.
+Status AddSlices(const ClusterConfig& c, int m, Plan* plan) {
+  size_t count = 0, floats = 0;  // counted, not made: a tiny slice_floats would ask for millions
+  ForEachSlice(c, m, *plan, [&](int, size_t, size_t, size_t n, int) {
+    ++count;
+    floats += n;
+  });
+  if (count > kMaxPlanSlices)
+    return Status::InvalidArgument(
+        "cluster.slice_floats " + std::to_string(c.slice_floats) + " cuts the parameters' " +
+        std::to_string(floats) + " floats into " + std::to_string(count) + " slices, more than the " +
+        std::to_string(kMaxPlanSlices) + " a plan holds: a larger cluster.slice_floats");
+  plan->slices.reserve(count);
+  ForEachSlice(c, m, *plan, [&](int group, size_t p, size_t offset, size_t n, int server) {
+    SlicePlan s;
+    s.key = static_cast<uint32_t>(plan->slices.size());
+    s.param = plan->params[p].name;
+    s.offset = offset;
+    s.count = n;
+    s.param_index = p;
+    s.server = server;
+    if (group == 0) plan->params[p].slices.push_back(s.key);
+    plan->slices.push_back(s);
+  });
+  return Status::Ok();
 }
 
 }  // namespace
@@ -268,7 +289,7 @@ Status MakePlan(const JobConfig& job, const PlanOptions& options, const Partitio
     plan->params.push_back({p->name, p->shape, p->init, {}, p->lr_mult, p->role});
   }
   SHOAL_RETURN_IF_ERROR(IndexPlan(plan));
-  AddSlices(c, m, plan);
+  SHOAL_RETURN_IF_ERROR(AddSlices(c, m, plan));
   for (int i = 0; i < c.servers(); ++i) plan->servers.push_back({i, ""});
   // Statistics summed over every worker's batch need the workers in step
   // (BSP), each with its own records whole (groups of one), and their endpoints.

@@ -104,10 +104,15 @@ inline constexpr double kMaxProcessBytes = 64.0 * (1u << 30);
 // server's or a worker's failed allocation.
 Status CheckPlanMemory(const Plan& plan);
 
+// The most slices a plan may cut its parameters into (cluster.slice_floats
+// sets their size): more would make a plan larger than its readers take.
+inline constexpr size_t kMaxPlanSlices = size_t{1} << 20;
+
 // The plan for a partition: parameters cut into slices of at most
 // cluster.slice_floats (and where a partitioned layer's ranks divide them),
 // each server holding 1/S of every range; the workers in groups with their
-// endpoints.
+// endpoints. Fails, naming the setting, where the slices would be more than
+// kMaxPlanSlices.
 Status MakePlan(const JobConfig& job, const PlanOptions& options, const Partition& partition, Plan* plan);
 // Every layer on partition_dim 0, in groups of one.
 Status MakeDataParallelPlan(const JobConfig& job, const PlanOptions& options, Plan* plan);

@@ -150,6 +150,22 @@ TEST_CASE("a small slice_floats cuts parameters into slices; each server holds 1
   }
 }
 
+TEST_CASE("a slice_floats that would cut more than kMaxPlanSlices slices is refused, none made") {
+  // Slices of one float: the MLP's 235,146 fit; with fc1 of 2048 outputs, 1,871,242 do not.
+  JobConfig job;
+  REQUIRE(ParseJob(MlpJob("{nworkers_per_group: 1, slice_floats: 1}"), "mlp.yaml", &job).ok());
+  Plan plan;
+  REQUIRE(MakeDataParallelPlan(job, PlanOptions(), &plan).ok());
+  CHECK(plan.slices.size() == 235146);
+  std::string wide = MlpJob("{nworkers_per_group: 1, slice_floats: 1}");
+  wide.replace(wide.find("num_output: 256"), 15, "num_output: 2048");
+  REQUIRE(ParseJob(wide, "mlp.yaml", &job).ok());
+  const Status s = MakeDataParallelPlan(job, PlanOptions(), &plan);
+  CHECK(s.IsInvalidArgument());
+  CHECK(s.message().find("cluster.slice_floats 1 cuts the parameters' 1871242 floats into 1871242 slices") !=
+        std::string::npos);
+}
+
 TEST_CASE("with the default slice size the servers' shares are equal") {
   for (int servers : {2, 3, 8}) {
     INFO(servers << " servers");
