@@ -167,11 +167,41 @@ int List(const Flags& f) {
   return s.ok() ? Print(CheckpointDirToJson(scan)) : Fail(s);
 }
 
+// Where merge or export may write `out`: not over a file it read, and not
+// into a directory of checkpoints it read (one given, or one holding a
+// server file it read, for a .ckpt), where the file would join the sets that
+// servers resume from and `verify` checks.
+Status CheckOutput(const std::string& out, const std::vector<std::string>& paths,
+                   const std::vector<std::string>& files) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path where = fs::absolute(out, ec).parent_path();
+  auto same = [](const fs::path& a, const fs::path& b) {
+    std::error_code e;
+    return fs::equivalent(a, b, e);
+  };
+  for (const std::string& file : files)
+    if (same(out, file))
+      return Status::InvalidArgument("--out '" + out + "' is '" + file +
+                                     "', which it reads: write elsewhere");
+  for (const std::string& path : paths)
+    if (fs::is_directory(path, ec) && same(where, path))
+      return Status::InvalidArgument("--out '" + out + "' lies in the checkpoint directory '" + path +
+                                     "': write elsewhere");
+  if (fs::path(out).extension() == ".ckpt")
+    for (const std::string& file : files)
+      if (same(where, fs::absolute(file, ec).parent_path()))
+        return Status::InvalidArgument("--out '" + out + "' lies beside the checkpoint '" + file +
+                                       "', where it would join its sets: write elsewhere");
+  return Status::Ok();
+}
+
 // merge, or export: one step's whole parameters, written as a checkpoint or in another format.
 int MergeOrExport(const Flags& f, bool merge) {
   Checkpoint merged;
   std::vector<std::string> files;
   Status s = LoadModel(f.paths, f.step, &merged, &files);
+  if (s.ok()) s = CheckOutput(f.out, f.paths, files);
   nlohmann::json report;
   if (s.ok() && merge) {
     s = WriteCheckpoint(f.out, merged);

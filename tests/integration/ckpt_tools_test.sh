@@ -52,6 +52,18 @@ expect_failure 1 "step 300 is incomplete: missing server 1 \(of 2\)" \
 expect_failure 1 "is at step 200" \
   "$bin/dl-ckpt" merge "$ckpt/server-0-step-0000000300.ckpt" "$ckpt/server-1-step-0000000200.ckpt" -o "$tmp/mixed.ckpt"
 ok "merge refuses an incomplete set and mixed steps, naming them"
+newest=$ckpt/server-0-step-0000000300.ckpt
+cp "$newest" "$tmp/newest.ckpt"
+expect_failure 1 "is '.*server-0-step-0000000300.ckpt', which it reads" \
+  "$bin/dl-ckpt" merge "$ckpt" -o "$newest"
+expect_failure 1 "is '.*server-0-step-0000000300.ckpt', which it reads" \
+  "$bin/dl-ckpt" export "$newest" "$ckpt/server-1-step-0000000300.ckpt" --format npz -o "$newest"
+expect_failure 1 "lies in the checkpoint directory" "$bin/dl-ckpt" export "$ckpt" -o "$ckpt/model.npz"
+expect_failure 1 "lies beside the checkpoint .*, where it would join its sets" \
+  "$bin/dl-ckpt" merge "$newest" "$ckpt/server-1-step-0000000300.ckpt" -o "$ckpt/../ckpt/merged.ckpt"
+cmp -s "$newest" "$tmp/newest.ckpt" || fail "a refused merge or export changed the checkpoint it read"
+"$bin/dl-ckpt" verify "$ckpt" >/dev/null || fail "the checkpoint directory does not verify after the refusals"
+ok "merge and export refuse to write over what they read or into its checkpoint directory"
 
 # export: npz and safetensors, read back by NumPy with the parameters' shapes.
 "$bin/dl-ckpt" export "$tmp/model.ckpt" -o "$tmp/model.npz" >/dev/null || fail "export npz failed"
