@@ -192,21 +192,26 @@ class Workers {
 };
 
 // Finds the records' channels and (raw) size from the first record that reads.
+// Fails naming the first record's reason where none reads.
 Status Probe(const std::vector<Slot>& slots, const ImageShardOptions& o, Form* form) {
+  Status first;
   for (const Slot& slot : slots) {
     Image image, scaled;
     int32_t label;
-    if (!slot.source->Read(slot.index, o.channels, &image, &label).ok()) continue;
-    form->channels = image.channels;
-    if (o.resize > 0) {
-      if (!ResizeShorterSide(image, o.resize, &scaled).ok()) continue;  // Make names it
-      std::swap(image, scaled);
+    Status s = slot.source->Read(slot.index, o.channels, &image, &label);
+    if (s.ok() && o.resize > 0) s = ResizeShorterSide(image, o.resize, &scaled);
+    if (!s.ok()) {
+      if (first.ok()) first = s;
+      continue;
     }
+    form->channels = image.channels;
+    if (o.resize > 0) std::swap(image, scaled);
     form->width = o.center_crop > 0 ? o.center_crop : image.width;
     form->height = o.center_crop > 0 ? o.center_crop : image.height;
     return Status::Ok();
   }
-  return Status::InvalidArgument("no record could be read");
+  return Status::InvalidArgument("none of the " + std::to_string(slots.size()) +
+                                 " images could be read; the first: " + first.ToString());
 }
 
 // The shard files of one call, removed unless the call completes.
@@ -285,6 +290,12 @@ Status ShardImages(const RecordSource& train, const RecordSource* test, const Im
   const auto start = Clock::now();
   SHOAL_RETURN_IF_ERROR(CheckOptions(train, o));
   const std::vector<Slot> slots = Arrange(train, test, o);
+  const auto training = static_cast<uint64_t>(
+      std::count_if(slots.begin(), slots.end(), [](const Slot& s) { return s.split == Split::kTrain; }));
+  if (static_cast<uint64_t>(o.shards) > training)
+    return Status::InvalidArgument("--shards must be in 1.." + std::to_string(training) +
+                                   " (one training image per shard at least), got " +
+                                   std::to_string(o.shards));
   Form form;
   SHOAL_RETURN_IF_ERROR(Probe(slots, o, &form));
   Manifest m;
@@ -341,7 +352,14 @@ Status ShardImages(const RecordSource& train, const RecordSource* test, const Im
   SHOAL_RETURN_IF_ERROR(out.Finish(&m));
   report->train = 0;
   for (const ShardInfo& s : m.train) report->train += s.records;
-  if (report->train == 0) return Status::InvalidArgument("no training record could be read");
+  const std::string skipped =
+      std::to_string(report->skipped) + " images could not be read" +
+      (report->first_skipped.empty() ? "" : " (the first: " + report->first_skipped[0] + ")");
+  if (report->train == 0) return Status::InvalidArgument("no training record could be read: " + skipped);
+  for (const ShardInfo& s : m.train)
+    if (s.records == 0)
+      return Status::InvalidArgument("training shard '" + s.file + "' would hold no record: " + skipped +
+                                     "; fewer --shards");
   report->val = m.val ? m.val->records : 0;
   report->test = m.test.records;
   for (int ch = 0; ch < form.channels; ++ch) {

@@ -143,6 +143,17 @@ ok "a truncated JPEG, a zero-byte file and a PNG claiming 100000 x 100000 are sk
 expect_failure 1 "c0/(truncated.jpg|empty.png|huge.png)': [a-z]" "$bin/dl-shard" --images "$tmp/bad" --out "$tmp/strict" --shards 1 --strict --store jpeg
 [[ ! -e "$tmp/strict" ]] || [[ -z "$(ls -A "$tmp/strict")" ]] || fail "--strict left files: $(ls "$tmp/strict")"
 ok "--strict stops at the first bad image, naming it, and leaves nothing"
+expect_failure 1 "--shards must be in 1\.\.3 \(one training image per shard at least\), got 1000" \
+  "$bin/dl-shard" --images "$tmp/bad" --out "$tmp/too-many" --shards 1000 --store jpeg --test-fraction 0.4
+# Three training images, at least one of them bad, dealt to three shards.
+expect_failure 1 "training shard 'train-0000[0-2].shard' would hold no record: 3 images could not be read \(the first: .*c0/.*\); fewer --shards" \
+  "$bin/dl-shard" --images "$tmp/bad" --out "$tmp/some-empty" --shards 3 --store jpeg --test-fraction 0.4
+[[ -z "$(ls -A "$tmp/some-empty" 2>/dev/null)" ]] || fail "a refused sharding left files: $(ls "$tmp/some-empty")"
+mkdir -p "$tmp/all-bad/c0" "$tmp/all-bad/c1"
+cp "$bad/truncated.jpg" "$tmp/all-bad/c0/" && : >"$tmp/all-bad/c1/empty.png"
+expect_failure 1 "none of the 2 images could be read; the first: .*all-bad/c[01]/(truncated.jpg|empty.png)': [a-z]" \
+  "$bin/dl-shard" --images "$tmp/all-bad" --out "$tmp/all-bad-shards" --shards 1
+ok "more shards than training images, a shard left empty by bad images, and no readable image are refused, named"
 
 mkdir -p "$tmp/many"
 (cd "$tmp/many" && seq -f "class%06g" 0 99999 | xargs mkdir)
