@@ -32,6 +32,22 @@ CLI::CheckedTransformer ChoiceOf() {
   return CLI::CheckedTransformer(by_name);
 }
 
+// An option's number above zero (strictly) or from zero, with a message
+// that says so; CLI11's PositiveNumber quotes the largest double instead.
+inline CLI::Validator NumberFromZero(bool strictly) {
+  const std::string bound = strictly ? "more than 0" : "0 or more";
+  return CLI::Validator(
+      [strictly, bound](std::string& text) -> std::string {
+        double value = 0;
+        if (!CLI::detail::lexical_cast(text, value)) return "'" + text + "' is not a number";
+        const bool ok = strictly ? value > 0 : value >= 0;
+        return ok ? "" : "must be " + bound + ", not " + text;
+      },
+      strictly ? "POSITIVE" : "NONNEGATIVE");
+}
+inline CLI::Validator Positive() { return NumberFromZero(true); }
+inline CLI::Validator NotNegative() { return NumberFromZero(false); }
+
 template <typename Main>
 int GuardedMain(Main body, int argc, char** argv) {
   try {

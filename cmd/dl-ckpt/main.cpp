@@ -128,7 +128,7 @@ void AddOptions(CLI::App& app, Flags* f) {
   f->merge->add_option("paths", f->paths, "a checkpoint directory, or one step's server files")->required();
   f->merge->add_option("-o,--out", f->out, "merged checkpoint to write")->required()->check(a_file);
   f->merge->add_option("--step", f->step, "this step (default: the newest every server has)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(NotNegative());
   f->exp =
       app.add_subcommand("export", "parameter values as .npz or .safetensors (float32, by parameter name)");
   f->exp->add_option("paths", f->paths, "a checkpoint directory, one step's server files, or a merged file")
@@ -137,7 +137,7 @@ void AddOptions(CLI::App& app, Flags* f) {
   f->exp->add_option("--format", f->format, "npz | safetensors (default: from the file name)")
       ->check(CLI::IsMember({"npz", "safetensors"}));
   f->exp->add_option("--step", f->step, "with a directory: this step (default: the newest complete)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(NotNegative());
   // --with-velocity: its name from when momentum's velocity was the only state.
   f->exp->add_flag("--with-state,--with-velocity", f->with_state,
                    "also the updater's state (\"<param>@velocity\", \"<param>@exp_avg\", ...)");
@@ -151,7 +151,7 @@ void AddOptions(CLI::App& app, Flags* f) {
       ->required()
       ->check(a_file);
   f->resume->add_option("--step", f->step, "this step (default: the newest that verifies)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(NotNegative());
 }
 
 int Diff(const Flags& f) {

@@ -69,17 +69,17 @@ void AddPlanOptions(CLI::App& app, PlanFlags* f) {
                  "worker endpoints, one per worker, for groups of more than one (features between workers)")
       ->delimiter(',');
   app.add_option("--group-size", f->planner.group_size, "workers per group M (default: the planner chooses)")
-      ->check(CLI::PositiveNumber);
+      ->check(Positive());
   app.add_option("--base-port", f->options.base_port, "first loopback port when no endpoints are given")
       ->check(CLI::Range(1, 65535));
   app.add_option("--cluster", f->cluster_path, "cluster profile (YAML; default: loopback, 10 Gbit/s)");
   app.add_option(
          "--workers", f->planner.workers,
          "workers N to plan and write, sharing the job's step of records (default: the job's workers)")
-      ->check(CLI::PositiveNumber);
+      ->check(Positive());
   app.add_option("--servers", f->planner.servers,
                  "servers of their own per server group, planned and written (default: the job's)")
-      ->check(CLI::PositiveNumber);
+      ->check(Positive());
   app.add_option("--strategy", f->planner.strategy,
                  "optimal (default), data (every layer on the batch) or model")
       ->transform(ChoiceOf<Strategy>());
@@ -123,10 +123,9 @@ CLI::App* AddCalibrate(CLI::App& app, CalibrateFlags* f) {
                    "measured at once (default: loopback)")
       ->delimiter(',');
   calibrate->add_option("--serve", f->serve, "answer calibrations at this endpoint instead of measuring");
-  calibrate->add_option("--serve-seconds", f->serve_seconds, "how long --serve answers")
-      ->check(CLI::PositiveNumber);
+  calibrate->add_option("--serve-seconds", f->serve_seconds, "how long --serve answers")->check(Positive());
   calibrate->add_option("--nodes", f->calibration.nodes, "nodes of the cluster, written into the profile")
-      ->check(CLI::NonNegativeNumber);
+      ->check(NotNegative());
   calibrate->add_option("--name", f->calibration.name, "the profile's name");
   calibrate->add_option("--seconds", f->calibration.seconds_each, "time spent on each measurement")
       ->check(CLI::Range(0.01, 10.0));

@@ -21,11 +21,11 @@ int Main(int argc, char** argv) {
   app.add_option("--plan", plan_path, "plan.json written by dl-plan")->required();
   int flag_id = -1;
   app.add_option("--id", flag_id, "this server's id in the plan (default: SLURM_PROCID, or 0)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(NotNegative());
   app.add_option("--checkpoint-dir", options.checkpoint_dir, "where to write checkpoints (none if unset)");
   app.add_option("--keep", options.keep_checkpoints,
                  "checkpoints of this plan to keep (others in the directory are left alone)")
-      ->check(CLI::PositiveNumber);
+      ->check(Positive());
   app.add_option("--rescue-dir", options.rescue_dir,
                  "where the last checkpoint goes when --checkpoint-dir keeps failing (default: "
                  "shoal-rescue/ in the temporary directory, $TMPDIR or /tmp)");
@@ -34,7 +34,7 @@ int Main(int argc, char** argv) {
   int parent = 0;
   std::string incarnation;
   app.add_option("--parent", parent, "end when process PID (the supervisor that started this one) ends")
-      ->check(CLI::PositiveNumber);
+      ->check(Positive());
   app.add_option("--incarnation", incarnation,
                  "the supervisor's name for this life of the server; a shutdown request must carry it "
                  "(default: none, and anyone may shut it down)");

@@ -87,8 +87,7 @@ int Main(int argc, char** argv) {
   app.add_flag("--once", once, "print one frame (rates over one interval) and exit");
   app.add_flag("--json", json, "one JSON object per frame instead of a table");
   app.add_option("--interval", interval, "seconds between frames")->check(CLI::Range(0.05, 3600.0));
-  app.add_option("--timeout-ms", timeout_ms, "how long a server may take to answer")
-      ->check(CLI::PositiveNumber);
+  app.add_option("--timeout-ms", timeout_ms, "how long a server may take to answer")->check(Positive());
   SHOAL_PARSE_COMMAND_LINE(app, argc, argv);
 
   Plan plan;

@@ -49,20 +49,19 @@ void AddOptions(CLI::App& app, Flags* f) {
   WorkerOptions& w = f->worker;
   app.add_option("--plan", f->plan_path, "plan.json written by dl-plan")->required();
   app.add_option("--id", f->id, "this worker's global id in the plan (default: SLURM_PROCID, or 0)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(NotNegative());
   app.add_option("--shards", w.shard_dir,
                  "shard directory (default: the job's data.shards; for --eval-only and --sample, else "
                  "the shards the run.json beside the plan records)");
-  app.add_option("--threads", w.threads, "compute threads")->check(CLI::PositiveNumber);
-  app.add_option("--steps", w.steps, "train this many steps (default: from the job)")
-      ->check(CLI::PositiveNumber);
+  app.add_option("--threads", w.threads, "compute threads")->check(Positive());
+  app.add_option("--steps", w.steps, "train this many steps (default: from the job)")->check(Positive());
   app.add_option("--timeout-ms", w.timeout_ms, "give up on a server after this long (default: the job's)")
-      ->check(CLI::PositiveNumber);
+      ->check(Positive());
   app.add_flag("--standalone", w.standalone, "update parameters in this process; no servers");
   app.add_option("--slow-ms", w.slow_ms,
                  "sleep this long every step: a slow worker on purpose, for tests and experiments "
                  "(ssp's waits, stragglers)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(NotNegative());
   app.add_option("--metrics", f->metrics_path, "also append every record to this file as JSON lines");
   auto* no_eval = app.add_flag("--no-eval", f->no_eval, "skip the evaluation on the test shard");
   f->eval_only = app.add_option("--eval-only", f->eval.checkpoint,
@@ -93,11 +92,11 @@ void AddOptions(CLI::App& app, Flags* f) {
                                      "the server this worker hosts (server_worker_separate: false): where "
                                      "it writes checkpoints (none if unset)");
   app.add_option("--keep", f->hosted.keep_checkpoints, "the hosted server: checkpoints to keep")
-      ->check(CLI::PositiveNumber);
+      ->check(Positive());
   app.add_option("--resume", f->hosted.resume_dir,
                  "the hosted server: start from its checkpoint in DIR (written by dl-ckpt prepare-resume)");
   app.add_option("--parent", f->parent, "end when process PID (the supervisor that started this one) ends")
-      ->check(CLI::PositiveNumber);
+      ->check(Positive());
   app.add_option("--incarnation", f->incarnation,
                  "the supervisor's name for this life of the process (default: a random one)");
 }

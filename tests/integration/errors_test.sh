@@ -39,6 +39,10 @@ ok "a slack without ssp, or an easgd period below 1, is refused naming the field
 
 expect_failure 2 "" "$bin/dl-plan"
 ok "no job file is a usage error (exit 2)"
+expect_failure 2 "--keep: must be more than 0, not 0" "$bin/dl-server" --plan none.json --keep 0
+expect_failure 2 "--id: must be 0 or more, not -2" "$bin/dl-worker" --plan none.json --id -2
+expect_failure 2 "--threads: 'x' is not a number" "$bin/dl-worker" --plan none.json --threads x
+ok "a count out of its range says the range (exit 2)"
 
 # Plans.
 port=$(fresh_port)
