@@ -22,15 +22,21 @@ const ParamPlan* Plan::FindParam(const std::string& name) const {
 
 std::string EndpointProblem(const std::string& endpoint) {
   if (endpoint.size() > 512 || !IsUtf8(endpoint) || endpoint.find("://") == std::string::npos)
-    return "not a transport://address";
+    return "it is not a transport://address";
   // host:port with a port others can dial (0 would be any free one: nobody could find it).
   if (endpoint.rfind("tcp://", 0) == 0 || endpoint.rfind("tls+tcp://", 0) == 0) {
-    const size_t colon = endpoint.rfind(':');
+    const size_t start = endpoint.find("://") + 3, colon = endpoint.rfind(':');
     const std::string port = endpoint.substr(colon + 1);
-    if (colon < endpoint.find("://") + 3 || port.empty() || port.size() > 5 ||
+    if (colon < start || port.empty() || port.size() > 5 ||
         port.find_first_not_of("0123456789") != std::string::npos || std::stoi(port) < 1 ||
         std::stoi(port) > 65535)
-      return "whose port is not 1 to 65535";
+      return "its port is not 1 to 65535";
+    const std::string host = endpoint.substr(start, colon - start);
+    if (host.empty()) return "it names no host";
+    // An IPv6 address in brackets, or a name or IPv4 address with none.
+    const bool bracketed = host.front() == '[' && host.back() == ']' && host.size() > 2;
+    if (host.find_first_of("[]", bracketed ? 1 : 0) < (bracketed ? host.size() - 1 : host.size()))
+      return "its host is neither a name nor an address in brackets";
   }
   return "";
 }
@@ -40,7 +46,7 @@ namespace {
 // An endpoint given on a command line.
 Status CheckEndpoint(const std::string& what, const std::string& endpoint) {
   const std::string problem = EndpointProblem(endpoint);
-  if (!problem.empty()) return Status::InvalidArgument(what + ", " + Quoted(endpoint) + ", is " + problem);
+  if (!problem.empty()) return Status::InvalidArgument(what + ", " + Quoted(endpoint) + ": " + problem);
   return Status::Ok();
 }
 

@@ -137,8 +137,9 @@ Status IndexPlan(Plan* plan);
 // groups of more than one) or endpoints are given, their endpoints; the
 // caller rehashes. A plan made for other ports or hosts is moved by it.
 Status PlaceEndpoints(const PlanOptions& options, bool grouped, Plan* plan);
-// Why `endpoint` is no address a peer could dial, or "": transport://address
-// of at most 512 bytes of UTF-8, and for TCP a port 1 to 65535.
+// Why `endpoint` is no address a peer could dial, as a clause ("its port is
+// not 1 to 65535"), or "": transport://address of at most 512 bytes of
+// UTF-8, and for TCP a host (an IPv6 address in brackets) and a port 1 to 65535.
 std::string EndpointProblem(const std::string& endpoint);
 // The hash a plan's content has (what Plan::hash records).
 std::string PlanContentHash(const Plan& plan);

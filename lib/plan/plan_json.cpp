@@ -260,7 +260,7 @@ Status Inconsistent(const std::string& source, const std::string& why) {
 Status CheckEndpoint(const std::string& source, const std::string& who, const std::string& endpoint) {
   const std::string problem = EndpointProblem(endpoint);
   if (!problem.empty())
-    return Inconsistent(source, who + " has endpoint " + Quoted(endpoint) + ", " + problem);
+    return Inconsistent(source, who + " has endpoint " + Quoted(endpoint) + ": " + problem);
   return Status::Ok();
 }
 

@@ -43,7 +43,7 @@ refused 1 "at most 16384 servers|more than 16384 servers|must be at most 16384" 
   "$bin/dl-plan" "$mlp" --set cluster.nservers_per_group=100000
 refused 1 "ports 60000..70001 for 2 servers and 10000 workers run past 65535" \
   "$bin/dl-plan" "$mlp" --set cluster.nservers_per_group=2 --set cluster.nworkers_per_group=10000 --base-port 60000
-refused 1 "an endpoint given, '\\\\xFF://x', is not a transport://address" \
+refused 1 "an endpoint given, '\\\\xFF://x': it is not a transport://address" \
   "$bin/dl-plan" "$mlp" --endpoints "$(printf '\xff')://x"
 refused 1 "worker rank 0 of a group would need [0-9.]+ GiB .*; a process may use at most 64.0 GiB" \
   "$bin/dl-plan" "$root/configs/fashion-cnn.yaml" --set train.batch_size=1000000

@@ -236,7 +236,7 @@ TEST_CASE("a server's TCP endpoint needs a port others can dial") {
     Rehash(&j);
     CHECK(PlanFromJson(j, "x.json", &back).message() == "x.json: inconsistent plan: server 0 has endpoint '" +
                                                             std::string(endpoint) +
-                                                            "', whose port is not 1 to 65535");
+                                                            "': its port is not 1 to 65535");
   }
   json j = PlanToJson(plan);
   j["servers"][0]["endpoint"] = "tcp://[::1]:5555";

@@ -179,6 +179,17 @@ TEST_CASE("with the default slice size the servers' shares are equal") {
   }
 }
 
+TEST_CASE("an endpoint names a transport, and for TCP a host, bracketed where IPv6, and a port") {
+  for (const char* good : {"tcp://127.0.0.1:5555", "tcp://[::1]:5555", "tcp://node-3:1", "ipc:///tmp/s.sock",
+                           "inproc://shoal-server-0", "tls+tcp://h:65535"})
+    CHECK_MESSAGE(EndpointProblem(good).empty(), good);
+  CHECK(EndpointProblem("127.0.0.1:5555") == "it is not a transport://address");
+  CHECK(EndpointProblem("tcp://h:65536") == "its port is not 1 to 65535");
+  CHECK(EndpointProblem("tcp://:5555") == "it names no host");
+  for (const char* bad : {"tcp://[::1:5555", "tcp://::1]:5555", "tcp://[]:5555", "tcp://[a]b]:5555"})
+    CHECK_MESSAGE(EndpointProblem(bad) == "its host is neither a name nor an address in brackets", bad);
+}
+
 TEST_CASE("server endpoints come from base_port, or from the options, which must match in number") {
   const std::string three = "{nservers_per_group: 3}";
   PlanOptions options;
