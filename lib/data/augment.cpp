@@ -112,7 +112,11 @@ Status Augmenter::Make(const AugmentConfig& c, const Manifest& manifest, bool tr
       a.shift_.push_back(0.0f);
       continue;
     }
-    if (!(dev[ch] > 0)) return Status::InvalidArgument("data.normalize: a std of " + std::to_string(dev[ch]));
+    if (!(dev[ch] > 0))
+      return Status::InvalidArgument(
+          "data.normalize: channel " + std::to_string(ch) + " has a std of " + std::to_string(dev[ch]) +
+          (c.std.empty() ? " in the shards' manifest.json (one value throughout): give data.std"
+                         : " (data.std)"));
     a.scale_.push_back(static_cast<float>(1.0 / (255.0 * dev[ch])));
     a.shift_.push_back(static_cast<float>(-mean[ch] / dev[ch]));
   }

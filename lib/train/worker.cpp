@@ -37,6 +37,9 @@ Status Worker::Run(WorkerResult* result) {
 Status Worker::SetUp() {
   const JobConfig& job = plan_.job;
   workers_ = options_.standalone ? 1 : static_cast<int>(plan_.workers.size());
+  if (options_.standalone && options_.id != 0)
+    return Status::InvalidArgument("worker id " + std::to_string(options_.id) +
+                                   ": a standalone worker trains alone, as worker 0");
   if (options_.id < 0 || options_.id >= workers_)
     return Status::InvalidArgument("worker id " + std::to_string(options_.id) +
                                    " is not in the plan (it has " + std::to_string(workers_) + " workers)");

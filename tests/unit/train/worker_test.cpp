@@ -252,7 +252,7 @@ TEST_CASE("worker: without evaluation the done record has no accuracy and the re
   CHECK(run.result.test_accuracy == -1.0);
 }
 
-TEST_CASE("worker: an id outside the plan is refused, naming the id and the plan's workers") {
+TEST_CASE("worker: an id outside the plan, or other than 0 standalone, is refused, naming the id") {
   TempDir dir;
   WriteTinyShards(dir.path);
   const Plan plan = MakeTinyPlan(TinyJob());
@@ -260,14 +260,17 @@ TEST_CASE("worker: an id outside the plan is refused, naming the id and the plan
   o.id = 1;
   Run run = RunWorker(plan, o);
   CHECK(run.status.IsInvalidArgument());
-  CHECK(run.status.message() == "worker id 1 is not in the plan (it has 1 workers)");
+  CHECK(run.status.message() == "worker id 1: a standalone worker trains alone, as worker 0");
   CHECK(run.records.empty());
   o.id = -1;
   run = RunWorker(plan, o);
-  CHECK(run.status.message() == "worker id -1 is not in the plan (it has 1 workers)");
+  CHECK(run.status.message() == "worker id -1: a standalone worker trains alone, as worker 0");
 
   const Plan four = MakeTinyPlan(TinyJob("display_every: 2", "nworkers_per_group: 4"));
   o.standalone = false;
+  o.id = -1;
+  run = RunWorker(four, o);
+  CHECK(run.status.message() == "worker id -1 is not in the plan (it has 4 workers)");
   o.id = 4;
   run = RunWorker(four, o);
   CHECK(run.status.IsInvalidArgument());
