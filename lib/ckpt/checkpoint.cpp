@@ -33,6 +33,16 @@ constexpr uint64_t kMaxServers = kMaxCheckpointServers, kMaxWorkers = 1u << 20;
 // The size of a stream's data: not known before it is read.
 constexpr uint64_t kUnknownSize = UINT64_MAX;
 
+}  // namespace
+
+bool IsTensorRole(const std::string& role) {
+  static const std::set<std::string, std::less<>> kRoles{"value",      "velocity", "sum_sq",
+                                                         "square_avg", "exp_avg",  "exp_avg_sq"};
+  return kRoles.count(role) > 0;
+}
+
+namespace {
+
 // PARAM, PARAM[OFFSET] for a slice of it, either with @ROLE for a state's
 // (lib/ps/checkpointer.cpp names them so).
 bool IsTensorName(const CheckpointTensor& t) {
@@ -59,7 +69,9 @@ Status ReadTensorEntry(const JsonFields& f, const json& t, const std::string& in
   // them.
   const std::string plain = "must be 1 to " + std::to_string(kMaxParamNameBytes) + " of " + kPlainNameChars;
   if (!IsPlainName(tensor->param, kMaxParamNameBytes)) return f.Error(in + "param", plain);
-  if (!IsPlainName(tensor->role, kMaxParamNameBytes)) return f.Error(in + "role", plain);
+  if (!IsTensorRole(tensor->role))
+    return f.Error(in + "role", "must be 'value' or an updater's state ('velocity', 'exp_avg', ...), not " +
+                                    Quoted(tensor->role));
   if (!IsTensorName(*tensor))
     return f.Error(in + "name", "must be its param's, with [offset] and @state where they apply");
   uint64_t key = 0;
@@ -110,6 +122,15 @@ Status ReadHeader(const std::string& path, const json& h, const char* data_or_nu
   SHOAL_RETURN_IF_ERROR(f.Unsigned(h, "", "step", UINT64_MAX, &ckpt->step));
   SHOAL_RETURN_IF_ERROR(f.Unsigned(h, "", "updates", UINT64_MAX, &ckpt->updates));
   ckpt->metric = h.value("metric", json());
+  // What `dl-ckpt best` ranks sets by: an accuracy is a share. (A loss that overflowed is
+  // written as null, and such a metric is passed over, not refused: the tensors stay usable.)
+  if (!ckpt->metric.is_null() && !ckpt->metric.is_object()) return f.Error("metric", "must be an object");
+  if (ckpt->metric.is_object() && ckpt->metric.contains("test_accuracy") &&
+      ckpt->metric.at("test_accuracy").is_number()) {
+    const double accuracy = ckpt->metric.at("test_accuracy").get<double>();
+    if (!(accuracy >= 0.0 && accuracy <= 1.0))
+      return f.Error("metric.test_accuracy", "must be a share from 0 to 1, not " + std::to_string(accuracy));
+  }
   if (h.contains("updates_from")) {
     const json& from = h.at("updates_from");
     if (!from.is_array() || from.size() > kMaxWorkers)

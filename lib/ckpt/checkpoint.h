@@ -21,6 +21,10 @@ namespace shoal {
 // The most servers a checkpoint may name (its id, its run's count).
 inline constexpr uint64_t kMaxCheckpointServers = 1u << 16;
 
+// The roles a tensor may have: "value", or a state an updater keeps
+// (config/choices.h's UpdaterStateNames, which a test holds to this list).
+bool IsTensorRole(const std::string& role);
+
 struct CheckpointTensor {
   std::string name;  // "<param>", or "<param>@<state>" for the updater's state
   std::string param;

@@ -19,6 +19,7 @@
 
 #include "ckpt/checkpoint_check.h"
 #include "ckpt/compare.h"
+#include "config/choices.h"
 #include "core/file_util.h"
 #include "core/hash.h"
 #include "test_util.h"
@@ -223,6 +224,40 @@ TEST_CASE("a tensor whose name could be a path, or hold a quote or a control byt
   REQUIRE(WriteCheckpoint(path, c).ok());
   Checkpoint back;
   CHECK(Contains(ReadCheckpoint(path, &back).message(), "field 'tensors[3].name' must be its param's"));
+}
+
+TEST_CASE("a tensor's role is 'value' or an updater's state, and every updater's state is a role") {
+  CHECK(IsTensorRole("value"));
+  for (const auto& rule : kUpdateRules)
+    for (const std::string& state : UpdaterStateNames(RowValue(rule)))
+      CHECK_MESSAGE(IsTensorRole(state), state);
+  TempDir dir;
+  const std::string path = dir.path + "/roles.ckpt";
+  Checkpoint c = Sample();
+  c.tensors[0].role = "weird";
+  REQUIRE(WriteCheckpoint(path, c).ok());
+  Checkpoint back;
+  CHECK(
+      Contains(ReadCheckpoint(path, &back).message(),
+               "field 'tensors[0].role' must be 'value' or an updater's state ('velocity', 'exp_avg', ...), "
+               "not 'weird'"));
+}
+
+TEST_CASE("a recorded accuracy outside 0 to 1 is refused; a null loss is passed over") {
+  TempDir dir;
+  const std::string path = dir.path + "/metric.ckpt";
+  Checkpoint c = Sample();
+  c.metric = {{"step", 10}, {"test_accuracy", 5.0}};
+  REQUIRE(WriteCheckpoint(path, c).ok());
+  Checkpoint back;
+  CHECK(Contains(ReadCheckpoint(path, &back).message(),
+                 "field 'metric.test_accuracy' must be a share from 0 to 1, not 5.0"));
+  c.metric = {{"step", 10}, {"test_accuracy", 0.5}, {"test_loss", nullptr}};
+  REQUIRE(WriteCheckpoint(path, c).ok());
+  CHECK(ReadCheckpoint(path, &back).ok());
+  c.metric = nlohmann::json::array({1, 2});
+  REQUIRE(WriteCheckpoint(path, c).ok());
+  CHECK(Contains(ReadCheckpoint(path, &back).message(), "field 'metric' must be an object"));
 }
 
 TEST_CASE("another format version or a foreign file is refused") {
