@@ -33,16 +33,6 @@ constexpr uint64_t kMaxServers = kMaxCheckpointServers, kMaxWorkers = 1u << 20;
 // The size of a stream's data: not known before it is read.
 constexpr uint64_t kUnknownSize = UINT64_MAX;
 
-}  // namespace
-
-bool IsTensorRole(const std::string& role) {
-  static const std::set<std::string, std::less<>> kRoles{"value",      "velocity", "sum_sq",
-                                                         "square_avg", "exp_avg",  "exp_avg_sq"};
-  return kRoles.count(role) > 0;
-}
-
-namespace {
-
 // PARAM, PARAM[OFFSET] for a slice of it, either with @ROLE for a state's
 // (lib/ps/checkpointer.cpp names them so).
 bool IsTensorName(const CheckpointTensor& t) {
@@ -205,6 +195,12 @@ Status ParseFile(const std::string& path, const std::string& bytes, json* header
 }
 
 }  // namespace
+
+bool IsTensorRole(const std::string& role) {
+  static const std::set<std::string, std::less<>> kRoles{"value",      "velocity", "sum_sq",
+                                                         "square_avg", "exp_avg",  "exp_avg_sq"};
+  return kRoles.count(role) > 0;
+}
 
 std::string CheckpointPath(const std::string& dir, int server, uint64_t step) {
   char name[64];

@@ -34,8 +34,9 @@ std::string EndpointProblem(const std::string& endpoint) {
     const std::string host = endpoint.substr(start, colon - start);
     if (host.empty()) return "it names no host";
     // An IPv6 address in brackets, or a name or IPv4 address with none.
-    const bool bracketed = host.front() == '[' && host.back() == ']' && host.size() > 2;
-    if (host.find_first_of("[]", bracketed ? 1 : 0) < (bracketed ? host.size() - 1 : host.size()))
+    const bool bracketed = host.size() > 2 && host.front() == '[' && host.back() == ']';
+    const std::string inside = bracketed ? host.substr(1, host.size() - 2) : host;
+    if (inside.find_first_of("[]") != std::string::npos)
       return "its host is neither a name nor an address in brackets";
   }
   return "";
@@ -238,9 +239,9 @@ void ForEachSlice(const ClusterConfig& c, int m, const Plan& plan, Slice slice) 
 // slices would be more than kMaxPlanSlices.
 Status AddSlices(const ClusterConfig& c, int m, Plan* plan) {
   size_t count = 0, floats = 0;  // counted, not made: a tiny slice_floats would ask for millions
-  ForEachSlice(c, m, *plan, [&](int, size_t, size_t, size_t n, int) {
+  ForEachSlice(c, m, *plan, [&](int group, size_t, size_t, size_t n, int) {
     ++count;
-    floats += n;
+    if (group == 0) floats += n;  // each server group holds a copy
   });
   if (count > kMaxPlanSlices)
     return Status::InvalidArgument(
