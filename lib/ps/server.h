@@ -83,7 +83,8 @@ class ParameterServer {
     uint64_t incarnation = 0;  // 0: it has not joined
     uint32_t pipe = 0;         // the connection its last request came on
     bool connected = false;    // that connection is open
-    // Until when it counts as busy (its last kAlive plus the timeout), and with what.
+    // Until when it counts as busy (its last kAlive plus the timeout, or until
+    // that connection closes), and with what.
     std::chrono::steady_clock::time_point busy_until{};
     std::string busy_with;
   };

@@ -157,8 +157,13 @@ bool ParameterServer::RepeatedDone(const MsgHeader& header) const {
 
 void ParameterServer::PipeClosed(uint32_t pipe) {
   MutexLock lock(&mu_);
+  // A worker whose connection has closed (a killed process's, too) is busy no
+  // more: its last word must not keep the others' waits asking again.
   for (WorkerLife& life : lives_)
-    if (life.pipe == pipe) life.connected = false;
+    if (life.pipe == pipe) {
+      life.connected = false;
+      life.busy_until = {};
+    }
   changed_.SignalAll();  // AwaitWorkersHangUp
 }
 

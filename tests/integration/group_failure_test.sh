@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A model-parallel group cannot go on without one of its workers: when one is
-# killed, its peers stop within the timeout (exit 3), naming the worker they
+# killed, its peers stop within two timeouts (exit 3), naming the worker they
 # waited for — they never hang.
 . "$(dirname "$0")/lib.sh"
 
@@ -35,9 +35,12 @@ for w in 0 2; do
   grep -Eq "waited $timeout_ms ms for (features|gradients) of layer '[a-z0-9]+'.* \(step [0-9]+\) from worker 1 at 'tcp://127.0.0.1:[0-9]+'|gave up on 'update-get' \(step [0-9]+\): waited $timeout_ms ms for version [0-9]+; the table is at [0-9]+: layer '[a-z0-9]+' has step [0-9]+ from [0-9] of its 3 workers: not from workers? ([0-9], )*1(, [0-9])*$" \
     "$tmp/w$w.log" || fail "worker $w did not name worker 1: $(cat "$tmp/w$w.log")"
 done
-((SECONDS - killed_at <= timeout_ms / 1000 + 7)) ||
-  fail "the peers took $((SECONDS - killed_at)) s to give up (timeout $timeout_ms ms)"
-ok "worker 1 of a model-parallel group killed: workers 0 and 2 exit 3 within the timeout, naming worker 1"
+# One waiting on the server may hear once that its peer waiting on worker 1
+# is busy (the peer told the server it was computing its step), and ask
+# again: two timeouts bound that wait (Keepalive).
+((SECONDS - killed_at <= 2 * timeout_ms / 1000 + 3)) ||
+  fail "the peers took $((SECONDS - killed_at)) s to give up (timeout $timeout_ms ms): $(cat "$tmp"/w[02].log "$tmp/server.log")"
+ok "worker 1 of a model-parallel group killed: workers 0 and 2 exit 3 within two timeouts, naming worker 1"
 
 # Under train-local, a group member's death restarts every process from the
 # newest complete checkpoint set at once (a restarted worker could not take up

@@ -10,6 +10,7 @@
 #include <future>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "server_fixture.h"
@@ -403,6 +404,31 @@ TEST_CASE("keepalive: a read parked on a busy worker is answered busy while it s
   const ServerStats stats = f.server->stats();
   CHECK(stats.reads_busy == 1);
   CHECK(stats.updates_repeated == 1);  // the gradients asked again with are not applied twice
+}
+
+TEST_CASE(
+    "keepalive: a busy worker whose connection closes is busy no more; the read parked on it times out") {
+  ServerFixture f("bsp");
+  auto worker0 = Connect(f, 2 * kTimeoutMs);
+  std::vector<std::unique_ptr<RpcClient>> clients;
+  clients.push_back(Connect(f));
+  auto busy = std::make_unique<Keepalive>(std::move(clients), f.Header(MsgType::kAlive, 0, 1),
+                                          "evaluating step 0", kTimeoutMs);
+  const Grads g0 = MakeGrads(0, 0);
+  Reply reply;
+  REQUIRE(worker0->Call(f.Header(MsgType::kUpdateGet, 0, 0), g0.Entries(), &reply).ok());
+  REQUIRE(reply.view().header.type == MsgType::kBusy);  // worker 1 has said it is busy
+  worker0->Recycle(&reply);
+  // Asked again; while it waits, worker 1 says so once more, then its
+  // connection closes (as a killed process's does) within the read's timeout.
+  REQUIRE(worker0->Send(f.Header(MsgType::kUpdateGet, 0, 0), g0.Entries()).ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(kTimeoutMs / 2));
+  busy.reset();
+  const Status again = worker0->Receive(&reply);
+  INFO(again.ToString());
+  CHECK(again.IsTimeout());
+  CHECK(Contains(again.message(), "not from worker 1"));
+  CHECK(f.server->stats().reads_busy == 1);
 }
 
 TEST_CASE("local table: starts from the plan's initial values and applies the job's updater in place") {
