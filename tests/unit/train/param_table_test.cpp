@@ -381,13 +381,19 @@ TEST_CASE("remote table, overlap: before the layer's next forward pass its value
   CHECK(f.Stop().ok());
 }
 
+// Worker 1 telling the server, on a connection of its own, that it is
+// evaluating step 0, until the result is destroyed (which closes it).
+std::unique_ptr<Keepalive> KeepWorker1Busy(const ServerFixture& f) {
+  std::vector<std::unique_ptr<RpcClient>> clients;
+  clients.push_back(Connect(f));
+  return std::make_unique<Keepalive>(std::move(clients), f.Header(MsgType::kAlive, 0, 1), "evaluating step 0",
+                                     kTimeoutMs);
+}
+
 TEST_CASE("keepalive: a read parked on a busy worker is answered busy while it says so, then times out") {
   ServerFixture f("bsp");
   auto worker0 = Connect(f, 2 * kTimeoutMs);
-  std::vector<std::unique_ptr<RpcClient>> clients;
-  clients.push_back(Connect(f));
-  auto busy = std::make_unique<Keepalive>(std::move(clients), f.Header(MsgType::kAlive, 0, 1),
-                                          "evaluating step 0", kTimeoutMs);
+  auto busy = KeepWorker1Busy(f);
   // Worker 0's step 0 waits for worker 1's, which is evaluating.
   const Grads g0 = MakeGrads(0, 0);
   Reply reply;
@@ -410,10 +416,7 @@ TEST_CASE(
     "keepalive: a busy worker whose connection closes is busy no more; the read parked on it times out") {
   ServerFixture f("bsp");
   auto worker0 = Connect(f, 2 * kTimeoutMs);
-  std::vector<std::unique_ptr<RpcClient>> clients;
-  clients.push_back(Connect(f));
-  auto busy = std::make_unique<Keepalive>(std::move(clients), f.Header(MsgType::kAlive, 0, 1),
-                                          "evaluating step 0", kTimeoutMs);
+  auto busy = KeepWorker1Busy(f);
   const Grads g0 = MakeGrads(0, 0);
   Reply reply;
   REQUIRE(worker0->Call(f.Header(MsgType::kUpdateGet, 0, 0), g0.Entries(), &reply).ok());
