@@ -13,6 +13,7 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 bin=${SHOAL_BIN:-$root/build}
 steps=${1:-15}
+# shellcheck source=netns_bench.sh
 . "$root/bench/netns_bench.sh" hybrid_netns 4
 
 # The profile, measured as the runs will use the cluster: the four hosts

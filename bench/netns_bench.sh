@@ -1,7 +1,9 @@
+# shellcheck shell=bash
 # Shared by the benchmarks on emulated hosts (hybrid_netns.sh, overlap_netns.sh):
 # sourced as `. netns_bench.sh NAME HOSTS` after `root` is set. Checks for
 # root, gives $out (bench/out) and $work (removed at exit), and brings up
 # NAME's cluster of HOSTS hosts with 1 Gbit/s links as $cluster (taken down at exit).
+: "${root:?netns_bench.sh is sourced after root is set}"
 ((EUID == 0)) || { echo "$1: needs root (network namespaces)" >&2; exit 2; }
 out=$root/bench/out
 work=$(mktemp -d)

@@ -12,6 +12,7 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 bin=${SHOAL_BIN:-$root/build}
 steps=${1:-60}
 rounds=${2:-2}
+# shellcheck source=netns_bench.sh
 . "$root/bench/netns_bench.sh" overlap_netns 2
 shards=$bin/bench-shards/fashion-mnist-2
 [[ -f $shards/manifest.json ]] || "$bin/dl-shard" --dataset fashion-mnist --out "$shards" --shards 2 >/dev/null

@@ -24,10 +24,11 @@ run() {
   port=$(fresh_port)
   mkdir -p "$dir"
   "$bin/dl-plan" "$job" --strategy data --workers "$workers" --servers 1 --base-port "$port" -o "$dir/plan.json" \
-    --set train.steps=$steps --set train.display_every=50 "${sets[@]}" >/dev/null
+    --set "train.steps=$steps" --set train.display_every=50 "${sets[@]}" >/dev/null
   "$bin/dl-server" --plan "$dir/plan.json" --checkpoint-dir "$dir/ckpt" >"$dir/server.jsonl" 2>"$dir/server.log" &
   local server=$!
   for ((w = 0; w < workers; ++w)); do
+    # shellcheck disable=SC2046  # an optional flag: no word or one
     "$bin/dl-worker" --plan "$dir/plan.json" --id $w --shards "${SHARDS:-$(shards_for "$workers")}" \
       $( ((w > 0)) && echo --no-eval) >"$dir/w$w.jsonl" 2>"$dir/w$w.log" &
     pids+=($!)
@@ -78,6 +79,7 @@ steps=40
 for net in cifar10-singa:cifar-2:0.8 resnet20:cifar-2:0.8 alexnet-67:syn-67:0.95 googlenet-64:syn-64:0.95; do
   IFS=: read -r net shards learned <<<"$net"
   for where in cpu gpu; do
+    # shellcheck disable=SC2046  # an optional override: no word or one
     SHARDS=$tmp/$shards run "$net-$where" "$root/configs/$net.yaml" 2 train.batch_size=16 \
       train.learning_rate=0.01 train.display_every=1 train.eval_every=0 data.shards="$tmp/$shards" \
       $([[ $where == gpu ]] && echo train.device=cuda)
@@ -135,8 +137,8 @@ PY
 
 steps=20
 run deep-gpu "$tmp/deep.yaml" 1 train.device=cuda
-budgeted deep-gpu "$tmp/deep.yaml" "$(field "$tmp/deep-gpu/w0.jsonl" done "r['device_memory']['step_bytes'] / 3 / 1048576")"
-over=$(field "$tmp/deep-gpu-budget/w0.jsonl" done "r['device_memory']['step_bytes'] / r['device_memory']['budget_bytes']")
+budgeted deep-gpu "$tmp/deep.yaml" "$(field "$tmp/deep-gpu/w0.jsonl" "done" "r['device_memory']['step_bytes'] / 3 / 1048576")"
+over=$(field "$tmp/deep-gpu-budget/w0.jsonl" "done" "r['device_memory']['step_bytes'] / r['device_memory']['budget_bytes']")
 python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) >= 2.9 else 1)" "$over" ||
   fail "the deep MLP's step data is only ${over}x its budget"
 ok "the deep MLP trains on the GPU at a third of its step's data, bit-identical to the unbounded GPU run"

@@ -16,7 +16,7 @@ SHOAL_BIN=$bin RUN_DIR=$run BASE_PORT=$(fresh_port) "$root/scripts/train-local.s
   "$root/configs/fashion-mlp.yaml" cluster.consistency=async train.epochs=2 train.batch_size=64 train.learning_rate=0.02 \
   data.shards="$(shards_for 2)" >"$tmp/out" 2>"$tmp/err" || fail "train-local failed: $(cat "$tmp/err")"
 
-accuracy=$(field "$run/worker-0.jsonl" done "r['test_accuracy']")
+accuracy=$(field "$run/worker-0.jsonl" "done" "r['test_accuracy']")
 python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) >= 0.75 else 1)" "$accuracy" ||
   fail "async test accuracy $accuracy < 0.75"
 ok "async 2 workers reach test accuracy $accuracy (>= 0.75)"
@@ -26,8 +26,8 @@ ok "async 2 workers reach test accuracy $accuracy (>= 0.75)"
 # applied alone, so together they are the server's applied updates.
 sent=0
 for w in 0 1; do
-  sent_w=$(field "$run/worker-$w.jsonl" done "r['updates_sent']")
-  steps_w=$(field "$run/worker-$w.jsonl" done "r['steps']")
+  sent_w=$(field "$run/worker-$w.jsonl" "done" "r['updates_sent']")
+  steps_w=$(field "$run/worker-$w.jsonl" "done" "r['steps']")
   taken_w=$(field "$run/server-0.jsonl" server_done "r['updates_from'][$w]")
   [[ "$sent_w" -eq "$steps_w" ]] || fail "worker $w trained $steps_w steps but sent $sent_w updates"
   [[ "$sent_w" -eq "$taken_w" ]] || fail "worker $w sent $sent_w updates, the server took in $taken_w from it"
@@ -52,7 +52,7 @@ SHOAL_BIN=$bin RUN_DIR=$uneven BASE_PORT=$(fresh_port) "$root/scripts/train-loca
   "$root/configs/fashion-mlp.yaml" cluster.consistency=async cluster.timeout_ms=3000 train.steps=60 \
   train.eval_every=1 data.shards="$(shards_for 2)" >"$tmp/out" 2>"$tmp/err" ||
   fail "a run with one worker ending early failed: $(cat "$tmp/err")"
-waited=$(field "$uneven/worker-1.jsonl" done "r['done_wait_s']")
+waited=$(field "$uneven/worker-1.jsonl" "done" "r['done_wait_s']")
 python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) > 3.0 else 1)" "$waited" ||
   fail "worker 1 waited $waited s for worker 0 (want more than the 3 s timeout, to test the wait)"
 grep -q "rejoins\|restart" "$tmp/err" && fail "a worker was restarted: $(cat "$tmp/err")"

@@ -25,7 +25,7 @@ wait "$runner" || fail "the run failed: $(tail -n 5 "$tmp/train.err")"
 # every server had written when it last pruned: a server whose writes lag (a
 # loaded machine) may leave the other one older file, never a stamped one.
 for s in 0 1; do
-  got=$(cd "$run/ckpt" && ls server-$s-step-*.ckpt | tr '\n' ' ')
+  got=$(cd "$run/ckpt" && printf '%s ' server-"$s"-step-*.ckpt)
   newest="server-$s-step-0000000500.ckpt server-$s-step-0000000550.ckpt server-$s-step-0000000600.ckpt "
   [[ "$got" == "$newest" || "$got" =~ ^server-$s-step-0000000(2|3|4)[05]0\.ckpt\ $newest$ ]] ||
     fail "server $s kept $got, want the newest three by step (and at most one older, not stamped)"

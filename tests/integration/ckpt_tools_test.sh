@@ -93,7 +93,7 @@ ok "export writes .npz and .safetensors that NumPy reads with the parameters' sh
   >"$tmp/eval.jsonl" 2>"$tmp/eval.err" || fail "eval-only failed: $(cat "$tmp/eval.err")"
 accuracy=$(field "$tmp/eval.jsonl" eval "r['test_accuracy']")
 [[ $(field "$tmp/eval.jsonl" eval "r['step']") == 300 ]] || fail "eval-only: $(cat "$tmp/eval.jsonl")"
-trained=$(field "$run/worker-0.jsonl" done "r['test_accuracy']")
+trained=$(field "$run/worker-0.jsonl" "done" "r['test_accuracy']")
 "$py" -c "import sys; a, t = map(float, sys.argv[1:]); sys.exit(0 if a >= 0.7 and abs(a - t) < 1e-9 else 1)" \
   "$accuracy" "$trained" || fail "eval-only accuracy $accuracy; the run ended at $trained"
 "$bin/dl-worker" --plan "$run/plan.json" --eval-only "$ckpt" --shards "$(shards_for 2)" >"$tmp/eval-dir.jsonl" ||

@@ -73,7 +73,7 @@ ok "ResNet-20 (batch norm, residual sums) trains under BSP 2 x 16: loss $first -
 
 # Its export, running averages included, is PyTorch's ResNet-20 and evaluates as shoal's did.
 "$bin/dl-ckpt" export "$tmp/calm/ckpt" -o "$tmp/resnet20.npz" >/dev/null || fail "dl-ckpt export"
-ours=$(field "$tmp/calm/worker-0.jsonl" done "r['test_accuracy']")
+ours=$(field "$tmp/calm/worker-0.jsonl" "done" "r['test_accuracy']")
 theirs=$(/usr/bin/python3 "$root/tests/integration/torch_convnet_check.py" "$root/configs/resnet20.yaml" \
   "$tmp/resnet20.npz" "$tmp/cifar/test_batch.bin" "$tmp/shards-2/manifest.json" | jq -r .test_accuracy) ||
   fail "the export did not load into PyTorch's ResNet-20"

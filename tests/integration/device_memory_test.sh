@@ -82,7 +82,7 @@ budgets() {
   echo "$name, the smallest budget:"
   check "$name-least" "$name-base"
   # (A net whose one pass touches all its data, as an RBM's, has no halfway.)
-  mid=$(field "$tmp/$name-least/w0.jsonl" done "(r['device_memory']['budget_bytes'] + r['device_memory']['step_bytes']) // 2")
+  mid=$(field "$tmp/$name-least/w0.jsonl" "done" "(r['device_memory']['budget_bytes'] + r['device_memory']['step_bytes']) // 2")
   if ((mid > least)); then
     run "$name-mid" "$job" "$shards" "$@" train.device_memory_mb="$(mib "$mid")"
     echo "$name, halfway:"
@@ -96,7 +96,7 @@ fashion=$(shards_for 1)
 # A deep MLP: twelve 512-unit layers, whose step holds far more than any one pass.
 deep_mlp_job "$tmp/deep.yaml"
 budgets deep-mlp "$tmp/deep.yaml" "$fashion"
-over=$(field "$tmp/deep-mlp-least/w0.jsonl" done "r['device_memory']['step_bytes'] / r['device_memory']['budget_bytes']")
+over=$(field "$tmp/deep-mlp-least/w0.jsonl" "done" "r['device_memory']['step_bytes'] / r['device_memory']['budget_bytes']")
 python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) >= 3 else 1)" "$over" ||
   fail "the deep MLP's step data is only ${over}x its smallest budget"
 ok "the deep MLP's step data is ${over}x the budget it trained under"

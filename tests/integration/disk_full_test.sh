@@ -18,6 +18,7 @@ mount -t tmpfs -o size=3m tmpfs "$run/ckpt" 2>"$tmp/err" || {
 unmount() {
   local pids
   pids=$(jobs -p)
+  # shellcheck disable=SC2086  # one word per process
   [[ -z "$pids" ]] || kill $pids 2>/dev/null || true
   sleep 0.2
   umount "$run/ckpt" 2>/dev/null || true

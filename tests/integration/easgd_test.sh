@@ -23,13 +23,13 @@ train() {  # train NAME OVERRIDE...
     "$root/configs/fashion-mlp.yaml" cluster.consistency=easgd train.steps=$steps train.display_every=1 \
     data.shards="$(shards_for 2)" "$@" >"$tmp/$name.out" 2>"$tmp/$name.err" ||
     fail "train-local ($name) failed: $(cat "$tmp/$name.err")"
-  accuracy=$(field "$tmp/$name/worker-0.jsonl" done "r['test_accuracy']")
+  accuracy=$(field "$tmp/$name/worker-0.jsonl" "done" "r['test_accuracy']")
   python3 -c "import sys; sys.exit(0 if $accuracy >= $bound else 1)" ||
     fail "easgd ($name) reached test accuracy $accuracy, want >= $bound"
 }
 
 # sent RUN W: the exchanges worker W reported; taken RUN W: those the server counted from it.
-sent() { field "$tmp/$1/worker-$2.jsonl" done "r['updates_sent']"; }
+sent() { field "$tmp/$1/worker-$2.jsonl" "done" "r['updates_sent']"; }
 taken() { field "$tmp/$1/server-0.jsonl" server_done "r['updates_from'][$2]"; }
 
 train fixed cluster.easgd_tau=$tau

@@ -89,6 +89,7 @@ if grep -q '^SHOAL_FUZZ:BOOL=ON\|^SHOAL_SANITIZE:BOOL=ON' "$bin/CMakeCache.txt";
   echo "skipped under the sanitizers: a worker out of memory (ulimit -v leaves ASan no room)"
 else
   "$bin/dl-plan" "$root/configs/fashion-mlp.yaml" --set train.batch_size=400000 -o "$tmp/huge.json" >/dev/null
+  # shellcheck disable=SC2016  # the inner shell expands them
   expect_failure 1 "out of memory allocating the features of a batch of 400000 records a worker: about [0-9]+ MiB" \
     bash -c 'ulimit -v 3000000 && exec "$0" --plan "$1" --standalone --shards "$2" --steps 1' \
     "$bin/dl-worker" "$tmp/huge.json" "$(shards_for 1)"

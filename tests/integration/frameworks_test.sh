@@ -14,7 +14,7 @@ train() {
   SHOAL_BIN=$bin RUN_DIR=$run BASE_PORT=$(fresh_port) "$root/scripts/train-local.sh" "$root/configs/fashion-mlp.yaml" \
     train.steps=600 data.shards="$(shards_for 2)" "$@" >/dev/null 2>"$tmp/$name.log" ||
     fail "$name: train-local failed: $(tail -n 5 "$tmp/$name.log")"
-  accuracy=$(field "$run/worker-0.jsonl" done "r['test_accuracy']")
+  accuracy=$(field "$run/worker-0.jsonl" "done" "r['test_accuracy']")
   python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) >= float(sys.argv[2]) else 1)" "$accuracy" "$bound" ||
     fail "$name: test accuracy $accuracy < $bound"
 }

@@ -21,7 +21,7 @@ train() {
     cluster.nworker_groups=2 cluster.nworkers_per_group=2 cluster.nservers_per_group=3 cluster.slice_floats=50000 \
     data.shards="$(shards_for 4)" "$@" >/dev/null 2>"$tmp/$name.log" ||
     fail "$name: train-local failed: $(tail -n 5 "$tmp/$name.log")"
-  accuracy=$(field "$run/worker-0.jsonl" done "r['test_accuracy']")
+  accuracy=$(field "$run/worker-0.jsonl" "done" "r['test_accuracy']")
   python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) >= float(sys.argv[2]) else 1)" "$accuracy" "$bound" ||
     fail "$name: test accuracy $accuracy < $bound"
   local restarts

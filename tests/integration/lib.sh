@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Shared by the integration tests: sourced as `. lib.sh BUILD_DIR REPO_ROOT`.
 # Gives: $bin, $root, $tmp (removed at exit, with every process we started),
 # fail, ok, expect_failure, peak_mb, fresh_port, wait_serving, shards_for, run_logs, kill_worker_at,
@@ -10,6 +11,7 @@ tmp=$(mktemp -d)
 cleanup() {
   local pids
   pids=$(jobs -p)
+  # shellcheck disable=SC2086  # one word per process
   [[ -z "$pids" ]] || kill $pids 2>/dev/null || true
   rm -rf "$tmp"
 }

@@ -22,7 +22,7 @@ ok "three hosts up: ${hosts[*]}"
 # (of $on, at $on_addr: the 1 Gbit/s cluster unless said).
 on=$cluster on_addr=$server_addr
 run() {
-  local name=$1 scheme=$2 port dir=$tmp/$1
+  local scheme=$2 port dir=$tmp/$1
   shift 2
   local sets=()
   for o in "$@"; do sets+=(--set "$o"); done
@@ -40,7 +40,7 @@ run() {
     --shards "$(shards_for 2)" --no-eval >"$dir/w1.jsonl" 2>"$dir/w1.log" || fail "worker 1 failed: $(cat "$dir/w1.log")"
   wait "$w0" || fail "worker 0 failed: $(cat "$dir/w0.log")"
   wait "$server" || fail "the server failed: $(cat "$dir/server.log")"
-  field "$dir/w0.jsonl" done "r['test_accuracy']" >/dev/null || fail "worker 0 reported no accuracy"
+  field "$dir/w0.jsonl" "done" "r['test_accuracy']" >/dev/null || fail "worker 0 reported no accuracy"
 }
 
 run plain tcp

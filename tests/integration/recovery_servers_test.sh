@@ -8,7 +8,7 @@
 shards=$(shards_for 2)
 steps=400
 # Slices of at most 20000 floats: every layer's parameters are spread over every server.
-job=(train.steps=$steps train.checkpoint_every=50 train.display_every=10 cluster.slice_floats=20000
+job=("train.steps=$steps" train.checkpoint_every=50 train.display_every=10 cluster.slice_floats=20000
      data.shards="$shards")
 
 train() {  # train NAME SERVERS [override...]: runs train-local in the background

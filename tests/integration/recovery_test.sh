@@ -25,7 +25,7 @@ wait_for_step() {  # wait_for_step NAME STEP: until worker 0 reports STEP
   done
   fail "$1 never reached step $2"
 }
-accuracy() { field "$tmp/$1/worker-0.jsonl" done "r['test_accuracy']"; }
+accuracy() { field "$tmp/$1/worker-0.jsonl" "done" "r['test_accuracy']"; }
 close_to() { python3 -c "import sys; sys.exit(0 if abs(float(sys.argv[1]) - float(sys.argv[2])) <= 0.01 else 1)" "$1" "$2"; }
 
 train calm

@@ -27,10 +27,10 @@ assert newest["step"] == 300 and newest["state"] == "complete" and len(newest["f
 assert all(s["state"] == "complete" for s in v["sets"]) and v["temporary"] == [], v
 PY
 ok "both servers wrote a final checkpoint at step 300 that verifies"
-[[ $(ls "$run"/ckpt/server-0-*.ckpt | wc -l) -eq 3 ]] || fail "expected 3 kept checkpoints of server 0: $(ls "$run/ckpt")"
+[[ $(compgen -G "$run/ckpt/server-0-*.ckpt" | wc -l) -eq 3 ]] || fail "expected 3 kept checkpoints of server 0: $(ls "$run/ckpt")"
 ok "periodic checkpoints are pruned to the last 3"
 
-accuracy=$(field "$run/worker-0.jsonl" done "r['test_accuracy']")
+accuracy=$(field "$run/worker-0.jsonl" "done" "r['test_accuracy']")
 python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) >= 0.70 else 1)" "$accuracy" ||
   fail "accuracy $accuracy after 300 steps"
 ok "test accuracy $accuracy after 300 BSP steps on 2 servers"

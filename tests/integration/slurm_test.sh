@@ -19,7 +19,7 @@ submit() {
   local name=$1 id
   shift
   id=$(sbatch --parsable --output="$tmp/$name.out" \
-    --export=ALL,SHOAL_ROOT="$root",SHOAL_BIN="$bin",RUN_DIR="$tmp/$name",BASE_PORT="$(fresh_port)" \
+    "--export=ALL,SHOAL_ROOT=$root,SHOAL_BIN=$bin,RUN_DIR=$tmp/$name,BASE_PORT=$(fresh_port)" \
     "$root/scripts/slurm/train.sbatch" "$root/configs/fashion-mlp.yaml" "$@")
   for _ in $(seq 300); do
     [[ -z "$(squeue -h -j "$id" 2>/dev/null)" ]] && break

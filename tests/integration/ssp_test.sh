@@ -42,7 +42,7 @@ ok "the fast worker waited $waits times for the one slowed by $slow_ms ms a step
 ((stalest == staleness)) || fail "max_staleness_served $stalest, want the slack $staleness"
 ok "no read was answered staler than the slack: max_staleness_served $stalest = staleness $staleness"
 
-accuracy=$(field "$dir/w0.jsonl" done "r['test_accuracy']")
+accuracy=$(field "$dir/w0.jsonl" "done" "r['test_accuracy']")
 python3 -c "import sys; sys.exit(0 if $accuracy >= $bound else 1)" ||
   fail "ssp reached test accuracy $accuracy, want >= $bound"
 ok "ssp with slack $staleness trains the MLP to test accuracy $accuracy (>= $bound) in $steps steps a worker"

@@ -15,7 +15,7 @@ SHOAL_BIN=$bin RUN_DIR=$run BASE_PORT=$(fresh_port) "$root/scripts/train-local.s
   "$root/configs/fashion-mlp.yaml" train.updater=adam train.learning_rate=0.001 \
   train.lr_schedule.warmup_steps=50 train.steps=300 data.shards="$(shards_for 2)" \
   >"$tmp/out" 2>"$tmp/err" || fail "train-local failed: $(cat "$tmp/err")"
-accuracy=$(field "$tmp/out" done "r['test_accuracy']")
+accuracy=$(field "$tmp/out" "done" "r['test_accuracy']")
 python3 -c "import sys; sys.exit(0 if $accuracy >= $bound else 1)" ||
   fail "Adam reached test accuracy $accuracy, want >= $bound"
 ok "Adam with a warm-up trains the MLP to test accuracy $accuracy (>= $bound) in 300 steps"
