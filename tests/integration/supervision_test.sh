@@ -49,7 +49,12 @@ SHOAL_BIN=$bin RUN_DIR=$tmp/stalled STOP_GRACE=3 "$root/scripts/train-local.sh" 
 supervisor=$!
 for _ in $(seq 300); do grep -q '"step":' "$tmp/stalled/worker-0.jsonl" 2>/dev/null && break; sleep 0.1; done
 grep -q '"step":' "$tmp/stalled/worker-0.jsonl" || fail "the run made no step in 30 s: $(cat "$tmp/stalled.err")"
-pkill -STOP -f "dl-worker --plan $tmp/stalled/plan.json --id 1 " || fail "no worker 1 to stop"
+stalled=$(pgrep -f "dl-worker --plan $tmp/stalled/plan.json --id 1 ") || fail "no worker 1 to stop"
+kill -STOP "$stalled"
+# A signal acts when its process next runs: until worker 1 is stopped, a SIGTERM sent now
+# could reach it first (a lower number) and end it.
+for _ in $(seq 50); do [[ $(awk '{print $3}' "/proc/$stalled/stat") == T ]] && break; sleep 0.1; done
+[[ $(awk '{print $3}' "/proc/$stalled/stat") == T ]] || fail "worker 1 not stopped 5 s after SIGSTOP"
 kill -TERM "$supervisor"
 for _ in $(seq 150); do kill -0 "$supervisor" 2>/dev/null || break; sleep 0.1; done
 ! kill -0 "$supervisor" 2>/dev/null || fail "train-local still stopping its run 15 s after SIGTERM: $(cat "$tmp/stalled.err")"
