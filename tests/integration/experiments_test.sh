@@ -19,7 +19,7 @@ for w in 0 1; do
   "$bin/dl-worker" --plan "$tmp/plan.json" --id $w --shards "$(shards_for 2)" --no-eval >/dev/null 2>"$tmp/worker-$w.log" &
 done
 wait || fail "a pipeline-started process failed: $(cat "$tmp"/*.log)"
-ckpt=$(compgen -G "$tmp/ckpt/*.ckpt" | sort | tail -n 1)
+ckpt=$(final_ckpt "$tmp")
 "$bin/dl-ckpt" inspect - <"$ckpt" | jq -e '.[0].step == 30' >/dev/null || fail "dl-ckpt inspect - on a checkpoint"
 ok "dl-plan - | dl-plan relocate - | dl-plan check -, dl-server --plan -, dl-ckpt inspect - read standard input"
 

@@ -93,7 +93,7 @@ port=$(fresh_port)
 server=$!
 "$bin/dl-worker" --plan "$tmp/small.json" --shards "$(shards_for 1)" --no-eval >/dev/null 2>&1 || fail "no checkpoint to edit"
 wait "$server"
-ckpt=$(compgen -G "$tmp/ckpt/*.ckpt" | sort | tail -n 1)
+ckpt=$(final_ckpt "$tmp")
 edit_ckpt() {  # edit_ckpt PYTHON_STATEMENT [TRAILING_BYTES]: the header edited as `h`, CRCs recomputed, into bad/
   mkdir -p "$tmp/bad" && rm -f "$tmp"/bad/*
   python3 - "$ckpt" "$tmp/bad/$(basename "$ckpt")" "$1" "${2:-0}" <<'PY'
