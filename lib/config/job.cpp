@@ -139,6 +139,8 @@ Status ParseTrain(const Fields& f, TrainConfig* t) {
   SHOAL_RETURN_IF_ERROR(
       f.Float("checkpoint_seconds", t->checkpoint_seconds, &t->checkpoint_seconds, 0.0, 1e9));
   SHOAL_RETURN_IF_ERROR(f.Int("checkpoint_failures", t->checkpoint_failures, &t->checkpoint_failures, 1));
+  SHOAL_RETURN_IF_ERROR(
+      f.Float("checkpoint_timeout_s", t->checkpoint_timeout_s, &t->checkpoint_timeout_s, 1.0, 1e9));
   SHOAL_RETURN_IF_ERROR(f.Int("display_every", t->display_every, &t->display_every, 1));
   SHOAL_RETURN_IF_ERROR(f.Int("seed", t->seed, &t->seed, 0));
   SHOAL_RETURN_IF_ERROR(f.Float("clip_norm", t->clip_norm, &t->clip_norm, 0.0, 1e9));

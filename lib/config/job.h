@@ -64,6 +64,9 @@ struct TrainConfig {
   double checkpoint_seconds = 600;
   // Failed checkpoint writes in a row after which a server stops the run.
   int checkpoint_failures = 3;
+  // Seconds a checkpoint write may take before its server counts the disk as
+  // stuck and stops the run.
+  double checkpoint_timeout_s = 600;
   int display_every = 50;  // steps between progress records
   int seed = 1;
   // Each layer's gradients go to the servers as soon as backprop has them and

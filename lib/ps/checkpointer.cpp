@@ -3,11 +3,14 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <optional>
 #include <set>
+#include <sstream>
 #include <utility>
 
 #include "ckpt/checkpoint_set.h"
 #include "core/log.h"
+#include "core/mutex.h"
 
 namespace shoal {
 namespace {
@@ -109,146 +112,272 @@ Status RestoreTable(const Checkpoint& ckpt, const std::string& path, ServerTable
   return Status::Ok();
 }
 
+// Everything the writing thread reads and writes: it outlives the
+// Checkpointer when the thread is stuck on a disk that does not answer.
+struct Checkpointer::State {
+  using Clock = std::chrono::steady_clock;
+
+  State(std::string dir, int server, int keep, int failures_allowed, std::string rescue_dir,
+        CheckpointDeadlines deadlines,
+        std::function<Status(const std::string&, const Checkpoint&)> write_file)
+      : dir(std::move(dir)),
+        server(server),
+        keep(keep),
+        failures_allowed(failures_allowed),
+        rescue_dir(std::move(rescue_dir)),
+        deadlines(deadlines),
+        write_file(std::move(write_file)) {}
+
+  void Loop();
+  Status WriteAndPrune(const Checkpoint& ckpt);
+  // Writes `ckpt` into rescue_dir and says where, or why not.
+  void Rescue(const Checkpoint& ckpt);
+  // When the write going on becomes stuck (writing only).
+  Clock::time_point StuckAt() const REQUIRES(mu) { return write_started + deadlines.write; }
+  // Gives up once the write going on is past its deadline: whether it is.
+  bool NoticeStuck(Clock::time_point now) REQUIRES(mu);
+  // Counts `why`, step `step`'s, as a failed write: whether that makes
+  // failures_allowed in a row (the caller rescues the snapshot, then gives up).
+  bool CountFailure(uint64_t step, const Status& why) REQUIRES(mu);
+  // Gives up after failures in a row: no more snapshots are taken.
+  void GiveUp() REQUIRES(mu);
+
+  const std::string dir;
+  const int server;
+  const int keep;
+  const int failures_allowed;
+  const std::string rescue_dir;
+  const CheckpointDeadlines deadlines;
+  const std::function<Status(const std::string&, const Checkpoint&)> write_file;
+
+  mutable Mutex mu;
+  CondVar changed{&mu};
+  std::optional<Checkpoint> pending GUARDED_BY(mu);
+  Checkpoint spare GUARDED_BY(mu);  // written; its buffers wait for the next snapshot
+  bool writing GUARDED_BY(mu) = false;
+  uint64_t writing_step GUARDED_BY(mu) = 0;
+  Clock::time_point write_started GUARDED_BY(mu);
+  bool stopping GUARDED_BY(mu) = false;
+  uint64_t written GUARDED_BY(mu) = 0;
+  int64_t last_step GUARDED_BY(mu) = -1;
+  Status failure GUARDED_BY(mu);  // the first since the last Flush
+  CheckpointFailures failures GUARDED_BY(mu);
+};
+
+Checkpointer::Checkpointer(std::string dir, int server, int keep, int failures_allowed,
+                           std::string rescue_dir, CheckpointDeadlines deadlines,
+                           std::function<Status(const std::string&, const Checkpoint&)> write_file)
+    : state_(std::make_shared<State>(std::move(dir), server, keep, failures_allowed, std::move(rescue_dir),
+                                     deadlines, std::move(write_file))) {}
+
+bool Checkpointer::enabled() const { return !state_->dir.empty(); }
+
 Status Checkpointer::Start() {
   if (!enabled()) return Status::Ok();
+  const std::string& dir = state_->dir;
   std::error_code ec;
-  std::filesystem::create_directories(dir_, ec);
-  if (ec) return Status::IOError("cannot create '" + dir_ + "': " + ec.message());
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return Status::IOError("cannot create '" + dir + "': " + ec.message());
   // A write of this server's that never finished (it was killed) left its
   // temporary file; no one else writes this server's names.
-  for (const auto& entry : std::filesystem::directory_iterator(dir_, ec)) {
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
     std::error_code gone;
-    if (IsUnfinishedCheckpoint(entry.path().filename().string(), server_) &&
+    if (IsUnfinishedCheckpoint(entry.path().filename().string(), state_->server) &&
         std::filesystem::remove(entry.path(), gone))
       Log("removed '" + entry.path().string() + "', a checkpoint write that never finished");
   }
-  thread_ = std::thread([this] { Loop(); });
+  thread_ = std::thread([state = state_] { state->Loop(); });
   return Status::Ok();
 }
 
 Checkpoint Checkpointer::TakeSpare() {
-  MutexLock lock(&mu_);
-  return std::exchange(spare_, Checkpoint{});
+  MutexLock lock(&state_->mu);
+  return std::exchange(state_->spare, Checkpoint{});
 }
 
 void Checkpointer::Write(Checkpoint snapshot) {
   if (!enabled()) return;
-  MutexLock lock(&mu_);
-  while (pending_ && !stopping_) changed_.Wait();
-  if (stopping_ || failures_.gave_up) return;
-  pending_ = std::move(snapshot);
-  changed_.SignalAll();
+  State& s = *state_;
+  MutexLock lock(&s.mu);
+  const auto handover_by = State::Clock::now() + s.deadlines.handover;
+  while (s.pending && !s.stopping && !s.NoticeStuck(State::Clock::now()) && State::Clock::now() < handover_by)
+    s.changed.WaitUntil(s.writing ? std::min(handover_by, s.StuckAt()) : handover_by);
+  if (s.stopping) return;
+  if (s.NoticeStuck(State::Clock::now())) {
+    s.mu.Unlock();
+    s.Rescue(snapshot);
+    s.mu.Lock();
+    return;
+  }
+  if (s.failures.gave_up) return;
+  if (s.pending) {
+    const Status why =
+        Status::Timeout("waited " + std::to_string(s.deadlines.handover.count()) + " ms for step " +
+                        std::to_string(s.pending->step) + "'s to be taken up while step " +
+                        std::to_string(s.writing_step) + "'s is written to '" + s.dir + "': not written");
+    if (s.CountFailure(snapshot.step, why)) {
+      s.mu.Unlock();
+      s.Rescue(snapshot);
+      s.mu.Lock();
+      s.GiveUp();
+    }
+    return;
+  }
+  s.pending = std::move(snapshot);
+  s.changed.SignalAll();
 }
 
 Status Checkpointer::Flush() {
-  MutexLock lock(&mu_);
-  while ((pending_ || writing_) && thread_.joinable()) changed_.Wait();
-  return std::exchange(failure_, Status::Ok());
+  State& s = *state_;
+  MutexLock lock(&s.mu);
+  while ((s.pending || s.writing) && thread_.joinable() && !s.NoticeStuck(State::Clock::now())) {
+    if (s.writing)
+      s.changed.WaitUntil(s.StuckAt());
+    else
+      s.changed.Wait();
+  }
+  if (s.failures.stuck) return s.failures.last;
+  return std::exchange(s.failure, Status::Ok());
 }
 
 void Checkpointer::Stop() {
-  {
-    MutexLock lock(&mu_);
-    if (!thread_.joinable()) return;
-  }
+  if (!thread_.joinable()) return;
   static_cast<void>(Flush());  // what failed was reported to whoever asked Flush
+  bool stuck;
   {
-    MutexLock lock(&mu_);
-    stopping_ = true;
-    changed_.SignalAll();
+    MutexLock lock(&state_->mu);
+    state_->stopping = true;
+    state_->changed.SignalAll();
+    stuck = state_->failures.stuck && state_->writing;
   }
-  thread_.join();
+  if (stuck) {
+    Log("server " + std::to_string(state_->server) + ": leaving the checkpoint write to '" + state_->dir +
+        "' that does not end; its temporary file stays unfinished");
+    thread_.detach();
+  } else {
+    thread_.join();
+  }
 }
 
 uint64_t Checkpointer::written() const {
-  MutexLock lock(&mu_);
-  return written_;
+  MutexLock lock(&state_->mu);
+  return state_->written;
 }
 
 int64_t Checkpointer::last_step() const {
-  MutexLock lock(&mu_);
-  return last_step_;
+  MutexLock lock(&state_->mu);
+  return state_->last_step;
 }
 
 CheckpointFailures Checkpointer::failures() const {
-  MutexLock lock(&mu_);
-  return failures_;
+  MutexLock lock(&state_->mu);
+  state_->NoticeStuck(State::Clock::now());
+  return state_->failures;
 }
 
-void Checkpointer::Loop() {
+bool Checkpointer::State::NoticeStuck(Clock::time_point now) {
+  if (failures.stuck) return true;
+  if (!writing || now < StuckAt()) return false;
+  std::ostringstream seconds;
+  seconds << std::chrono::duration<double>(deadlines.write).count();
+  failures.stuck = failures.gave_up = true;
+  ++failures.total;
+  failures.last = Status::IOError("step " + std::to_string(writing_step) + "'s checkpoint write to '" + dir +
+                                  "' has not ended in " + seconds.str() +
+                                  " s (train.checkpoint_timeout_s): the disk does not answer");
+  if (failure.ok()) failure = failures.last;
+  spare = Checkpoint{};
+  Log("server " + std::to_string(server) + ": " + failures.last.message());
+  changed.SignalAll();
+  return true;
+}
+
+bool Checkpointer::State::CountFailure(uint64_t step, const Status& why) {
+  if (failure.ok()) failure = why;
+  ++failures.in_a_row;
+  ++failures.total;
+  failures.last = why;
+  Log("server " + std::to_string(server) + ": checkpoint of step " + std::to_string(step) + " failed (" +
+      std::to_string(failures.in_a_row) + " of " + std::to_string(failures_allowed) +
+      " allowed in a row): " + why.ToString());
+  return failures.in_a_row >= failures_allowed;
+}
+
+void Checkpointer::State::GiveUp() {
+  failures.gave_up = true;  // once the rescue is written, for whoever watches this
+  spare = Checkpoint{};
+  pending.reset();
+  changed.SignalAll();
+}
+
+void Checkpointer::State::Loop() {
   // A failed write is tried again after a backoff that doubles, unless a
   // newer snapshot comes first and takes its place.
   constexpr auto kFirstBackoff = std::chrono::milliseconds(500);
   constexpr auto kLongestBackoff = std::chrono::seconds(30);
   std::optional<Checkpoint> failed;
-  std::chrono::steady_clock::duration backoff = kFirstBackoff;
-  std::chrono::steady_clock::time_point retry_at;
-  MutexLock lock(&mu_);
+  Clock::duration backoff = kFirstBackoff;
+  Clock::time_point retry_at;
+  MutexLock lock(&mu);
   while (true) {
-    while (!pending_ && !stopping_ && !(failed && std::chrono::steady_clock::now() >= retry_at)) {
+    while (!pending && !stopping && !(failed && Clock::now() >= retry_at)) {
       if (failed)
-        changed_.WaitUntil(retry_at);
+        changed.WaitUntil(retry_at);
       else
-        changed_.Wait();
+        changed.Wait();
     }
-    if (stopping_ && !pending_) return;  // a failed snapshot is not tried again once stopping
-    Checkpoint ckpt = pending_ ? std::move(*pending_) : std::move(*failed);
-    pending_.reset();
+    if (stopping && !pending) return;  // a failed snapshot is not tried again once stopping
+    Checkpoint ckpt = pending ? std::move(*pending) : std::move(*failed);
+    pending.reset();
     failed.reset();
-    writing_ = true;
-    changed_.SignalAll();  // room for the next snapshot while this one is written
-    mu_.Unlock();
+    writing = true;
+    writing_step = ckpt.step;
+    write_started = Clock::now();
+    changed.SignalAll();  // room for the next snapshot while this one is written
+    mu.Unlock();
     Status s = WriteAndPrune(ckpt);
-    mu_.Lock();
-    writing_ = false;
+    mu.Lock();
+    writing = false;
+    changed.SignalAll();
+    if (failures.stuck) return;  // given up while it wrote: the server has stopped counting on it
     if (s.ok()) {
-      ++written_;
-      last_step_ = static_cast<int64_t>(ckpt.step);
-      failures_.in_a_row = 0;
+      ++written;
+      last_step = static_cast<int64_t>(ckpt.step);
+      if (failures.gave_up) return;  // meanwhile, on snapshots that waited too long behind this one
+      failures.in_a_row = 0;
       backoff = kFirstBackoff;
-      spare_ = std::move(ckpt);
-    } else {
-      if (failure_.ok()) failure_ = s;
-      ++failures_.in_a_row;
-      ++failures_.total;
-      failures_.last = s;
-      Log("server " + std::to_string(server_) + ": checkpoint of step " + std::to_string(ckpt.step) +
-          " failed (" + std::to_string(failures_.in_a_row) + " of " + std::to_string(failures_allowed_) +
-          " allowed in a row): " + s.ToString());
-      if (failures_.in_a_row >= failures_allowed_) {
-        mu_.Unlock();
-        Rescue(ckpt);
-        mu_.Lock();
-        failures_.gave_up = true;  // once the rescue is written, for whoever watches this
-        spare_ = Checkpoint{};     // no snapshot is taken any more
-        pending_.reset();
-        changed_.SignalAll();
-        return;
-      }
-      failed = std::move(ckpt);
-      retry_at = std::chrono::steady_clock::now() + backoff;
-      backoff = std::min<std::chrono::steady_clock::duration>(2 * backoff, kLongestBackoff);
+      spare = std::move(ckpt);
+      continue;
     }
-    changed_.SignalAll();
+    if (CountFailure(ckpt.step, s)) {
+      mu.Unlock();
+      Rescue(ckpt);
+      mu.Lock();
+      GiveUp();
+      return;
+    }
+    failed = std::move(ckpt);
+    retry_at = Clock::now() + backoff;
+    backoff = std::min<Clock::duration>(2 * backoff, kLongestBackoff);
   }
 }
 
-void Checkpointer::Rescue(const Checkpoint& ckpt) {
-  if (rescue_dir_.empty()) return;
+void Checkpointer::State::Rescue(const Checkpoint& ckpt) {
+  if (rescue_dir.empty()) return;
   std::error_code ec;
-  std::filesystem::create_directories(rescue_dir_, ec);
-  const std::string path = CheckpointPath(rescue_dir_, server_, ckpt.step);
-  Status s = ec ? Status::IOError("cannot create '" + rescue_dir_ + "': " + ec.message())
-                : WriteCheckpoint(path, ckpt);
-  Log(s.ok() ? "server " + std::to_string(server_) + ": wrote step " + std::to_string(ckpt.step) +
-                   "'s checkpoint, which '" + dir_ + "' could not take, to '" + path + "'"
-             : "server " + std::to_string(server_) + ": cannot rescue step " + std::to_string(ckpt.step) +
+  std::filesystem::create_directories(rescue_dir, ec);
+  const std::string path = CheckpointPath(rescue_dir, server, ckpt.step);
+  Status s =
+      ec ? Status::IOError("cannot create '" + rescue_dir + "': " + ec.message()) : write_file(path, ckpt);
+  Log(s.ok() ? "server " + std::to_string(server) + ": wrote step " + std::to_string(ckpt.step) +
+                   "'s checkpoint, which '" + dir + "' could not take, to '" + path + "'"
+             : "server " + std::to_string(server) + ": cannot rescue step " + std::to_string(ckpt.step) +
                    "'s checkpoint either: " + s.ToString());
 }
 
-Status Checkpointer::WriteAndPrune(const Checkpoint& ckpt) {
-  const std::string written = CheckpointPath(dir_, server_, ckpt.step);
-  SHOAL_RETURN_IF_ERROR(WriteCheckpoint(written, ckpt));
+Status Checkpointer::State::WriteAndPrune(const Checkpoint& ckpt) {
+  const std::string path = CheckpointPath(dir, server, ckpt.step);
+  SHOAL_RETURN_IF_ERROR(write_file(path, ckpt));
   // The rotation is this plan's: a file of another plan (another run given
   // the same directory) or one whose header cannot be read is not ours to
   // remove. Of ours, the newest by step stay, this one always, and so does
@@ -256,18 +385,17 @@ Status Checkpointer::WriteAndPrune(const Checkpoint& ckpt) {
   // never takes the last whole model. Steps, not file times: a clock that
   // moves does not change which are newest.
   CheckpointDir scan;
-  if (!ScanCheckpointDir(dir_, &scan).ok()) return Status::Ok();  // nothing to prune by
-  std::vector<std::string> ours;                                  // newest first
+  if (!ScanCheckpointDir(dir, &scan).ok()) return Status::Ok();  // nothing to prune by
+  std::vector<std::string> ours;                                 // newest first
   bool whole_seen = false;
   for (auto set = scan.steps.rbegin(); set != scan.steps.rend(); ++set) {
     const bool whole = !whole_seen && set->complete() && set->files.front().plan_hash == ckpt.plan_hash;
     whole_seen = whole_seen || whole;
     for (const CheckpointInfo& f : set->files)
-      if (f.server == server_ && f.error.empty() && f.plan_hash == ckpt.plan_hash && f.path != written &&
-          !whole)
+      if (f.server == server && f.error.empty() && f.plan_hash == ckpt.plan_hash && f.path != path && !whole)
         ours.push_back(f.path);
   }
-  for (size_t i = static_cast<size_t>(std::max(keep_ - 1, 0)); i < ours.size(); ++i) {
+  for (size_t i = static_cast<size_t>(std::max(keep - 1, 0)); i < ours.size(); ++i) {
     std::error_code ec;  // report, never throw
     if (!std::filesystem::remove(ours[i], ec) && ec) Log("cannot prune '" + ours[i] + "': " + ec.message());
   }

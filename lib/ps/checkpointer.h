@@ -4,13 +4,14 @@
 // checkpoint (dl-server --resume). Files: lib/ckpt/checkpoint.h.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
-#include <optional>
+#include <functional>
+#include <memory>
 #include <string>
 #include <thread>
 
 #include "ckpt/checkpoint.h"
-#include "core/mutex.h"
 #include "ps/table.h"
 
 namespace shoal {
@@ -32,7 +33,19 @@ struct CheckpointFailures {
   int in_a_row = 0;  // since the last write that succeeded
   uint64_t total = 0;
   Status last;           // the newest failure's reason
-  bool gave_up = false;  // `in_a_row` reached the bound: no more are tried
+  bool gave_up = false;  // `in_a_row` reached the bound, or the disk is stuck: no more are tried
+  bool stuck = false;    // a write has gone on past CheckpointDeadlines::write
+};
+
+// How long checkpoints may keep a server waiting on its disk.
+struct CheckpointDeadlines {
+  // A write still going this long after it started is stuck (the disk does
+  // not answer): the checkpointer gives up at once, as no retry would end.
+  std::chrono::milliseconds write = std::chrono::minutes(10);
+  // The longest Write waits for the snapshot before it to be taken up, which
+  // a server's request waits with it. Past it the snapshot is not written: a
+  // failure, counted as a failed write is.
+  std::chrono::milliseconds handover = std::chrono::seconds(30);
 };
 
 class Checkpointer {
@@ -43,33 +56,35 @@ class Checkpointer {
   // fails is tried again after a backoff, unless a newer snapshot replaces
   // it; after `failures_allowed` failures in a row it gives up, and writes
   // that last snapshot into `rescue_dir` instead (where another disk may
-  // have room).
-  Checkpointer(std::string dir, int server, int keep, int failures_allowed, std::string rescue_dir)
-      : dir_(std::move(dir)),
-        server_(server),
-        keep_(keep),
-        failures_allowed_(failures_allowed),
-        rescue_dir_(std::move(rescue_dir)) {}
+  // have room). A write stuck past `deadlines.write` gives up at once; each
+  // snapshot handed over after it goes into `rescue_dir`. `write_file` is
+  // how a snapshot reaches its file (tests: a disk that never answers).
+  Checkpointer(std::string dir, int server, int keep, int failures_allowed, std::string rescue_dir,
+               CheckpointDeadlines deadlines = {},
+               std::function<Status(const std::string&, const Checkpoint&)> write_file = WriteCheckpoint);
   ~Checkpointer() { Stop(); }
   Checkpointer(const Checkpointer&) = delete;
   Checkpointer& operator=(const Checkpointer&) = delete;
 
-  bool enabled() const { return !dir_.empty(); }
+  bool enabled() const;
   // Creates the directory, removes this server's temporary files that a
   // killed write left, and starts the writing thread.
   Status Start();
   // Hands a snapshot to the thread; waits only while the one before it has
-  // not been taken up yet (at most one waits, so memory stays bounded).
-  // Ignored once the checkpointer has given up.
+  // not been taken up yet (at most one waits, so memory stays bounded), and
+  // at most CheckpointDeadlines::handover. Ignored once the checkpointer has
+  // given up, except on a stuck disk: then written into `rescue_dir` here.
   void Write(Checkpoint snapshot);
   // The last snapshot written, to take the next one into; empty when none
   // is free. Holding it keeps one copy of the table between checkpoints
   // (none once the checkpointer has given up).
   Checkpoint TakeSpare();
-  // Waits until every snapshot handed over is on disk or has failed (a
-  // failed one may still be tried again); the first failure since the last
-  // Flush.
+  // Waits until every snapshot handed over is on disk, has failed (a failed
+  // one may still be tried again) or is stuck; the first failure since the
+  // last Flush, or the stuck write's.
   Status Flush();
+  // Flushes and ends the writing thread. A thread stuck on the disk is left
+  // to end with the process (it holds what it shares with this object).
   void Stop();
   // Checkpoints written so far, and the step of the newest (-1: none yet).
   uint64_t written() const;
@@ -77,26 +92,8 @@ class Checkpointer {
   CheckpointFailures failures() const;
 
  private:
-  void Loop();
-  Status WriteAndPrune(const Checkpoint& ckpt);
-  // Writes `ckpt` into rescue_dir_ and says where, or why not.
-  void Rescue(const Checkpoint& ckpt);
-
-  std::string dir_;
-  int server_;
-  int keep_;
-  int failures_allowed_;
-  std::string rescue_dir_;
-  mutable Mutex mu_;
-  CondVar changed_{&mu_};
-  std::optional<Checkpoint> pending_ GUARDED_BY(mu_);
-  Checkpoint spare_ GUARDED_BY(mu_);  // written; its buffers wait for the next snapshot
-  bool writing_ GUARDED_BY(mu_) = false;
-  bool stopping_ GUARDED_BY(mu_) = false;
-  uint64_t written_ GUARDED_BY(mu_) = 0;
-  int64_t last_step_ GUARDED_BY(mu_) = -1;
-  Status failure_ GUARDED_BY(mu_);  // the first since the last Flush
-  CheckpointFailures failures_ GUARDED_BY(mu_);
+  struct State;  // what the writing thread shares with this object
+  std::shared_ptr<State> state_;
   std::thread thread_;
 };
 

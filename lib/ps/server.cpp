@@ -20,12 +20,22 @@ std::string RescueDir(const std::string& given) {
   return ((ec ? std::filesystem::path("/tmp") : temp) / "shoal-rescue").string();
 }
 
+// A write may take train.checkpoint_timeout_s; a request waits on the disk
+// at most half of what the workers wait for its answer.
+CheckpointDeadlines CheckpointDeadlinesOf(const JobConfig& job) {
+  CheckpointDeadlines d;
+  d.write = std::chrono::milliseconds(static_cast<int64_t>(job.train.checkpoint_timeout_s * 1000));
+  d.handover = std::chrono::milliseconds(std::max(1, job.cluster.timeout_ms / 2));
+  return d;
+}
+
 }  // namespace
 
 ParameterServer::ParameterServer(const Plan& plan, ServerOptions options)
     : options_(std::move(options)),
       checkpointer_(options_.checkpoint_dir, options_.id, options_.keep_checkpoints,
-                    plan.job.train.checkpoint_failures, RescueDir(options_.rescue_dir)) {
+                    plan.job.train.checkpoint_failures, RescueDir(options_.rescue_dir),
+                    CheckpointDeadlinesOf(plan.job)) {
   config_status_ = MakeServerConfig(plan, options_.id, &config_);
 }
 
@@ -101,16 +111,12 @@ Status ParameterServer::Run() {
   // `stopping` (exit 3, which a supervisor restarts), as a worker whose
   // request was not parked hears the connection close. Any other failure
   // (its hosting worker's bad input, a checkpoint it could not write) is an
-  // error no restart mends.
+  // error no restart mends. After a failure, a request that comes while it
+  // drains hears the same (Handle).
   const Status why = failure_.ok() ? stop_reason_ : failure_;
-  const bool going_away = why.ok() || why.IsPeerFailure();
-  const std::string stopping = "server " + std::to_string(config_.id) + " is stopping (" +
-                               (why.ok() ? "shut down" : why.ToString()) + ")";
   parked_.DropAll([&](const ParkedRequests::Parked& p) {
     mu_.AssertHeld();  // DropAll calls back on this thread
-    MsgHeader h{going_away ? MsgType::kStopping : MsgType::kError, config_.plan_hash_value, table_->version(),
-                static_cast<uint32_t>(config_.id)};
-    rpc_.Reply(p.slot, h, {}, stopping);
+    ReplyStopping(p.slot, why);
   });
   const bool finished = finished_;
   const Status failure = failure_;
@@ -153,15 +159,22 @@ ServerStats ParameterServer::StatsNow() const {
   return s;
 }
 
-void ParameterServer::Watch(std::chrono::steady_clock::time_point now) {
+void ParameterServer::NoteCheckpointFailures() {
+  if (!failure_.ok()) return;
   const CheckpointFailures unwritten = checkpointer_.failures();
-  if (unwritten.gave_up) {
+  if (unwritten.stuck)
+    failure_ = unwritten.last;
+  else if (unwritten.gave_up)
     failure_ = Status::IOError(
         "gave up checkpointing into '" + options_.checkpoint_dir + "' after " +
         std::to_string(unwritten.in_a_row) +
         " failed writes in a row (train.checkpoint_failures); the last: " + unwritten.last.ToString());
-    return;
-  }
+  if (!failure_.ok()) changed_.SignalAll();
+}
+
+void ParameterServer::Watch(std::chrono::steady_clock::time_point now) {
+  NoteCheckpointFailures();
+  if (!failure_.ok()) return;
   // A read parked past its deadline is answered timed-out: its slot is free
   // again, and the reader (whose own wait is a little longer) hears for whom
   // it waited.
@@ -209,6 +222,7 @@ void ParameterServer::Handle(int slot, const MessageView& req, uint32_t pipe) {
                          config_.plan_hash);
     return;
   }
+  if (!failure_.ok()) return ReplyStopping(slot, failure_);
   switch (req.header.type) {
     case MsgType::kGet:
       return HandleGet(slot, req);
@@ -280,6 +294,7 @@ void ParameterServer::Checkpoint() {
   // Server groups hold copies of one table: the first group's are the checkpoints.
   if (!checkpointer_.enabled() || config_.group != 0) return;
   checkpointer_.Write(SnapshotTable(*table_, stats_.updates_received, metric_, checkpointer_.TakeSpare()));
+  NoteCheckpointFailures();  // training stops at once on a disk given up on
 }
 
 void ParameterServer::ReplyParams(int slot, int worker, const std::vector<int>& layers, uint64_t step) {
@@ -318,6 +333,15 @@ void ParameterServer::ReplyError(int slot, const std::string& why) {
   MsgHeader h{MsgType::kError, config_.plan_hash_value, table_ ? table_->version() : 0,
               static_cast<uint32_t>(config_.id)};
   rpc_.Reply(slot, h, {}, why);
+}
+
+void ParameterServer::ReplyStopping(int slot, const Status& why) {
+  const bool going_away = why.ok() || why.IsPeerFailure();
+  MsgHeader h{going_away ? MsgType::kStopping : MsgType::kError, config_.plan_hash_value, table_->version(),
+              static_cast<uint32_t>(config_.id)};
+  rpc_.Reply(slot, h, {},
+             "server " + std::to_string(config_.id) + " is stopping (" +
+                 (why.ok() ? "shut down" : why.ToString()) + ")");
 }
 
 Status ParameterServer::Resume() {

@@ -105,6 +105,8 @@ class ParameterServer {
   // Run's watch, every fraction of a second: parked reads past their
   // deadline, no request for the timeout, no worker for the lease.
   void Watch(std::chrono::steady_clock::time_point now) REQUIRES(mu_);
+  // Fails the server (failure_) once the checkpointer has given up.
+  void NoteCheckpointFailures() REQUIRES(mu_);
   void HandleGet(int slot, const MessageView& request) REQUIRES(mu_);
   void HandleUpdate(int slot, const MessageView& request) REQUIRES(mu_);
   void HandleExchange(int slot, const MessageView& request) REQUIRES(mu_);
@@ -134,6 +136,10 @@ class ParameterServer {
   void ReplyParams(int slot, int worker, const std::vector<int>& layers, uint64_t step = ~0ull) REQUIRES(mu_);
   void ReplyOk(int slot) REQUIRES(mu_);
   void ReplyError(int slot, const std::string& why) REQUIRES(mu_);
+  // A request to a server that stops for `why` (ok: shut down): a server
+  // going away (shut down, or given up on its peers) says stopping, which a
+  // worker meets with a restart; any other failure is an error.
+  void ReplyStopping(int slot, const Status& why) REQUIRES(mu_);
   // Not yet, and why: a parked done (not every worker is done), or a join
   // while the worker's previous life still counts as connected.
   void ReplyWait(int slot, const std::string& why) REQUIRES(mu_);

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <future>
 #include <memory>
 #include <string>
@@ -376,6 +377,109 @@ TEST_CASE(
   static_cast<void>(checkpointer.Flush());
   CHECK(checkpointer.failures().total == 2);
   CHECK(checkpointer.written() == 0);
+}
+
+// A disk that takes no write into `dir` of the steps in `stuck` until
+// Open: a write of one of them waits there, as on a disk that does not answer.
+class StuckDisk {
+ public:
+  StuckDisk(std::string dir, std::vector<uint64_t> stuck) : dir_(std::move(dir)), stuck_(std::move(stuck)) {}
+  ~StuckDisk() { Open(); }
+  std::function<Status(const std::string&, const Checkpoint&)> writer() {
+    return [dir = dir_, stuck = stuck_, opened = opened_](const std::string& path, const Checkpoint& ckpt) {
+      if (path.rfind(dir + "/", 0) == 0 && std::count(stuck.begin(), stuck.end(), ckpt.step) > 0)
+        opened.wait();
+      return WriteCheckpoint(path, ckpt);
+    };
+  }
+  void Open() {
+    if (!open_) gate_.set_value();
+    open_ = true;
+  }
+
+ private:
+  std::string dir_;
+  std::vector<uint64_t> stuck_;
+  std::promise<void> gate_;
+  std::shared_future<void> opened_ = gate_.get_future().share();
+  bool open_ = false;
+};
+
+TEST_CASE(
+    "a write stuck past its deadline gives up at once: Flush says so, later snapshots go to the rescue "
+    "directory, and Stop does not wait for the disk") {
+  TempDir dir;
+  TableOnly t;
+  const std::string ckpt_dir = dir.path + "/ckpt", rescue_dir = dir.path + "/rescue";
+  StuckDisk disk(ckpt_dir, {2});
+  CheckpointDeadlines deadlines;
+  deadlines.write = std::chrono::milliseconds(300);
+  auto checkpointer = std::make_unique<Checkpointer>(ckpt_dir, 0, 3, 3, rescue_dir, deadlines, disk.writer());
+  REQUIRE(checkpointer->Start().ok());
+  t.table->Advance();
+  checkpointer->Write(SnapshotTable(*t.table, 1, nullptr));
+  REQUIRE(checkpointer->Flush().ok());
+  t.table->Advance();
+  checkpointer->Write(SnapshotTable(*t.table, 2, nullptr));
+  Status s = checkpointer->Flush();
+  CHECK(s.message() == "step 2's checkpoint write to '" + ckpt_dir +
+                           "' has not ended in 0.3 s (train.checkpoint_timeout_s): the disk does not answer");
+  const CheckpointFailures failures = checkpointer->failures();
+  CHECK(failures.stuck);
+  CHECK(failures.gave_up);
+  CHECK(failures.total == 1);
+  CHECK(checkpointer->Flush().message() == s.message());  // said again: the disk is still stuck
+  CHECK(checkpointer->TakeSpare().tensors.empty());
+
+  // What is handed over now goes to the rescue directory at once.
+  t.table->Advance();
+  checkpointer->Write(SnapshotTable(*t.table, 3, nullptr));
+  Checkpoint rescued;
+  REQUIRE(ReadCheckpoint(CheckpointPath(rescue_dir, 0, 3), &rescued).ok());
+  CHECK(rescued.step == 3);
+  CHECK(ListCheckpoints(ckpt_dir, 0) == std::vector<std::string>{CheckpointPath(ckpt_dir, 0, 1)});
+
+  // Stop leaves the stuck write behind; once the disk answers, it ends on its own.
+  auto stopped = std::async(std::launch::async, [&] { checkpointer.reset(); });
+  REQUIRE(stopped.wait_for(std::chrono::seconds(20)) == std::future_status::ready);
+  disk.Open();
+  CHECK(Eventually([&] { return ListCheckpoints(ckpt_dir, 0).size() == 2; }));
+}
+
+TEST_CASE(
+    "a snapshot that waits past the handover deadline behind a slow write is a failure, and enough in a row "
+    "give up") {
+  TempDir dir;
+  TableOnly t;
+  const std::string ckpt_dir = dir.path + "/ckpt", rescue_dir = dir.path + "/rescue";
+  StuckDisk disk(ckpt_dir, {1});
+  CheckpointDeadlines deadlines;
+  deadlines.handover = std::chrono::milliseconds(200);
+  Checkpointer checkpointer(ckpt_dir, 0, 3, 2, rescue_dir, deadlines, disk.writer());
+  REQUIRE(checkpointer.Start().ok());
+  for (uint64_t step = 1; step <= 3; ++step) {
+    t.table->Advance();
+    checkpointer.Write(SnapshotTable(*t.table, step, nullptr));  // 1 is written, 2 waits, 3 is refused
+  }
+  CheckpointFailures failures = checkpointer.failures();
+  CHECK(failures.in_a_row == 1);
+  CHECK(!failures.gave_up);
+  CHECK(failures.last.message() ==
+        "waited 200 ms for step 2's to be taken up while step 1's is written to '" + ckpt_dir +
+            "': not written");
+  t.table->Advance();
+  checkpointer.Write(SnapshotTable(*t.table, 4, nullptr));
+  failures = checkpointer.failures();
+  CHECK(failures.in_a_row == 2);
+  CHECK(failures.gave_up);
+  CHECK(!failures.stuck);
+  Checkpoint rescued;
+  REQUIRE(ReadCheckpoint(CheckpointPath(rescue_dir, 0, 4), &rescued).ok());
+  CHECK(rescued.step == 4);
+  // The slow write ends; what waited behind it was dropped on giving up.
+  disk.Open();
+  CHECK(!checkpointer.Flush().ok());
+  CHECK(ListCheckpoints(ckpt_dir, 0) == std::vector<std::string>{CheckpointPath(ckpt_dir, 0, 1)});
 }
 
 }  // namespace
