@@ -247,7 +247,7 @@ on_host() {  # on_host ENDPOINT CMD...
 # A process's stderr: appended to its log, its checkpoint failures also shown here as they come.
 follow_log() {  # follow_log FILE, in a process substitution
   exec {lock}>&-
-  tee -a "$1" | grep --line-buffered -E 'checkpoint of step [0-9]+ failed|gave up checkpointing|checkpoint, which' >&2
+  tee -a "$1" | grep --line-buffered -E 'checkpoint of step [0-9]+ failed|gave up checkpointing|checkpoint, which|the disk does not answer' >&2
 }
 # A signal that comes while a process starts waits until it is recorded (in
 # name_of), so that stopping the run stops that process too.
@@ -308,23 +308,79 @@ reaped() {  # reaped PID STATUS
   record "{\"event\": \"exit\", \"name\": \"${name_of[$1]}\", \"pid\": $1, \"status\": $2, \"time\": \"$(now)\"}"
   unset "name_of[$1]"
 }
+# exit_state PID: sets exit_is to "exiting" while PID's main thread has
+# exited (a zombie) and another thread of it has not; to "stuck" once that
+# has lasted 3 s, a thread stuck in the kernel on a disk that does not
+# answer (until it ends, wait would block and kill does nothing); to ""
+# otherwise. Sets stuck_status to PID's exit status, which /proc has.
+declare -A exited_at=()
+exit_state() {
+  local stat task state="" fields code
+  exit_is=""
+  { read -r stat <"/proc/$1/stat"; } 2>/dev/null || return 0
+  stat=${stat##*) }  # "STATE PPID ..."
+  [[ ${stat%% *} == Z ]] || return 0
+  for task in /proc/"$1"/task/*/stat; do
+    { read -r state <"$task"; } 2>/dev/null || continue
+    state=${state##*) }
+    [[ ${state%% *} == [ZX] ]] || break
+    state=""
+  done
+  [[ -n $state ]] || return 0
+  read -r -a fields <<<"$stat"
+  code=${fields[49]:-0}  # field 52, exit_code: the status as waitpid reports it
+  ((code & 127)) && stuck_status=$((128 + (code & 127))) || stuck_status=$((code >> 8))
+  exited_at[$1]=${exited_at[$1]:-$SECONDS}
+  exit_is=exiting
+  ((SECONDS - exited_at[$1] < 3)) || exit_is=stuck
+}
+# say_stuck PID: says that PID, which exit_state (or a SIGKILL that did not
+# end it) finds stuck, is not waited for.
+say_stuck() {
+  log "${name_of[$1]} (pid $1) is stuck in the kernel, a thread of it in state" \
+    "$(awk '{print $3}' /proc/"$1"/task/*/stat 2>/dev/null | sort -u | tr -d '\n') (a disk that does not answer?):" \
+    "it ends when that does; not waiting for it"
+}
+
+# A builtin sleep: read's timeout on a pipe that never has data, no fork.
+exec {nap_fd}<> <(:)
+nap() { read -r -t "$1" -u "$nap_fd" || true; }
+
 # Whether PID has not ended (a zombie has, though kill -0 still finds it).
 alive() { [[ "$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null)" =~ ^[^ZX]$ ]]; }
 # SIGTERM to every process, and SIGKILL to those still there after
-# $stop_grace seconds (a stopped process never acts on SIGTERM).
+# $stop_grace seconds (a stopped process never acts on SIGTERM). One that
+# SIGKILL has not ended 5 s later, or that has exited with a thread stuck in
+# the kernel, is named and left: it ends when its disk answers.
 stop_all() {
-  local pid status deadline=$((SECONDS + stop_grace)) left
+  local pid status deadline=$((SECONDS + stop_grace)) left killed=no
   for pid in "${!name_of[@]}"; do kill "$pid" 2>/dev/null || true; done
   while :; do
     left=()
-    for pid in "${!name_of[@]}"; do alive "$pid" && left+=("$pid"); done
+    for pid in "${!name_of[@]}"; do
+      exit_state "$pid"
+      if [[ $exit_is == stuck ]]; then
+        say_stuck "$pid"
+        reaped "$pid" "$stuck_status"
+      elif [[ $exit_is == exiting ]] || alive "$pid"; then
+        left+=("$pid")
+      fi
+    done
     ((${#left[@]} > 0)) || break
+    if ((SECONDS >= deadline)) && [[ $killed == yes ]]; then
+      for pid in "${left[@]}"; do
+        say_stuck "$pid"
+        reaped "$pid" 137
+      done
+      break
+    fi
     if ((SECONDS >= deadline)); then
       log "${#left[@]} process(es) still running ${stop_grace} s after SIGTERM; killing them"
       kill -KILL "${left[@]}" 2>/dev/null || true
-      break
+      killed=yes
+      deadline=$((SECONDS + 5))
     fi
-    sleep 0.1
+    nap 0.1
   done
   for pid in "${!name_of[@]}"; do
     status=0
@@ -403,25 +459,36 @@ running() {
   [[ $state != Z && ${rest%% *} == "$$" ]]
 }
 
-# next_exit: wait for a child to end; sets done_pid and status. `wait -n`
-# alone can miss one: a child that dies while the shell runs something in
-# the foreground (sleep, a command substitution) is reaped then, and is no
-# longer a job `wait -n` reports, though `wait PID` still has its status.
-# So children already gone are taken first, by pid.
+# next_exit: wait for a child to end; sets done_pid and status. It looks at
+# each child by pid, ten times a second, rather than waiting in `wait -n`:
+# a child that has exited with a thread stuck in the kernel sends no
+# SIGCHLD, and `wait -n` would never return. Children already reaped (by a
+# command run in the foreground meanwhile) are ended too: `wait PID` still
+# has their status.
 next_exit() {
   local pid
   status=0
   done_pid=""
-  for pid in "${!name_of[@]}"; do
-    if ! running "$pid"; then
-      done_pid=$pid
-      wait "$pid" 2>/dev/null || status=$?
-      return
-    fi
+  while :; do
+    for pid in "${!name_of[@]}"; do
+      exit_state "$pid"
+      case $exit_is in
+        stuck)
+          done_pid=$pid
+          status=$stuck_status
+          say_stuck "$pid"
+          return
+          ;;
+        exiting) continue ;;
+      esac
+      if ! running "$pid"; then
+        done_pid=$pid
+        wait "$pid" 2>/dev/null || status=$?
+        return
+      fi
+    done
+    nap 0.1
   done
-  # The shell's own word on a child killed by a signal goes nowhere: we say it better.
-  wait -n -p done_pid 2>/dev/null || status=$?
-  done_pid=${done_pid:-}
 }
 
 # peer_named_by NAME [TRIES]: the process a worker that gave up names in its last
