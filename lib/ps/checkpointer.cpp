@@ -162,6 +162,7 @@ struct Checkpointer::State {
   int64_t last_step GUARDED_BY(mu) = -1;
   Status failure GUARDED_BY(mu);  // the first since the last Flush
   CheckpointFailures failures GUARDED_BY(mu);
+  std::optional<uint64_t> rescued GUARDED_BY(mu);  // the step last written into rescue_dir while stuck
 };
 
 Checkpointer::Checkpointer(std::string dir, int server, int keep, int failures_allowed,
@@ -204,6 +205,8 @@ void Checkpointer::Write(Checkpoint snapshot) {
     s.changed.WaitUntil(s.writing ? std::min(handover_by, s.StuckAt()) : handover_by);
   if (s.stopping) return;
   if (s.NoticeStuck(State::Clock::now())) {
+    if (s.rescued == snapshot.step) return;  // the same version again: a server's final checkpoint
+    s.rescued = snapshot.step;
     s.mu.Unlock();
     s.Rescue(snapshot);
     s.mu.Lock();

@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -386,12 +387,17 @@ class StuckDisk {
   StuckDisk(std::string dir, std::vector<uint64_t> stuck) : dir_(std::move(dir)), stuck_(std::move(stuck)) {}
   ~StuckDisk() { Open(); }
   std::function<Status(const std::string&, const Checkpoint&)> writer() {
-    return [dir = dir_, stuck = stuck_, opened = opened_](const std::string& path, const Checkpoint& ckpt) {
-      if (path.rfind(dir + "/", 0) == 0 && std::count(stuck.begin(), stuck.end(), ckpt.step) > 0)
+    return [dir = dir_, stuck = stuck_, opened = opened_, elsewhere = elsewhere_](const std::string& path,
+                                                                                  const Checkpoint& ckpt) {
+      if (path.rfind(dir + "/", 0) != 0)
+        ++*elsewhere;
+      else if (std::count(stuck.begin(), stuck.end(), ckpt.step) > 0)
         opened.wait();
       return WriteCheckpoint(path, ckpt);
     };
   }
+  // Writes outside `dir` so far (into the rescue directory).
+  int elsewhere() const { return *elsewhere_; }
   void Open() {
     if (!open_) gate_.set_value();
     open_ = true;
@@ -402,6 +408,7 @@ class StuckDisk {
   std::vector<uint64_t> stuck_;
   std::promise<void> gate_;
   std::shared_future<void> opened_ = gate_.get_future().share();
+  std::shared_ptr<std::atomic<int>> elsewhere_ = std::make_shared<std::atomic<int>>(0);
   bool open_ = false;
 };
 
@@ -438,6 +445,9 @@ TEST_CASE(
   REQUIRE(ReadCheckpoint(CheckpointPath(rescue_dir, 0, 3), &rescued).ok());
   CHECK(rescued.step == 3);
   CHECK(ListCheckpoints(ckpt_dir, 0) == std::vector<std::string>{CheckpointPath(ckpt_dir, 0, 1)});
+  // The same step again (a server's final checkpoint where it stopped) is not written twice.
+  checkpointer->Write(SnapshotTable(*t.table, 3, nullptr));
+  CHECK(disk.elsewhere() == 1);
 
   // Stop leaves the stuck write behind; once the disk answers, it ends on its own.
   auto stopped = std::async(std::launch::async, [&] { checkpointer.reset(); });
