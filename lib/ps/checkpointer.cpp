@@ -130,17 +130,19 @@ struct Checkpointer::State {
 
   void Loop();
   Status WriteAndPrune(const Checkpoint& ckpt);
-  // Writes `ckpt` into rescue_dir and says where, or why not.
-  void Rescue(const Checkpoint& ckpt);
+  // Writes `ckpt` into rescue_dir and says where, or why not; `mu` is
+  // released while it writes.
+  void Rescue(const Checkpoint& ckpt) REQUIRES(mu);
   // When the write going on becomes stuck (writing only).
   Clock::time_point StuckAt() const REQUIRES(mu) { return write_started + deadlines.write; }
   // Gives up once the write going on is past its deadline: whether it is.
   bool NoticeStuck(Clock::time_point now) REQUIRES(mu);
   // Counts `why`, step `step`'s, as a failed write: whether that makes
-  // failures_allowed in a row (the caller rescues the snapshot, then gives up).
+  // failures_allowed in a row (then the caller gives up).
   bool CountFailure(uint64_t step, const Status& why) REQUIRES(mu);
-  // Gives up after failures in a row: no more snapshots are taken.
-  void GiveUp() REQUIRES(mu);
+  // Gives up after failures in a row, rescuing `last`, the snapshot that
+  // failed: no more snapshots are taken.
+  void GiveUp(const Checkpoint& last) REQUIRES(mu);
 
   const std::string dir;
   const int server;
@@ -207,9 +209,7 @@ void Checkpointer::Write(Checkpoint snapshot) {
   if (s.NoticeStuck(State::Clock::now())) {
     if (s.rescued == snapshot.step) return;  // the same version again: a server's final checkpoint
     s.rescued = snapshot.step;
-    s.mu.Unlock();
     s.Rescue(snapshot);
-    s.mu.Lock();
     return;
   }
   if (s.failures.gave_up) return;
@@ -218,12 +218,7 @@ void Checkpointer::Write(Checkpoint snapshot) {
         Status::Timeout("waited " + std::to_string(s.deadlines.handover.count()) + " ms for step " +
                         std::to_string(s.pending->step) + "'s to be taken up while step " +
                         std::to_string(s.writing_step) + "'s is written to '" + s.dir + "': not written");
-    if (s.CountFailure(snapshot.step, why)) {
-      s.mu.Unlock();
-      s.Rescue(snapshot);
-      s.mu.Lock();
-      s.GiveUp();
-    }
+    if (s.CountFailure(snapshot.step, why)) s.GiveUp(snapshot);
     return;
   }
   s.pending = std::move(snapshot);
@@ -306,7 +301,8 @@ bool Checkpointer::State::CountFailure(uint64_t step, const Status& why) {
   return failures.in_a_row >= failures_allowed;
 }
 
-void Checkpointer::State::GiveUp() {
+void Checkpointer::State::GiveUp(const Checkpoint& last) {
+  Rescue(last);
   failures.gave_up = true;  // once the rescue is written, for whoever watches this
   spare = Checkpoint{};
   pending.reset();
@@ -353,10 +349,7 @@ void Checkpointer::State::Loop() {
       continue;
     }
     if (CountFailure(ckpt.step, s)) {
-      mu.Unlock();
-      Rescue(ckpt);
-      mu.Lock();
-      GiveUp();
+      GiveUp(ckpt);
       return;
     }
     failed = std::move(ckpt);
@@ -367,6 +360,7 @@ void Checkpointer::State::Loop() {
 
 void Checkpointer::State::Rescue(const Checkpoint& ckpt) {
   if (rescue_dir.empty()) return;
+  mu.Unlock();
   std::error_code ec;
   std::filesystem::create_directories(rescue_dir, ec);
   const std::string path = CheckpointPath(rescue_dir, server, ckpt.step);
@@ -376,6 +370,7 @@ void Checkpointer::State::Rescue(const Checkpoint& ckpt) {
                    "'s checkpoint, which '" + dir + "' could not take, to '" + path + "'"
              : "server " + std::to_string(server) + ": cannot rescue step " + std::to_string(ckpt.step) +
                    "'s checkpoint either: " + s.ToString());
+  mu.Lock();
 }
 
 Status Checkpointer::State::WriteAndPrune(const Checkpoint& ckpt) {
