@@ -15,8 +15,9 @@ Rows (--rows, any of):
 - bf16: train.compute: bf16 (products and convolutions in bfloat16, float32 sums), one
   process, batch 64, 1 and 2 threads: against peers/torch_single.py --bf16 (torch.autocast
   in bfloat16), and against shoal's own float32 step (the row's peer is shoal then); and
-  each side's test accuracy after --bf16-steps steps in bfloat16 over its own in float32
-  (within 0.0035, about 0.3 points of 85%).
+  each side's test accuracy in bfloat16 against its own in float32, trained from the same
+  seed (ACCURACY_EPOCHS epochs at one thread): the mean of ACCURACY_PAIRS seeds'
+  differences, in points, within 0.3 points.
 
 - rbm: configs/fashion-rbm1.yaml (784-1000, CD-1, batch 100) for --rbm-epochs epochs, one
   process at 1 and 2 threads, against peers/torch_rbm.py: ms per step, and (quality, ratio
@@ -87,6 +88,12 @@ PROBE_STEPS = 60        # steps of a kernel probe (the first 10 not timed)
 LOSS_TOLERANCE = 1e-4   # of a probe's first losses against the reference kernels'
 CONVNET_LOSS_TOLERANCE = 1e-2
 LENGTH_OPTIONS = {"--seed", "--steps", "--target-accuracy", "--eval-every", "--max-steps", "--epochs"}
+# One run's test accuracy moves with its seed by more than the bf16 rows' bound. So such a
+# row is the mean difference over several seeds, each seed training both sides, and the
+# MLP, whose accuracy moves most, trains for longer.
+ACCURACY_EPOCHS = {"mlp": 5, "cnn": 1}
+ACCURACY_PAIRS = {"mlp": 8, "cnn": 6}
+STEPS_PER_EPOCH = 938  # Fashion-MNIST's 60,000 training records in batches of 64
 
 
 def shape_of(args):
@@ -198,13 +205,22 @@ def details_line(row):
 
 def bound_text(row):
     """A row's bound, as the table prints it."""
+    if "within_points" in row:
+        return f"±{row['within_points']:.2g} pts"
     if "within" in row:
         return f"±{100 * row['within']:.2g}%"
     return (">=" if row.get("higher_is_better") else "<=") + str(row["target"])
 
 
+def difference_text(row):
+    """An accuracy row's mean difference in points, ± its standard error."""
+    return f"{row['difference_points']:+.2f} ± {row['difference_points_se']:.2f} pts"
+
+
 def within_bound(row):
-    """Whether a row's median ratio meets its bound."""
+    """Whether a row's median ratio (an accuracy row's mean difference) meets its bound."""
+    if "within_points" in row:
+        return abs(row["difference_points"]) <= row["within_points"]
     if "within" in row:
         return abs(row["ratio"] - 1) <= row["within"]
     return row["ratio"] >= row["target"] if row.get("higher_is_better") else row["ratio"] <= row["target"]
@@ -348,14 +364,14 @@ class Bench:
         return self.shoal_done(r)["ms_per_step_median"], where_the_time_goes(r, self.peak())
 
     def shoal_accuracy(self, model, seed, overrides=()):
-        """The test accuracy after --bf16-steps steps of one worker at one thread."""
+        """The test accuracy after accuracy_steps(model) steps of one worker at one thread."""
         r = run([self.tool("dl-worker"), "--plan", self.single_plan(model, seed, ("train.eval_every=0", *overrides)),
-                 "--standalone", "--threads", "1", "--steps", str(self.a.bf16_steps), "--shards", self.shards(1)])
+                 "--standalone", "--threads", "1", "--steps", str(accuracy_steps(model)), "--shards", self.shards(1)])
         return self.shoal_done(r)["test_accuracy"]
 
     def peer_accuracy(self, model, seed, *bf16):
-        """The peer's test accuracy after --bf16-steps steps at one thread (a target it cannot reach)."""
-        n = self.a.bf16_steps
+        """The peer's test accuracy after accuracy_steps(model) steps at one thread (a target it cannot reach)."""
+        n = accuracy_steps(model)
         return self.peer("torch_single.py", model, "--threads", 1, *bf16, "--seed", seed, "--target-accuracy", 1.0,
                          "--eval-every", n, "--max-steps", n)["test_accuracy"]
 
@@ -587,8 +603,9 @@ def rows(b, a):
                      lambda seed, m=model: b.shoal_accuracy(m, seed, bf16)),
                     ("pytorch", lambda seed, m=model: b.peer_accuracy(m, seed),
                      lambda seed, m=model: b.peer_accuracy(m, seed, "--bf16"))):
-                yield (f"{model} {side} test accuracy after {a.bf16_steps} steps, bf16 over fp32",
-                       {"model": model, "unit": "accuracy", "within": 0.0035, "peer_side": f"{side} fp32"},
+                yield (f"{model} {side} test accuracy after {ACCURACY_EPOCHS[model]} epoch(s), bf16 against fp32",
+                       {"model": model, "unit": "accuracy", "within_points": 0.3, "pairs": ACCURACY_PAIRS[model],
+                        "peer_side": f"{side} fp32"},
                        fp32, {"": in_bf16})
     if "tta" in a.rows:
         yield (f"cnn BSP 2 workers x 32, seconds to {a.target_accuracy}", {"model": "cnn", "workers": 2, "unit": "s", "target": 0.8},
@@ -676,11 +693,18 @@ def exchange_rows(a):
 WIDE = 0.10
 
 
-def enough(a, ratios):
+def accuracy_steps(model):
+    return ACCURACY_EPOCHS[model] * STEPS_PER_EPOCH
+
+
+def enough(a, ratios, pairs=None):
     """Whether the pairs measured so far are enough for their row(s), each given by its
-    pair ratios: --repeats of them, and --wide-repeats where any row's ratios stray more
-    than WIDE from their median (a noisy row gets more pairs, not a luckier median)."""
+    pair ratios: the row's own count of `pairs` where it has one, else --repeats of them,
+    and --wide-repeats where any row's ratios stray more than WIDE from their median (a
+    noisy row gets more pairs, not a luckier median)."""
     done = len(ratios[0])
+    if pairs is not None:
+        return done >= pairs
     if done < a.repeats:
         return False
     if done >= a.wide_repeats:
@@ -766,9 +790,16 @@ def summarise(case, fields, pairs, facts=None):
     spread, and (facts) what each side computed with."""
     ratios = [x["ratio"] for x in pairs]
     shoal, peer = [x["shoal"] for x in pairs], [x["peer"] for x in pairs]
-    return dict(fields, case=case, ratio=statistics.median(ratios), ratio_min=min(ratios), ratio_max=max(ratios),
-                shoal=statistics.median(shoal), peer=statistics.median(peer), shoal_spread=spread(shoal),
-                peer_spread=spread(peer), **({"kernels": dict(facts)} if facts else {}), pairs=pairs)
+    row = dict(fields, case=case, ratio=statistics.median(ratios), ratio_min=min(ratios), ratio_max=max(ratios),
+               shoal=statistics.median(shoal), peer=statistics.median(peer), shoal_spread=spread(shoal),
+               peer_spread=spread(peer), **({"kernels": dict(facts)} if facts else {}), pairs=pairs)
+    if "within_points" in fields:  # an accuracy row: the mean difference in points, and its standard error
+        differences = [100 * (s - p) for s, p in zip(shoal, peer)]
+        row.update(difference_points=statistics.mean(differences),
+                   difference_points_se=statistics.stdev(differences) / math.sqrt(len(differences))
+                   if len(differences) > 1 else float("nan"),
+                   difference_points_min=min(differences), difference_points_max=max(differences))
+    return row
 
 
 def figure_and_details(side):
@@ -782,7 +813,7 @@ def measure(b, a, case, fields, peer, variants):
     time-to-accuracy row's median is then over draws, not over one draw's timing."""
     pairs = {v: [] for v in variants}
     seed = 0
-    while not enough(a, [[x["ratio"] for x in ps] for ps in pairs.values()]):
+    while not enough(a, [[x["ratio"] for x in ps] for ps in pairs.values()], fields.get("pairs")):
         seed += 1
         shoal = {v: fn(seed) for v, fn in list(variants.items())[:1]}
         p = peer(seed)
@@ -814,7 +845,6 @@ def main():
     ap.add_argument("--convnet-steps", type=int, default=30, help="timed steps of the convnet rows")
     ap.add_argument("--convnets", default="resnet20,cifar10-singa,alexnet-67,googlenet-64", type=lambda s: s.split(","),
                     help="the configs/ jobs of the convnet rows")
-    ap.add_argument("--bf16-steps", type=int, default=938, help="steps before the bf16 rows' accuracies (an epoch)")
     ap.add_argument("--tta-max-steps", type=int, default=4000, help="steps a time-to-accuracy run may take")
     a = ap.parse_args()
     if a.repeats < 1:
@@ -836,6 +866,9 @@ def main():
             result["rows"].append(r)
             print(f"{r['case']:52} {r['shoal']:9.2f} {r['peer']:9.2f} {r['unit']:>7} {r['ratio']:6.2f} "
                   f"{r['ratio_min']:5.2f}-{r['ratio_max']:<5.2f} {bound_text(r):>6}", flush=True)
+            if "difference_points" in r:
+                print(f"  {difference_text(r)} (the mean of {len(r['pairs'])} seeds' differences, ± its standard error)",
+                      flush=True)
             if r.get("details"):  # the median shoal run's
                 print(details_line(r), flush=True)
             if r.get("kernels"):

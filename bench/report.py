@@ -12,7 +12,7 @@ import pathlib
 import sys
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from compare_peers import bound_text, details_line, kernels_line, within_bound  # noqa: E402
+from compare_peers import bound_text, details_line, difference_text, kernels_line, within_bound  # noqa: E402
 
 
 def cell(value):
@@ -26,8 +26,13 @@ def spread_text(spread):
 
 def row_line(r):
     verdict = "yes" if within_bound(r) else "**no**"
-    return (f"| {r['case']} | {cell(r['shoal'])} | {cell(r['peer'])} | {r['unit']} | {r['ratio']:.2f} | "
-            f"{r['ratio_min']:.2f}–{r['ratio_max']:.2f} | {len(r.get('pairs', []))} | "
+    if "difference_points" in r:
+        figure = difference_text(r)
+        span = f"{r['difference_points_min']:+.2f}–{r['difference_points_max']:+.2f} pts"
+    else:
+        figure, span = f"{r['ratio']:.2f}", f"{r['ratio_min']:.2f}–{r['ratio_max']:.2f}"
+    return (f"| {r['case']} | {cell(r['shoal'])} | {cell(r['peer'])} | {r['unit']} | {figure} | {span} | "
+            f"{len(r.get('pairs', []))} | "
             f"{spread_text(r.get('shoal_spread'))} / {spread_text(r.get('peer_spread'))} | {bound_text(r)} | {verdict} |")
 
 
@@ -57,6 +62,8 @@ def render(run):
         f"started {run['time']}, on {machine(run)}. A ratio is shoal's figure over the peer's, "
         "the median of the row's pairs (each pair runs both sides, alternating), with their range; "
         "a side's spread is its own range over its median, which shows a side that runs in two modes. "
+        "An accuracy row's figure is instead the mean of its pairs' differences in points, ± its standard error, "
+        "each pair's two runs trained from one seed. "
         "README.md's \"Tests and benchmarks\" says what each row runs.",
         "",
         "To measure again and regenerate this page: `make bench`, then "
