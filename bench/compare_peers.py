@@ -67,12 +67,14 @@ of what they computed with (peers/common.py's kernels(), dl-worker's "kernels") 
 side's spread over its pairs.
 
 Each row runs its sides alternately (shoal, peer, shoal, peer, …: --repeats pairs, and
-up to --wide-repeats where a row's pair ratios stray more than 10% from their median),
-so a shared machine's drift weighs on both alike; pair i of a single, gpu, bsp or tta row
+up to --wide-repeats where a row's pair ratios stray more than 10% from their median; a
+bf16 accuracy row ACCURACY_PAIRS of them whatever the options),
+so a shared machine's drift weighs on both alike; pair i of a single, gpu, bsp, bf16 or tta row
 runs both sides with seed i (the initial parameters and the data order), so a
 time-to-accuracy row is measured over as many draws as pairs. A row's ratio is the
-median of its pairs' ratios, with their range, and the JSON keeps every pair. Under
-each shoal speed row of single, bsp, rbm, char-rnn and convnets, where its time went
+median of its pairs' ratios, with their range (an accuracy row is judged by its mean
+difference instead), and the JSON keeps every pair. Under
+each shoal speed row of single, gpu, bsp, bf16, rbm, char-rnn and convnets, where its time went
 (the median run's), per step: worker 0's compute, input, encode, waiting on servers and decode, and the servers'
 update, encode and decode, from the processes' own counters (`time_s`, `handle_s`,
 ...); and its operations a step (`flops_per_step`, the cost model's count) over its compute
@@ -93,7 +95,7 @@ LENGTH_OPTIONS = {"--seed", "--steps", "--target-accuracy", "--eval-every", "--m
 # MLP, whose accuracy moves most, trains for longer.
 ACCURACY_EPOCHS = {"mlp": 5, "cnn": 1}
 ACCURACY_PAIRS = {"mlp": 8, "cnn": 6}
-STEPS_PER_EPOCH = 938  # Fashion-MNIST's 60,000 training records in batches of 64
+STEPS_PER_EPOCH = 938  # about an epoch: Fashion-MNIST's 60,000 training records in batches of 64
 
 
 def shape_of(args):
@@ -213,8 +215,9 @@ def bound_text(row):
 
 
 def difference_text(row):
-    """An accuracy row's mean difference in points, ± its standard error."""
-    return f"{row['difference_points']:+.2f} ± {row['difference_points_se']:.2f} pts"
+    """An accuracy row's mean difference in points, ± its standard error (a row of one pair has none)."""
+    se = row.get("difference_points_se")
+    return f"{row['difference_points']:+.2f} ± {se:.2f} pts" if se is not None else f"{row['difference_points']:+.2f} pts"
 
 
 def within_bound(row):
@@ -795,10 +798,10 @@ def summarise(case, fields, pairs, facts=None):
                peer_spread=spread(peer), **({"kernels": dict(facts)} if facts else {}), pairs=pairs)
     if "within_points" in fields:  # an accuracy row: the mean difference in points, and its standard error
         differences = [100 * (s - p) for s, p in zip(shoal, peer)]
-        row.update(difference_points=statistics.mean(differences),
-                   difference_points_se=statistics.stdev(differences) / math.sqrt(len(differences))
-                   if len(differences) > 1 else float("nan"),
-                   difference_points_min=min(differences), difference_points_max=max(differences))
+        row.update(difference_points=statistics.mean(differences), difference_points_min=min(differences),
+                   difference_points_max=max(differences))
+        if len(differences) > 1:
+            row["difference_points_se"] = statistics.stdev(differences) / math.sqrt(len(differences))
     return row
 
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Renders a bench run's JSON (bench/compare_peers.py --out) as a Markdown page: every
-row's ratio against its bound, where shoal's time went, and what each side computed
+row's ratio (an accuracy row's mean difference) against its bound, where shoal's time went, and what each side computed
 with. docs/performance.md is this page for docs/performance.json, the run the docs
 quote, so that no figure in it is typed by hand. Usage:
     bench/report.py BENCH_JSON [-o PAGE]     (default: standard output)
@@ -61,9 +61,9 @@ def render(run):
         f"shoal against its PyTorch peers, side by side in one run of `make bench` at commit `{run['commit']}`, "
         f"started {run['time']}, on {machine(run)}. A ratio is shoal's figure over the peer's, "
         "the median of the row's pairs (each pair runs both sides, alternating), with their range; "
-        "a side's spread is its own range over its median, which shows a side that runs in two modes. "
-        "An accuracy row's figure is instead the mean of its pairs' differences in points, ± its standard error, "
-        "each pair's two runs trained from one seed. "
+        "a side's spread is its own range over its median, which shows a side that runs in two modes. " +
+        ("An accuracy row's figure is instead the mean of its pairs' differences in points, ± its standard error, "
+         "each pair's two runs trained from one seed. " if any("difference_points" in r for r in rows) else "") +
         "README.md's \"Tests and benchmarks\" says what each row runs.",
         "",
         "To measure again and regenerate this page: `make bench`, then "

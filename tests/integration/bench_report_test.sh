@@ -51,7 +51,7 @@ expect_failure 1 "other.json is not a bench run .*'rows'" python3 "$report" "$tm
 ok "a cut file and one that is not a bench run are refused, named"
 
 # compare_peers.py: a row gets --repeats pairs, and up to --wide-repeats while any of its ratios strays
-# more than 10% from their median.
+# more than 10% from their median; a row with its own count of pairs gets that many.
 python3 - "$root/bench" <<'PY' || fail "compare_peers.enough() measures too few or too many pairs (above)"
 import sys, types
 sys.path.insert(0, sys.argv[1])
