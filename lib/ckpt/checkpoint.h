@@ -50,10 +50,17 @@ struct Checkpoint {
   std::vector<CheckpointTensor> tensors;
 };
 
+// Writes `ckpt` to `path` with WriteFileAtomic, and returns its error.
 Status WriteCheckpoint(const std::string& path, const Checkpoint& ckpt);
 // Reads and verifies every checksum; an error names the tensor and its bytes.
+// Returns IOError when `path` cannot be opened and InvalidArgument for a
+// directory or a header field out of range. A bad magic, version or checksum,
+// a truncated file or bytes after the data are Corruption. *ckpt may be
+// part-filled on error.
 Status ReadCheckpoint(const std::string& path, Checkpoint* ckpt);
 // The header alone, as written (for inspection without loading tensors).
+// Returns IOError when `path` cannot be opened, InvalidArgument for a
+// directory, and Corruption when its preamble or header does not verify.
 Status ReadCheckpointHeader(const std::string& path, nlohmann::json* header);
 
 // "<dir>/server-<id>-step-<step>.ckpt", zero-padded so names sort by step.

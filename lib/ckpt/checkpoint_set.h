@@ -50,26 +50,37 @@ struct CheckpointDir {
 
 // Reads the header of every "server-<id>-step-<step>.ckpt" in `dir`. A file
 // whose header is unreadable is listed (with its error), not fatal.
+// Returns InvalidArgument when `dir` is not a directory and IOError when it
+// cannot be listed; *out may hold part of the listing then.
 Status ScanCheckpointDir(const std::string& dir, CheckpointDir* out);
 nlohmann::json CheckpointDirToJson(const CheckpointDir& scan);
 
 // What a user names as "a model": one directory (its newest complete step, or
 // `step` when >= 0), or checkpoint files of one step (a set, or a merged file).
+// Returns InvalidArgument when no paths are given, a directory has no
+// complete set (at `step`), or a directory is named among files, and IOError
+// for a directory that cannot be listed. Files named are not opened here.
+// *files may be part-filled on error.
 Status ResolveCheckpointSet(const std::vector<std::string>& paths, int64_t step,
                             std::vector<std::string>* files);
 
 // Reads `files` (every checksum verified) and joins the servers' slices into
 // whole parameters (value and the updater's state), server = -1. Refuses mixed plans or
 // steps, a server twice, missing servers and uncovered parameter ranges.
-// A single merged file is returned as it is.
+// A single merged file is returned as it is. Returns ReadCheckpoint's
+// error for a file, InvalidArgument for a set that does not make one model,
+// and Corruption for a parameter with two shapes or a range in two slices.
+// *merged is unchanged on error.
 Status MergeCheckpoints(const std::vector<std::string>& files, Checkpoint* merged);
 
-// ResolveCheckpointSet + MergeCheckpoints.
+// ResolveCheckpointSet + MergeCheckpoints, and their errors. InvalidArgument
+// when the files are at another step than `step`; *merged holds them then.
 Status LoadModel(const std::vector<std::string>& paths, int64_t step, Checkpoint* merged,
                  std::vector<std::string>* files);
 
 // The complete set with the highest metric test_accuracy, or for a model
 // that does not classify the lowest test_loss (ties: the newest).
+// InvalidArgument, *best null, when no complete set records either.
 Status BestStep(const CheckpointDir& scan, const StepSet** best);
 
 struct ResumeChoice {
@@ -82,6 +93,11 @@ struct ResumeChoice {
 // checkpoint that verifies, and copies those files into `resume_dir`
 // (atomically, one per server, named CheckpointPath(resume_dir, id, step)),
 // removing other checkpoints there. `dl-server --resume resume_dir` loads them.
+// Returns InvalidArgument when `resume_dir` is `dir` or there is no
+// checkpoint (at `step`), and Corruption, every step passed over in
+// choice->skipped, when no set verifies. A directory that cannot be listed
+// or made is IOError. A copy that fails returns its error, and `resume_dir`
+// may then hold part of the set beside older files.
 Status PrepareResume(const std::string& dir, const std::string& resume_dir, int64_t step,
                      ResumeChoice* choice);
 

@@ -22,6 +22,7 @@
 
 namespace shoal {
 
+// A server that hands each decoded request to one handler and sends the reply it is given.
 class RpcServer {
  public:
   // Called on an NNG thread for each request that decodes; the handler must
@@ -42,16 +43,22 @@ class RpcServer {
   // A tls+tcp:// endpoint needs `tls` (this process's identity). A request
   // larger than `max_request_bytes` (0: any size) is dropped by NNG before it
   // is read whole, and its connection closed. An endpoint in use is an
-  // I/O error naming it.
+  // I/O error naming it. Returns AddListener's error for the endpoint, and
+  // IOError when the socket or a slot cannot be set up; Close then frees
+  // what was set up.
   Status Listen(const std::string& endpoint, int slots, Handler handler, BadRequest bad,
                 const TlsIdentity& tls = {}, size_t max_request_bytes = 0, PipeClosed closed = nullptr);
   // Also takes requests at `endpoint` (after Listen): an inproc:// one, say,
   // for clients in this process, whose messages NNG hands over in memory (a
   // req0 client keeps its own for a resend, so NNG gives the server a copy it
   // owns and may write over: Reply encodes over the request).
+  // Returns IOError naming the endpoint when it is in use, InvalidArgument
+  // for any other endpoint that cannot be listened on, and TLS set-up errors.
   Status AddListener(const std::string& endpoint, const TlsIdentity& tls = {});
   // Answers slot `slot`'s request, encoded over it where it has the room: an
   // entry's already_at may point into that request (Encode in place).
+  // When no message can be had the reply is dropped unlogged and the slot
+  // takes its next request; the client then times out.
   void Reply(int slot, const MsgHeader& header, const std::vector<EntryRef>& entries,
              const std::string& text = "");
   // Waits until every reply handed to NNG has left this socket for its

@@ -20,10 +20,12 @@
 
 namespace shoal {
 
+// Bulk synchronous parallel: each layer's step is applied once every worker holding it has sent it.
 class BspConsistency : public Consistency {
  public:
   BspConsistency(const ServerConfig& config, ServerStats* stats);
   // A worker sends a layer's step s once it has version s of the layer.
+  // InvalidArgument for a step past the least version of its layers.
   Status CheckUpdate(const ServerTable& table, int worker, uint64_t step,
                      const std::vector<int>& layers) const override;
   // The step is applied already, or this worker's share of it is in.
@@ -36,6 +38,7 @@ class BspConsistency : public Consistency {
   uint64_t TableVersion(const ServerTable& table) const override;
   bool Ready(const ServerTable& table, const Read& read) const override;
   // No worker waits for more than the version after the table's.
+  // InvalidArgument for a read past it.
   Status CheckRead(const ServerTable& table, const Read& read) const override;
   void OnPark(const Read& read) override;
   // The first layer the read needs whose step lacks some workers' gradients

@@ -25,7 +25,10 @@ Checkpoint SnapshotTable(const ServerTable& table, uint64_t updates_received, co
                          Checkpoint reuse = {});
 // Puts a checkpoint of this server back into `table`: every slice's value
 // and state exactly once, the versions and each worker's step. `path` names
-// it in messages; `keeper` says what the table keeps of state.
+// it in messages. Returns
+// InvalidArgument naming `path` for another plan's or server's checkpoint,
+// a version past the run's last, or tensors that do not match the slices.
+// The table may then hold some of the checkpoint's values already.
 Status RestoreTable(const Checkpoint& ckpt, const std::string& path, ServerTable* table);
 
 // What became of the writes that failed.
@@ -48,6 +51,7 @@ struct CheckpointDeadlines {
   std::chrono::milliseconds handover = std::chrono::seconds(30);
 };
 
+// Writes a server's checkpoints on a thread of its own and prunes the old ones.
 class Checkpointer {
  public:
   // `dir` empty: no checkpoints. Keeps the `keep` newest by step of this
@@ -68,7 +72,9 @@ class Checkpointer {
 
   bool enabled() const;
   // Creates the directory, removes this server's temporary files that a
-  // killed write left, and starts the writing thread.
+  // killed write left, and starts the writing thread. Returns IOError
+  // naming the directory when it cannot be created, and Ok at once when
+  // checkpoints are off.
   Status Start();
   // Hands a snapshot to the thread; waits only while the one before it has
   // not been taken up yet (at most one waits, so memory stays bounded), and

@@ -34,6 +34,7 @@ struct Read {
   std::vector<int> layers;  // only these; none: every layer
 };
 
+// How one consistency model takes updates in and decides when reads are answered.
 class Consistency {
  public:
   virtual ~Consistency() = default;
@@ -83,7 +84,7 @@ class Consistency {
   // easgd: takes the exchange `request` in, filling `diffs` with the
   // difference each of its slices' centre moved by (zeros for a repeat).
   // InvalidArgument when it does not fit the table; other models refuse
-  // every exchange.
+  // every exchange. *diffs and *repeated are unchanged on error.
   virtual Status Exchange(ServerTable& table, const MessageView& request,
                           std::vector<std::vector<float>>* diffs, bool* repeated);
 };
@@ -91,7 +92,7 @@ class Consistency {
 // "worker 1", "workers 1, 3": for messages.
 std::string WorkersNamed(const std::vector<int>& workers);
 
-// The model config.consistency names.
+// The model config.consistency names; never null.
 std::unique_ptr<Consistency> MakeConsistency(const ServerConfig& config, ServerStats* stats);
 
 }  // namespace shoal

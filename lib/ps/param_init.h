@@ -21,6 +21,8 @@ inline void InitializeParam(const ParamPlan& param, uint64_t seed, std::vector<f
 
 // InitializeParam, or for a parameter whose layer has init_from, the
 // checkpoint's values (lib/graph/param_fields.h); errors name the parameter.
+// Returns InvalidArgument when that checkpoint cannot be loaded or lacks the
+// parameter at its shape; *values is unchanged then.
 Status InitialValues(const std::string& name, const Shape& shape, const ParamInit& init, uint64_t seed,
                      std::vector<float>* values);
 

@@ -14,6 +14,7 @@
 
 namespace shoal {
 
+// The requests a server holds to answer later, each with its slot and deadline.
 class ParkedRequests {
  public:
   using Clock = std::chrono::steady_clock;

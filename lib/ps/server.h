@@ -47,6 +47,7 @@ struct ServerOptions {
   bool in_worker = false;
 };
 
+// One shard of the parameter table, serving its workers' requests until they are done.
 class ParameterServer {
  public:
   // Works out what it needs of `plan` (which it does not keep); a plan this

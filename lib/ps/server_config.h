@@ -81,6 +81,9 @@ struct ServerConfig {
   size_t keys_per_group = 0;                // a neighbour's copy of key k is k + (its group − ours) × this
 };
 
+// Works out what server `id` needs of `plan` into *config. Returns
+// InvalidArgument when `id` is not one of the plan's servers; *config is
+// unchanged then.
 Status MakeServerConfig(const Plan& plan, int id, ServerConfig* config);
 
 }  // namespace shoal

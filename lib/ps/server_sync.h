@@ -19,6 +19,7 @@
 
 namespace shoal {
 
+// Sends this server's slices to its neighbours in other server groups whenever a sync is due.
 class ServerSync {
  public:
   // Fills `values` with this server's slices: (key, values), in key order.

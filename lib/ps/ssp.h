@@ -32,10 +32,12 @@ class SspConsistency : public AsyncConsistency {
  public:
   using AsyncConsistency::AsyncConsistency;
   // A worker's clock counts its updates: one past it would skip a clock.
+  // InvalidArgument for a step past the worker's clock here.
   Status CheckUpdate(const ServerTable& table, int worker, uint64_t step,
                      const std::vector<int>& layers) const override;
   bool Ready(const ServerTable& table, const Read& read) const override;
   // No worker reads at a clock past the fastest one's next.
+  // InvalidArgument for a read past it.
   Status CheckRead(const ServerTable& table, const Read& read) const override;
   void OnPark(const Read& read) override { ++stats_->ssp_waits; }
   void OnAnswer(const ServerTable& table, const Read& read) override;

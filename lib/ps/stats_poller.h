@@ -27,14 +27,16 @@ struct JobSample {
   std::vector<ServerSample> servers;
 };
 
+// Asks every server of one plan for its stats at once.
 class StatsPoller {
  public:
   // Dials every server of `plan` (in the background: they may come up
   // later). With TLS the poller shows the job's `tool-0` certificate
-  // (scripts/make-certs.sh issues it).
+  // (scripts/make-certs.sh issues it). Returns the first Dial error; the
+  // poller then holds clients only up to that server.
   Status Open(const Plan& plan, int timeout_ms);
   // Asks every server at once; each answer, or the reason it has none,
-  // within the timeout.
+  // within the timeout. A server whose stats are not a JSON object gets Corruption.
   JobSample Poll();
 
  private:

@@ -16,6 +16,7 @@
 
 namespace shoal {
 
+// One server's slices, layers and versions, and how far each worker's updates have come.
 class ServerTable {
  public:
   struct Slice {
@@ -40,6 +41,7 @@ class ServerTable {
   // `takes_gradients` false, no gradient sums and no updater state.
   ServerTable(const ServerConfig& config, bool takes_gradients);
   // Whether every initial value was had (a checkpoint of init_from may not be).
+  // On error it is the first parameter's failure, and that parameter's slices hold zeros.
   const Status& init_status() const { return init_status_; }
 
   const ServerConfig& config() const { return config_; }
@@ -93,7 +95,7 @@ class ServerTable {
   // Ok, with `layers` the layers it touches in key order, if an update
   // (exchange) fits this table and carries, for each layer it touches,
   // exactly the slices its sender holds of it here; InvalidArgument saying
-  // what does not fit otherwise.
+  // what does not fit otherwise. *layers may be part-filled then.
   Status CheckHeldSlices(const MessageView& request, std::vector<int>* layers) const;
   // The entries of `request` that belong to layer `index`.
   std::vector<const EntryView*> EntriesOf(const MessageView& request, int index) const;
