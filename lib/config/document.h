@@ -53,13 +53,17 @@ inline constexpr size_t kMaxScalarBytes = 64u << 10;
 // `key` as one token of a JSON pointer (RFC 6901: "~" is "~0", "/" is "~1").
 std::string PointerToken(const std::string& key);
 
-// Parses one YAML document. `source` names it in messages.
+// Parses one YAML document. `source` names it in messages. InvalidArgument,
+// naming file:line:column where it can, for text the reader refuses; *doc
+// then holds a null root.
 Status ParseYaml(const std::string& text, const std::string& source, Document* doc);
 // A document of JSON already parsed (the job inside a plan): no line numbers.
 Document JsonDocument(nlohmann::json root, const std::string& source);
 // Applies "section.field=value" (the value is YAML: 7, [1, 2], {a: b}) to
 // the tree, creating mappings on the way; the new values are placed at
-// "--set 'section.field=value'" in messages.
+// "--set 'section.field=value'" in messages. InvalidArgument for an
+// assignment not of that form, a value ParseYaml refuses, or a key on the way
+// that is not a section; sections made on the way may stay in *doc then.
 Status ApplyOverride(const std::string& assignment, Document* doc);
 
 }  // namespace shoal

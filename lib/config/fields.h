@@ -18,6 +18,7 @@
 
 namespace shoal {
 
+// Typed reads of one mapping's fields, each error naming where the value was written.
 class Fields {
  public:
   // `node` (which must outlive this) is the value at `pointer` of a document
@@ -26,9 +27,13 @@ class Fields {
          std::string what);
 
   bool Has(const std::string& key) const;
+  // Each reader below returns InvalidArgument, naming the place and the
+  // field, for a value of another type or out of range; a field left out
+  // takes the default. *out may hold the refused value, or part of a list.
   // Integers: a whole number within [min_value, max_value] (1e3 is 1000).
   Status Int(const std::string& key, int default_value, int* out, int min_value = 0,
              int max_value = INT_MAX) const;
+  // Int's errors, and InvalidArgument for a field left out.
   Status RequiredInt(const std::string& key, int* out, int min_value = 1, int max_value = INT_MAX) const;
   Status Float(const std::string& key, double default_value, double* out, double min_value,
                double max_value) const;
@@ -54,13 +59,16 @@ class Fields {
     return Status::Ok();
   }
   // The mapping under `key` (which must be one), named `what` in messages.
+  // InvalidArgument where it is missing or not a mapping; *out is set only on success.
   Status Section(const std::string& key, const std::string& what, std::unique_ptr<Fields>* out) const;
-  // The list under `key`; each item is read with Item.
+  // The list under `key`; each item is read with Item. InvalidArgument where
+  // it is missing or not a list.
   Status List(const std::string& key, const nlohmann::json** out) const;
   // Item `index` of List(key), as a mapping named `what`.
   Fields Item(const std::string& key, size_t index, const std::string& what) const;
 
-  // Refuses every key that no accessor has asked for.
+  // Refuses every key that no accessor has asked for: InvalidArgument naming
+  // the first such key.
   Status CheckNoUnknown() const;
 
   std::string Where() const;

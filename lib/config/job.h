@@ -157,13 +157,16 @@ struct JobConfig {
 bool ExchangesByLayer(const JobConfig& job);
 
 // Validates a job read as a document: from a YAML file (lib/config/document.h)
-// or from the JSON a plan carries.
+// or from the JSON a plan carries. InvalidArgument naming the place and the
+// field; *job is part-filled then.
 Status ParseJob(const Document& doc, JobConfig* job);
-// The same from YAML text; `source` names the text in messages.
+// The same from YAML text; `source` names the text in messages. Also
+// returns ParseYaml's errors.
 Status ParseJob(const std::string& text, const std::string& source, JobConfig* job);
 
 // Reads a job file ("-": standard input) and applies "section.field=value"
-// overrides before validating.
+// overrides before validating. Returns the errors of ReadFile, ParseYaml,
+// ApplyOverride and ParseJob; *job is touched only by ParseJob.
 Status LoadJobFile(const std::string& path, const std::vector<std::string>& overrides, JobConfig* job);
 
 }  // namespace shoal

@@ -45,14 +45,16 @@ class Augmenter {
   // Checks `config` against the manifest's images: InvalidArgument naming
   // the field where it cannot apply (a crop larger than the images, a mean
   // of another count of channels, raw images of varying sizes with no crop,
-  // a training and an evaluation shape that differ).
+  // a training and an evaluation shape that differ). *out is unchanged then.
   static Status Make(const AugmentConfig& config, const Manifest& manifest, bool training, uint64_t seed,
                      Augmenter* out);
   // The floats of one record: channels × height × width.
   const Shape& output_shape() const { return shape_; }
   // Record `stored` (as ShardReader::ReadRecord gives it), known as `key`
   // (its shard and index), in pass `pass`: written to `out`
-  // (output_shape()'s floats). Corruption for an image that does not decode.
+  // (output_shape()'s floats). Corruption for an image that does not decode,
+  // InvalidArgument for one too large to decode or smaller than the random
+  // crop; `out` is untouched on error.
   Status Apply(const std::vector<uint8_t>& stored, uint64_t key, uint64_t pass, float* out) const;
 
  private:

@@ -21,6 +21,8 @@ const std::vector<std::string>& DatasetNames();
 const Dataset* FindDataset(const std::string& name);
 
 // Reads dataset `name` from `source` (empty: its default) into `spec`'s arrays.
+// InvalidArgument for an unknown name or a source that is not a directory;
+// otherwise ReadIdx's errors, with *spec part-filled then.
 Status ReadDataset(const std::string& name, const std::string& source, ShardSpec* spec);
 
 }  // namespace shoal

@@ -17,6 +17,8 @@ struct IdxArray {
 
 // Reads `path`, gzipped or plain (zlib reads either). Only unsigned-byte
 // arrays (type 0x08) are accepted; the data must match the dims exactly.
+// IOError where it cannot be opened or read, Corruption for a bad header,
+// another type, or data that is short or runs on; *out is unchanged then.
 Status ReadIdx(const std::string& path, IdxArray* out);
 
 }  // namespace shoal

@@ -38,19 +38,24 @@ Status SniffCodec(const uint8_t* data, size_t size, ImageCodec* codec);
 // libjpeg-turbo's DCT scales 1/8, 1/4, 1/2 and 1 that keeps it at least `min_width` ×
 // `min_height` (0: full size). InvalidArgument for a header out of bounds
 // (kMaxImageSide, kMaxImagePixels), Corruption for bytes the codec cannot
-// decode (a truncated or corrupt file).
+// decode (a truncated or corrupt file). Also InvalidArgument for `channels`
+// not 0, 1 or 3 and for bytes neither JPEG nor PNG, and IOError where
+// libjpeg-turbo cannot start. *out may be part-filled on error.
 Status DecodeImage(const uint8_t* data, size_t size, int channels, Image* out, int min_width = 0,
                    int min_height = 0);
 
-// The image's width and height from its header alone.
+// The image's width and height from its header alone. Fails as DecodeImage
+// does for a header; *width and *height may be set on error.
 Status ImageSize(const uint8_t* data, size_t size, int* width, int* height);
 
 // `image` as a JPEG of `quality` (1..100), 4:2:0 chroma for colour.
+// InvalidArgument for another quality, IOError where libjpeg-turbo cannot
+// start or encode; *out is unchanged on error.
 Status EncodeJpeg(const Image& image, int quality, std::string* out);
 
 // `in` scaled so that its shorter side is `side`, the aspect kept. Fails,
 // naming both sizes, where the result would hold more than kMaxImagePixels
-// (a long, thin image scaled up).
+// (a long, thin image scaled up): InvalidArgument, *out unchanged.
 Status ResizeShorterSide(const Image& in, int side, Image* out);
 
 // Where a centred window of `crop` starts along a side of `side`, as

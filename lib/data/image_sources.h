@@ -15,6 +15,7 @@
 
 namespace shoal {
 
+// Labelled images that dl-shard reads by index, from any thread.
 class RecordSource {
  public:
   virtual ~RecordSource() = default;
@@ -47,20 +48,26 @@ struct FolderSkips {
 // name, each class's files by name; class folders without images are passed
 // over (counted in `skips`). `classes` given: the folders must be among them
 // (a test folder read with the train folder's classes). InvalidArgument for a
-// folder without images, IOError for one that cannot be listed.
+// folder without images, IOError for one that cannot be listed. Also
+// InvalidArgument for a class that `classes` lacks; *out is set only on success.
 Status OpenImageFolder(const std::string& dir, const std::vector<std::string>* classes,
                        std::unique_ptr<RecordSource>* out, FolderSkips* skips);
 
 // The images a list file names, a line each: "PATH LABEL" (the path relative
 // to the list's folder, the label a class number). InvalidArgument naming
-// the line for one that is not of that form.
+// the line for one that is not of that form, or for a list naming no image.
+// Returns ReadFile's errors; the images are not opened here. *out is set
+// only on success.
 Status OpenImageList(const std::string& list, std::unique_ptr<RecordSource>* out);
 
 // CIFAR binary batches in `dir`: CIFAR-10's data_batch_1..5.bin (train) and
 // test_batch.bin, or CIFAR-100's train.bin and test.bin (`hundred`; its fine
 // labels, or its coarse ones). Class names from batches.meta.txt (or
 // fine/coarse_label_names.txt) where present. InvalidArgument for a file
-// that is not a whole number of records, naming its length.
+// that is not a whole number of records, naming its length, or that holds
+// a label out of range. A batch that does not open or read is IOError (or
+// InvalidArgument for what is not a file). *train may be set when the test
+// batch fails.
 Status OpenCifar(const std::string& dir, bool hundred, bool coarse, std::unique_ptr<RecordSource>* train,
                  std::unique_ptr<RecordSource>* test);
 
@@ -75,14 +82,18 @@ enum class ArrayLayout { kNhwc, kNchw };
 // integers. An .npz holds them under `images_key` and `labels_key`; a
 // compressed one is first inflated into `scratch_dir`. InvalidArgument for a
 // header that lies (a shape the file cannot hold, a type not read), naming
-// the file.
+// the file, or for a label out of range. A file that does not open or read
+// is IOError (Corruption where it ends early). An .npz that is no zip, or
+// lacks a key, is InvalidArgument; an entry that does not inflate is
+// Corruption. *out is set only on success.
 Status OpenNpy(const std::string& images, const std::string& labels, ArrayLayout layout,
                std::unique_ptr<RecordSource>* out);
 Status OpenNpz(const std::string& npz, const std::string& images_key, const std::string& labels_key,
                ArrayLayout layout, const std::string& scratch_dir, std::unique_ptr<RecordSource>* out);
 
 // Parses a .npy header: its element type ("<f4", "|u1", ...), its shape, and
-// where its data begins; InvalidArgument naming what is wrong.
+// where its data begins; InvalidArgument naming what is wrong. *header may
+// be part-filled on error.
 struct NpyHeader {
   std::string descr;
   bool fortran_order = false;

@@ -67,10 +67,13 @@ struct Manifest {
 };
 
 // Reads and checks dir/manifest.json; errors name the file and the field.
+// Returns ReadFile's and ParseManifest's errors; *manifest is unchanged then.
 Status LoadManifest(const std::string& dir, Manifest* manifest);
-// The same from its text; `source` names it in messages.
+// The same from its text; `source` names it in messages. InvalidArgument,
+// *manifest unchanged, for text that is not JSON or not a valid manifest.
 Status ParseManifest(const std::string& text, const std::string& source, Manifest* manifest);
 
+// Reads one shard file's records by index, each checked against its CRC-32.
 class ShardReader {
  public:
   ShardReader() = default;
@@ -80,12 +83,15 @@ class ShardReader {
 
   // Opens a shard file and checks its header, its size and (encoded records)
   // its index: Corruption naming the file and what does not fit, IOError
-  // where it cannot be read.
+  // where it cannot be read, InvalidArgument for what is not a regular file.
+  // The reader holds no records after an error.
   Status Open(const std::string& path);
   // Opens `dir`/`info.file` and checks that it is the shard the manifest
   // lists: its record count, its records' shape and form, and the whole
   // file's FNV-1a 64; a record whose label is not one of the manifest's
-  // classes is refused as it is read.
+  // classes is refused as it is read. Returns Open(path)'s errors and
+  // Fnv1a64OfFile's, and Corruption for a file that differs from the
+  // manifest; the file stays open after a mismatch.
   Status Open(const std::string& dir, const ShardInfo& info, const Manifest& manifest);
   const std::string& path() const { return path_; }
   uint64_t records() const { return records_; }
@@ -94,12 +100,13 @@ class ShardReader {
   // Record `index` as stored (pixels, or an image's encoded bytes) and its
   // label, its checksum verified. Safe to call from several threads.
   // InvalidArgument for an index out of range, Corruption for a bad record
-  // (named by file and index), IOError for a failed read.
+  // (named by file and index), IOError for a failed read. *bytes may be
+  // part-filled on error; *label is set only on success.
   Status ReadRecord(uint64_t index, std::vector<uint8_t>* bytes, int32_t* label) const;
   // A raw record as floats: pixels scaled to [0, 1] in the order stored,
   // symbol ids (a text's) kept as they are and checked against the
   // vocabulary. Fails as ReadRecord does, and with InvalidArgument for a
-  // shard of encoded records.
+  // shard of encoded records. *values may be part-filled on error.
   Status Read(uint64_t index, float* values, int32_t* label) const;
 
  private:

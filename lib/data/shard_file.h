@@ -49,7 +49,7 @@ class ShardFileWriter {
 };
 
 // Writes dir/manifest.json (atomically, synced) from `m`, recording the
-// build that wrote it.
+// build that wrote it. Returns WriteFileAtomic's errors.
 Status WriteManifest(const std::string& dir, const Manifest& m);
 
 }  // namespace shoal

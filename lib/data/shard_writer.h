@@ -45,7 +45,8 @@ std::vector<uint64_t> ShuffledOrder(uint64_t n, uint64_t seed);
 // Writes out_dir/train-NNNNN.shard × shards, test.shard (and val.shard),
 // then manifest.json last, each atomically, so a directory with a manifest
 // is complete. InvalidArgument for arrays that do not fit together, IOError
-// for a failed write.
+// for a failed write. *manifest is unchanged on error; shard files finished
+// before the failure stay in out_dir, with no manifest naming them.
 Status WriteShards(const ShardSpec& spec, Manifest* manifest);
 
 }  // namespace shoal

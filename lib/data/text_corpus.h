@@ -20,7 +20,10 @@ inline constexpr size_t kMaxCorpusBytes = size_t{1} << 30;
 // consecutive windows share one symbol and each symbol after the first is
 // predicted once (the net reads a window's first window − 1 symbols and
 // predicts its last window − 1). The last `test_fraction` of the windows, the
-// corpus's tail, is the test set (at least one window each).
+// corpus's tail, is the test set (at least one window each). InvalidArgument
+// for no paths, a window or fraction out of range, or too short a text;
+// otherwise ReadFile's errors (a corpus over kMaxCorpusBytes among them).
+// *spec is unchanged on error.
 Status ReadTextCorpus(const std::vector<std::string>& paths, int window, double test_fraction,
                       ShardSpec* spec);
 
