@@ -25,6 +25,8 @@ struct CalibrateOptions {
   int timeout_ms = 5000;  // every send and receive
 };
 
+// IOError where a socket, a dial, a send or a receive fails, naming the peer
+// where it can; *profile then holds defaults, the name and nodes, and maybe compute rates.
 Status Calibrate(const CalibrateOptions& options, ClusterProfile* profile);
 
 // The convolution whose step gives the convolution rate and winograd_speedup:
@@ -32,6 +34,7 @@ Status Calibrate(const CalibrateOptions& options, ClusterProfile* profile);
 constexpr ConvGeometry kCalibrationConvolution{64, 28, 28, 64, 5, 1, 2};
 
 // Answers every request with itself for `seconds` (the peer of a calibration).
+// IOError where it cannot listen at `endpoint`; later failures are not reported.
 Status ServeEcho(const std::string& endpoint, double seconds);
 
 }  // namespace shoal

@@ -70,8 +70,10 @@ struct ClusterProfile {
   double FlopsPerSecond(const std::string& type, double rows, double inner = 0.0) const;
 };
 
-// Parses a profile; errors name `source`:line:column and the field.
+// Parses a profile; errors name `source`:line:column and the field. Every
+// error is InvalidArgument; *profile is part-filled over the defaults then.
 Status ParseClusterProfile(const std::string& text, const std::string& source, ClusterProfile* profile);
+// The same from a file: also ReadFile's errors, with *profile untouched.
 Status LoadClusterProfile(const std::string& path, ClusterProfile* profile);
 std::string ClusterProfileToYaml(const ClusterProfile& profile, const std::string& comment);
 

@@ -45,6 +45,7 @@ constexpr int kMaxFrontier = 10;
 
 // The exact minimum over every allowed assignment. Refuses a graph whose
 // frontier would exceed kMaxFrontier layers, and a graph with no allowed assignment.
+// Each refusal, and an edge out of topological order, is InvalidArgument; *result is untouched then.
 Status SearchPartition(const CostGraph& graph, SearchResult* result);
 
 }  // namespace shoal

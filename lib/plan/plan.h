@@ -101,7 +101,7 @@ inline constexpr double kMaxProcessBytes = 64.0 * (1u << 30);
 
 // What a process of the plan will hold, against kMaxProcessBytes: a job
 // that cannot run is refused when it is planned (and loaded), not by a
-// server's or a worker's failed allocation.
+// server's or a worker's failed allocation. InvalidArgument naming the rank or server.
 Status CheckPlanMemory(const Plan& plan);
 
 // The most slices a plan may cut its parameters into (cluster.slice_floats
@@ -112,7 +112,8 @@ inline constexpr size_t kMaxPlanSlices = size_t{1} << 20;
 // cluster.slice_floats (and where a partitioned layer's ranks divide them),
 // each server holding 1/S of every range; the workers in groups with their
 // endpoints. Fails, naming the setting, where the slices would be more than
-// kMaxPlanSlices.
+// kMaxPlanSlices. Every refusal is InvalidArgument; also the errors of
+// Net::Build and of reading an init_from checkpoint. *plan is part-filled then.
 Status MakePlan(const JobConfig& job, const PlanOptions& options, const Partition& partition, Plan* plan);
 // Every layer on partition_dim 0, in groups of one.
 Status MakeDataParallelPlan(const JobConfig& job, const PlanOptions& options, Plan* plan);
@@ -124,18 +125,21 @@ Status MakeDataParallelPlan(const JobConfig& job, const PlanOptions& options, Pl
 // from a checkpoint set when one dies.
 bool ExchangeInStep(int group_size, int workers, const Net& net);
 // The same for a plan. Fails only where the plan's net does not build
-// (LoadPlan has built it).
+// (LoadPlan has built it): Net::Build's errors, with *exchange untouched.
 Status WorkersExchange(const Plan& plan, bool* exchange);
 
 // Fills what a plan derives from its content, so that lookups are by index
 // (a plan of a million slices is written and read in linear time): each
 // parameter's layer, each slice's parameter, the group size. Fails naming a
-// parameter of no layer or a slice of no parameter.
+// parameter of no layer or a slice of no parameter (InvalidArgument); the
+// indices before it are set then.
 Status IndexPlan(Plan* plan);
 
 // Gives the plan's servers, and its workers where they need one (`grouped`:
 // groups of more than one) or endpoints are given, their endpoints; the
 // caller rehashes. A plan made for other ports or hosts is moved by it.
+// InvalidArgument for an endpoint given that EndpointProblem refuses, counts
+// that do not match, or ports past 65535; the servers may be placed then.
 Status PlaceEndpoints(const PlanOptions& options, bool grouped, Plan* plan);
 // Why `endpoint` is no address a peer could dial, as a clause ("its port is
 // not 1 to 65535"), or "": transport://address of at most 512 bytes of
@@ -145,11 +149,14 @@ std::string EndpointProblem(const std::string& endpoint);
 std::string PlanContentHash(const Plan& plan);
 nlohmann::json PlanToJson(const Plan& plan);
 // The plan's file as dl-plan writes it; refused, saying so, when it is
-// larger than LoadPlan reads.
+// larger than LoadPlan reads (InvalidArgument; *text holds the text all the same).
 Status PlanText(const Plan& plan, std::string* text);
 // Reads a plan and checks it whole before anyone acts on it: the hash, the
 // job, the net it builds, every parameter, slice, worker and server.
+// Corruption where the hash does not match; InvalidArgument for a plan
+// malformed or inconsistent; Net::Build's errors. *plan is part-filled then.
 Status PlanFromJson(const nlohmann::json& json, const std::string& source, Plan* plan);
+// The same from a file: also the errors of ReadFile and ParseJson, with *plan untouched.
 Status LoadPlan(const std::string& path, Plan* plan);
 
 }  // namespace shoal

@@ -79,27 +79,35 @@ struct PartitionReport {
 
 // The job on `workers` workers (0: its own), as SINGA scales it: the step's mini-batch
 // (train.batch_size × the job's workers) and the number of worker groups
-// kept; refused naming both when they do not divide.
+// kept; refused naming both when they do not divide. Every refusal is
+// InvalidArgument naming the job file; *resized is a copy of the job then.
 Status ResizeJob(const JobConfig& job, int workers, JobConfig* resized);
 
 // The job exchanging parameters through servers of their own (`allreduce`
 // false) or a server with every worker (true: nservers_per_group set to match).
+// InvalidArgument where the workers do not divide into the server groups.
 Status WithExchange(const JobConfig& job, bool allreduce, JobConfig* out);
 
 // The job with `servers` servers of their own in each server group (--servers).
+// InvalidArgument under AllReduce, or for more than 16384 servers in all.
 Status WithServers(const JobConfig& job, int servers, JobConfig* out);
 
 // Plans a built job (on options.workers, ResizeJob) with the servers it runs
 // (options.servers, else the job's). Errors name the job file and the layer or field.
+// They are InvalidArgument, or Net::Build's; *report is part-filled then.
 Status PlanJob(const JobConfig& job, const PlannerOptions& options, PartitionReport* report);
 
 // All of dl-plan: plans `job` (PlanJob) and writes the plan of the
-// partition chosen, with the planner's report in it.
+// partition chosen, with the planner's report in it. Returns the errors of
+// ResizeJob, WithExchange, WithServers, PlanJob and MakePlan; under
+// Exchange::kAuto an exchange the job cannot take is skipped, not an error.
 Status BuildPlan(const JobConfig& job, const PlannerOptions& planner, const PlanOptions& options,
                  PartitionReport* report, Plan* plan);
 
 // The same from layer facts: `batch` is B, `overrides` one per layer (may be
-// default), `where` names the source in messages.
+// default), `where` names the source in messages. InvalidArgument for
+// inputs the planner cannot honour, a graph too wide to search, or a step
+// that takes forever; *report is part-filled then.
 Status PlanLayers(const std::vector<LayerFacts>& layers, const std::vector<LayerOverride>& overrides,
                   int batch, const PlannerOptions& options, const std::string& where,
                   PartitionReport* report);

@@ -39,6 +39,8 @@ struct FitRun {
 // line longer than a record can be, or one holding "done" that is not a JSON
 // object; times that are not finite numbers from 0 to 1e9 s; layer_steps or
 // compute_threads that are not counts; workers of different compute threads.
+// These are InvalidArgument, or IOError for a directory or file that cannot
+// be read; LoadPlan's errors pass through. *run is part-filled then.
 Status ReadFitRun(const std::string& dir, FitRun* run);
 
 struct RateFit {
@@ -87,6 +89,8 @@ struct RateFit {
 // runs of different compute threads, on a plan the cost model cannot price,
 // on a fitted rate outside what a profile holds (1e-6 to 1e9 GFLOP/s), and
 // where no layer has both operations and a measured time.
+// These are InvalidArgument, or PlanJob's errors for a plan it cannot price;
+// *profile and *fit may hold part of the fit then.
 //
 // With `fit_bandwidth` (a profile measured on loopback), the bandwidth is
 // then fitted too, to the runs whose workers exchanged with servers on

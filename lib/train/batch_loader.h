@@ -72,6 +72,7 @@ struct LoaderOptions {
   uint64_t dealt_shards = 1;            // how many shards the manifest has
 };
 
+// A ring of batches that loader threads fill ahead of the trainer.
 class BatchLoader {
  public:
   // Reads the shards one after the other as one sequence of records.
@@ -84,7 +85,9 @@ class BatchLoader {
   uint64_t records() const { return total_; }
   // The next batch, in place of what `out` held: its buffers are kept for a
   // later batch. A bad record's error (its shard and index named) comes
-  // through here, and again for every later call.
+  // through here, and again for every later call. The errors are Fill's, or
+  // InvalidArgument for shards of no records or streams they cannot hold;
+  // *out then holds the failed batch, part-filled, and later calls leave it alone.
   Status Next(Batch* out) EXCLUDES(mu_);
 
  private:
@@ -120,6 +123,8 @@ class ShardScanner {
   ShardScanner(const ShardReader* reader, int batch, RecordFeed feed)
       : reader_(reader), batch_(batch), feed_(feed) {}
   // Fills `out` with the next records; sets out->size to 0 at the end.
+  // Returns RecordFeed::Fill's errors; *out is part-filled then, and the next
+  // call reads the same records again.
   Status Next(Batch* out);
 
  private:

@@ -20,6 +20,7 @@
 
 namespace shoal {
 
+// The files of one worker's carried state, one per step, in its state directory.
 class CarriedStateFiles {
  public:
   // Keeps the files of the last two steps, and those of the last three steps
@@ -27,12 +28,14 @@ class CarriedStateFiles {
   // from a checkpoint starts at one).
   CarriedStateFiles(std::string dir, int worker, int checkpoint_every, uint64_t plan_hash);
 
-  // Creates the directory.
+  // Creates the directory. IOError naming it when it cannot be made.
   Status Open() const;
   // Saves `states` as those step `step` starts from, and drops files no longer kept.
+  // Returns WriteFileAtomic's errors; a file that cannot be dropped is no error.
   Status Save(uint64_t step, const std::vector<CarriedState>& states) const;
   // Loads the states step `step` starts from; *found is false where no file
-  // has them. A file that is not what this worker wrote is an error naming it.
+  // has them. A file that is not what this worker wrote is an error naming it:
+  // Corruption, or ReadFile's errors. Layers before the bad one may be loaded then.
   Status Load(uint64_t step, int batch, const std::vector<CarriedState>& states, bool* found) const;
 
   std::string Path(uint64_t step) const;

@@ -24,12 +24,13 @@ size_t DeviceMemoryBudget(const TrainConfig& train);
 size_t GpuScratchBytes(const TrainConfig& train, const PartitionedNet& net);
 
 // Whether every layer of `net` runs on a GPU (train.device: cuda): the
-// first that does not is named, with the types that do.
+// first that does not is named, with the types that do, in an InvalidArgument.
 Status CheckRunsOnGpu(const PartitionedNet& net);
 
 // Ok when the job sets no budget and no GPU. Checks one worker of each rank
 // of a group (the groups are alike), building its part of the net at the
-// job's batch: its layers on the GPU, its step within the budget.
+// job's batch: its layers on the GPU, its step within the budget. Returns the
+// errors of PartitionedNet::Build, CheckRunsOnGpu and PlanDeviceMemory, naming the worker.
 Status CheckDeviceMemoryFits(const Plan& plan);
 
 }  // namespace shoal

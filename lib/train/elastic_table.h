@@ -20,13 +20,15 @@
 
 namespace shoal {
 
+// A worker's replica under easgd, exchanging with the servers' centre now and then.
 class ElasticTable : public ParamTable {
  public:
   // `params`: what worker `worker` holds; `centre`: the servers, connected.
   ElasticTable(const Plan& plan, int worker, std::vector<Param*> params, std::unique_ptr<RemoteTable> centre);
-  // The replica starts as the centre (Algorithm 1, line 5).
+  // The replica starts as the centre (Algorithm 1, line 5). Returns RemoteTable::Join's errors.
   Status Join(uint64_t* step) override;
   // The local update of step `step`, then the exchange when one is due.
+  // Returns RemoteTable::Exchange's errors; the local update is applied even then.
   Status Push(uint64_t step, double loss) override;
   Status Finish() override { return centre_->Finish(); }
   Status Report(const std::string& metric) override { return centre_->Report(metric); }

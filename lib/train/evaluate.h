@@ -30,11 +30,13 @@ struct InputFeeds {
   RecordFeed Evaluation() const { return RecordFeed(eval.get(), floats()); }
 };
 // The feeds of `job` over records as `manifest` describes them;
-// InvalidArgument where the data section does not fit the records.
+// InvalidArgument where the data section does not fit the records. *out may
+// then hold default Augmenters.
 Status MakeInputFeeds(const JobConfig& job, const Manifest& manifest, InputFeeds* out);
 
 // The checks that tie a plan's net to the data it will read: the input's
 // shape (InputFeeds::shape) and the number of classes (a classifier's).
+// InvalidArgument naming the manifest where either does not fit.
 Status CheckShardsFitNet(const Shape& input, const Manifest& manifest, const std::string& dir, Net* net);
 
 struct EvalResult {
@@ -50,13 +52,16 @@ struct EvalResult {
 // for batches of `restore_batch` records again (0: as evaluation left it).
 // A net that carries state (a GRU with carry_state) reads the test records as
 // 32 streams, its state carried from batch to batch as in training (the last
-// records mod 32 left out), and forgets it before and after.
+// records mod 32 left out), and forgets it before and after. Returns a
+// record's read errors, and InvalidArgument for a shard of no records; after a
+// read error the net keeps the evaluation's shape and state, and *result is untouched.
 Status EvaluateOnShard(Net* net, const ShardReader* test, const RecordFeed& feed, int restore_batch,
                        EvalResult* result);
 
 // Fills each of `params` from the merged checkpoint's value of the same name.
 // Refuses a parameter the checkpoint lacks, one of another shape, and a
 // checkpoint parameter the net lacks, naming it; `source` names the checkpoint.
+// The refusal is InvalidArgument; the params before the one refused are filled then.
 Status FillParamsFromCheckpoint(const Checkpoint& merged, const std::string& source,
                                 const std::vector<Param*>& params);
 
@@ -76,6 +81,9 @@ struct CheckpointNet {
 // its newest complete step, or `step` when not -1) into the plan's net, with
 // `threads` compute threads in the job's precision (fp32 in place of a bf16
 // this CPU cannot compute), and the manifest of `shard_dir` (empty: the job's data.shards).
+// Returns the errors of LoadModel, Net::Build, FillParamsFromCheckpoint,
+// LoadManifest, MakeInputFeeds and CheckShardsFitNet, and InvalidArgument where
+// there is no shard directory; *out is part-filled then.
 Status OpenCheckpointNet(const Plan& plan, const std::vector<std::string>& checkpoint, int64_t step,
                          const std::string& shard_dir, int threads, CheckpointNet* out);
 
@@ -88,6 +96,8 @@ struct EvalOptions {
 
 // Builds the plan's net, loads the checkpoint into it and evaluates it on the
 // test shard: {"event":"eval","test_accuracy","test_loss","step","checkpoint","files","compute"}.
+// Returns the errors of OpenCheckpointNet, ShardReader::Open and
+// EvaluateOnShard; *record is untouched then.
 Status EvaluateCheckpoint(const Plan& plan, const EvalOptions& options, nlohmann::json* record);
 
 }  // namespace shoal

@@ -13,6 +13,7 @@
 
 namespace shoal {
 
+// The job's update rule applied in place to the params a worker holds.
 class LocalUpdater {
  public:
   // `scales`: per param, the factor its gradient is taken at before the rule

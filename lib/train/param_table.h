@@ -82,6 +82,7 @@ class Keepalive {
   std::thread thread_;
 };
 
+// Where a worker's parameters come from and its gradients go.
 class ParamTable {
  public:
   virtual ~ParamTable() = default;
@@ -125,6 +126,7 @@ class ComputingSpell {
   ParamTable* const table_;
 };
 
+// A table whose updater runs in this process: a standalone run's.
 class LocalTable : public ParamTable {
  public:
   LocalTable(const Plan& plan, std::vector<Param*> params);
@@ -134,10 +136,12 @@ class LocalTable : public ParamTable {
     *step = 0;
     return Status::Ok();
   }
+  // Always Ok.
   Status Push(uint64_t step, double loss) override;
   Status Finish() override { return Status::Ok(); }
   Status Report(const std::string&) override { return Status::Ok(); }
   // The values are always the latest: the one process makes every version.
+  // Always Ok; `whole` must list the params in this table's order.
   Status FetchAll(const std::vector<Param*>& whole, uint64_t version) override;
 
  private:
@@ -163,7 +167,15 @@ class RemoteTable : public ParamTable, public LayerHooks {
   // server. Every request carries `incarnation`: this life of the worker.
   RemoteTable(const Plan& plan, int worker, std::vector<Param*> params, int timeout_ms,
               uint64_t incarnation = IncarnationOf(""));
+  // Returns RpcClient::Dial's and Share's errors; the clients dialled so far are kept.
   Status Connect();
+  // The requests below return RpcClient's errors, InvalidArgument for a reply
+  // of another plan, and Corruption for slices the plan does not give that
+  // server; the params may be part-updated then. Those sent to every server
+  // at once (not FetchAll's, nor a lane's) also return Timeout where a server
+  // answers 'wait' at one version for the timeout.
+  // Join: a join refused past RpcClient::kLostAfter is InvalidArgument, and
+  // *step may be set then.
   Status Join(uint64_t* step) override;
   Status Push(uint64_t step, double loss) override;
   // easgd: sends the params' values as they are after step `step` and
@@ -174,7 +186,8 @@ class RemoteTable : public ParamTable, public LayerHooks {
   // Asks every server for a checkpoint when its table reaches `version`,
   // filling `versions` with each server's version as it answered. Under BSP
   // a server past `version` refuses (InvalidArgument); elsewhere it answers
-  // with its version and writes nothing (so an ask at 0 only asks).
+  // with its version and writes nothing (so an ask at 0 only asks). On an
+  // error *versions holds the answers had before it.
   Status CheckpointAt(uint64_t version, std::vector<uint64_t>* versions);
   Status FetchAll(const std::vector<Param*>& whole, uint64_t version) override;
   std::unique_ptr<Keepalive> KeepBusy(const std::string& what) override;
@@ -183,7 +196,8 @@ class RemoteTable : public ParamTable, public LayerHooks {
   Status BeforeForward(const Layer& layer) override;
   Status AfterBackward(const Layer& layer, uint64_t step) override;
   // Collects every reply still in flight: the params then hold the values
-  // the last Push asked for, and the byte counts include them.
+  // the last Push asked for, and the byte counts include them. Returns the
+  // first lane's error; the lanes after it are left in flight.
   Status Settle();
   // Whether gradients leave layer by layer (train.overlap; never under
   // easgd, whose exchanges carry values every few steps, not gradients).

@@ -29,6 +29,10 @@ struct SampleOptions {
 // the last symbol is drawn from: a net without carried state reads the last
 // `steps` symbols; one that carries it (gru carry_state) reads the whole text
 // in order, window after window, each from the state the one before left.
+// InvalidArgument for options out of range, a manifest without a vocabulary,
+// a net not a char-RNN's, a prime byte outside the vocabulary, or a class
+// drawn past it (*text then holds the text so far). Otherwise
+// OpenCheckpointNet's errors, with *text untouched.
 Status SampleText(const Plan& plan, const SampleOptions& options, std::string* text);
 
 }  // namespace shoal

@@ -43,9 +43,12 @@ struct WorkerResult {
   double ms_per_step_median = 0.0;
 };
 
+// One dl-worker process's training of its part of the plan.
 class Worker {
  public:
   Worker(const Plan& plan, WorkerOptions options, Output* output);
+  // Returns the first error of setting up, training or finishing; *result
+  // then holds what the run had reached (steps is set only at the end).
   Status Run(WorkerResult* result);
 
  private:
